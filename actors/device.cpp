@@ -1,0 +1,62 @@
+#include "actors/device.hpp"
+
+#include <dlfcn.h>
+
+#include <regex>
+
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+
+#include "packtune/error.hpp"
+
+namespace packtune::actors {
+
+void check_device_syntax(const std::string& device) {
+  static const std::regex pattern("cpu|auto|cuda(:[0-9]+)?");
+  if (!std::regex_match(device, pattern)) {
+    throw InputError("device: unknown device \"" + device + "\"; expected cpu, cuda, cuda:N or auto");
+  }
+}
+
+int cuda_device_count() {
+  return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
+}
+
+std::string resolve_device(const std::string& requested, int actor_index) {
+  check_device_syntax(requested);
+  if (requested == "cpu") return "cpu";
+  const int gpus = cuda_device_count();
+  if (requested == "auto") {
+    return gpus > 0 ? "cuda:" + std::to_string(actor_index % gpus) : "cpu";
+  }
+  if (gpus == 0) {
+    throw InputError("device: \"" + requested +
+                     "\" requested but no CUDA device is visible to this LibTorch build; use "
+                     "--device cpu or auto, or build against a CUDA LibTorch");
+  }
+  if (requested == "cuda") return "cuda:" + std::to_string(actor_index % gpus);
+  const int index = std::stoi(requested.substr(5));
+  if (index >= gpus) {
+    throw InputError("device: " + requested + " does not exist; this machine has " +
+                     std::to_string(gpus) + " CUDA device(s)");
+  }
+  return requested;
+}
+
+void configure_cpu_threads(int threads) {
+  threads = std::max(1, threads);
+  // Debian's OpenBLAS (pthread flavour) exports this; the reference BLAS does not, and
+  // then there is nothing to limit.
+  using SetThreads = void (*)(int);
+  if (auto* set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    set(1);
+  }
+  at::set_num_threads(threads);
+  try {
+    at::set_num_interop_threads(1);
+  } catch (const std::exception&) {
+    // Already set once in this process; the first value stands.
+  }
+}
+
+}  // namespace packtune::actors

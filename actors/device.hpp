@@ -1,0 +1,22 @@
+#pragma once
+// Devices and CPU threads for an actor. Header free of LibTorch so the driver can validate.
+#include <string>
+
+namespace packtune::actors {
+
+// Checks the syntax of a device string: cpu, cuda, cuda:N or auto. Throws InputError.
+void check_device_syntax(const std::string& device);
+
+// The concrete device the actor with index `actor_index` trains on: "cpu" or "cuda:N".
+// "cuda" spreads actors over the visible GPUs; "auto" picks CUDA when available. Throws
+// InputError when CUDA is requested but this LibTorch build or machine has none.
+std::string resolve_device(const std::string& requested, int actor_index);
+
+int cuda_device_count();
+
+// Limits LibTorch's intra-op threads and OpenBLAS's threads so that their product stays at
+// `threads`: BLAS calls made from torch's worker threads would otherwise each spawn a full
+// OpenBLAS pool and oversubscribe the cores.
+void configure_cpu_threads(int threads);
+
+}  // namespace packtune::actors

@@ -1,0 +1,68 @@
+#pragma once
+// Trains every trial an actor holds, one round at a time: each member takes one step on the
+// pack's shared data stream. Members join and leave between rounds without disturbing the
+// others.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/trial_runner.hpp"
+#include "datasets/batch_stream.hpp"
+
+namespace packtune::actors {
+
+enum class BudgetUnit { Epochs, Steps };
+BudgetUnit parse_budget_unit(const std::string& text);  // "epochs" | "steps"
+
+// The message of an exception without LibTorch's C++ backtrace, fit for one log line.
+std::string error_message(const std::exception& e);
+
+struct PackJob {
+  tuners::TrialId trial = -1;
+  TrialSpec spec;
+  std::uint64_t seed = 0;
+  double budget = 1;        // train until this budget is reached
+  double report_every = 0;  // report at each multiple of this budget (0: only at the end)
+};
+
+struct PackEvent {
+  tuners::TrialId trial = -1;
+  double budget = 0;
+  Metrics metrics;
+  bool final = false;
+  double train_seconds = 0;  // this trial's share of the pack's wall time so far
+  std::string error;         // set when training failed; the member has been removed
+};
+
+class PackExecutor {
+ public:
+  PackExecutor(datasets::BatchStream& stream, BudgetUnit unit);
+
+  void add(const PackJob& job);
+  bool remove(tuners::TrialId trial);
+  bool contains(tuners::TrialId trial) const;
+  std::size_t size() const { return members_.size(); }
+  bool empty() const { return members_.empty(); }
+
+  // One step for every member; returns the reports due and removes finished members.
+  std::vector<PackEvent> step_round();
+
+  std::int64_t steps_for(double budget, int batch_size) const;
+
+ private:
+  struct Member {
+    PackJob job;
+    std::unique_ptr<TrialRunner> runner;
+    std::vector<std::int64_t> report_steps;  // ascending, the last is the final step
+    std::vector<double> report_budgets;      // the nominal budget of each report step
+    std::size_t next_report = 0;
+    double seconds = 0;
+  };
+
+  datasets::BatchStream& stream_;
+  BudgetUnit unit_;
+  std::vector<Member> members_;
+};
+
+}  // namespace packtune::actors

@@ -1,0 +1,97 @@
+#include "actors/trial_runner.hpp"
+
+#include "packtune/error.hpp"
+
+namespace packtune::actors {
+namespace {
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSpec& o,
+                                                        std::vector<torch::Tensor> params) {
+  if (o.name == "sgd") {
+    return std::make_unique<torch::optim::SGD>(
+        params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).nesterov(o.nesterov).weight_decay(
+                    o.weight_decay));
+  }
+  if (o.name == "adam") {
+    return std::make_unique<torch::optim::Adam>(
+        params, torch::optim::AdamOptions(o.lr).betas({o.beta1, o.beta2}).weight_decay(o.weight_decay));
+  }
+  if (o.name == "adamw") {
+    return std::make_unique<torch::optim::AdamW>(
+        params, torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).weight_decay(o.weight_decay));
+  }
+  throw InputError("optimizer: unknown optimizer \"" + o.name + "\"; expected sgd, adam or adamw");
+}
+
+// splitmix64: spreads nearby (seed, step) pairs over unrelated generator seeds.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+TrialRunner::TrialRunner(tuners::TrialId id, const TrialSpec& spec, std::uint64_t seed,
+                         const datasets::BatchStream& stream)
+    : id_(id), spec_(spec), seed_(seed) {
+  // The global generator is seeded from the trial's own seed right before the model is
+  // built, so initialisation does not depend on what else the actor did before.
+  torch::manual_seed(mix(seed_));
+  InputShape shape{stream.channels(), stream.height(), stream.width(), stream.classes()};
+  model_ = build_classifier(spec_.model, shape);
+  model_->to(stream.device());
+  optimizer_ = make_optimizer(spec_.optimizer, model_->parameters());
+  loss_sum_ = torch::zeros({}, torch::TensorOptions().device(stream.device()));
+}
+
+std::uint64_t TrialRunner::step_seed() const {
+  return mix(seed_ ^ mix(static_cast<std::uint64_t>(step_) + 1));
+}
+
+void TrialRunner::train_step(datasets::BatchStream& stream) {
+  auto [inputs, labels] = stream.batch(step_, spec_.batch_size);
+  model_->train();
+  // Dropout draws from the global generator: reseeding it per step makes the masks a
+  // function of (trial, step) only, whatever other members ran in between.
+  torch::manual_seed(step_seed());
+  optimizer_->zero_grad();
+  auto loss = torch::nn::functional::cross_entropy(model_->forward(inputs), labels);
+  loss.backward();
+  optimizer_->step();
+  loss_sum_ += loss.detach();
+  ++loss_count_;
+  ++step_;
+}
+
+Metrics TrialRunner::evaluate(const datasets::BatchStream& stream) {
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  const auto& inputs = stream.validation_inputs();
+  const auto& labels = stream.validation_labels();
+  const std::int64_t n = inputs.size(0);
+  auto loss = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(inputs.device()));
+  auto correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kInt64).device(inputs.device()));
+  constexpr std::int64_t chunk = 2000;
+  for (std::int64_t begin = 0; begin < n; begin += chunk) {
+    const auto len = std::min(chunk, n - begin);
+    auto logits = model_->forward(inputs.narrow(0, begin, len));
+    auto y = labels.narrow(0, begin, len);
+    loss += torch::nn::functional::cross_entropy(
+                logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                .to(torch::kFloat64);
+    correct += logits.argmax(1).eq(y).sum();
+  }
+  Metrics m;
+  m["val_loss"] = loss.item<double>() / static_cast<double>(std::max<std::int64_t>(1, n));
+  m["val_accuracy"] = static_cast<double>(correct.item<std::int64_t>()) / static_cast<double>(std::max<std::int64_t>(1, n));
+  if (loss_count_ > 0) {
+    m["train_loss"] = loss_sum_.item<double>() / static_cast<double>(loss_count_);
+    loss_sum_.zero_();
+    loss_count_ = 0;
+  }
+  return m;
+}
+
+}  // namespace packtune::actors

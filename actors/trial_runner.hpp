@@ -1,0 +1,50 @@
+#pragma once
+// One trial's model, optimizer and position in the data stream. A trial's results depend
+// only on its own seed and the stream's seed, so it trains the same alone or in a pack.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "actors/classifier.hpp"
+#include "actors/trial_spec.hpp"
+#include "datasets/batch_stream.hpp"
+#include "tuners/trial_config.hpp"
+
+namespace packtune::actors {
+
+using Metrics = std::map<std::string, double>;
+
+class TrialRunner {
+ public:
+  TrialRunner(tuners::TrialId id, const TrialSpec& spec, std::uint64_t seed,
+              const datasets::BatchStream& stream);
+
+  // One optimizer step on the stream's batch for this trial's next step.
+  void train_step(datasets::BatchStream& stream);
+
+  // val_loss, val_accuracy on the stream's validation set, and train_loss: the mean
+  // training loss since the previous call.
+  Metrics evaluate(const datasets::BatchStream& stream);
+
+  tuners::TrialId id() const { return id_; }
+  std::int64_t step() const { return step_; }
+  const TrialSpec& spec() const { return spec_; }
+  torch::nn::Sequential& model() { return model_; }
+
+ private:
+  std::uint64_t step_seed() const;
+
+  tuners::TrialId id_;
+  TrialSpec spec_;
+  std::uint64_t seed_;
+  torch::nn::Sequential model_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::int64_t step_ = 0;
+  torch::Tensor loss_sum_;  // on the device, so training never waits for a host copy
+  std::int64_t loss_count_ = 0;
+};
+
+}  // namespace packtune::actors

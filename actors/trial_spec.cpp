@@ -1,0 +1,154 @@
+#include "actors/trial_spec.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "packtune/error.hpp"
+
+namespace packtune::actors {
+namespace {
+
+using tuners::ParamValue;
+
+std::string expected_list(const std::vector<std::string>& options) {
+  std::string out;
+  for (const auto& o : options) out += (out.empty() ? "" : ", ") + o;
+  return out;
+}
+
+int as_int(const ParamValue& v, const std::string& at, int low, int high) {
+  double d = 0;
+  if (const auto* i = std::get_if<std::int64_t>(&v)) {
+    d = static_cast<double>(*i);
+  } else if (const auto* f = std::get_if<double>(&v); f && std::floor(*f) == *f) {
+    d = *f;
+  } else {
+    throw InputError(at + ": expected an integer, got " + tuners::to_string(v));
+  }
+  if (d < low || d > high) {
+    throw InputError(at + ": " + tuners::to_string(v) + " is out of range; expected " +
+                     std::to_string(low) + " to " + std::to_string(high));
+  }
+  return static_cast<int>(d);
+}
+
+double as_real(const ParamValue& v, const std::string& at, double low, double high) {
+  if (std::holds_alternative<std::string>(v) || std::holds_alternative<bool>(v)) {
+    throw InputError(at + ": expected a number, got " + tuners::to_string(v));
+  }
+  const double d = tuners::as_number(v, at);
+  if (!(d >= low && d <= high)) {
+    throw InputError(at + ": " + tuners::to_string(v) + " is out of range; expected " +
+                     tuners::to_string(ParamValue(low)) + " to " + tuners::to_string(ParamValue(high)));
+  }
+  return d;
+}
+
+bool as_bool(const ParamValue& v, const std::string& at) {
+  if (const auto* b = std::get_if<bool>(&v)) return *b;
+  throw InputError(at + ": expected true or false, got " + tuners::to_string(v));
+}
+
+std::string as_enum(const ParamValue& v, const std::string& at,
+                    const std::vector<std::string>& options) {
+  const auto* s = std::get_if<std::string>(&v);
+  if (!s || std::find(options.begin(), options.end(), *s) == options.end()) {
+    throw InputError(at + ": " + tuners::to_string(v) + " is not allowed; expected one of " +
+                     expected_list(options));
+  }
+  return *s;
+}
+
+}  // namespace
+
+bool ModelSpec::operator==(const ModelSpec& o) const {
+  return family == o.family && depth == o.depth && width == o.width &&
+         activation == o.activation && dropout == o.dropout && channels == o.channels &&
+         kernel == o.kernel && batch_norm == o.batch_norm;
+}
+
+const std::vector<std::string>& known_hyperparameters() {
+  static const std::vector<std::string> names = {
+      "family", "depth",  "width",        "activation", "dropout",  "channels", "kernel",
+      "batch_norm", "optimizer", "lr", "momentum", "nesterov", "weight_decay",
+      "beta1", "beta2", "batch_size"};
+  return names;
+}
+
+TrialSpec parse_trial_spec(const tuners::TrialConfig& config, const std::string& where) {
+  TrialSpec spec;
+  auto& m = spec.model;
+  auto& o = spec.optimizer;
+  for (const auto& [key, value] : config) {
+    const std::string at = where + "." + key;
+    if (key == "family") m.family = as_enum(value, at, {"mlp", "cnn"});
+    else if (key == "depth") m.depth = as_int(value, at, 0, 16);
+    else if (key == "width") m.width = as_int(value, at, 0, 1 << 16);
+    else if (key == "activation") m.activation = as_enum(value, at, {"relu", "tanh", "gelu", "sigmoid"});
+    else if (key == "dropout") m.dropout = as_real(value, at, 0.0, 0.95);
+    else if (key == "channels") m.channels = as_int(value, at, 1, 4096);
+    else if (key == "kernel") m.kernel = as_int(value, at, 1, 7);
+    else if (key == "batch_norm") m.batch_norm = as_bool(value, at);
+    else if (key == "optimizer") o.name = as_enum(value, at, {"sgd", "adam", "adamw"});
+    else if (key == "lr") o.lr = as_real(value, at, 1e-12, 100.0);
+    else if (key == "momentum") o.momentum = as_real(value, at, 0.0, 0.9999);
+    else if (key == "nesterov") o.nesterov = as_bool(value, at);
+    else if (key == "weight_decay") o.weight_decay = as_real(value, at, 0.0, 10.0);
+    else if (key == "beta1") o.beta1 = as_real(value, at, 0.0, 0.9999);
+    else if (key == "beta2") o.beta2 = as_real(value, at, 0.0, 0.99999);
+    else if (key == "batch_size") spec.batch_size = as_int(value, at, 1, 1 << 16);
+    else {
+      throw InputError(at + ": unknown hyper-parameter; expected one of " +
+                       expected_list(known_hyperparameters()));
+    }
+  }
+  if (m.family == "mlp" && m.depth > 0 && m.width < 1) {
+    throw InputError(where + ".width: an mlp with hidden layers needs width >= 1");
+  }
+  if (m.family == "cnn" && (m.depth < 1 || m.depth > 3)) {
+    throw InputError(where + ".depth: a cnn on 28x28 images takes 1 to 3 conv blocks");
+  }
+  if (o.nesterov && o.name == "sgd" && o.momentum <= 0) {
+    throw InputError(where + ".nesterov: Nesterov momentum needs momentum > 0");
+  }
+  return spec;
+}
+
+ModelShape model_shape(const ModelSpec& spec, int channels, int height, int width, int classes) {
+  ModelShape s;
+  // Per layer: parameters, and the activations autograd keeps (input, pre- and post-activation).
+  auto linear = [&](std::int64_t in, std::int64_t out) {
+    s.parameters += in * out + out;
+    s.activations_per_sample += in + 2 * out;
+  };
+  if (spec.family == "mlp") {
+    std::int64_t in = std::int64_t{channels} * height * width;
+    for (int i = 0; i < spec.depth; ++i) {
+      linear(in, spec.width);
+      if (spec.dropout > 0) s.activations_per_sample += spec.width;
+      in = spec.width;
+    }
+    linear(in, classes);
+    return s;
+  }
+  std::int64_t c = channels, h = height, w = width;
+  for (int i = 0; i < spec.depth; ++i) {
+    const std::int64_t out = std::int64_t{spec.channels} << i;
+    s.parameters += c * out * spec.kernel * spec.kernel + out;
+    s.activations_per_sample += c * h * w + out * h * w * (spec.batch_norm ? 3 : 2);
+    if (spec.batch_norm) s.parameters += 2 * out;
+    c = out;
+    h /= 2;
+    w /= 2;
+    s.activations_per_sample += c * h * w;
+  }
+  std::int64_t in = c * h * w;
+  if (spec.width > 0) {
+    linear(in, spec.width);
+    in = spec.width;
+  }
+  linear(in, classes);
+  return s;
+}
+
+}  // namespace packtune::actors

@@ -1,0 +1,56 @@
+#pragma once
+// What an actor needs to train one trial, parsed from the trial's hyper-parameters (the
+// config's fixed "model" values overlaid with the tuner's sample). Plain C++, no LibTorch, so
+// the driver can validate a config before any process starts.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tuners/trial_config.hpp"
+
+namespace packtune::actors {
+
+struct ModelSpec {
+  std::string family = "mlp";  // "mlp" | "cnn"
+  int depth = 2;               // hidden layers (mlp) or conv blocks (cnn)
+  int width = 256;             // hidden units (mlp) or the fc layer after the convs (cnn; 0 = none)
+  std::string activation = "relu";  // relu | tanh | gelu | sigmoid
+  double dropout = 0.0;
+  int channels = 16;           // first conv block; each further block doubles it
+  int kernel = 3;
+  bool batch_norm = true;
+
+  bool operator==(const ModelSpec& o) const;
+};
+
+struct OptimizerSpec {
+  std::string name = "sgd";  // sgd | adam | adamw
+  double lr = 0.01;
+  double momentum = 0.0;
+  bool nesterov = false;
+  double weight_decay = 0.0;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+};
+
+struct TrialSpec {
+  ModelSpec model;
+  OptimizerSpec optimizer;
+  int batch_size = 128;
+};
+
+// Throws InputError naming `where.<key>` for an unknown key, a wrong type or a value out of
+// range. Every key of `config` must be a known hyper-parameter.
+TrialSpec parse_trial_spec(const tuners::TrialConfig& config, const std::string& where = "model");
+
+// The names parse_trial_spec accepts, for error messages and docs.
+const std::vector<std::string>& known_hyperparameters();
+
+// Integer count of parameters and per-sample activations of the model, for the memory model.
+struct ModelShape {
+  std::int64_t parameters = 0;
+  std::int64_t activations_per_sample = 0;  // floats kept for backward, per input example
+};
+ModelShape model_shape(const ModelSpec& spec, int channels, int height, int width, int classes);
+
+}  // namespace packtune::actors

@@ -1,0 +1,17 @@
+#pragma once
+// `packtune actor`: connects to a driver, takes trials and trains them as one pack.
+#include <string>
+
+namespace packtune {
+
+struct ActorOptions {
+  std::string driver;     // ZeroMQ endpoint of the driver
+  int local_index = -1;   // set by a driver that spawned this actor
+  int threads = 0;        // CPU threads for training; 0 = all cores
+  double connect_timeout_seconds = 30;
+};
+
+// Returns the process exit code.
+int run_actor(const ActorOptions& options);
+
+}  // namespace packtune

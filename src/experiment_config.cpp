@@ -1,0 +1,258 @@
+#include "experiment_config.hpp"
+
+#include <filesystem>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <set>
+
+#include "actors/device.hpp"
+#include "actors/trial_spec.hpp"
+#include "packtune/error.hpp"
+#include "tuners/tuner_registry.hpp"
+
+namespace packtune {
+namespace {
+
+using nlohmann::json;
+
+class Fields {
+ public:
+  Fields(const json& object, std::string where) : object_(object), where_(std::move(where)) {
+    if (!object_.is_object()) {
+      throw InputError(where_ + ": expected an object, got " + std::string(object_.type_name()));
+    }
+  }
+
+  bool has(const char* key) const { return object_.contains(key); }
+  std::string at(const char* key) const { return where_.empty() ? key : where_ + "." + key; }
+
+  const json& get(const char* key, json::value_t kind, const char* expected) {
+    seen_.insert(key);
+    const auto& v = object_.at(key);
+    const bool ok = kind == json::value_t::number_float ? v.is_number() : v.type() == kind ||
+                    (kind == json::value_t::number_unsigned && v.is_number_integer());
+    if (!ok) throw InputError(at(key) + ": expected " + expected + ", got " + type_of(v));
+    return v;
+  }
+
+  void string(const char* key, std::string& out) {
+    if (has(key)) out = get(key, json::value_t::string, "a string").get<std::string>();
+  }
+  template <class Int>
+  void integer(const char* key, Int& out, std::int64_t low, std::int64_t high) {
+    if (!has(key)) return;
+    const auto& v = get(key, json::value_t::number_unsigned, "an integer");
+    const auto i = v.get<std::int64_t>();
+    if (i < low || i > high) {
+      throw InputError(at(key) + ": " + v.dump() + " is out of range; expected " +
+                       std::to_string(low) + " to " + std::to_string(high));
+    }
+    out = static_cast<Int>(i);
+  }
+  void number(const char* key, double& out, double low, bool low_open) {
+    if (!has(key)) return;
+    const auto& v = get(key, json::value_t::number_float, "a number");
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d < low || (low_open && d == low)) {
+      throw InputError(at(key) + ": " + v.dump() + " is out of range; expected a number " +
+                       (low_open ? "> " : ">= ") + json(low).dump());
+    }
+    out = d;
+  }
+  const json& object(const char* key) {
+    seen_.insert(key);
+    const auto& v = object_.at(key);
+    if (!v.is_object()) throw InputError(at(key) + ": expected an object, got " + type_of(v));
+    return v;
+  }
+  void mark(const char* key) { seen_.insert(key); }
+
+  // Every key not read is unknown: a typo must not silently fall back to a default.
+  void finish() const {
+    for (const auto& [key, _] : object_.items()) {
+      if (!seen_.count(key)) {
+        throw InputError((where_.empty() ? key : where_ + "." + key) + ": unknown key; expected one of " +
+                         allowed_);
+      }
+    }
+  }
+  void allow(std::string list) { allowed_ = std::move(list); }
+
+ private:
+  static std::string type_of(const json& v) {
+    if (v.is_number_integer()) return "an integer (" + v.dump() + ")";
+    if (v.is_number()) return "a number (" + v.dump() + ")";
+    return std::string(v.type_name());
+  }
+  const json& object_;
+  std::string where_;
+  std::set<std::string> seen_;
+  std::string allowed_;
+};
+
+}  // namespace
+
+ExperimentConfig parse_config(const json& root, const std::string& path) {
+  ExperimentConfig c;
+  c.source = root;
+  c.name = std::filesystem::path(path).stem().string();
+  Fields top(root, "");
+  top.allow("name, seed, metric, mode, budget, tuner, tuner_plugin, actors, device, max_pack, "
+            "threads_per_actor, listen, heartbeat_seconds, actor_timeout_seconds, data, model, space");
+  top.string("name", c.name);
+  top.integer("seed", c.seed, 0, std::numeric_limits<std::int64_t>::max());
+  top.string("metric", c.metric);
+  if (c.metric != "val_accuracy" && c.metric != "val_loss" && c.metric != "train_loss") {
+    throw InputError("metric: unknown metric \"" + c.metric +
+                     "\"; expected val_accuracy, val_loss or train_loss");
+  }
+  c.mode = c.metric == "val_accuracy" ? tuners::Mode::Max : tuners::Mode::Min;
+  if (top.has("mode")) {
+    std::string mode;
+    top.string("mode", mode);
+    try {
+      c.mode = tuners::parse_mode(mode);
+    } catch (const InputError&) {
+      throw InputError("mode: unknown value \"" + mode + "\"; expected min or max");
+    }
+  }
+
+  if (top.has("budget")) {
+    Fields b(top.object("budget"), "budget");
+    b.allow("unit, min, max, report_every");
+    b.string("unit", c.budget_unit);
+    if (c.budget_unit != "epochs" && c.budget_unit != "steps") {
+      throw InputError("budget.unit: unknown unit \"" + c.budget_unit + "\"; expected epochs or steps");
+    }
+    b.number("max", c.max_budget, 0, true);
+    c.min_budget = c.max_budget;
+    b.number("min", c.min_budget, 0, true);
+    if (c.min_budget > c.max_budget) {
+      throw InputError("budget.min: " + json(c.min_budget).dump() + " is above budget.max " +
+                       json(c.max_budget).dump() + "; expected min <= max");
+    }
+    b.number("report_every", c.report_every, 0, false);
+    b.finish();
+  }
+
+  if (top.has("tuner")) {
+    const auto& t = root.at("tuner");
+    top.mark("tuner");
+    if (t.is_string()) {
+      c.tuner = t.get<std::string>();
+    } else {
+      Fields f(top.object("tuner"), "tuner");
+      f.string("name", c.tuner);
+      f.integer("trials", c.trials, 1, 100000000);
+      for (const auto& [key, value] : t.items()) {
+        if (key != "name" && key != "trials") c.tuner_settings[key] = value;
+      }
+    }
+  }
+  top.string("tuner_plugin", c.tuner_plugin);
+
+  top.integer("actors", c.actors, 1, 4096);
+  top.string("device", c.device);
+  actors::check_device_syntax(c.device);
+  top.integer("max_pack", c.max_pack, 1, 1024);
+  top.integer("threads_per_actor", c.threads_per_actor, 0, 1024);
+  top.string("listen", c.listen);
+  top.number("heartbeat_seconds", c.heartbeat_seconds, 0, true);
+  top.number("actor_timeout_seconds", c.actor_timeout_seconds, 0, true);
+
+  if (top.has("data")) {
+    Fields d(top.object("data"), "data");
+    d.allow("name, dir, train_size, validation_size");
+    d.string("name", c.data.name);
+    d.string("dir", c.data.dir);
+    d.integer("train_size", c.data.train_size, 1, std::numeric_limits<std::uint32_t>::max());
+    d.integer("validation_size", c.data.validation_size, 1, std::numeric_limits<std::uint32_t>::max());
+    d.finish();
+  }
+
+  if (top.has("model")) {
+    const auto& m = top.object("model");
+    for (const auto& [key, value] : m.items()) {
+      c.model[key] = tuners::param_from_json(value, "model." + key);
+    }
+  }
+  if (top.has("space")) c.space = tuners::SearchSpace::from_json(top.object("space"), "space");
+  top.finish();
+  return c;
+}
+
+ExperimentConfig load_config(const std::string& path) {
+  if (!std::filesystem::is_regular_file(path)) {
+    throw InputError(path + ": config file not found");
+  }
+  std::ifstream in(path);
+  json root;
+  try {
+    root = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw InputError(path + ": not valid JSON (" + std::string(e.what()) + ")");
+  }
+  return parse_config(root, path);
+}
+
+void apply_overrides(ExperimentConfig& c, const Overrides& o) {
+  if (o.trials) {
+    if (*o.trials < 1) throw InputError("--trials: expected at least 1");
+    c.trials = *o.trials;
+  }
+  if (o.actors) {
+    if (*o.actors < 1) throw InputError("--actors: expected at least 1");
+    c.actors = *o.actors;
+  }
+  if (o.seed) c.seed = *o.seed;
+  if (o.device) {
+    actors::check_device_syntax(*o.device);
+    c.device = *o.device;
+  }
+  if (o.tuner) c.tuner = *o.tuner;
+}
+
+tuners::TunerContext tuner_context(const ExperimentConfig& c) {
+  tuners::TunerContext t;
+  t.space = c.space;
+  t.metric = c.metric;
+  t.mode = c.mode;
+  t.min_budget = c.min_budget;
+  t.max_budget = c.max_budget;
+  t.max_trials = c.trials;
+  t.seed = c.seed;
+  t.settings = c.tuner_settings;
+  return t;
+}
+
+void validate(const ExperimentConfig& c) {
+  // Building the tuner checks its name and its own settings.
+  tuners::TunerRegistry::instance().create(c.tuner, tuner_context(c));
+
+  // The fixed values alone, then each end of every range and each choice on top of them:
+  // every config the space can produce is then a valid trial.
+  auto fixed = c.model;
+  actors::parse_trial_spec(fixed, "model");
+  for (const auto& p : c.space.params()) {
+    std::vector<tuners::ParamValue> probes = p.values;
+    if (p.kind == tuners::ParamSpec::Kind::RandInt) {
+      probes = {static_cast<std::int64_t>(p.low), static_cast<std::int64_t>(p.high)};
+    } else if (p.kind != tuners::ParamSpec::Kind::Choice) {
+      probes = {p.low, p.high};
+    }
+    for (const auto& v : probes) {
+      auto trial = fixed;
+      trial[p.name] = v;
+      actors::parse_trial_spec(trial, "space");
+    }
+  }
+  for (const auto& file : datasets::data_files(c.data)) {
+    if (!std::filesystem::is_regular_file(file)) {
+      throw InputError(file + ": data file not found; install dataset-fashion-mnist "
+                              "(scripts/setup.sh) or set data.dir in the config");
+    }
+  }
+}
+
+}  // namespace packtune

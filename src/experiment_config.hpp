@@ -1,0 +1,66 @@
+#pragma once
+// The experiment config (a JSON file) and the command-line overrides, checked strictly:
+// an unknown key, a wrong type or an empty range is an InputError naming the field.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "datasets/image_dataset.hpp"
+#include "tuners/search_space.hpp"
+#include "tuners/trial_config.hpp"
+#include "tuners/tuner.hpp"
+
+namespace packtune {
+
+struct Overrides {
+  std::optional<std::int64_t> trials;
+  std::optional<int> actors;
+  std::optional<std::uint64_t> seed;
+  std::optional<std::string> device;
+  std::optional<std::string> tuner;
+};
+
+struct ExperimentConfig {
+  std::string name;
+  std::uint64_t seed = 0;
+  std::string metric = "val_accuracy";
+  tuners::Mode mode = tuners::Mode::Max;
+
+  std::string budget_unit = "epochs";
+  double min_budget = 1;
+  double max_budget = 1;
+  double report_every = 0;
+
+  std::string tuner = "random";
+  std::int64_t trials = 10;
+  nlohmann::json tuner_settings = nlohmann::json::object();
+  std::string tuner_plugin;  // path of a shared library with more tuners, or empty
+
+  int actors = 1;
+  std::string device = "cpu";
+  int max_pack = 8;
+  int threads_per_actor = 0;      // 0: the cores divided among the local actors
+  std::string listen = "ipc";     // ipc | tcp | an explicit ZeroMQ endpoint
+  double heartbeat_seconds = 1;
+  double actor_timeout_seconds = 60;
+
+  datasets::DataOptions data;
+  tuners::TrialConfig model;      // fixed hyper-parameters
+  tuners::SearchSpace space;
+  nlohmann::json source;          // the config as read, for the results directory
+};
+
+// Parses and validates. `path` is used in messages and for the default name.
+ExperimentConfig parse_config(const nlohmann::json& json, const std::string& path);
+ExperimentConfig load_config(const std::string& path);
+void apply_overrides(ExperimentConfig& config, const Overrides& overrides);
+
+// Checks everything that can be checked before a process starts: the tuner's settings, every
+// hyper-parameter the space can produce, the device syntax and the data files.
+void validate(const ExperimentConfig& config);
+
+tuners::TunerContext tuner_context(const ExperimentConfig& config);
+
+}  // namespace packtune

@@ -1,0 +1,171 @@
+// packtune: the command-line entry point. Every error becomes one line on stderr and an
+// exit code: 2 for bad input, 1 for any other failure.
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actor_process.hpp"
+#include "driver.hpp"
+#include "experiment_config.hpp"
+#include "packtune/error.hpp"
+#include "results_writer.hpp"
+#if __has_include("tuning_commands.hpp")
+#include "tuning_commands.hpp"
+#include "tuners/plugin_loader.hpp"
+#define PACKTUNE_TMP_HAVE_TUNING 1
+#endif
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: packtune <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run CONFIG [--out DIR]        run a tuning experiment (driver + local actors)\n"
+    "  actor --driver ENDPOINT       start an actor that joins a running driver\n"
+    "  brackets --tuner hyperband    print a Hyperband/successive-halving schedule\n"
+    "  simulate [CONFIG] --objective simulate a tuner against a learning-curve objective\n"
+    "\n"
+    "run `packtune <command> --help` for the options of a command\n";
+
+po::variables_map parse(const std::vector<std::string>& args, const po::options_description& options,
+                        const po::positional_options_description& positional) {
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw packtune::InputError(std::string(e.what()) + "; see --help");
+  }
+  return vm;
+}
+
+std::string default_out_dir(const std::string& name) {
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  return "runs/" + name + "-" + stamp;
+}
+
+int run_command(const std::vector<std::string>& args) {
+  po::options_description options("packtune run CONFIG [options]");
+  options.add_options()
+      ("help,h", "show this help")
+      ("config", po::value<std::string>(), "the experiment config (JSON)")
+      ("out,o", po::value<std::string>(), "results directory (default runs/NAME-TIME)")
+      ("trials", po::value<std::int64_t>(), "override tuner.trials")
+      ("actors", po::value<int>(), "override the number of local actors")
+      ("seed", po::value<std::uint64_t>(), "override the experiment seed")
+      ("device", po::value<std::string>(), "override the device: cpu, cuda, cuda:N, auto")
+      ("tuner", po::value<std::string>(), "override the tuner by name")
+      ("tuner-plugin", po::value<std::vector<std::string>>(), "load tuners from a shared library")
+      ("quiet,q", "no progress lines");
+  po::positional_options_description positional;
+  positional.add("config", 1);
+  auto vm = parse(args, options, positional);
+  if (vm.count("help")) {
+    std::cout << options;
+    return 0;
+  }
+  if (!vm.count("config")) throw packtune::InputError("run: missing CONFIG; usage: packtune run CONFIG [--out DIR]");
+  if (vm.count("tuner-plugin")) {
+    for (const auto& path : vm["tuner-plugin"].as<std::vector<std::string>>()) {
+#ifdef PACKTUNE_TMP_HAVE_TUNING
+      packtune::tuners::load_tuner_plugin(path);
+#endif
+    }
+  }
+  auto config = packtune::load_config(vm["config"].as<std::string>());
+  if (!config.tuner_plugin.empty() && !vm.count("tuner-plugin")) {
+#ifdef PACKTUNE_TMP_HAVE_TUNING
+    packtune::tuners::load_tuner_plugin(config.tuner_plugin);
+#endif
+  }
+  packtune::Overrides overrides;
+  if (vm.count("trials")) overrides.trials = vm["trials"].as<std::int64_t>();
+  if (vm.count("actors")) overrides.actors = vm["actors"].as<int>();
+  if (vm.count("seed")) overrides.seed = vm["seed"].as<std::uint64_t>();
+  if (vm.count("device")) overrides.device = vm["device"].as<std::string>();
+  if (vm.count("tuner")) overrides.tuner = vm["tuner"].as<std::string>();
+  packtune::apply_overrides(config, overrides);
+  packtune::validate(config);
+  // The config as run, overrides included, for the results directory.
+  config.source["seed"] = config.seed;
+  config.source["actors"] = config.actors;
+  config.source["device"] = config.device;
+  if (config.source.contains("tuner") && config.source["tuner"].is_object()) {
+    config.source["tuner"]["name"] = config.tuner;
+    config.source["tuner"]["trials"] = config.trials;
+  } else {
+    config.source["tuner"] = {{"name", config.tuner}, {"trials", config.trials}};
+  }
+
+  packtune::DriverOptions driver;
+  driver.out_dir = vm.count("out") ? vm["out"].as<std::string>() : default_out_dir(config.name);
+  driver.quiet = vm.count("quiet") > 0;
+  packtune::ResultsWriter::check_fresh(driver.out_dir);
+  return packtune::run_experiment(config, driver);
+}
+
+int actor_command(const std::vector<std::string>& args) {
+  po::options_description options("packtune actor --driver ENDPOINT [options]");
+  options.add_options()
+      ("help,h", "show this help")
+      ("driver", po::value<std::string>(), "the driver's ZeroMQ endpoint, e.g. tcp://host:5555")
+      ("threads", po::value<int>()->default_value(0), "CPU threads for training (0 = all cores)")
+      ("local-index", po::value<int>()->default_value(-1), "set by a driver that spawns actors")
+      ("connect-timeout", po::value<double>()->default_value(30), "seconds to wait for the driver");
+  auto vm = parse(args, options, {});
+  if (vm.count("help")) {
+    std::cout << options;
+    return 0;
+  }
+  if (!vm.count("driver")) throw packtune::InputError("actor: missing --driver ENDPOINT");
+  packtune::ActorOptions actor;
+  actor.driver = vm["driver"].as<std::string>();
+  actor.threads = vm["threads"].as<int>();
+  actor.local_index = vm["local-index"].as<int>();
+  actor.connect_timeout_seconds = vm["connect-timeout"].as<double>();
+  if (actor.threads < 0) throw packtune::InputError("--threads: expected 0 or more");
+  return packtune::run_actor(actor);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spdlog::set_pattern("[%H:%M:%S] %^%l%$ %v");
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    if (command == "run") return run_command(args);
+    if (command == "actor") return actor_command(args);
+#ifdef PACKTUNE_TMP_HAVE_TUNING
+    if (command == "brackets") return packtune::cli::run_brackets_command(args);
+    if (command == "simulate") return packtune::cli::run_simulate_command(args);
+#endif
+    if (command == "--help" || command == "-h" || command == "help") {
+      std::cout << kUsage;
+      return 0;
+    }
+    std::cerr << "packtune: unknown command \"" << command << "\"\n" << kUsage;
+    return 2;
+  } catch (const packtune::InputError& e) {
+    std::cerr << "packtune: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "packtune: error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,142 @@
+#pragma once
+// The driver <-> actor protocol: one struct per verb, serialised with cereal's portable
+// binary archive inside a std::variant. A message on the wire is one ZeroMQ frame (after the
+// ROUTER's identity frame). The handshake carries kProtocolVersion; a mismatch is refused.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <variant>
+
+#include "tuners/trial_config.hpp"
+
+namespace packtune::protocol {
+
+constexpr std::uint32_t kProtocolVersion = 1;
+
+// What every actor of an experiment needs to know, sent once in Welcome.
+struct ExperimentSpec {
+  std::string data_name;
+  std::string data_dir;
+  std::uint32_t train_size = 0;
+  std::uint32_t validation_size = 0;
+  std::string device = "cpu";
+  std::string budget_unit = "epochs";
+  double report_every = 0;
+  std::uint64_t data_seed = 0;
+  double heartbeat_seconds = 1;
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(data_name, data_dir, train_size, validation_size, device, budget_unit, report_every,
+       data_seed, heartbeat_seconds);
+  }
+};
+
+// actor -> driver: the first message of an actor.
+struct Hello {
+  std::uint32_t protocol_version = kProtocolVersion;
+  std::string host;
+  std::int64_t pid = 0;
+  std::int32_t local_index = -1;  // set when the driver spawned this actor, else -1
+  std::int32_t threads = 1;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(protocol_version, host, pid, local_index, threads); }
+};
+
+// driver -> actor: accepted; `device` is the actor's resolved device request.
+struct Welcome {
+  std::uint32_t protocol_version = kProtocolVersion;
+  std::int32_t actor_id = 0;
+  ExperimentSpec spec;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(protocol_version, actor_id, spec); }
+};
+
+// driver -> actor: refused (for example another protocol version); the actor exits.
+struct Reject {
+  std::string reason;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(reason); }
+};
+
+// actor -> driver: the actor loaded its data and device and can take trials.
+struct Ready {
+  std::string device;  // resolved, e.g. "cpu" or "cuda:1"
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(device); }
+};
+
+// driver -> actor: train `trial` until `budget` (a new trial, or a promotion).
+struct Assign {
+  tuners::TrialId trial = -1;
+  tuners::TrialConfig config;  // the full hyper-parameters: fixed model values + sample
+  double budget = 0;
+  std::uint64_t seed = 0;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(trial, config, budget, seed); }
+};
+
+// driver -> actor: stop training `trial` now (the tuner stopped it early).
+struct Stop {
+  tuners::TrialId trial = -1;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(trial); }
+};
+
+// actor -> driver: metrics of `trial` at `budget`; `final` ends the job.
+struct Report {
+  tuners::TrialId trial = -1;
+  double budget = 0;
+  std::map<std::string, double> metrics;
+  bool final = false;
+  double train_seconds = 0;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(trial, budget, metrics, final, train_seconds); }
+};
+
+// actor -> driver: `trial` could not be trained; the message says why.
+struct TrialFailed {
+  tuners::TrialId trial = -1;
+  std::string message;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(trial, message); }
+};
+
+// actor -> driver: the actor cannot go on at all (no data, no device).
+struct ActorFailed {
+  std::string message;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(message); }
+};
+
+// Both ways, when nothing else was sent for a while.
+struct Heartbeat {
+  template <class Archive>
+  void serialize(Archive&) {}
+};
+
+// driver -> actor: the experiment is over; exit.
+struct Shutdown {
+  template <class Archive>
+  void serialize(Archive&) {}
+};
+
+using Message = std::variant<Hello, Welcome, Reject, Ready, Assign, Stop, Report, TrialFailed,
+                             ActorFailed, Heartbeat, Shutdown>;
+
+std::string encode(const Message& message);
+// Throws protocol::ProtocolError (an Error) for bytes that are not a message of this version.
+Message decode(const void* data, std::size_t size);
+
+const char* verb(const Message& message);
+
+}  // namespace packtune::protocol

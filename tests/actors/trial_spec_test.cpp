@@ -1,0 +1,51 @@
+#include <catch2/catch.hpp>
+
+#include "actors/trial_spec.hpp"
+#include "packtune/error.hpp"
+
+using namespace packtune::actors;
+using packtune::tuners::TrialConfig;
+
+TEST_CASE("a trial config parses into model and optimizer specs") {
+  TrialConfig c{{"family", std::string("cnn")}, {"depth", std::int64_t{2}},
+                {"channels", std::int64_t{8}}, {"lr", 0.05},
+                {"optimizer", std::string("adamw")}, {"batch_size", std::int64_t{32}},
+                {"batch_norm", false}, {"dropout", 0.25}};
+  auto s = parse_trial_spec(c);
+  CHECK(s.model.family == "cnn");
+  CHECK(s.model.depth == 2);
+  CHECK(s.model.channels == 8);
+  CHECK_FALSE(s.model.batch_norm);
+  CHECK(s.optimizer.name == "adamw");
+  CHECK(s.optimizer.lr == 0.05);
+  CHECK(s.batch_size == 32);
+  CHECK(s.model.dropout == 0.25);
+}
+
+TEST_CASE("integral reals count as integers; everything else is checked") {
+  CHECK(parse_trial_spec({{"width", 64.0}}).model.width == 64);
+  CHECK_THROWS_WITH(parse_trial_spec({{"width", 64.5}}), Catch::Contains("model.width: expected an integer"));
+  CHECK_THROWS_WITH(parse_trial_spec({{"lr", std::string("fast")}}), Catch::Contains("model.lr: expected a number"));
+  CHECK_THROWS_WITH(parse_trial_spec({{"dropout", 1.5}}), Catch::Contains("out of range"));
+  CHECK_THROWS_WITH(parse_trial_spec({{"optimizer", std::string("lbfgs")}}), Catch::Contains("sgd, adam, adamw"));
+  CHECK_THROWS_WITH(parse_trial_spec({{"nesterov", true}}), Catch::Contains("momentum > 0"));
+  CHECK_THROWS_WITH(parse_trial_spec({{"family", std::string("cnn")}, {"depth", std::int64_t{5}}}),
+                    Catch::Contains("1 to 3"));
+  CHECK_THROWS_WITH(parse_trial_spec({{"colour", std::string("red")}}, "space"),
+                    Catch::Contains("space.colour: unknown hyper-parameter"));
+}
+
+TEST_CASE("model shapes count parameters exactly") {
+  ModelSpec mlp;
+  mlp.depth = 1;
+  mlp.width = 100;
+  CHECK(model_shape(mlp, 1, 28, 28, 10).parameters == 784 * 100 + 100 + 100 * 10 + 10);
+  ModelSpec cnn;
+  cnn.family = "cnn";
+  cnn.depth = 1;
+  cnn.channels = 4;
+  cnn.kernel = 3;
+  cnn.batch_norm = false;
+  cnn.width = 0;
+  CHECK(model_shape(cnn, 1, 28, 28, 10).parameters == (9 * 4 + 4) + (4 * 14 * 14 * 10 + 10));
+}

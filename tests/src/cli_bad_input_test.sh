@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Every bad input gets one line on stderr naming the problem, exit code 2, and nothing in --out.
+set -uo pipefail
+packtune="$1"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+failures=0
+passed=0
+
+good='{"budget": {"max": 0.1}, "tuner": {"name": "random", "trials": 1}, "actors": 1,
+       "data": {"train_size": 100, "validation_size": 50},
+       "space": {"lr": {"type": "loguniform", "low": 0.001, "high": 0.1}}}'
+
+# expect NAME EXPECTED_TEXT CONFIG_JSON [extra args...]
+expect() {
+  local name="$1" text="$2" config="$3"
+  shift 3
+  local cfg="$work/$name.json" out="$work/out-$name"
+  if [ "$config" != "-" ]; then printf '%s' "$config" > "$cfg"; fi
+  "$packtune" run "$cfg" --out "$out" "$@" > "$work/stdout" 2> "$work/stderr"
+  local code=$?
+  local lines
+  lines=$(wc -l < "$work/stderr")
+  if [ "$code" -ne 2 ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$text" "$work/stderr" || [ -e "$out" ]; then
+    echo "FAIL $name: exit $code, $lines stderr line(s), out exists: $([ -e "$out" ] && echo yes || echo no)"
+    sed 's/^/    /' "$work/stderr"
+    failures=$((failures + 1))
+  else
+    echo "ok   $name: $(cat "$work/stderr")"
+    passed=$((passed + 1))
+  fi
+}
+
+set_key() {  # set_key JSON PYTHON_EXPR -> JSON with the change applied
+  /usr/bin/python3 -c "import json,sys; c=json.loads(sys.argv[1]); $2; print(json.dumps(c))" "$1"
+}
+
+expect unknown_key "learning_rate: unknown key" "$(set_key "$good" 'c["learning_rate"]=0.1')"
+expect wrong_type "actors: expected an integer" "$(set_key "$good" 'c["actors"]="two"')"
+expect empty_range "space.lr: empty range" "$(set_key "$good" 'c["space"]["lr"]["high"]=0.0001')"
+expect not_json "not valid JSON" '{"tuner": '
+expect missing_config "config file not found" - 
+expect missing_data "data file not found" "$(set_key "$good" 'c["data"]["dir"]="/nonexistent"')"
+expect unknown_model "model.family" "$(set_key "$good" 'c["model"]={"family": "resnet"}')"
+expect unknown_tuner "unknown tuner \"bayes\"" "$(set_key "$good" 'c["tuner"]["name"]="bayes"')"
+expect unknown_tuner_flag "unknown tuner \"nope\"" "$good" --tuner nope
+expect bad_device "device" "$good" --device tpu
+expect bad_trials "--trials" "$good" --trials 0
+expect unknown_flag "unrecognised option" "$good" --frobnicate
+
+# A missing CONFIG argument and an unknown command are usage errors too.
+"$packtune" run > /dev/null 2> "$work/stderr"; code=$?
+if [ $code -eq 2 ] && [ "$(wc -l < "$work/stderr")" -eq 1 ]; then passed=$((passed + 1)); else
+  echo "FAIL run without CONFIG: exit $code"; failures=$((failures + 1)); fi
+"$packtune" frobnicate > /dev/null 2>&1; code=$?
+if [ $code -eq 2 ]; then passed=$((passed + 1)); else
+  echo "FAIL unknown command: exit $code"; failures=$((failures + 1)); fi
+
+echo "$passed passed, $failures failed"
+[ "$failures" -eq 0 ]

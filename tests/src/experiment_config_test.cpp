@@ -1,0 +1,105 @@
+#include <catch2/catch.hpp>
+
+#include "experiment_config.hpp"
+#include "packtune/error.hpp"
+
+using packtune::InputError;
+using packtune::parse_config;
+using nlohmann::json;
+
+namespace {
+json base() {
+  return json::parse(R"({
+    "seed": 4,
+    "budget": {"unit": "epochs", "min": 0.5, "max": 2, "report_every": 0.5},
+    "tuner": {"name": "random", "trials": 6},
+    "actors": 2,
+    "device": "cpu",
+    "data": {"train_size": 100, "validation_size": 50},
+    "model": {"family": "mlp", "width": 32},
+    "space": {"lr": {"type": "loguniform", "low": 1e-4, "high": 1e-1}}
+  })");
+}
+
+std::string error_of(const json& j) {
+  try {
+    auto c = parse_config(j, "x.json");
+    packtune::validate(c);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+}  // namespace
+
+TEST_CASE("a valid config parses with its values") {
+  auto c = parse_config(base(), "dir/exp.json");
+  CHECK(c.name == "exp");
+  CHECK(c.seed == 4);
+  CHECK(c.min_budget == 0.5);
+  CHECK(c.max_budget == 2);
+  CHECK(c.trials == 6);
+  CHECK(c.actors == 2);
+  CHECK(c.data.train_size == 100);
+  CHECK(std::get<std::int64_t>(c.model.at("width")) == 32);
+  CHECK(c.mode == packtune::tuners::Mode::Max);
+  CHECK(c.space.params().size() == 1);
+}
+
+TEST_CASE("the metric sets the default mode") {
+  auto j = base();
+  j["metric"] = "val_loss";
+  CHECK(parse_config(j, "x").mode == packtune::tuners::Mode::Min);
+  j["mode"] = "max";
+  CHECK(parse_config(j, "x").mode == packtune::tuners::Mode::Max);
+}
+
+TEST_CASE("overrides replace config values") {
+  auto c = parse_config(base(), "x");
+  packtune::Overrides o;
+  o.trials = 9;
+  o.actors = 3;
+  o.seed = 11;
+  o.device = "auto";
+  o.tuner = "random";
+  packtune::apply_overrides(c, o);
+  CHECK(c.trials == 9);
+  CHECK(c.actors == 3);
+  CHECK(c.seed == 11);
+  CHECK(c.device == "auto");
+  o = {};
+  o.device = "tpu";
+  CHECK_THROWS_AS(packtune::apply_overrides(c, o), InputError);
+}
+
+TEST_CASE("bad configs name the field and what is expected") {
+  auto with = [](const char* pointer, json value) {
+    auto j = base();
+    j[json::json_pointer(pointer)] = value;
+    return error_of(j);
+  };
+  CHECK_THAT(with("/learning_rate", 0.1), Catch::Contains("learning_rate: unknown key"));
+  CHECK_THAT(with("/budget/maximum", 3), Catch::Contains("budget.maximum: unknown key"));
+  CHECK_THAT(with("/actors", "two"), Catch::Contains("actors: expected an integer"));
+  CHECK_THAT(with("/actors", 0), Catch::Contains("actors") && Catch::Contains("out of range"));
+  CHECK_THAT(with("/budget/max", -1), Catch::Contains("budget.max"));
+  CHECK_THAT(with("/budget/min", 5), Catch::Contains("budget.min") && Catch::Contains("min <= max"));
+  CHECK_THAT(with("/budget/unit", "hours"), Catch::Contains("budget.unit"));
+  CHECK_THAT(with("/tuner/name", "bayes"), Catch::Contains("unknown tuner \"bayes\""));
+  CHECK_THAT(with("/tuner/trials", 0), Catch::Contains("tuner.trials"));
+  CHECK_THAT(with("/device", "tpu"), Catch::Contains("device") && Catch::Contains("cuda:N"));
+  CHECK_THAT(with("/model/family", "resnet"), Catch::Contains("model.family") && Catch::Contains("mlp"));
+  CHECK_THAT(with("/model/colour", "red"), Catch::Contains("model.colour: unknown hyper-parameter"));
+  CHECK_THAT(with("/space/lr/high", 1e-5), Catch::Contains("space.lr") && Catch::Contains("empty range"));
+  CHECK_THAT(with("/space/depth", json::parse(R"({"type": "randint", "low": 1, "high": 99})")),
+             Catch::Contains("space.depth") && Catch::Contains("out of range"));
+  CHECK_THAT(with("/space/optimizer", json::parse(R"({"type": "choice", "values": ["sgd", "lbfgs"]})")),
+             Catch::Contains("lbfgs"));
+  CHECK_THAT(with("/data/dir", "/nonexistent"), Catch::Contains("not found"));
+  CHECK_THAT(with("/metric", "f1"), Catch::Contains("metric"));
+  CHECK_THAT(with("/seed", -3), Catch::Contains("seed"));
+}
+
+TEST_CASE("missing and malformed config files are input errors") {
+  CHECK_THROWS_WITH(packtune::load_config("/nonexistent/config.json"), Catch::Contains("not found"));
+}

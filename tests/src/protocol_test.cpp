@@ -1,0 +1,81 @@
+#include <catch2/catch.hpp>
+
+#include "packtune/error.hpp"
+#include "protocol.hpp"
+
+using namespace packtune::protocol;
+
+namespace {
+template <class T>
+T round_trip(const T& value) {
+  const auto bytes = encode(Message{value});
+  auto back = decode(bytes.data(), bytes.size());
+  REQUIRE(std::holds_alternative<T>(back));
+  return std::get<T>(back);
+}
+}  // namespace
+
+TEST_CASE("every verb survives a round trip") {
+  Hello hello;
+  hello.host = "node-7";
+  hello.pid = 4242;
+  hello.local_index = 3;
+  hello.threads = 2;
+  auto h = round_trip(hello);
+  CHECK(h.protocol_version == kProtocolVersion);
+  CHECK(h.host == "node-7");
+  CHECK(h.pid == 4242);
+  CHECK(h.local_index == 3);
+
+  Welcome welcome;
+  welcome.actor_id = 5;
+  welcome.spec.data_dir = "/data";
+  welcome.spec.train_size = 1000;
+  welcome.spec.report_every = 0.25;
+  welcome.spec.data_seed = 1ULL << 60;
+  auto w = round_trip(welcome);
+  CHECK(w.actor_id == 5);
+  CHECK(w.spec.data_dir == "/data");
+  CHECK(w.spec.train_size == 1000);
+  CHECK(w.spec.report_every == 0.25);
+  CHECK(w.spec.data_seed == 1ULL << 60);
+
+  Assign assign;
+  assign.trial = 17;
+  assign.config = {{"lr", 0.003}, {"width", std::int64_t{256}}, {"optimizer", std::string("adam")},
+                   {"nesterov", true}};
+  assign.budget = 2.5;
+  assign.seed = 99;
+  auto a = round_trip(assign);
+  CHECK(a.trial == 17);
+  CHECK(a.config == assign.config);
+  CHECK(a.budget == 2.5);
+
+  Report report{17, 1.5, {{"val_accuracy", 0.875}, {"val_loss", 0.31}}, true, 12.5};
+  auto r = round_trip(report);
+  CHECK(r.metrics == report.metrics);
+  CHECK(r.final);
+  CHECK(r.train_seconds == 12.5);
+
+  CHECK(round_trip(TrialFailed{3, "out of memory"}).message == "out of memory");
+  CHECK(round_trip(Reject{"version"}).reason == "version");
+  CHECK(round_trip(Ready{"cuda:1"}).device == "cuda:1");
+  CHECK(round_trip(Stop{8}).trial == 8);
+  round_trip(Heartbeat{});
+  round_trip(Shutdown{});
+}
+
+TEST_CASE("garbage and truncated messages are errors, not crashes") {
+  const auto bytes = encode(Message{Report{1, 2, {{"val_loss", 0.5}}, false, 0}});
+  CHECK_THROWS_AS(decode(bytes.data(), bytes.size() - 3), packtune::Error);
+  CHECK_THROWS_AS(decode(bytes.data(), 0), packtune::Error);
+  const std::string noise = "\x01\xff\xff\xff\x7f garbage";
+  CHECK_THROWS_AS(decode(noise.data(), noise.size()), packtune::Error);
+  const auto extra = bytes + "x";
+  CHECK_THROWS_AS(decode(extra.data(), extra.size()), packtune::Error);
+}
+
+TEST_CASE("the verb of a message is its struct name") {
+  CHECK(std::string(verb(Message{Assign{}})) == "Assign");
+  CHECK(std::string(verb(Message{Shutdown{}})) == "Shutdown");
+}

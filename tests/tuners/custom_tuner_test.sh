@@ -1,0 +1,29 @@
+#!/bin/sh
+# Installs packtune's tuner library into a temporary prefix, builds examples/custom_tuner out
+# of tree against it with find_package(packtune), and runs the plugin.
+#   custom_tuner_test.sh CMAKE BUILD_DIR SOURCE_DIR PLUGIN_RUNNER [PACKTUNE]
+set -eu
+cmake=$1 build=$2 source=$3 runner=$4 packtune=${5:-}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+"$cmake" --install "$build" --prefix "$work/prefix" --component tuners
+test -f "$work/prefix/include/packtune/tuners/tuner_registry.hpp"
+test -f "$work/prefix/include/packtune/packtune/error.hpp"
+
+"$cmake" -S "$source/examples/custom_tuner" -B "$work/build" \
+  -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release
+"$cmake" --build "$work/build" -j1
+plugin="$work/build/libmedian_stopping.so"
+test -f "$plugin"
+
+"$runner" "$plugin" median_stopping
+
+if [ -n "$packtune" ]; then
+  "$packtune" simulate --tuner-plugin "$plugin" --tuner median_stopping --objective synthetic \
+    --min-budget 1 --max-budget 27 --trials 30 --report-every 1 --workers 4 --json \
+    > "$work/events.jsonl"
+  tail -n 1 "$work/events.jsonl" | grep -q '"event":"summary"'
+  grep -q '"stopped":true' "$work/events.jsonl"
+fi
+echo "custom tuner: built out of tree and ran"

@@ -1,0 +1,56 @@
+#pragma once
+// One rung of ASHA: the results completed at its budget, and which of them may still go on.
+//
+// A trial is promotable when it is among the best floor(n/eta) of the n results in the rung
+// and has not been promoted from it yet. The rung keeps its results split into the best
+// floor(n/eta) (`top_`) and the rest, and the promotable ones apart, so adding a result and
+// finding the best promotable trial cost O(log n) instead of a sort of the rung per request:
+// 100,000 trials would otherwise take minutes to simulate.
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "tuners/tuner.hpp"
+
+namespace packtune::tuners {
+
+class AshaRung {
+ public:
+  struct Entry {
+    double metric;
+    TrialId trial;
+  };
+
+  AshaRung(Mode mode, std::int64_t eta);
+
+  void add(TrialId trial, double metric);
+  // The best promotable trial (ties: lower id), if any. A failed (NaN) result never is.
+  std::optional<Entry> best_promotable() const;
+  void mark_promoted(TrialId trial);
+
+  std::int64_t size() const { return static_cast<std::int64_t>(metrics_.size()); }
+  // Whether `trial` is among the best floor(n/eta) results right now.
+  bool in_top(TrialId trial) const;
+
+ private:
+  struct Order {
+    Mode mode;
+    bool operator()(const Entry& a, const Entry& b) const {
+      return ranks_before(a.metric, a.trial, b.metric, b.trial, mode);
+    }
+  };
+  Entry entry(TrialId trial) const { return {metrics_.at(trial), trial}; }
+  void enter_top(const Entry& e);
+  void leave_top(const Entry& e);
+
+  std::int64_t eta_;
+  std::set<Entry, Order> top_;         // the best floor(n/eta)
+  std::set<Entry, Order> rest_;        // everything else; all of top_ ranks before all of rest_
+  std::set<Entry, Order> promotable_;  // the part of top_ not promoted yet and not NaN
+  std::unordered_map<TrialId, double> metrics_;
+  std::unordered_set<TrialId> promoted_;
+};
+
+}  // namespace packtune::tuners

@@ -1,0 +1,90 @@
+#include "tuners/asha_tuner.hpp"
+
+#include "packtune/error.hpp"
+#include "tuners/brackets.hpp"
+#include "tuners/tuner_settings.hpp"
+
+namespace packtune::tuners {
+
+std::unique_ptr<Tuner> AshaTuner::asha(const TunerContext& context) {
+  TunerSettings settings(context.settings, "asha");
+  const auto eta = settings.eta();
+  check_budgets(context.min_budget, context.max_budget);
+  const int s_max = max_early_stopping_rate(context.min_budget, context.max_budget, eta);
+  const auto s = settings.integer("s", 0, 0, s_max);
+  settings.finish();
+  return std::unique_ptr<Tuner>(new AshaTuner(context, "asha", eta, {static_cast<int>(s)}));
+}
+
+std::unique_ptr<Tuner> AshaTuner::async_hyperband(const TunerContext& context) {
+  TunerSettings settings(context.settings, "async_hyperband");
+  const auto eta = settings.eta();
+  check_budgets(context.min_budget, context.max_budget);
+  const int s_max = max_early_stopping_rate(context.min_budget, context.max_budget, eta);
+  const auto count = settings.integer("brackets", s_max + 1, 1, s_max + 1);
+  settings.finish();
+  std::vector<int> rates;
+  for (int s = 0; s < count; ++s) rates.push_back(s);
+  return std::unique_ptr<Tuner>(new AshaTuner(context, "async_hyperband", eta, rates));
+}
+
+AshaTuner::AshaTuner(const TunerContext& context, std::string name, std::int64_t eta,
+                     const std::vector<int>& early_stopping_rates)
+    : context_(context), name_(std::move(name)), rng_(context.seed) {
+  check_trials(context_, false);
+  top_level_ = max_early_stopping_rate(context_.min_budget, context_.max_budget, eta);
+  for (int s : early_stopping_rates) {
+    AshaBracket b;
+    b.s = s;
+    b.budgets = asha_rung_budgets(context_.min_budget, context_.max_budget, eta, s);
+    b.rungs.assign(b.budgets.size(), AshaRung(context_.mode, eta));
+    brackets_.push_back(std::move(b));
+  }
+}
+
+Job AshaTuner::next_job() {
+  // Promotions first, from the highest budget level down; the top level has nowhere to go.
+  for (int level = top_level_ - 1; level >= 0; --level) {
+    AshaBracket* from = nullptr;
+    std::optional<AshaRung::Entry> best;
+    for (auto& b : brackets_) {
+      if (level < b.s) continue;
+      const auto candidate = b.rungs[static_cast<std::size_t>(level - b.s)].best_promotable();
+      if (candidate && (!best || ranks_before(candidate->metric, candidate->trial, best->metric,
+                                              best->trial, context_.mode))) {
+        best = candidate;
+        from = &b;
+      }
+    }
+    if (!best) continue;
+    const auto rung = static_cast<std::size_t>(level - from->s);
+    from->rungs[rung].mark_promoted(best->trial);
+    auto& state = trials_[static_cast<std::size_t>(best->trial)];
+    state.rung = static_cast<int>(rung) + 1;
+    ++running_;
+    return Job::resume(best->trial, configs_[static_cast<std::size_t>(best->trial)],
+                       from->budgets[rung + 1]);
+  }
+  if (static_cast<std::int64_t>(trials_.size()) < context_.max_trials) {
+    const auto id = static_cast<TrialId>(trials_.size());
+    const int bracket = static_cast<int>(id % static_cast<TrialId>(brackets_.size()));
+    trials_.push_back({bracket, 0});
+    configs_.push_back(context_.space.sample(rng_));
+    ++running_;
+    return Job::start(id, configs_.back(), brackets_[static_cast<std::size_t>(bracket)].budgets[0]);
+  }
+  return running_ > 0 ? Job::wait() : Job::finished();
+}
+
+void AshaTuner::on_result(TrialId trial, double /*budget*/, double metric) {
+  if (trial < 0 || trial >= static_cast<TrialId>(trials_.size())) {
+    throw Error(name_ + ": a result for trial " + std::to_string(trial) + ", which was never started");
+  }
+  const auto& state = trials_[static_cast<std::size_t>(trial)];
+  --running_;
+  brackets_[static_cast<std::size_t>(state.bracket)]
+      .rungs[static_cast<std::size_t>(state.rung)]
+      .add(trial, metric);
+}
+
+}  // namespace packtune::tuners

@@ -1,0 +1,92 @@
+#include "tuners/hyperband_tuner.hpp"
+
+#include "packtune/error.hpp"
+#include "tuners/tuner_settings.hpp"
+
+namespace packtune::tuners {
+
+std::unique_ptr<Tuner> HyperbandTuner::hyperband(const TunerContext& context) {
+  TunerSettings settings(context.settings, "hyperband");
+  const auto eta = settings.eta();
+  settings.finish();
+  check_trials(context, true);
+  return std::unique_ptr<Tuner>(new HyperbandTuner(
+      context, "hyperband", hyperband_brackets(context.min_budget, context.max_budget, eta), eta));
+}
+
+std::unique_ptr<Tuner> HyperbandTuner::successive_halving(const TunerContext& context) {
+  TunerSettings settings(context.settings, "sha");
+  const auto eta = settings.eta();
+  settings.finish();
+  check_trials(context, true);
+  const int s_max = max_early_stopping_rate(context.min_budget, context.max_budget, eta);
+  Bracket bracket = hyperband_bracket(context.min_budget, context.max_budget, eta, s_max);
+  if (context.max_trials > 0) bracket = resize_bracket(bracket, context.max_trials, eta);
+  // One bracket; the limit equals its size, so the sweep never repeats.
+  TunerContext once = context;
+  once.max_trials = bracket.rungs.front().n;
+  return std::unique_ptr<Tuner>(new HyperbandTuner(once, "sha", {bracket}, eta));
+}
+
+HyperbandTuner::HyperbandTuner(const TunerContext& context, std::string name,
+                               std::vector<Bracket> sweep, std::int64_t eta)
+    : context_(context), name_(std::move(name)), sweep_(std::move(sweep)), eta_(eta),
+      rng_(context.seed) {}
+
+bool HyperbandTuner::open_bracket() {
+  const bool one_sweep = context_.max_trials == 0;
+  if (one_sweep ? next_in_sweep_ >= sweep_.size() : trials_planned_ >= context_.max_trials) {
+    return false;
+  }
+  Bracket plan = sweep_[next_in_sweep_ % sweep_.size()];
+  ++next_in_sweep_;
+  const std::int64_t n = plan.rungs.front().n;
+  if (!one_sweep && trials_planned_ + n > context_.max_trials) {
+    plan = resize_bracket(plan, context_.max_trials - trials_planned_, eta_);
+  }
+  open_.emplace_back(plan, trials_planned_, context_.mode);
+  opened_.push_back(plan);
+  trials_planned_ += plan.rungs.front().n;
+  return true;
+}
+
+Job HyperbandTuner::with_config(Job job) const {
+  if (job.kind == Job::Kind::Resume) job.config = configs_.at(static_cast<std::size_t>(job.trial));
+  return job;
+}
+
+Job HyperbandTuner::next_job() {
+  // Older brackets first, so promotions never wait behind new trials.
+  for (auto& bracket : open_) {
+    Job job = bracket.next_job();
+    if (job.kind == Job::Kind::Start) {
+      // Brackets hand out their trial ids in order and a bracket opens only when the older
+      // ones have nothing to start, so ids arrive here as 0, 1, 2, ...
+      if (job.trial != static_cast<TrialId>(configs_.size())) {
+        throw Error(name_ + ": internal error, trial " + std::to_string(job.trial) +
+                    " started out of order");
+      }
+      job.config = context_.space.sample(rng_);
+      configs_.push_back(job.config);
+      return job;
+    }
+    if (job.kind == Job::Kind::Resume) return with_config(std::move(job));
+  }
+  if (open_bracket()) return next_job();
+  return open_.empty() ? Job::finished() : Job::wait();
+}
+
+void HyperbandTuner::on_result(TrialId trial, double /*budget*/, double metric) {
+  for (auto it = open_.begin(); it != open_.end(); ++it) {
+    if (!it->owns(trial)) continue;
+    it->on_result(trial, metric);
+    if (it->finished()) open_.erase(it);
+    return;
+  }
+  throw Error(name_ + ": a result for trial " + std::to_string(trial) +
+              ", which no open bracket has started");
+}
+
+std::vector<Bracket> HyperbandTuner::opened_brackets() const { return opened_; }
+
+}  // namespace packtune::tuners

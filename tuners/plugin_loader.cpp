@@ -1,0 +1,54 @@
+#include "tuners/plugin_loader.hpp"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <system_error>
+
+#include "packtune/error.hpp"
+#include "tuners/tuner_registry.hpp"
+
+namespace packtune::tuners {
+
+std::vector<std::string> load_tuner_plugin(const std::string& path) {
+  namespace fs = std::filesystem;
+  const std::string where = "tuner plugin " + path;
+  std::error_code ec;
+  if (path.empty() || !fs::is_regular_file(path, ec)) {
+    throw InputError(where + ": no such file; expected the path of a shared library (.so) "
+                     "built against packtune::tuners");
+  }
+  // dlopen searches the library path for a bare name; an absolute path makes "tuner.so" mean
+  // the file in the current folder, as a user expects.
+  const std::string absolute = fs::canonical(path, ec).string();
+
+  static std::map<std::string, std::vector<std::string>> loaded;
+  if (auto it = loaded.find(absolute); it != loaded.end()) return it->second;
+
+  auto& registry = TunerRegistry::instance();
+  registry.take_registration_errors();
+  const auto before = registry.names();
+  void* handle = dlopen(absolute.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* reason = dlerror();
+    throw InputError(where + ": cannot be loaded: " + (reason ? reason : "unknown reason"));
+  }
+  const auto errors = registry.take_registration_errors();
+  if (!errors.empty()) throw InputError(where + ": " + errors.front());
+
+  std::vector<std::string> added;
+  for (const auto& name : registry.names()) {
+    if (!std::binary_search(before.begin(), before.end(), name)) added.push_back(name);
+  }
+  if (added.empty()) {
+    dlclose(handle);
+    throw InputError(where + ": registers no tuner; expected PACKTUNE_REGISTER_TUNER(Class, "
+                     "\"name\") in one of its source files");
+  }
+  loaded[absolute] = added;
+  return added;
+}
+
+}  // namespace packtune::tuners

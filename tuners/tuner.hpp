@@ -1,0 +1,91 @@
+#pragma once
+// The Tuner interface, in the pull style of the ASHA paper: whenever an actor has room the
+// driver asks for the next job, and it tells the tuner every result. A tuner is pure logic:
+// it never trains, never talks to the network, and can be simulated in microseconds.
+//
+// Budgets are numbers in the experiment's unit (epochs by default) and may be fractional.
+// A job's `budget` is the total budget the trial should reach, not an increment.
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tuners/search_space.hpp"
+#include "tuners/trial_config.hpp"
+
+namespace packtune::tuners {
+
+enum class Mode { Min, Max };
+Mode parse_mode(const std::string& text);  // "min" | "max", else InputError
+std::string to_string(Mode mode);
+
+// True when metric `a` is strictly better than `b` under `mode`. NaN is worse than anything,
+// so a diverged trial never wins.
+bool better(double a, double b, Mode mode);
+// The worst possible value under `mode`, for trials that failed.
+double worst_value(Mode mode);
+// The order every tuner ranks results in: better metric first, NaN last, and ties broken by
+// the lower trial id so that a schedule never depends on the order results arrived in.
+bool ranks_before(double metric_a, TrialId a, double metric_b, TrialId b, Mode mode);
+
+struct Job {
+  enum class Kind {
+    Start,     // a new trial: `trial`, `config`, `budget`
+    Resume,    // a paused trial continues up to `budget` (a promotion)
+    Wait,      // nothing to do until a result arrives
+    Finished,  // the experiment is over
+  };
+  Kind kind = Kind::Wait;
+  TrialId trial = -1;
+  TrialConfig config;
+  double budget = 0;
+
+  static Job start(TrialId id, TrialConfig config, double budget) {
+    return {Kind::Start, id, std::move(config), budget};
+  }
+  static Job resume(TrialId id, TrialConfig config, double budget) {
+    return {Kind::Resume, id, std::move(config), budget};
+  }
+  static Job wait() { return {}; }
+  static Job finished() { return {Kind::Finished, -1, {}, 0}; }
+};
+
+enum class Decision { Continue, Stop };
+
+// Everything a tuner is built from. `settings` holds the tuner's own keys of the config's
+// "tuner" object (for example "eta"), already free of the common ones below.
+struct TunerContext {
+  SearchSpace space;
+  std::string metric = "val_accuracy";
+  Mode mode = Mode::Max;
+  double min_budget = 1;
+  double max_budget = 1;
+  std::int64_t max_trials = 1;  // trial limit; 0 means "as many as the algorithm wants"
+  std::uint64_t seed = 0;
+  nlohmann::json settings = nlohmann::json::object();
+};
+
+class Tuner {
+ public:
+  virtual ~Tuner() = default;
+
+  // The next job for a free slot. Called repeatedly while capacity remains; a tuner returns
+  // Wait when it needs results first and Finished once every trial is done.
+  virtual Job next_job() = 0;
+
+  // A job finished: `trial` reached `budget` with `metric` (NaN for a failed or diverged
+  // trial). Every Start/Resume job gets exactly one result.
+  virtual void on_result(TrialId trial, double budget, double metric) = 0;
+
+  // An intermediate report while a job runs. Returning Stop ends the trial early; the
+  // driver then delivers the last report as the job's result.
+  virtual Decision on_report(TrialId /*trial*/, double /*budget*/, double /*metric*/) {
+    return Decision::Continue;
+  }
+
+  virtual std::string name() const = 0;
+};
+
+}  // namespace packtune::tuners

@@ -1,0 +1,115 @@
+#include "tuners/tuner_settings.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+#include "packtune/error.hpp"
+
+namespace packtune::tuners {
+
+TunerSettings::TunerSettings(const nlohmann::json& settings, std::string tuner)
+    : settings_(settings.is_null() ? nlohmann::json::object() : settings),
+      tuner_(std::move(tuner)) {
+  if (!settings_.is_object()) {
+    throw InputError("tuner: expected an object of settings for the " + tuner_ + " tuner, got " +
+                     std::string(settings_.type_name()));
+  }
+}
+
+bool TunerSettings::has(const std::string& key) const { return settings_.contains(key); }
+
+const nlohmann::json& TunerSettings::value(const std::string& key) { return settings_.at(key); }
+
+double TunerSettings::number(const std::string& key, double fallback, double minimum) {
+  known_.insert(key);
+  if (!has(key)) return fallback;
+  const auto& v = value(key);
+  const double d = v.is_number() ? v.get<double>() : std::nan("");
+  if (!std::isfinite(d) || d < minimum) {
+    throw InputError("tuner." + key + ": expected a number >= " + number_text(minimum) +
+                     " for the " + tuner_ + " tuner, got " + v.dump());
+  }
+  return d;
+}
+
+std::int64_t TunerSettings::integer(const std::string& key, std::int64_t fallback,
+                                    std::int64_t minimum, std::int64_t maximum) {
+  known_.insert(key);
+  if (!has(key)) return fallback;
+  const auto& v = value(key);
+  // 3.0 is accepted as 3: JSON writers disagree on how to print whole numbers.
+  const bool whole = v.is_number_integer() ||
+                     (v.is_number_float() && std::isfinite(v.get<double>()) &&
+                      v.get<double>() == std::floor(v.get<double>()) &&
+                      std::abs(v.get<double>()) < 9e15);
+  if (!whole || v.get<double>() < static_cast<double>(minimum) ||
+      v.get<double>() > static_cast<double>(maximum)) {
+    throw InputError("tuner." + key + ": expected an integer from " + std::to_string(minimum) +
+                     " to " + std::to_string(maximum) + " for the " + tuner_ + " tuner, got " +
+                     v.dump());
+  }
+  return static_cast<std::int64_t>(v.get<double>());
+}
+
+std::int64_t TunerSettings::eta() {
+  try {
+    return integer("eta", 3, 2, 1000000);
+  } catch (const InputError&) {
+    throw InputError("tuner.eta (--eta): expected an integer >= 2 for the " + tuner_ +
+                     " tuner, got " + settings_.at("eta").dump());
+  }
+}
+
+void TunerSettings::finish() const {
+  for (const auto& [key, _] : settings_.items()) {
+    if (known_.count(key) == 0) {
+      std::string known;
+      for (const auto& k : known_) known += (known.empty() ? "" : ", ") + k;
+      throw InputError("tuner." + key + ": unknown key for the " + tuner_ + " tuner; " +
+                       (known.empty() ? std::string("it takes only name and trials")
+                                      : "expected one of name, trials, " + known));
+    }
+  }
+}
+
+std::string number_text(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.12g", value);
+  return buffer;
+}
+
+void check_eta(std::int64_t eta) {
+  if (eta < 2) {
+    throw InputError("tuner.eta (--eta): expected an integer >= 2, got " + std::to_string(eta));
+  }
+}
+
+void check_budgets(double min_budget, double max_budget) {
+  const auto check = [](double v, const char* field, const char* flag) {
+    if (!std::isfinite(v) || v <= 0) {
+      throw InputError(std::string(field) + " (" + flag + "): expected a positive number, got " +
+                       number_text(v));
+    }
+  };
+  // The max first: when only the max is given, the min defaults to it.
+  check(max_budget, "budget.max", "--max-budget");
+  check(min_budget, "budget.min", "--min-budget");
+  if (min_budget > max_budget) {
+    throw InputError("budget.min (--min-budget): " + number_text(min_budget) +
+                     " is above budget.max " + number_text(max_budget) +
+                     "; expected min <= max");
+  }
+}
+
+void check_trials(const TunerContext& context, bool zero_allowed) {
+  const std::int64_t lowest = zero_allowed ? 0 : 1;
+  if (context.max_trials < lowest) {
+    throw InputError("tuner.trials (--trials): expected at least " + std::to_string(lowest) +
+                     (zero_allowed ? " (0: the algorithm's own count)" : "") + ", got " +
+                     std::to_string(context.max_trials));
+  }
+}
+
+}  // namespace packtune::tuners
