@@ -1,5 +1,6 @@
 #include "actors/classifier.hpp"
 
+#include "actors/member_dropout.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune::actors {
@@ -24,15 +25,17 @@ torch::nn::Sequential build_classifier(const ModelSpec& spec, const InputShape& 
     for (int i = 0; i < spec.depth; ++i) {
       seq->push_back(torch::nn::Linear(features, spec.width));
       add_activation(seq, spec.activation);
-      if (spec.dropout > 0) seq->push_back(torch::nn::Dropout(spec.dropout));
+      if (spec.dropout > 0) seq->push_back(MemberDropout(spec.dropout));
       features = spec.width;
     }
   } else if (spec.family == "cnn") {
     std::int64_t c = input.channels, h = input.height, w = input.width;
     for (int i = 0; i < spec.depth; ++i) {
       const std::int64_t out = std::int64_t{spec.channels} << i;
+      // A bias before batch norm is cancelled by its mean subtraction; its gradient is pure
+      // rounding noise, which Adam would amplify into real updates.
       seq->push_back(torch::nn::Conv2d(
-          torch::nn::Conv2dOptions(c, out, spec.kernel).padding(spec.kernel / 2)));
+          torch::nn::Conv2dOptions(c, out, spec.kernel).padding(spec.kernel / 2).bias(!spec.batch_norm)));
       if (spec.batch_norm) seq->push_back(torch::nn::BatchNorm2d(out));
       add_activation(seq, spec.activation);
       seq->push_back(torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2)));
@@ -50,7 +53,7 @@ torch::nn::Sequential build_classifier(const ModelSpec& spec, const InputShape& 
     if (spec.width > 0) {
       seq->push_back(torch::nn::Linear(features, spec.width));
       add_activation(seq, spec.activation);
-      if (spec.dropout > 0) seq->push_back(torch::nn::Dropout(spec.dropout));
+      if (spec.dropout > 0) seq->push_back(MemberDropout(spec.dropout));
       features = spec.width;
     }
   } else {

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <set>
 
 #include "packtune/error.hpp"
 
@@ -20,8 +21,8 @@ std::string error_message(const std::exception& e) {
   return e.what();
 }
 
-PackExecutor::PackExecutor(datasets::BatchStream& stream, BudgetUnit unit)
-    : stream_(stream), unit_(unit) {}
+PackExecutor::PackExecutor(datasets::BatchStream& stream, BudgetUnit unit, bool fuse)
+    : stream_(stream), unit_(unit), fuse_(fuse) {}
 
 std::int64_t PackExecutor::steps_for(double budget, int batch_size) const {
   const double steps = unit_ == BudgetUnit::Steps
@@ -36,7 +37,21 @@ void PackExecutor::add(const PackJob& job) {
   }
   Member m;
   m.job = job;
-  m.runner = std::make_unique<TrialRunner>(job.trial, job.spec, job.seed, stream_);
+  if (fuse_) {
+    m.group = fusion_key(job.spec);
+    auto it = groups_.find(m.group);
+    if (it == groups_.end()) {
+      // Built outside the map first: a spec that fails here leaves no empty group behind.
+      InputShape shape{stream_.channels(), stream_.height(), stream_.width(), stream_.classes()};
+      auto group = std::make_unique<FusedGroup>(job.spec, shape, stream_.device());
+      group->add(job.trial, job.spec, job.seed);
+      groups_.emplace(m.group, std::move(group));
+    } else {
+      it->second->add(job.trial, job.spec, job.seed);
+    }
+  } else {
+    m.runner = std::make_unique<TrialRunner>(job.trial, job.spec, job.seed, stream_);
+  }
   const std::int64_t last = steps_for(job.budget, job.spec.batch_size);
   if (job.report_every > 0) {
     for (int i = 1;; ++i) {
@@ -63,45 +78,112 @@ bool PackExecutor::contains(tuners::TrialId trial) const {
 
 bool PackExecutor::remove(tuners::TrialId trial) {
   for (auto it = members_.begin(); it != members_.end(); ++it) {
-    if (it->job.trial == trial) {
-      members_.erase(it);
-      return true;
+    if (it->job.trial != trial) continue;
+    if (!it->group.empty()) {
+      auto g = groups_.find(it->group);
+      g->second->remove(trial);
+      if (g->second->size() == 0) groups_.erase(g);
     }
+    members_.erase(it);
+    return true;
   }
   return false;
+}
+
+std::int64_t PackExecutor::step_of(const Member& m) const {
+  return m.runner ? m.runner->step() : groups_.at(m.group)->step_of(m.job.trial);
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> PackExecutor::member_state(tuners::TrialId trial) const {
+  for (const auto& m : members_) {
+    if (m.job.trial != trial) continue;
+    if (!m.group.empty()) return groups_.at(m.group)->member_state(trial);
+    std::vector<std::pair<std::string, torch::Tensor>> out;
+    for (const auto& p : m.runner->model()->named_parameters()) out.emplace_back(p.key(), p.value().detach().clone());
+    for (const auto& b : m.runner->model()->named_buffers()) out.emplace_back(b.key(), b.value().clone());
+    return out;
+  }
+  throw Error("trial " + std::to_string(trial) + " is not on this actor");
+}
+
+void PackExecutor::fail(std::vector<PackEvent>& events, tuners::TrialId trial, const std::exception& e) {
+  // One member's failure (a bad shape, out of memory) must not take the pack down.
+  PackEvent failed;
+  failed.trial = trial;
+  failed.final = true;
+  failed.error = error_message(e);
+  events.push_back(std::move(failed));
 }
 
 std::vector<PackEvent> PackExecutor::step_round() {
   using Clock = std::chrono::steady_clock;
   std::vector<PackEvent> events;
+  std::set<tuners::TrialId> failed;
   stream_.begin_round();
+
+  // Wall time of a fused step is shared evenly by its members.
+  std::map<std::string, double> group_seconds;
+  for (auto& [key, group] : groups_) {
+    const auto start = Clock::now();
+    try {
+      group->train_step(stream_);
+    } catch (const std::exception& e) {
+      for (const auto& m : members_) {
+        if (m.group == key) {
+          fail(events, m.job.trial, e);
+          failed.insert(m.job.trial);
+        }
+      }
+    }
+    group_seconds[key] = std::chrono::duration<double>(Clock::now() - start).count() / group->size();
+  }
   for (auto& m : members_) {
+    if (!m.runner) {
+      m.seconds += group_seconds[m.group];
+      continue;
+    }
     const auto start = Clock::now();
     try {
       m.runner->train_step(stream_);
     } catch (const std::exception& e) {
-      // One member's failure (a bad shape, out of memory) must not take the pack down.
-      PackEvent failed;
-      failed.trial = m.job.trial;
-      failed.final = true;
-      failed.error = error_message(e);
-      events.push_back(std::move(failed));
-      continue;
+      fail(events, m.job.trial, e);
+      failed.insert(m.job.trial);
     }
-    const auto step = m.runner->step();
-    if (step == m.report_steps[m.next_report]) {
-      PackEvent e;
-      e.trial = m.job.trial;
-      e.final = m.next_report + 1 == m.report_steps.size();
-      e.budget = m.report_budgets[m.next_report];
-      e.metrics = m.runner->evaluate(stream_);
-      ++m.next_report;
-      m.seconds += std::chrono::duration<double>(Clock::now() - start).count();
-      e.train_seconds = m.seconds;
-      events.push_back(std::move(e));
+    m.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  }
+
+  // Reports: each fused group evaluates once for all its members that are due.
+  std::map<std::string, std::vector<tuners::TrialId>> due;
+  std::vector<Member*> due_members;
+  for (auto& m : members_) {
+    if (failed.count(m.job.trial) || step_of(m) != m.report_steps[m.next_report]) continue;
+    due_members.push_back(&m);
+    if (!m.group.empty()) due[m.group].push_back(m.job.trial);
+  }
+  std::map<tuners::TrialId, Metrics> metrics;
+  for (const auto& [key, trials] : due) {
+    const auto start = Clock::now();
+    for (auto& [trial, values] : groups_.at(key)->evaluate(stream_, trials)) metrics[trial] = std::move(values);
+    const double share = std::chrono::duration<double>(Clock::now() - start).count() / trials.size();
+    for (auto* m : due_members) {
+      if (m->group == key) m->seconds += share;
+    }
+  }
+  for (auto* m : due_members) {
+    PackEvent e;
+    e.trial = m->job.trial;
+    e.final = m->next_report + 1 == m->report_steps.size();
+    e.budget = m->report_budgets[m->next_report];
+    if (m->runner) {
+      const auto start = Clock::now();
+      e.metrics = m->runner->evaluate(stream_);
+      m->seconds += std::chrono::duration<double>(Clock::now() - start).count();
     } else {
-      m.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+      e.metrics = std::move(metrics[e.trial]);
     }
+    ++m->next_report;
+    e.train_seconds = m->seconds;
+    events.push_back(std::move(e));
   }
   for (const auto& e : events) {
     if (e.final) remove(e.trial);

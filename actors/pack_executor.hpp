@@ -1,12 +1,15 @@
 #pragma once
 // Trains every trial an actor holds, one round at a time: each member takes one step on the
-// pack's shared data stream. Members join and leave between rounds without disturbing the
-// others.
+// pack's shared data stream. Trials that can be fused (same architecture, batch size and
+// optimizer) train as one FusedGroup; the rest step in turn (a mixed pack). Members join
+// and leave between rounds without disturbing the others.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "actors/fused_group.hpp"
 #include "actors/trial_runner.hpp"
 #include "datasets/batch_stream.hpp"
 
@@ -37,7 +40,8 @@ struct PackEvent {
 
 class PackExecutor {
  public:
-  PackExecutor(datasets::BatchStream& stream, BudgetUnit unit);
+  // With `fuse` false every trial trains as its own plain LibTorch model.
+  PackExecutor(datasets::BatchStream& stream, BudgetUnit unit, bool fuse = true);
 
   void add(const PackJob& job);
   bool remove(tuners::TrialId trial);
@@ -50,19 +54,30 @@ class PackExecutor {
 
   std::int64_t steps_for(double budget, int batch_size) const;
 
+  // How many fused groups and solo trials the pack holds now.
+  std::size_t fused_groups() const { return groups_.size(); }
+  // A member's parameters and buffers under solo state-dict names.
+  std::vector<std::pair<std::string, torch::Tensor>> member_state(tuners::TrialId trial) const;
+
  private:
   struct Member {
     PackJob job;
-    std::unique_ptr<TrialRunner> runner;
+    std::unique_ptr<TrialRunner> runner;  // a solo member; null when in a fused group
+    std::string group;                    // the fused group's key
     std::vector<std::int64_t> report_steps;  // ascending, the last is the final step
     std::vector<double> report_budgets;      // the nominal budget of each report step
     std::size_t next_report = 0;
     double seconds = 0;
   };
 
+  std::int64_t step_of(const Member& m) const;
+  void fail(std::vector<PackEvent>& events, tuners::TrialId trial, const std::exception& e);
+
   datasets::BatchStream& stream_;
   BudgetUnit unit_;
+  bool fuse_;
   std::vector<Member> members_;
+  std::map<std::string, std::unique_ptr<FusedGroup>> groups_;
 };
 
 }  // namespace packtune::actors

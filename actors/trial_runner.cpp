@@ -33,21 +33,29 @@ std::uint64_t mix(std::uint64_t x) {
 
 }  // namespace
 
+std::uint64_t init_seed(std::uint64_t trial_seed) { return mix(trial_seed); }
+
+std::uint64_t step_seed(std::uint64_t trial_seed, std::int64_t step) {
+  return mix(trial_seed ^ mix(static_cast<std::uint64_t>(step) + 1));
+}
+
+torch::nn::Sequential build_member_model(const ModelSpec& spec, std::uint64_t trial_seed,
+                                         const InputShape& input, torch::Device device) {
+  // The global generator is seeded from the trial's own seed right before the model is
+  // built, so initialisation does not depend on what else the actor did before.
+  torch::manual_seed(init_seed(trial_seed));
+  auto model = build_classifier(spec, input);
+  model->to(device);
+  return model;
+}
+
 TrialRunner::TrialRunner(tuners::TrialId id, const TrialSpec& spec, std::uint64_t seed,
                          const datasets::BatchStream& stream)
     : id_(id), spec_(spec), seed_(seed) {
-  // The global generator is seeded from the trial's own seed right before the model is
-  // built, so initialisation does not depend on what else the actor did before.
-  torch::manual_seed(mix(seed_));
   InputShape shape{stream.channels(), stream.height(), stream.width(), stream.classes()};
-  model_ = build_classifier(spec_.model, shape);
-  model_->to(stream.device());
+  model_ = build_member_model(spec_.model, seed_, shape, stream.device());
   optimizer_ = make_optimizer(spec_.optimizer, model_->parameters());
   loss_sum_ = torch::zeros({}, torch::TensorOptions().device(stream.device()));
-}
-
-std::uint64_t TrialRunner::step_seed() const {
-  return mix(seed_ ^ mix(static_cast<std::uint64_t>(step_) + 1));
 }
 
 void TrialRunner::train_step(datasets::BatchStream& stream) {
@@ -55,7 +63,7 @@ void TrialRunner::train_step(datasets::BatchStream& stream) {
   model_->train();
   // Dropout draws from the global generator: reseeding it per step makes the masks a
   // function of (trial, step) only, whatever other members ran in between.
-  torch::manual_seed(step_seed());
+  torch::manual_seed(step_seed(seed_, step_));
   optimizer_->zero_grad();
   auto loss = torch::nn::functional::cross_entropy(model_->forward(inputs), labels);
   loss.backward();

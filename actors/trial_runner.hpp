@@ -17,6 +17,15 @@ namespace packtune::actors {
 
 using Metrics = std::map<std::string, double>;
 
+// The seed of the global generator right before a trial's model is built, and before its
+// forward pass at `step`: initialisation and dropout masks are functions of the trial alone.
+std::uint64_t init_seed(std::uint64_t trial_seed);
+std::uint64_t step_seed(std::uint64_t trial_seed, std::int64_t step);
+
+// The trial's freshly initialised model on `device`.
+torch::nn::Sequential build_member_model(const ModelSpec& spec, std::uint64_t trial_seed,
+                                         const InputShape& input, torch::Device device);
+
 class TrialRunner {
  public:
   TrialRunner(tuners::TrialId id, const TrialSpec& spec, std::uint64_t seed,
@@ -35,8 +44,6 @@ class TrialRunner {
   torch::nn::Sequential& model() { return model_; }
 
  private:
-  std::uint64_t step_seed() const;
-
   tuners::TrialId id_;
   TrialSpec spec_;
   std::uint64_t seed_;

@@ -134,7 +134,7 @@ ModelShape model_shape(const ModelSpec& spec, int channels, int height, int widt
   std::int64_t c = channels, h = height, w = width;
   for (int i = 0; i < spec.depth; ++i) {
     const std::int64_t out = std::int64_t{spec.channels} << i;
-    s.parameters += c * out * spec.kernel * spec.kernel + out;
+    s.parameters += c * out * spec.kernel * spec.kernel + (spec.batch_norm ? 0 : out);
     s.activations_per_sample += c * h * w + out * h * w * (spec.batch_norm ? 3 : 2);
     if (spec.batch_norm) s.parameters += 2 * out;
     c = out;

@@ -9,7 +9,6 @@ namespace packtune::tuners {
 std::unique_ptr<Tuner> AshaTuner::asha(const TunerContext& context) {
   TunerSettings settings(context.settings, "asha");
   const auto eta = settings.eta();
-  check_budgets(context.min_budget, context.max_budget);
   const int s_max = max_early_stopping_rate(context.min_budget, context.max_budget, eta);
   const auto s = settings.integer("s", 0, 0, s_max);
   settings.finish();
@@ -19,7 +18,6 @@ std::unique_ptr<Tuner> AshaTuner::asha(const TunerContext& context) {
 std::unique_ptr<Tuner> AshaTuner::async_hyperband(const TunerContext& context) {
   TunerSettings settings(context.settings, "async_hyperband");
   const auto eta = settings.eta();
-  check_budgets(context.min_budget, context.max_budget);
   const int s_max = max_early_stopping_rate(context.min_budget, context.max_budget, eta);
   const auto count = settings.integer("brackets", s_max + 1, 1, s_max + 1);
   settings.finish();

@@ -5,7 +5,7 @@
 
 namespace packtune::tuners {
 
-GridTuner::GridTuner(const TunerContext& context) : budget_(context.max_budget) {
+GridTuner::GridTuner(const TunerContext& context) : FixedBudgetTuner(context.max_budget) {
   TunerSettings settings(context.settings, "grid");
   const auto points = settings.integer("grid_points", 3, 1, 1000);
   settings.finish();
@@ -18,16 +18,5 @@ GridTuner::GridTuner(const TunerContext& context) : budget_(context.max_budget) 
                      " points of the grid; expected at least that many, or 0 for the whole grid");
   }
 }
-
-Job GridTuner::next_job() {
-  if (next_id_ < static_cast<TrialId>(grid_.size())) {
-    ++running_;
-    const TrialId id = next_id_++;
-    return Job::start(id, grid_[static_cast<std::size_t>(id)], budget_);
-  }
-  return running_ > 0 ? Job::wait() : Job::finished();
-}
-
-void GridTuner::on_result(TrialId /*trial*/, double /*budget*/, double /*metric*/) { --running_; }
 
 }  // namespace packtune::tuners

@@ -6,28 +6,24 @@
 // Settings: "grid_points" (points per continuous axis, 1 ... 1000, default 3). `trials` is a
 // limit: 0 runs the whole grid, and a limit below the grid's size is an error rather than a
 // silently partial grid.
-#include <memory>
 #include <vector>
 
-#include "tuners/tuner.hpp"
+#include "tuners/fixed_budget_tuner.hpp"
 
 namespace packtune::tuners {
 
-class GridTuner : public Tuner {
+class GridTuner : public FixedBudgetTuner {
  public:
   explicit GridTuner(const TunerContext& context);
 
-  Job next_job() override;
-  void on_result(TrialId trial, double budget, double metric) override;
   std::string name() const override { return "grid"; }
 
-  std::size_t grid_size() const { return grid_.size(); }
+ protected:
+  std::int64_t trial_count() const override { return static_cast<std::int64_t>(grid_.size()); }
+  TrialConfig config_for(TrialId trial) override { return grid_[static_cast<std::size_t>(trial)]; }
 
  private:
-  double budget_;
   std::vector<TrialConfig> grid_;
-  TrialId next_id_ = 0;
-  std::int64_t running_ = 0;
 };
 
 }  // namespace packtune::tuners

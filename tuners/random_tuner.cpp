@@ -5,26 +5,14 @@
 
 namespace packtune::tuners {
 
-RandomTuner::RandomTuner(const TunerContext& context) : context_(context), rng_(context.seed) {
+RandomTuner::RandomTuner(const TunerContext& context)
+    : FixedBudgetTuner(context.max_budget), context_(context), rng_(context.seed) {
   if (context_.max_trials < 1) throw InputError("tuner.trials: expected at least 1 trial");
   check_budgets(context_.min_budget, context_.max_budget);
   if (!context_.settings.empty()) {
     throw InputError("tuner." + context_.settings.begin().key() +
                      ": unknown key for the random tuner; it takes only name and trials");
   }
-}
-
-Job RandomTuner::next_job() {
-  if (next_id_ < context_.max_trials) {
-    ++running_;
-    const TrialId id = next_id_++;
-    return Job::start(id, context_.space.sample(rng_), context_.max_budget);
-  }
-  return running_ > 0 ? Job::wait() : Job::finished();
-}
-
-void RandomTuner::on_result(TrialId /*trial*/, double /*budget*/, double /*metric*/) {
-  --running_;
 }
 
 }  // namespace packtune::tuners

@@ -3,23 +3,23 @@
 // budget. Intermediate reports never stop a trial.
 #include <random>
 
-#include "tuners/tuner.hpp"
+#include "tuners/fixed_budget_tuner.hpp"
 
 namespace packtune::tuners {
 
-class RandomTuner : public Tuner {
+class RandomTuner : public FixedBudgetTuner {
  public:
   explicit RandomTuner(const TunerContext& context);
 
-  Job next_job() override;
-  void on_result(TrialId trial, double budget, double metric) override;
   std::string name() const override { return "random"; }
+
+ protected:
+  std::int64_t trial_count() const override { return context_.max_trials; }
+  TrialConfig config_for(TrialId /*trial*/) override { return context_.space.sample(rng_); }
 
  private:
   TunerContext context_;
   std::mt19937_64 rng_;
-  TrialId next_id_ = 0;
-  std::int64_t running_ = 0;
 };
 
 }  // namespace packtune::tuners

@@ -18,12 +18,10 @@ TunerSettings::TunerSettings(const nlohmann::json& settings, std::string tuner)
 
 bool TunerSettings::has(const std::string& key) const { return settings_.contains(key); }
 
-const nlohmann::json& TunerSettings::value(const std::string& key) { return settings_.at(key); }
-
 double TunerSettings::number(const std::string& key, double fallback, double minimum) {
   known_.insert(key);
   if (!has(key)) return fallback;
-  const auto& v = value(key);
+  const auto& v = settings_.at(key);
   const double d = v.is_number() ? v.get<double>() : std::nan("");
   if (!std::isfinite(d) || d < minimum) {
     throw InputError("tuner." + key + ": expected a number >= " + number_text(minimum) +
@@ -36,7 +34,7 @@ std::int64_t TunerSettings::integer(const std::string& key, std::int64_t fallbac
                                     std::int64_t minimum, std::int64_t maximum) {
   known_.insert(key);
   if (!has(key)) return fallback;
-  const auto& v = value(key);
+  const auto& v = settings_.at(key);
   // 3.0 is accepted as 3: JSON writers disagree on how to print whole numbers.
   const bool whole = v.is_number_integer() ||
                      (v.is_number_float() && std::isfinite(v.get<double>()) &&

@@ -32,8 +32,6 @@ class TunerSettings {
   void finish() const;
 
  private:
-  const nlohmann::json& value(const std::string& key);
-
   nlohmann::json settings_;
   std::string tuner_;
   std::set<std::string> known_;  // every key the tuner asked for, present or not

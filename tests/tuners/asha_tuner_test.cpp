@@ -124,6 +124,28 @@ TEST_CASE("ASHA with one worker starts jobs in the hand-checked order, both mode
   }
 }
 
+TEST_CASE("ASHA promotes from the highest rung first when several promotions are open") {
+  // A driver that delivers several results before asking again (the simulator never does)
+  // can leave promotable trials in two rungs at once.
+  auto tuner = TunerRegistry::instance().create("asha", make_context(1, 4, 6, Mode::Max, {{"eta", 2}}));
+  for (int i = 0; i < 4; ++i) REQUIRE(tuner->next_job().kind == Job::Kind::Start);
+  tuner->on_result(0, 1, 0.9);
+  tuner->on_result(1, 1, 0.8);  // rung 1: quota 1 = {t0}
+  const Job up = tuner->next_job();
+  CHECK((up.kind == Job::Kind::Resume && up.trial == 0 && up.budget == 2));
+  CHECK(tuner->next_job().trial == 4);  // nothing else promotable: a new trial
+  tuner->on_result(2, 1, 0.1);
+  tuner->on_result(3, 1, 0.85);  // quota 2 = {t0, t3}
+  CHECK(tuner->next_job().trial == 3);
+  tuner->on_result(0, 2, 0.3);
+  tuner->on_result(3, 2, 0.6);   // rung 2: quota 1 = {t3}
+  tuner->on_result(4, 1, 0.95);  // rung 1: quota 2 = {t4, t0}; t4 is promotable too
+  const Job top = tuner->next_job();
+  CHECK((top.kind == Job::Kind::Resume && top.trial == 3 && top.budget == 4));
+  const Job next = tuner->next_job();
+  CHECK((next.kind == Job::Kind::Resume && next.trial == 4 && next.budget == 2));
+}
+
 TEST_CASE("ASHA breaks ties by the lower trial id and never promotes a failed trial") {
   auto table = make_table({{0, 1, 0.5}, {1, 1, 0.7}, {2, 1, 0.7}, {3, 1, 0.7},
                            {0, 3, 0.1}, {1, 3, 0.2}, {2, 3, 0.3}, {3, 3, 0.4}});

@@ -1,0 +1,320 @@
+#include "actors/fused_group.hpp"
+
+#include <sstream>
+
+#include "actors/member_dropout.hpp"
+#include "packtune/error.hpp"
+
+namespace packtune::actors {
+
+std::string fusion_key(const TrialSpec& s) {
+  // Everything that changes shapes or the optimizer's algorithm. Learning rates, momenta,
+  // weight decays, betas, dropout rates and seeds may differ within a fused group.
+  const auto& m = s.model;
+  std::ostringstream key;
+  key << m.family << "/d" << m.depth << "/w" << m.width << "/" << m.activation << "/drop"
+      << (m.dropout > 0) << "/b" << s.batch_size << "/" << s.optimizer.name;
+  if (m.family == "cnn") key << "/c" << m.channels << "/k" << m.kernel << "/bn" << m.batch_norm;
+  return key.str();
+}
+
+FusedGroup::FusedGroup(const TrialSpec& spec, const InputShape& input, torch::Device device)
+    : key_(fusion_key(spec)), input_(input), device_(device), optimizer_(spec.optimizer.name, device) {
+  // The solo model is the single description of the architecture; the fused layers follow
+  // its children one by one.
+  auto solo = build_classifier(spec.model, input);
+  int params = 0, buffers = 0;
+  std::int64_t last_width = 0;
+  for (const auto& child : solo->named_children()) {
+    Layer layer;
+    layer.name = child.key();
+    const auto& module = child.value();
+    if (auto* linear = module->as<torch::nn::Linear>()) {
+      layer.op = Op::Linear;
+      layer.out = linear->options.out_features();
+      layer.param = params;
+      layer.bias = true;
+      params += 2;
+      last_width = layer.out;
+    } else if (auto* conv = module->as<torch::nn::Conv2d>()) {
+      layer.op = Op::Conv;
+      layer.out = conv->options.out_channels();
+      layer.padding = spec.model.kernel / 2;
+      layer.param = params;
+      layer.bias = conv->options.bias();
+      params += layer.bias ? 2 : 1;
+    } else if (auto* bn = module->as<torch::nn::BatchNorm2d>()) {
+      layer.op = Op::BatchNorm;
+      layer.out = bn->options.num_features();
+      layer.param = params;
+      layer.bias = true;
+      layer.buffer = buffers;
+      params += 2;
+      buffers += 2;
+    } else if (module->as<torch::nn::ReLU>()) {
+      layer.op = Op::Relu;
+    } else if (module->as<torch::nn::Tanh>()) {
+      layer.op = Op::Tanh;
+    } else if (module->as<torch::nn::GELU>()) {
+      layer.op = Op::Gelu;
+    } else if (module->as<torch::nn::Sigmoid>()) {
+      layer.op = Op::Sigmoid;
+    } else if (module->as<torch::nn::MaxPool2d>()) {
+      layer.op = Op::Pool;
+    } else if (module->as<torch::nn::Flatten>()) {
+      layer.op = Op::Flatten;
+    } else if (module->as<MemberDropout>()) {
+      layer.op = Op::Dropout;
+      layer.dropout_index = static_cast<std::int64_t>(dropout_widths_.size());
+      dropout_widths_.push_back(last_width);
+    } else {
+      throw Error("layer " + module->name() + " has no fused form; add one in actors/fused_group.cpp");
+    }
+    layers_.push_back(layer);
+  }
+  params_.resize(static_cast<std::size_t>(params));
+  buffers_.resize(static_cast<std::size_t>(buffers));
+}
+
+bool FusedGroup::contains(tuners::TrialId trial) const { return index_of(trial) >= 0; }
+
+std::int64_t FusedGroup::index_of(tuners::TrialId trial) const {
+  for (std::size_t i = 0; i < members_.size(); ++i) {
+    if (members_[i].trial == trial) return static_cast<std::int64_t>(i);
+  }
+  return -1;
+}
+
+std::int64_t FusedGroup::step_of(tuners::TrialId trial) const {
+  const auto k = index_of(trial);
+  if (k < 0) throw Error("trial " + std::to_string(trial) + " is not in this fused group");
+  return members_[static_cast<std::size_t>(k)].step;
+}
+
+void FusedGroup::add(tuners::TrialId trial, const TrialSpec& spec, std::uint64_t seed) {
+  if (fusion_key(spec) != key_) throw Error("trial " + std::to_string(trial) + " cannot join fused group " + key_);
+  if (contains(trial)) throw Error("trial " + std::to_string(trial) + " is already in this fused group");
+  torch::NoGradGuard no_grad;
+  auto solo = build_member_model(spec.model, seed, input_, device_);
+  std::vector<torch::Tensor> member_params(params_.size()), member_buffers(buffers_.size());
+  const auto children = solo->named_children();
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const auto& layer = layers_[i];
+    const auto& module = children[i].value();
+    if (layer.param < 0) continue;
+    auto weight = module->named_parameters(false)["weight"];
+    if (layer.op == Op::Linear) {
+      member_params[layer.param] = weight.t().contiguous();  // [in, out]
+      member_params[layer.param + 1] = module->named_parameters(false)["bias"].view({1, layer.out});
+    } else {
+      member_params[layer.param] = weight.clone();
+      if (layer.bias) member_params[layer.param + 1] = module->named_parameters(false)["bias"].clone();
+    }
+    if (layer.op == Op::BatchNorm) {
+      member_buffers[layer.buffer] = module->named_buffers(false)["running_mean"].clone();
+      member_buffers[layer.buffer + 1] = module->named_buffers(false)["running_var"].clone();
+    }
+  }
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    auto stacked = member_params[i].unsqueeze(0);
+    params_[i] = (params_[i].defined() ? torch::cat({params_[i].detach(), stacked}) : stacked.clone())
+                     .requires_grad_(true);
+  }
+  for (std::size_t i = 0; i < buffers_.size(); ++i) {
+    auto stacked = member_buffers[i].unsqueeze(0);
+    buffers_[i] = buffers_[i].defined() ? torch::cat({buffers_[i], stacked}) : stacked.clone();
+  }
+  optimizer_.append_member(spec.optimizer, member_params);
+  auto zero = torch::zeros({1}, torch::TensorOptions().device(device_));
+  loss_sum_ = loss_sum_.defined() ? torch::cat({loss_sum_, zero}) : zero;
+  loss_count_.push_back(0);
+  members_.push_back({trial, spec, seed, 0});
+}
+
+void FusedGroup::remove(tuners::TrialId trial) {
+  const auto gone = index_of(trial);
+  if (gone < 0) return;
+  std::vector<std::int64_t> keep;
+  for (std::int64_t i = 0; i < size(); ++i) {
+    if (i != gone) keep.push_back(i);
+  }
+  members_.erase(members_.begin() + gone);
+  loss_count_.erase(loss_count_.begin() + gone);
+  optimizer_.keep_members(keep);
+  if (keep.empty()) {
+    for (auto& p : params_) p = torch::Tensor();
+    for (auto& b : buffers_) b = torch::Tensor();
+    loss_sum_ = torch::Tensor();
+    return;
+  }
+  torch::NoGradGuard no_grad;
+  auto index = torch::tensor(keep, torch::kInt64).to(device_);
+  for (auto& p : params_) p = p.detach().index_select(0, index).requires_grad_(true);
+  for (auto& b : buffers_) b = b.index_select(0, index);
+  loss_sum_ = loss_sum_.index_select(0, index);
+}
+
+std::vector<torch::Tensor> FusedGroup::dropout_masks(std::int64_t batch) {
+  std::vector<std::vector<torch::Tensor>> per_member;
+  for (const auto& m : members_) {
+    std::vector<torch::Tensor> masks;
+    // The same draws, in the same order, from the same seed as the member's solo forward.
+    torch::manual_seed(step_seed(m.seed, m.step));
+    const double p = m.spec.model.dropout;
+    for (auto width : dropout_widths_) {
+      masks.push_back(torch::empty({batch, width}, torch::TensorOptions().device(device_))
+                          .bernoulli_(1 - p)
+                          .div_(1 - p));
+    }
+    per_member.push_back(std::move(masks));
+  }
+  std::vector<torch::Tensor> out;
+  for (std::size_t d = 0; d < dropout_widths_.size(); ++d) {
+    std::vector<torch::Tensor> layer;
+    for (auto& masks : per_member) layer.push_back(masks[d]);
+    out.push_back(torch::stack(layer));  // [K, B, width]
+  }
+  return out;
+}
+
+torch::Tensor FusedGroup::forward(torch::Tensor x, const std::vector<torch::Tensor>& masks,
+                                  bool training) {
+  // x arrives as [K, B, C, H, W]. Convolutions work on [B, K*C, H, W]; linear layers on
+  // [K, B, features].
+  const auto k = static_cast<std::int64_t>(members_.size());
+  const auto batch = x.size(1);
+  for (const auto& layer : layers_) {
+    switch (layer.op) {
+      case Op::Linear:
+        x = torch::baddbmm(params_[layer.param + 1], x, params_[layer.param]);
+        break;
+      case Op::Conv: {
+        if (x.dim() == 5) x = x.transpose(0, 1).reshape({batch, -1, x.size(3), x.size(4)});
+        const auto& w = params_[layer.param];
+        auto bias = layer.bias ? params_[layer.param + 1].view({k * layer.out}) : torch::Tensor();
+        x = torch::conv2d(x, w.view({k * layer.out, w.size(2), w.size(3), w.size(4)}), bias, 1,
+                          layer.padding, 1, k);
+        break;
+      }
+      case Op::BatchNorm:
+        x = torch::batch_norm(x, params_[layer.param].view({-1}), params_[layer.param + 1].view({-1}),
+                              buffers_[layer.buffer].view({-1}), buffers_[layer.buffer + 1].view({-1}),
+                              training, 0.1, 1e-5, true);
+        break;
+      case Op::Relu: x = torch::relu(x); break;
+      case Op::Tanh: x = torch::tanh(x); break;
+      case Op::Gelu: x = torch::gelu(x); break;
+      case Op::Sigmoid: x = torch::sigmoid(x); break;
+      case Op::Pool: x = torch::max_pool2d(x, {2, 2}); break;
+      case Op::Flatten:
+        x = x.dim() == 5 ? x.reshape({k, batch, -1}) : x.view({batch, k, -1}).transpose(0, 1);
+        break;
+      case Op::Dropout:
+        if (training) x = x * masks[static_cast<std::size_t>(layer.dropout_index)];
+        break;
+    }
+  }
+  return x;  // [K, B, classes]
+}
+
+void FusedGroup::train_step(datasets::BatchStream& stream) {
+  if (members_.empty()) return;
+  const auto k = static_cast<std::int64_t>(members_.size());
+  const int batch_size = members_.front().spec.batch_size;
+  std::vector<torch::Tensor> inputs, labels;
+  for (const auto& m : members_) {
+    auto [x, y] = stream.batch(m.step, batch_size);
+    inputs.push_back(x);
+    labels.push_back(y);
+  }
+  auto x = torch::stack(inputs);
+  auto y = torch::stack(labels);
+  const auto batch = x.size(1);
+  auto masks = dropout_masks(batch);
+  for (auto& p : params_) {
+    if (p.grad().defined()) p.mutable_grad().zero_();
+  }
+  auto logits = forward(x, masks, true);
+  auto per_sample = torch::nn::functional::cross_entropy(
+      logits.reshape({k * batch, -1}), y.reshape({k * batch}),
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  // The sum of the members' mean losses: member k's gradient is its solo gradient.
+  auto losses = per_sample.view({k, batch}).mean(1);
+  losses.sum().backward();
+  optimizer_.step(params_);
+  loss_sum_ += losses.detach();
+  for (std::size_t i = 0; i < members_.size(); ++i) {
+    ++members_[i].step;
+    ++loss_count_[i];
+  }
+}
+
+std::map<tuners::TrialId, Metrics> FusedGroup::evaluate(const datasets::BatchStream& stream,
+                                                        const std::vector<tuners::TrialId>& which) {
+  torch::NoGradGuard no_grad;
+  const auto k = static_cast<std::int64_t>(members_.size());
+  const auto& inputs = stream.validation_inputs();
+  const auto& labels = stream.validation_labels();
+  const std::int64_t n = inputs.size(0);
+  auto loss = torch::zeros({k}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
+  auto correct = torch::zeros({k}, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+  // Each chunk is replicated K times, so chunks shrink as packs grow.
+  const std::int64_t chunk = std::max<std::int64_t>(100, 16000 / std::max<std::int64_t>(1, k));
+  for (std::int64_t begin = 0; begin < n; begin += chunk) {
+    const auto len = std::min(chunk, n - begin);
+    auto x = inputs.narrow(0, begin, len).unsqueeze(0).expand({k, len, inputs.size(1), inputs.size(2), inputs.size(3)});
+    auto logits = forward(x, {}, false);  // [K, len, classes]
+    auto y = labels.narrow(0, begin, len).unsqueeze(0).expand({k, len});
+    auto per_sample = torch::nn::functional::cross_entropy(
+        logits.reshape({k * len, -1}), y.reshape({k * len}),
+        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+    loss += per_sample.view({k, len}).sum(1).to(torch::kFloat64);
+    correct += logits.argmax(2).eq(y).sum(1);
+  }
+  auto loss_host = loss.cpu();
+  auto correct_host = correct.cpu();
+  auto train_host = loss_sum_.to(torch::kFloat64).cpu();
+  std::map<tuners::TrialId, Metrics> out;
+  for (std::int64_t i = 0; i < k; ++i) {
+    auto& member = members_[static_cast<std::size_t>(i)];
+    if (std::find(which.begin(), which.end(), member.trial) == which.end()) continue;
+    Metrics m;
+    m["val_loss"] = loss_host[i].item<double>() / static_cast<double>(std::max<std::int64_t>(1, n));
+    m["val_accuracy"] = static_cast<double>(correct_host[i].item<std::int64_t>()) /
+                        static_cast<double>(std::max<std::int64_t>(1, n));
+    auto& count = loss_count_[static_cast<std::size_t>(i)];
+    if (count > 0) {
+      m["train_loss"] = train_host[i].item<double>() / static_cast<double>(count);
+      loss_sum_[i].zero_();
+      count = 0;
+    }
+    out[member.trial] = std::move(m);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> FusedGroup::member_state(tuners::TrialId trial) const {
+  const auto k = index_of(trial);
+  if (k < 0) throw Error("trial " + std::to_string(trial) + " is not in this fused group");
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& layer : layers_) {
+    if (layer.param < 0) continue;
+    auto weight = params_[layer.param].detach().select(0, k);
+    if (layer.op == Op::Linear) {
+      out.emplace_back(layer.name + ".weight", weight.t().contiguous());
+      out.emplace_back(layer.name + ".bias", params_[layer.param + 1].detach().select(0, k).reshape({layer.out}).clone());
+    } else {
+      out.emplace_back(layer.name + ".weight", weight.clone());
+      if (layer.bias) out.emplace_back(layer.name + ".bias", params_[layer.param + 1].detach().select(0, k).clone());
+    }
+    if (layer.op == Op::BatchNorm) {
+      out.emplace_back(layer.name + ".running_mean", buffers_[layer.buffer].select(0, k).clone());
+      out.emplace_back(layer.name + ".running_var", buffers_[layer.buffer + 1].select(0, k).clone());
+      out.emplace_back(layer.name + ".num_batches_tracked",
+                       torch::tensor(members_[static_cast<std::size_t>(k)].step, torch::kInt64));
+    }
+  }
+  return out;
+}
+
+}  // namespace packtune::actors

@@ -1,0 +1,88 @@
+#pragma once
+// Trials of one architecture, batch size and optimizer trained as ONE model (HFTA's
+// horizontal fusion). Every parameter is stacked with a leading member dimension K:
+//   Linear    [K, in, out] weights, one baddbmm for all members
+//   Conv2d    [K, out, C, kh, kw] weights, one grouped convolution (groups = K) over
+//             channel-stacked inputs
+//   BatchNorm one BatchNorm over K*C channels (statistics stay per member and channel)
+// Each member reads its own batch of the shared stream at its own step, so members may join
+// and leave at any step boundary. The loss is the sum of the members' mean losses, so each
+// member's gradient is its solo gradient.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "actors/classifier.hpp"
+#include "actors/fused_optimizer.hpp"
+#include "actors/trial_runner.hpp"
+#include "datasets/batch_stream.hpp"
+
+namespace packtune::actors {
+
+// Trials with equal keys can be fused.
+std::string fusion_key(const TrialSpec& spec);
+
+class FusedGroup {
+ public:
+  FusedGroup(const TrialSpec& spec, const InputShape& input, torch::Device device);
+
+  const std::string& key() const { return key_; }
+  int size() const { return static_cast<int>(members_.size()); }
+  bool contains(tuners::TrialId trial) const;
+
+  // A new member, initialised exactly as it would be alone, at step 0.
+  void add(tuners::TrialId trial, const TrialSpec& spec, std::uint64_t seed);
+  void remove(tuners::TrialId trial);
+
+  // One optimizer step for every member, each on its own next batch.
+  void train_step(datasets::BatchStream& stream);
+  // Validation metrics for every member, and each one's train_loss since its last call.
+  std::map<tuners::TrialId, Metrics> evaluate(const datasets::BatchStream& stream,
+                                              const std::vector<tuners::TrialId>& which);
+
+  std::int64_t step_of(tuners::TrialId trial) const;
+  // A member's parameters and buffers under its solo state-dict names, unfused, on the
+  // device: what a checkpoint of that trial holds.
+  std::vector<std::pair<std::string, torch::Tensor>> member_state(tuners::TrialId trial) const;
+
+ private:
+  enum class Op { Linear, Conv, BatchNorm, Relu, Tanh, Gelu, Sigmoid, Pool, Flatten, Dropout };
+  struct Layer {
+    Op op;
+    std::string name;        // the solo Sequential's child name ("0", "1", ...)
+    int param = -1;          // index of the weight in params_
+    bool bias = false;       // the bias follows the weight in params_
+    int buffer = -1;         // BatchNorm: index of running_mean in buffers_ (var follows)
+    std::int64_t out = 0;    // Conv/BatchNorm channels, Linear features
+    std::int64_t padding = 0;
+    std::int64_t dropout_index = -1;
+  };
+  struct Member {
+    tuners::TrialId trial;
+    TrialSpec spec;
+    std::uint64_t seed;
+    std::int64_t step = 0;
+  };
+
+  torch::Tensor forward(torch::Tensor x, const std::vector<torch::Tensor>& masks, bool training);
+  std::vector<torch::Tensor> dropout_masks(std::int64_t batch);
+  std::int64_t index_of(tuners::TrialId trial) const;
+
+  std::string key_;
+  InputShape input_;
+  torch::Device device_;
+  std::vector<Layer> layers_;
+  std::vector<std::int64_t> dropout_widths_;
+  std::vector<torch::Tensor> params_;   // [K, ...] leaves with requires_grad
+  std::vector<torch::Tensor> buffers_;  // [K, C] running statistics
+  std::vector<Member> members_;
+  FusedOptimizer optimizer_;
+  torch::Tensor loss_sum_;              // [K] since each member's last evaluation
+  std::vector<std::int64_t> loss_count_;
+};
+
+}  // namespace packtune::actors

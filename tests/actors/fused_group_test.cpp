@@ -1,0 +1,211 @@
+#include <catch2/catch.hpp>
+
+#include "actors/fused_group.hpp"
+#include "actors/pack_executor.hpp"
+#include "packtune/error.hpp"
+#include "synthetic_data.hpp"
+
+using namespace packtune;
+using namespace packtune::actors;
+using packtune::testing::synthetic_split;
+
+namespace {
+
+using State = std::vector<std::pair<std::string, torch::Tensor>>;
+
+State solo_state(TrialRunner& runner) {
+  State out;
+  for (const auto& p : runner.model()->named_parameters()) out.emplace_back(p.key(), p.value().detach());
+  for (const auto& b : runner.model()->named_buffers()) out.emplace_back(b.key(), b.value());
+  return out;
+}
+
+// Parameters equal to 1e-4 relative (of the tensor's scale), name by name.
+void check_same(const State& fused, const State& solo) {
+  std::map<std::string, torch::Tensor> by_name(solo.begin(), solo.end());
+  REQUIRE(fused.size() == solo.size());
+  for (const auto& [name, tensor] : fused) {
+    INFO("tensor " << name);
+    REQUIRE(by_name.count(name) == 1);
+    const auto& expected = by_name[name];
+    REQUIRE(tensor.sizes() == expected.sizes());
+    if (name.find("num_batches_tracked") != std::string::npos) continue;
+    const double scale = std::max(1e-3, expected.abs().max().item<double>());
+    const double diff = (tensor.to(torch::kFloat64) - expected.to(torch::kFloat64)).abs().max().item<double>();
+    CHECK(diff / scale < 1e-4);
+  }
+}
+
+TrialSpec spec_of(tuners::TrialConfig config) { return parse_trial_spec(config); }
+
+struct Case {
+  const char* name;
+  tuners::TrialConfig base;
+  std::vector<tuners::TrialConfig> members;  // per-member hyper-parameters over `base`
+};
+
+std::vector<Case> cases() {
+  const tuners::TrialConfig mlp{{"width", std::int64_t{24}}, {"depth", std::int64_t{2}},
+                                {"batch_size", std::int64_t{16}}, {"activation", std::string("gelu")}};
+  const tuners::TrialConfig cnn{{"family", std::string("cnn")}, {"depth", std::int64_t{2}},
+                                {"channels", std::int64_t{3}}, {"width", std::int64_t{12}},
+                                {"batch_size", std::int64_t{8}}};
+  auto with = [](tuners::TrialConfig c, tuners::TrialConfig extra) {
+    for (auto& [k, v] : extra) c[k] = v;
+    return c;
+  };
+  return {
+      {"MLP, SGD with momentum, Nesterov and weight decay, dropout",
+       with(mlp, {{"optimizer", std::string("sgd")}, {"dropout", 0.3}}),
+       {{{"lr", 0.05}, {"momentum", 0.9}, {"nesterov", true}, {"weight_decay", 1e-3}},
+        {{"lr", 0.1}, {"momentum", 0.5}, {"dropout", 0.1}},
+        {{"lr", 0.01}, {"momentum", 0.0}, {"weight_decay", 0.01}, {"dropout", 0.5}}}},
+      {"MLP, Adam with per-member betas and weight decay",
+       with(mlp, {{"optimizer", std::string("adam")}}),
+       {{{"lr", 0.003}}, {{"lr", 0.01}, {"beta1", 0.8}, {"beta2", 0.99}, {"weight_decay", 1e-4}}}},
+      {"CNN with batch norm, AdamW and dropout",
+       with(cnn, {{"optimizer", std::string("adamw")}, {"dropout", 0.2}}),
+       {{{"lr", 0.003}, {"weight_decay", 0.01}}, {{"lr", 0.001}, {"dropout", 0.4}}}},
+      {"CNN with batch norm, SGD",
+       with(cnn, {{"optimizer", std::string("sgd")}, {"activation", std::string("tanh")}}),
+       {{{"lr", 0.05}, {"momentum", 0.9}}, {{"lr", 0.02}, {"momentum", 0.8}, {"weight_decay", 1e-3}}}},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("a fused member trains exactly like the same trial alone") {
+  torch::set_num_threads(1);
+  auto split = synthetic_split(200, 60);
+  for (const auto& c : cases()) {
+    SECTION(c.name) {
+      datasets::BatchStream stream(split, torch::kCPU, 11);
+      InputShape shape{1, 10, 10, 10};
+      std::vector<TrialSpec> specs;
+      for (const auto& extra : c.members) {
+        auto config = c.base;
+        for (const auto& [k, v] : extra) config[k] = v;
+        specs.push_back(spec_of(config));
+      }
+      FusedGroup group(specs[0], shape, torch::kCPU);
+      std::vector<std::unique_ptr<TrialRunner>> solo;
+      for (std::size_t i = 0; i < specs.size(); ++i) {
+        group.add(static_cast<tuners::TrialId>(i), specs[i], 500 + i);
+        solo.push_back(std::make_unique<TrialRunner>(i, specs[i], 500 + i, stream));
+      }
+      const int steps = 12;
+      for (int s = 0; s < steps; ++s) {
+        stream.begin_round();
+        group.train_step(stream);
+        for (auto& r : solo) r->train_step(stream);
+      }
+      std::vector<tuners::TrialId> all;
+      for (std::size_t i = 0; i < specs.size(); ++i) all.push_back(static_cast<tuners::TrialId>(i));
+      auto fused_metrics = group.evaluate(stream, all);
+      for (std::size_t i = 0; i < specs.size(); ++i) {
+        INFO("member " << i);
+        check_same(group.member_state(static_cast<tuners::TrialId>(i)), solo_state(*solo[i]));
+        auto m = solo[i]->evaluate(stream);
+        CHECK(fused_metrics[i]["val_loss"] == Approx(m["val_loss"]).epsilon(1e-3));
+        CHECK(std::abs(fused_metrics[i]["val_accuracy"] - m["val_accuracy"]) <= 1e-3 + 1e-9);
+        CHECK(fused_metrics[i]["train_loss"] == Approx(m["train_loss"]).epsilon(1e-3));
+      }
+    }
+  }
+}
+
+TEST_CASE("members join and leave a fused group without disturbing the others") {
+  torch::set_num_threads(1);
+  auto split = synthetic_split(200, 60);
+  datasets::BatchStream stream(split, torch::kCPU, 3);
+  InputShape shape{1, 10, 10, 10};
+  auto base = tuners::TrialConfig{{"width", std::int64_t{16}}, {"depth", std::int64_t{1}},
+                                  {"optimizer", std::string("adam")}, {"dropout", 0.25},
+                                  {"batch_size", std::int64_t{16}}};
+  auto spec = [&](double lr) {
+    auto c = base;
+    c["lr"] = lr;
+    return spec_of(c);
+  };
+  FusedGroup group(spec(0.01), shape, torch::kCPU);
+  TrialRunner a(0, spec(0.01), 70, stream), b(1, spec(0.003), 71, stream), c(2, spec(0.02), 72, stream);
+  group.add(0, spec(0.01), 70);
+  group.add(2, spec(0.02), 72);
+  for (int s = 0; s < 4; ++s) {
+    stream.begin_round();
+    group.train_step(stream);
+    a.train_step(stream);
+    c.train_step(stream);
+  }
+  group.add(1, spec(0.003), 71);  // joins at its own step 0 while the others are at 4
+  for (int s = 0; s < 3; ++s) {
+    stream.begin_round();
+    group.train_step(stream);
+    a.train_step(stream);
+    b.train_step(stream);
+    c.train_step(stream);
+  }
+  group.remove(0);  // leaves from the front
+  for (int s = 0; s < 3; ++s) {
+    stream.begin_round();
+    group.train_step(stream);
+    b.train_step(stream);
+    c.train_step(stream);
+  }
+  CHECK(group.size() == 2);
+  CHECK(group.step_of(1) == 6);
+  CHECK(group.step_of(2) == 10);
+  check_same(group.member_state(1), solo_state(b));
+  check_same(group.member_state(2), solo_state(c));
+}
+
+TEST_CASE("trials that differ in shape or optimizer are not fused") {
+  auto a = spec_of({{"width", std::int64_t{16}}, {"lr", 0.1}});
+  auto b = spec_of({{"width", std::int64_t{16}}, {"lr", 0.2}, {"momentum", 0.5}});
+  CHECK(fusion_key(a) == fusion_key(b));
+  CHECK(fusion_key(a) != fusion_key(spec_of({{"width", std::int64_t{32}}})));
+  CHECK(fusion_key(a) != fusion_key(spec_of({{"width", std::int64_t{16}}, {"batch_size", std::int64_t{64}}})));
+  CHECK(fusion_key(a) != fusion_key(spec_of({{"width", std::int64_t{16}}, {"optimizer", std::string("adam")}})));
+  CHECK(fusion_key(a) != fusion_key(spec_of({{"width", std::int64_t{16}}, {"dropout", 0.1}})));
+  FusedGroup group(a, InputShape{1, 10, 10, 10}, torch::kCPU);
+  CHECK_THROWS_AS(group.add(1, spec_of({{"width", std::int64_t{32}}}), 1), Error);
+}
+
+TEST_CASE("a pack reports the same metrics fused and one trial per model") {
+  torch::set_num_threads(1);
+  auto split = synthetic_split(200, 60);
+  auto run = [&](bool fuse) {
+    datasets::BatchStream stream(split, torch::kCPU, 5);
+    PackExecutor pack(stream, BudgetUnit::Epochs, fuse);
+    for (int i = 0; i < 4; ++i) {
+      PackJob job;
+      job.trial = i;
+      job.spec = spec_of({{"width", std::int64_t{16}}, {"lr", 0.02 * (i + 1)}, {"momentum", 0.9},
+                          {"batch_size", std::int64_t{20}},
+                          {"family", std::string(i == 3 ? "cnn" : "mlp")},
+                          {"depth", std::int64_t{1}}, {"channels", std::int64_t{2}}});
+      job.seed = 90 + i;
+      job.budget = i == 1 ? 1.0 : 2.0;
+      job.report_every = 0.5;
+      pack.add(job);
+    }
+    if (fuse) CHECK(pack.fused_groups() == 2);
+    std::map<tuners::TrialId, std::vector<PackEvent>> events;
+    while (!pack.empty()) {
+      for (auto& e : pack.step_round()) events[e.trial].push_back(e);
+    }
+    return events;
+  };
+  auto fused = run(true);
+  auto alone = run(false);
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(fused[i].size() == alone[i].size());
+    for (std::size_t r = 0; r < fused[i].size(); ++r) {
+      CHECK(fused[i][r].budget == alone[i][r].budget);
+      CHECK(fused[i][r].metrics["val_loss"] == Approx(alone[i][r].metrics["val_loss"]).epsilon(1e-3));
+      CHECK(std::abs(fused[i][r].metrics["val_accuracy"] - alone[i][r].metrics["val_accuracy"]) <= 1e-3 + 1e-9);
+    }
+  }
+  CHECK(fused[1].size() == 2);
+  CHECK(fused[0].size() == 4);
+}

@@ -1,0 +1,29 @@
+#pragma once
+// The base of tuners that train every trial once, straight to the max budget, with no
+// promotion and no early stopping (random and grid search): they differ only in how many
+// trials there are and which config each one gets.
+#include <cstdint>
+
+#include "tuners/tuner.hpp"
+
+namespace packtune::tuners {
+
+class FixedBudgetTuner : public Tuner {
+ public:
+  Job next_job() override;
+  void on_result(TrialId trial, double budget, double metric) override;
+
+ protected:
+  explicit FixedBudgetTuner(double budget) : budget_(budget) {}
+
+  virtual std::int64_t trial_count() const = 0;
+  // Called once per trial, in id order.
+  virtual TrialConfig config_for(TrialId trial) = 0;
+
+ private:
+  double budget_;
+  TrialId next_id_ = 0;
+  std::int64_t running_ = 0;
+};
+
+}  // namespace packtune::tuners
