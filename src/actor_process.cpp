@@ -78,7 +78,7 @@ class Actor {
       send_message(socket_, proto::ActorFailed{actors::error_message(e)});
       throw;
     }
-    actors::PackExecutor pack(*stream, actors::parse_budget_unit(spec_.budget_unit));
+    actors::PackExecutor pack(*stream, actors::parse_budget_unit(spec_.budget_unit), spec_.fuse);
     send_message(socket_, proto::Ready{device});
     return serve(pack);
   }

@@ -237,6 +237,7 @@ class Driver {
     s.report_every = config_.report_every;
     s.data_seed = config_.seed;
     s.heartbeat_seconds = config_.heartbeat_seconds;
+    s.fuse = config_.fuse;
     return s;
   }
 
@@ -376,9 +377,20 @@ class Driver {
     return packing::estimate_bytes(s);
   }
 
+  // The first jobs wait until every local actor is ready (or a grace period passed), so
+  // they are spread over all actors instead of filling whichever started first.
+  bool local_actors_settled() {
+    if (settled_) return true;
+    int ready = 0;
+    for (const auto& [identity, actor] : actors_) ready += actor.local_index >= 0 && (actor.ready || actor.dead);
+    settled_ = ready + static_cast<int>(actor_failures_.size()) >= config_.actors ||
+               Clock::now() - start_ > std::chrono::seconds(30);
+    return settled_;
+  }
+
   // Hands out work while actors have room. Returns true when the experiment is over.
   bool dispatch() {
-    while (true) {
+    while (local_actors_settled()) {
       auto load = loads();
       bool room = false;
       for (const auto& l : load) room = room || l.members < l.max_members;
@@ -505,6 +517,7 @@ class Driver {
   std::int64_t completed_jobs_ = 0;
   int failed_trials_ = 0;
   bool resume_note_shown_ = false;
+  bool settled_ = false;
   Clock::time_point start_;
 };
 

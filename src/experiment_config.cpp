@@ -98,7 +98,7 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
   c.source = root;
   c.name = std::filesystem::path(path).stem().string();
   Fields top(root, "");
-  top.allow("name, seed, metric, mode, budget, tuner, tuner_plugin, actors, device, max_pack, "
+  top.allow("name, seed, metric, mode, budget, tuner, tuner_plugin, actors, device, max_pack, fuse, "
             "threads_per_actor, listen, heartbeat_seconds, actor_timeout_seconds, data, model, space");
   top.string("name", c.name);
   top.integer("seed", c.seed, 0, std::numeric_limits<std::int64_t>::max());
@@ -156,6 +156,7 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
   top.string("device", c.device);
   actors::check_device_syntax(c.device);
   top.integer("max_pack", c.max_pack, 1, 1024);
+  if (top.has("fuse")) c.fuse = top.get("fuse", json::value_t::boolean, "true or false").get<bool>();
   top.integer("threads_per_actor", c.threads_per_actor, 0, 1024);
   top.string("listen", c.listen);
   top.number("heartbeat_seconds", c.heartbeat_seconds, 0, true);
@@ -211,6 +212,10 @@ void apply_overrides(ExperimentConfig& c, const Overrides& o) {
     c.device = *o.device;
   }
   if (o.tuner) c.tuner = *o.tuner;
+  if (o.max_pack) {
+    if (*o.max_pack < 1) throw InputError("--max-pack: expected at least 1");
+    c.max_pack = *o.max_pack;
+  }
 }
 
 tuners::TunerContext tuner_context(const ExperimentConfig& c) {

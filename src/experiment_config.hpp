@@ -20,6 +20,7 @@ struct Overrides {
   std::optional<std::uint64_t> seed;
   std::optional<std::string> device;
   std::optional<std::string> tuner;
+  std::optional<int> max_pack;
 };
 
 struct ExperimentConfig {
@@ -40,7 +41,8 @@ struct ExperimentConfig {
 
   int actors = 1;
   std::string device = "cpu";
-  int max_pack = 8;
+  int max_pack = 8;               // trials trained at once per actor
+  bool fuse = true;               // fuse same-architecture trials (HFTA); false: one model each
   int threads_per_actor = 0;      // 0: the cores divided among the local actors
   std::string listen = "ipc";     // ipc | tcp | an explicit ZeroMQ endpoint
   double heartbeat_seconds = 1;

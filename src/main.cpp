@@ -66,6 +66,7 @@ int run_command(const std::vector<std::string>& args) {
       ("seed", po::value<std::uint64_t>(), "override the experiment seed")
       ("device", po::value<std::string>(), "override the device: cpu, cuda, cuda:N, auto")
       ("tuner", po::value<std::string>(), "override the tuner by name")
+      ("max-pack", po::value<int>(), "override max_pack: trials trained at once per actor")
       ("tuner-plugin", po::value<std::vector<std::string>>(), "load tuners from a shared library")
       ("quiet,q", "no progress lines");
   po::positional_options_description positional;
@@ -95,12 +96,14 @@ int run_command(const std::vector<std::string>& args) {
   if (vm.count("seed")) overrides.seed = vm["seed"].as<std::uint64_t>();
   if (vm.count("device")) overrides.device = vm["device"].as<std::string>();
   if (vm.count("tuner")) overrides.tuner = vm["tuner"].as<std::string>();
+  if (vm.count("max-pack")) overrides.max_pack = vm["max-pack"].as<int>();
   packtune::apply_overrides(config, overrides);
   packtune::validate(config);
   // The config as run, overrides included, for the results directory.
   config.source["seed"] = config.seed;
   config.source["actors"] = config.actors;
   config.source["device"] = config.device;
+  config.source["max_pack"] = config.max_pack;
   if (config.source.contains("tuner") && config.source["tuner"].is_object()) {
     config.source["tuner"]["name"] = config.tuner;
     config.source["tuner"]["trials"] = config.trials;

@@ -24,11 +24,12 @@ struct ExperimentSpec {
   double report_every = 0;
   std::uint64_t data_seed = 0;
   double heartbeat_seconds = 1;
+  bool fuse = true;
 
   template <class Archive>
   void serialize(Archive& ar) {
     ar(data_name, data_dir, train_size, validation_size, device, budget_unit, report_every,
-       data_seed, heartbeat_seconds);
+       data_seed, heartbeat_seconds, fuse);
   }
 };
 

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Packing never changes results: the same 8 trials, trained one at a time (--max-pack 1) and
+# as one fused pack of 8 (--max-pack 8), report the same metrics within 1e-3.
+set -euo pipefail
+packtune="$1"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+cat > "$work/config.json" <<'JSON'
+{
+  "seed": 21,
+  "budget": {"unit": "epochs", "max": 0.5, "report_every": 0.25},
+  "tuner": {"name": "random", "trials": 8},
+  "actors": 1,
+  "data": {"train_size": 2048, "validation_size": 512},
+  "model": {"family": "mlp", "depth": 1, "width": 64, "batch_size": 64, "optimizer": "sgd"},
+  "space": {
+    "lr": {"type": "loguniform", "low": 0.01, "high": 0.2},
+    "momentum": {"type": "uniform", "low": 0.0, "high": 0.9},
+    "dropout": {"type": "uniform", "low": 0.1, "high": 0.4}
+  }
+}
+JSON
+"$packtune" run "$work/config.json" --out "$work/alone" --max-pack 1 --quiet > /dev/null
+"$packtune" run "$work/config.json" --out "$work/packed" --max-pack 8 --quiet > /dev/null
+
+/usr/bin/python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+def reports(name):
+    rows = [json.loads(l) for l in open(f"{work}/{name}/results.jsonl")]
+    return {(r["trial"], r["budget"]): r for r in rows}
+alone, packed = reports("alone"), reports("packed")
+assert alone.keys() == packed.keys() and len(alone) == 16, (sorted(alone), sorted(packed))
+worst = 0.0
+for key in alone:
+    for metric in ("val_loss", "val_accuracy", "train_loss"):
+        d = abs(alone[key][metric] - packed[key][metric])
+        worst = max(worst, d)
+        assert d <= 1e-3, f"trial {key[0]} budget {key[1]} {metric}: {alone[key][metric]} vs {packed[key][metric]}"
+print(f"1 passed, 0 failed: 16 reports agree, largest difference {worst:.2e}")
+PY
