@@ -15,11 +15,8 @@
 #include "experiment_config.hpp"
 #include "packtune/error.hpp"
 #include "results_writer.hpp"
-#if __has_include("tuning_commands.hpp")
-#include "tuning_commands.hpp"
 #include "tuners/plugin_loader.hpp"
-#define PACKTUNE_TMP_HAVE_TUNING 1
-#endif
+#include "tuning_commands.hpp"
 
 namespace po = boost::program_options;
 
@@ -79,16 +76,12 @@ int run_command(const std::vector<std::string>& args) {
   if (!vm.count("config")) throw packtune::InputError("run: missing CONFIG; usage: packtune run CONFIG [--out DIR]");
   if (vm.count("tuner-plugin")) {
     for (const auto& path : vm["tuner-plugin"].as<std::vector<std::string>>()) {
-#ifdef PACKTUNE_TMP_HAVE_TUNING
       packtune::tuners::load_tuner_plugin(path);
-#endif
     }
   }
   auto config = packtune::load_config(vm["config"].as<std::string>());
   if (!config.tuner_plugin.empty() && !vm.count("tuner-plugin")) {
-#ifdef PACKTUNE_TMP_HAVE_TUNING
     packtune::tuners::load_tuner_plugin(config.tuner_plugin);
-#endif
   }
   packtune::Overrides overrides;
   if (vm.count("trials")) overrides.trials = vm["trials"].as<std::int64_t>();
@@ -154,10 +147,8 @@ int main(int argc, char** argv) {
   try {
     if (command == "run") return run_command(args);
     if (command == "actor") return actor_command(args);
-#ifdef PACKTUNE_TMP_HAVE_TUNING
     if (command == "brackets") return packtune::cli::run_brackets_command(args);
     if (command == "simulate") return packtune::cli::run_simulate_command(args);
-#endif
     if (command == "--help" || command == "-h" || command == "help") {
       std::cout << kUsage;
       return 0;
