@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "actors/checkpoint_tensors.hpp"
 #include "actors/member_dropout.hpp"
 #include "packtune/error.hpp"
 
@@ -74,6 +75,12 @@ FusedGroup::FusedGroup(const TrialSpec& spec, const InputShape& input, torch::De
   }
   params_.resize(static_cast<std::size_t>(params));
   buffers_.resize(static_cast<std::size_t>(buffers));
+  param_info_.resize(params_.size());
+  for (const auto& layer : layers_) {
+    if (layer.param < 0) continue;
+    param_info_[layer.param] = {layer.name + ".weight", layer.op == Op::Linear, false, layer.out};
+    if (layer.bias) param_info_[layer.param + 1] = {layer.name + ".bias", false, layer.op == Op::Linear, layer.out};
+  }
 }
 
 bool FusedGroup::contains(tuners::TrialId trial) const { return index_of(trial) >= 0; }
@@ -91,11 +98,32 @@ std::int64_t FusedGroup::step_of(tuners::TrialId trial) const {
   return members_[static_cast<std::size_t>(k)].step;
 }
 
-void FusedGroup::add(tuners::TrialId trial, const TrialSpec& spec, std::uint64_t seed) {
+void FusedGroup::add(tuners::TrialId trial, const TrialSpec& spec, std::uint64_t seed,
+                     const TrialCheckpoint* resume) {
   if (fusion_key(spec) != key_) throw Error("trial " + std::to_string(trial) + " cannot join fused group " + key_);
   if (contains(trial)) throw Error("trial " + std::to_string(trial) + " is already in this fused group");
   torch::NoGradGuard no_grad;
   auto solo = build_member_model(spec.model, seed, input_, device_);
+  std::vector<std::vector<torch::Tensor>> optimizer_state;
+  if (resume) {
+    if (resume->optimizer != spec.optimizer.name) {
+      throw InputError("checkpoint of trial " + std::to_string(resume->trial) + ": written for optimizer " +
+                       resume->optimizer + ", but the trial uses " + spec.optimizer.name);
+    }
+    load_model_state(*solo, *resume);
+    // Step 0 has no optimizer state yet; the member starts from zeros like a new one.
+    if (resume->optimizer_steps > 0) {
+      const auto solo_params = solo->named_parameters();
+      for (const auto& slot : optimizer_slots(spec.optimizer.name)) {
+        std::vector<torch::Tensor> tensors;
+        for (std::size_t i = 0; i < param_info_.size(); ++i) {
+          const auto& name = param_info_[i].name;
+          tensors.push_back(to_member_layout(i, restore_tensor(*resume, name + "/" + slot, solo_params[name], true)));
+        }
+        optimizer_state.push_back(std::move(tensors));
+      }
+    }
+  }
   std::vector<torch::Tensor> member_params(params_.size()), member_buffers(buffers_.size());
   const auto children = solo->named_children();
   for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -124,11 +152,11 @@ void FusedGroup::add(tuners::TrialId trial, const TrialSpec& spec, std::uint64_t
     auto stacked = member_buffers[i].unsqueeze(0);
     buffers_[i] = buffers_[i].defined() ? torch::cat({buffers_[i], stacked}) : stacked.clone();
   }
-  optimizer_.append_member(spec.optimizer, member_params);
-  auto zero = torch::zeros({1}, torch::TensorOptions().device(device_));
-  loss_sum_ = loss_sum_.defined() ? torch::cat({loss_sum_, zero}) : zero;
-  loss_count_.push_back(0);
-  members_.push_back({trial, spec, seed, 0});
+  optimizer_.append_member(spec.optimizer, member_params, optimizer_state, resume ? resume->optimizer_steps : 0);
+  auto loss = torch::full({1}, resume ? resume->train_loss_sum : 0.0, torch::TensorOptions().device(device_));
+  loss_sum_ = loss_sum_.defined() ? torch::cat({loss_sum_, loss}) : loss;
+  loss_count_.push_back(resume ? resume->train_loss_count : 0);
+  members_.push_back({trial, spec, seed, resume ? resume->step : 0});
 }
 
 void FusedGroup::remove(tuners::TrialId trial) {
@@ -293,28 +321,64 @@ std::map<tuners::TrialId, Metrics> FusedGroup::evaluate(const datasets::BatchStr
   return out;
 }
 
-std::vector<std::pair<std::string, torch::Tensor>> FusedGroup::member_state(tuners::TrialId trial) const {
-  const auto k = index_of(trial);
-  if (k < 0) throw Error("trial " + std::to_string(trial) + " is not in this fused group");
+torch::Tensor FusedGroup::to_member_layout(std::size_t param, const torch::Tensor& solo) const {
+  const auto& info = param_info_[param];
+  if (info.linear_weight) return solo.t().contiguous();
+  if (info.linear_bias) return solo.reshape({1, info.out});
+  return solo;
+}
+
+torch::Tensor FusedGroup::to_solo_layout(std::size_t param, const torch::Tensor& member) const {
+  const auto& info = param_info_[param];
+  if (info.linear_weight) return member.t();
+  if (info.linear_bias) return member.reshape({info.out});
+  return member;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> FusedGroup::member_views(std::int64_t k) const {
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (const auto& layer : layers_) {
     if (layer.param < 0) continue;
-    auto weight = params_[layer.param].detach().select(0, k);
-    if (layer.op == Op::Linear) {
-      out.emplace_back(layer.name + ".weight", weight.t().contiguous());
-      out.emplace_back(layer.name + ".bias", params_[layer.param + 1].detach().select(0, k).reshape({layer.out}).clone());
-    } else {
-      out.emplace_back(layer.name + ".weight", weight.clone());
-      if (layer.bias) out.emplace_back(layer.name + ".bias", params_[layer.param + 1].detach().select(0, k).clone());
+    for (int i = 0; i < (layer.bias ? 2 : 1); ++i) {
+      const auto p = static_cast<std::size_t>(layer.param + i);
+      out.emplace_back(param_info_[p].name, to_solo_layout(p, params_[p].detach().select(0, k)));
     }
     if (layer.op == Op::BatchNorm) {
-      out.emplace_back(layer.name + ".running_mean", buffers_[layer.buffer].select(0, k).clone());
-      out.emplace_back(layer.name + ".running_var", buffers_[layer.buffer + 1].select(0, k).clone());
+      out.emplace_back(layer.name + ".running_mean", buffers_[layer.buffer].select(0, k));
+      out.emplace_back(layer.name + ".running_var", buffers_[layer.buffer + 1].select(0, k));
       out.emplace_back(layer.name + ".num_batches_tracked",
                        torch::tensor(members_[static_cast<std::size_t>(k)].step, torch::kInt64));
     }
   }
   return out;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> FusedGroup::member_state(tuners::TrialId trial) const {
+  const auto k = index_of(trial);
+  if (k < 0) throw Error("trial " + std::to_string(trial) + " is not in this fused group");
+  auto out = member_views(k);
+  for (auto& [name, tensor] : out) tensor = tensor.contiguous().clone();
+  return out;
+}
+
+void FusedGroup::capture(tuners::TrialId trial, TrialCheckpoint& c) const {
+  const auto k = index_of(trial);
+  if (k < 0) throw Error("trial " + std::to_string(trial) + " is not in this fused group");
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, tensor] : member_views(k)) c.model.push_back(to_stored(name, tensor));
+  const auto slots = optimizer_slots(optimizer_.kind());
+  const auto state = optimizer_.member_state(k);
+  for (std::size_t i = 0; i < param_info_.size(); ++i) {
+    for (std::size_t s = 0; s < slots.size(); ++s) {
+      c.optimizer_state.push_back(to_stored(param_info_[i].name + "/" + slots[s], to_solo_layout(i, state[s][i])));
+    }
+  }
+  const auto& member = members_[static_cast<std::size_t>(k)];
+  c.optimizer = optimizer_.kind();
+  c.optimizer_steps = optimizer_.member_steps(k);
+  c.step = member.step;
+  c.train_loss_sum = loss_sum_[k].item<double>();
+  c.train_loss_count = loss_count_[static_cast<std::size_t>(k)];
 }
 
 }  // namespace packtune::actors

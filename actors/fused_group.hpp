@@ -34,8 +34,11 @@ class FusedGroup {
   int size() const { return static_cast<int>(members_.size()); }
   bool contains(tuners::TrialId trial) const;
 
-  // A new member, initialised exactly as it would be alone, at step 0.
-  void add(tuners::TrialId trial, const TrialSpec& spec, std::uint64_t seed);
+  // A new member, initialised exactly as it would be alone, at step 0; or, with `resume`,
+  // continuing from that checkpoint at its step with its optimizer state. Throws
+  // InputError when the checkpoint does not fit this group's architecture or optimizer.
+  void add(tuners::TrialId trial, const TrialSpec& spec, std::uint64_t seed,
+           const TrialCheckpoint* resume = nullptr);
   void remove(tuners::TrialId trial);
 
   // One optimizer step for every member, each on its own next batch.
@@ -48,6 +51,8 @@ class FusedGroup {
   // A member's parameters and buffers under its solo state-dict names, unfused, on the
   // device: what a checkpoint of that trial holds.
   std::vector<std::pair<std::string, torch::Tensor>> member_state(tuners::TrialId trial) const;
+  // Host copies of a member's tensors and optimizer state, under its solo names.
+  void capture(tuners::TrialId trial, TrialCheckpoint& checkpoint) const;
 
  private:
   enum class Op { Linear, Conv, BatchNorm, Relu, Tanh, Gelu, Sigmoid, Pool, Flatten, Dropout };
@@ -61,6 +66,14 @@ class FusedGroup {
     std::int64_t padding = 0;
     std::int64_t dropout_index = -1;
   };
+  // A stacked parameter's solo name, and how a member's slice differs from the solo tensor:
+  // Linear weights are stored transposed ([in, out]), Linear biases as [1, out].
+  struct ParamInfo {
+    std::string name;
+    bool linear_weight = false;
+    bool linear_bias = false;
+    std::int64_t out = 0;
+  };
   struct Member {
     tuners::TrialId trial;
     TrialSpec spec;
@@ -71,6 +84,10 @@ class FusedGroup {
   torch::Tensor forward(torch::Tensor x, const std::vector<torch::Tensor>& masks, bool training);
   std::vector<torch::Tensor> dropout_masks(std::int64_t batch);
   std::int64_t index_of(tuners::TrialId trial) const;
+  torch::Tensor to_member_layout(std::size_t param, const torch::Tensor& solo) const;
+  torch::Tensor to_solo_layout(std::size_t param, const torch::Tensor& member) const;
+  // Member k's parameters and buffers under solo names, as views (no copies).
+  std::vector<std::pair<std::string, torch::Tensor>> member_views(std::int64_t k) const;
 
   std::string key_;
   InputShape input_;
@@ -78,6 +95,7 @@ class FusedGroup {
   std::vector<Layer> layers_;
   std::vector<std::int64_t> dropout_widths_;
   std::vector<torch::Tensor> params_;   // [K, ...] leaves with requires_grad
+  std::vector<ParamInfo> param_info_;   // one per entry of params_
   std::vector<torch::Tensor> buffers_;  // [K, C] running statistics
   std::vector<Member> members_;
   FusedOptimizer optimizer_;

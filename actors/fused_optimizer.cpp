@@ -23,17 +23,24 @@ torch::Tensor FusedOptimizer::column(const std::vector<double>& values) const {
 }
 
 void FusedOptimizer::append_member(const OptimizerSpec& spec,
-                                   const std::vector<torch::Tensor>& member_shapes) {
+                                   const std::vector<torch::Tensor>& member_shapes,
+                                   const std::vector<std::vector<torch::Tensor>>& state, std::int64_t steps) {
   if (spec.name != kind_) {
     throw Error("a " + spec.name + " trial cannot join a fused " + kind_ + " pack");
   }
+  if (!state.empty() && state.size() != slots_.size()) {
+    throw Error("a " + kind_ + " member needs " + std::to_string(slots_.size()) + " optimizer state slots");
+  }
   hyper_.push_back(spec);
-  steps_.push_back(0);
-  for (auto& slot : slots_) {
+  steps_.push_back(steps);
+  for (std::size_t s = 0; s < slots_.size(); ++s) {
+    auto& slot = slots_[s];
     if (slot.empty()) slot.resize(member_shapes.size());
     for (std::size_t i = 0; i < member_shapes.size(); ++i) {
-      auto zero = torch::zeros_like(member_shapes[i]).unsqueeze(0);
-      slot[i] = slot[i].defined() ? torch::cat({slot[i], zero}) : zero;
+      auto value = (state.empty() ? torch::zeros_like(member_shapes[i])
+                                  : state[s][i].to(member_shapes[i].options()).reshape(member_shapes[i].sizes()))
+                       .unsqueeze(0);
+      slot[i] = slot[i].defined() ? torch::cat({slot[i], value}) : value.clone();
     }
   }
 }
@@ -135,7 +142,7 @@ std::vector<std::vector<torch::Tensor>> FusedOptimizer::member_state(std::int64_
   std::vector<std::vector<torch::Tensor>> out;
   for (const auto& slot : slots_) {
     std::vector<torch::Tensor> tensors;
-    for (const auto& t : slot) tensors.push_back(t.select(0, k).clone());
+    for (const auto& t : slot) tensors.push_back(t.select(0, k));
     out.push_back(std::move(tensors));
   }
   return out;

@@ -22,15 +22,18 @@ class FusedOptimizer {
   const std::string& kind() const { return kind_; }
   int members() const { return static_cast<int>(hyper_.size()); }
 
-  // Stacked parameters change when members join or leave; the state follows.
-  void append_member(const OptimizerSpec& spec, const std::vector<torch::Tensor>& member_shapes);
+  // Stacked parameters change when members join or leave; the state follows. A member
+  // resumed from a checkpoint brings its state (slot by slot, one tensor per parameter,
+  // shaped like `member_shapes`) and its step count; a new one starts from zeros.
+  void append_member(const OptimizerSpec& spec, const std::vector<torch::Tensor>& member_shapes,
+                     const std::vector<std::vector<torch::Tensor>>& state = {}, std::int64_t steps = 0);
   void keep_members(const std::vector<std::int64_t>& keep);
 
   // One step over `params` (each [K, ...]); members' step counts advance by one.
   void step(const std::vector<torch::Tensor>& params);
 
   // Member k's state tensors, slot by slot (SGD: momentum buffer; Adam: exp_avg,
-  // exp_avg_sq), one per parameter; and its step count.
+  // exp_avg_sq), one per parameter, as views into the stacked state; and its step count.
   std::vector<std::vector<torch::Tensor>> member_state(std::int64_t k) const;
   std::int64_t member_steps(std::int64_t k) const { return steps_[static_cast<std::size_t>(k)]; }
 

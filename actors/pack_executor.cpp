@@ -37,6 +37,25 @@ void PackExecutor::add(const PackJob& job) {
   }
   Member m;
   m.job = job;
+  const TrialCheckpoint* resume = job.resume.get();
+  const std::int64_t start = resume ? resume->step : 0;
+  const std::int64_t last = steps_for(job.budget, job.spec.batch_size);
+  if (resume) m.history = resume->metrics.is_array() ? resume->metrics : nlohmann::json::array();
+  if (resume && last <= start) {
+    // Promoted to a budget it has already reached: nothing to train, report what it has.
+    PackEvent e;
+    e.trial = job.trial;
+    e.budget = resume->budget;
+    e.final = true;
+    if (!m.history.empty()) {
+      for (const auto& [name, value] : m.history.back().items()) {
+        if (value.is_number() && name != "budget" && name != "step") e.metrics[name] = value.get<double>();
+      }
+    }
+    if (job.checkpoint) e.checkpoint = std::make_shared<TrialCheckpoint>(*resume);
+    finished_.push_back(std::move(e));
+    return;
+  }
   if (fuse_) {
     m.group = fusion_key(job.spec);
     auto it = groups_.find(m.group);
@@ -44,21 +63,21 @@ void PackExecutor::add(const PackJob& job) {
       // Built outside the map first: a spec that fails here leaves no empty group behind.
       InputShape shape{stream_.channels(), stream_.height(), stream_.width(), stream_.classes()};
       auto group = std::make_unique<FusedGroup>(job.spec, shape, stream_.device());
-      group->add(job.trial, job.spec, job.seed);
+      group->add(job.trial, job.spec, job.seed, resume);
       groups_.emplace(m.group, std::move(group));
     } else {
-      it->second->add(job.trial, job.spec, job.seed);
+      it->second->add(job.trial, job.spec, job.seed, resume);
     }
   } else {
     m.runner = std::make_unique<TrialRunner>(job.trial, job.spec, job.seed, stream_);
+    if (resume) m.runner->restore(*resume);
   }
-  const std::int64_t last = steps_for(job.budget, job.spec.batch_size);
   if (job.report_every > 0) {
     for (int i = 1;; ++i) {
       const double b = job.report_every * i;
       if (b >= job.budget - 1e-9) break;
       const auto s = steps_for(b, job.spec.batch_size);
-      if (s < last && (m.report_steps.empty() || s > m.report_steps.back())) {
+      if (s > start && s < last && (m.report_steps.empty() || s > m.report_steps.back())) {
         m.report_steps.push_back(s);
         m.report_budgets.push_back(b);
       }
@@ -106,6 +125,21 @@ std::vector<std::pair<std::string, torch::Tensor>> PackExecutor::member_state(tu
   throw Error("trial " + std::to_string(trial) + " is not on this actor");
 }
 
+std::shared_ptr<TrialCheckpoint> PackExecutor::capture(const Member& m, double budget) const {
+  auto c = std::make_shared<TrialCheckpoint>();
+  c->trial = m.job.trial;
+  c->budget = budget;
+  c->seed = m.job.seed;
+  c->config = tuners::to_json(m.job.config);
+  c->metrics = m.history;
+  if (m.runner) {
+    m.runner->capture(*c);
+  } else {
+    groups_.at(m.group)->capture(m.job.trial, *c);
+  }
+  return c;
+}
+
 void PackExecutor::fail(std::vector<PackEvent>& events, tuners::TrialId trial, const std::exception& e) {
   // One member's failure (a bad shape, out of memory) must not take the pack down.
   PackEvent failed;
@@ -117,8 +151,10 @@ void PackExecutor::fail(std::vector<PackEvent>& events, tuners::TrialId trial, c
 
 std::vector<PackEvent> PackExecutor::step_round() {
   using Clock = std::chrono::steady_clock;
-  std::vector<PackEvent> events;
+  std::vector<PackEvent> events = std::move(finished_);
+  finished_.clear();
   std::set<tuners::TrialId> failed;
+  if (members_.empty()) return events;
   stream_.begin_round();
 
   // Wall time of a fused step is shared evenly by its members.
@@ -183,6 +219,16 @@ std::vector<PackEvent> PackExecutor::step_round() {
     }
     ++m->next_report;
     e.train_seconds = m->seconds;
+    auto entry = nlohmann::json::object({{"budget", e.budget}, {"step", step_of(*m)}});
+    for (const auto& [name, value] : e.metrics) entry[name] = value;
+    m->history.push_back(std::move(entry));
+    if (e.final && m->job.checkpoint) {
+      try {
+        e.checkpoint = capture(*m, e.budget);
+      } catch (const std::exception& error) {
+        e.checkpoint_error = error_message(error);
+      }
+    }
     events.push_back(std::move(e));
   }
   for (const auto& e : events) {

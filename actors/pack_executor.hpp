@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/checkpoint_file.hpp"
 #include "actors/fused_group.hpp"
 #include "actors/trial_runner.hpp"
 #include "datasets/batch_stream.hpp"
@@ -27,6 +28,11 @@ struct PackJob {
   std::uint64_t seed = 0;
   double budget = 1;        // train until this budget is reached
   double report_every = 0;  // report at each multiple of this budget (0: only at the end)
+  tuners::TrialConfig config;  // the hyper-parameters as given, kept in checkpoints
+  // Continue from this checkpoint instead of a fresh model (a promotion or a restart).
+  std::shared_ptr<const TrialCheckpoint> resume;
+  // Capture a checkpoint when the job reaches its budget (PackEvent::checkpoint).
+  bool checkpoint = false;
 };
 
 struct PackEvent {
@@ -36,6 +42,10 @@ struct PackEvent {
   bool final = false;
   double train_seconds = 0;  // this trial's share of the pack's wall time so far
   std::string error;         // set when training failed; the member has been removed
+  // The final event of a job with `checkpoint` set: host copies of the trial's state, ready
+  // to be written while the pack trains on; or why it could not be captured.
+  std::shared_ptr<TrialCheckpoint> checkpoint;
+  std::string checkpoint_error;
 };
 
 class PackExecutor {
@@ -43,11 +53,13 @@ class PackExecutor {
   // With `fuse` false every trial trains as its own plain LibTorch model.
   PackExecutor(datasets::BatchStream& stream, BudgetUnit unit, bool fuse = true);
 
+  // Throws InputError when `job.resume` does not fit the trial's architecture or optimizer;
+  // nothing is added then. A job whose checkpoint already reached its budget ends at once.
   void add(const PackJob& job);
   bool remove(tuners::TrialId trial);
   bool contains(tuners::TrialId trial) const;
   std::size_t size() const { return members_.size(); }
-  bool empty() const { return members_.empty(); }
+  bool empty() const { return members_.empty() && finished_.empty(); }
 
   // One step for every member; returns the reports due and removes finished members.
   std::vector<PackEvent> step_round();
@@ -68,9 +80,11 @@ class PackExecutor {
     std::vector<double> report_budgets;      // the nominal budget of each report step
     std::size_t next_report = 0;
     double seconds = 0;
+    nlohmann::json history = nlohmann::json::array();  // reports so far, for checkpoints
   };
 
   std::int64_t step_of(const Member& m) const;
+  std::shared_ptr<TrialCheckpoint> capture(const Member& m, double budget) const;
   void fail(std::vector<PackEvent>& events, tuners::TrialId trial, const std::exception& e);
 
   datasets::BatchStream& stream_;
@@ -78,6 +92,7 @@ class PackExecutor {
   bool fuse_;
   std::vector<Member> members_;
   std::map<std::string, std::unique_ptr<FusedGroup>> groups_;
+  std::vector<PackEvent> finished_;  // jobs that ended when they were added
 };
 
 }  // namespace packtune::actors

@@ -1,5 +1,6 @@
 #include "actors/trial_runner.hpp"
 
+#include "actors/checkpoint_tensors.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune::actors {
@@ -100,6 +101,92 @@ Metrics TrialRunner::evaluate(const datasets::BatchStream& stream) {
     loss_count_ = 0;
   }
   return m;
+}
+
+namespace {
+
+// torch::optim keys a parameter's state by its TensorImpl's address.
+std::string state_key(const torch::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
+
+template <class AdamState>
+std::int64_t capture_adam_state(const torch::optim::Optimizer& optimizer, const std::string& name,
+                                const torch::Tensor& p, TrialCheckpoint& c) {
+  const auto it = optimizer.state().find(state_key(p));
+  if (it == optimizer.state().end()) {
+    c.optimizer_state.push_back(to_stored(name + "/exp_avg", torch::zeros_like(p)));
+    c.optimizer_state.push_back(to_stored(name + "/exp_avg_sq", torch::zeros_like(p)));
+    return 0;
+  }
+  const auto& state = static_cast<const AdamState&>(*it->second);
+  c.optimizer_state.push_back(to_stored(name + "/exp_avg", state.exp_avg()));
+  c.optimizer_state.push_back(to_stored(name + "/exp_avg_sq", state.exp_avg_sq()));
+  return state.step();
+}
+
+template <class AdamState>
+void restore_adam_state(torch::optim::Optimizer& optimizer, const std::string& name, const torch::Tensor& p,
+                        const TrialCheckpoint& c) {
+  auto state = std::make_unique<AdamState>();
+  state->step(c.optimizer_steps);
+  state->exp_avg(restore_tensor(c, name + "/exp_avg", p, true));
+  state->exp_avg_sq(restore_tensor(c, name + "/exp_avg_sq", p, true));
+  optimizer.state()[state_key(p)] = std::move(state);
+}
+
+}  // namespace
+
+void TrialRunner::capture(TrialCheckpoint& c) const {
+  torch::NoGradGuard no_grad;
+  for (const auto& p : model_->named_parameters()) c.model.push_back(to_stored(p.key(), p.value()));
+  for (const auto& b : model_->named_buffers()) c.model.push_back(to_stored(b.key(), b.value()));
+  const auto& kind = spec_.optimizer.name;
+  c.optimizer = kind;
+  c.optimizer_steps = step_;
+  for (const auto& p : model_->named_parameters()) {
+    if (kind == "adam") {
+      c.optimizer_steps = capture_adam_state<torch::optim::AdamParamState>(*optimizer_, p.key(), p.value(), c);
+    } else if (kind == "adamw") {
+      c.optimizer_steps = capture_adam_state<torch::optim::AdamWParamState>(*optimizer_, p.key(), p.value(), c);
+    } else {
+      // Without momentum torch keeps no buffer; a zero buffer is equivalent.
+      const auto it = optimizer_->state().find(state_key(p.value()));
+      const auto buffer = it == optimizer_->state().end()
+                              ? torch::zeros_like(p.value())
+                              : static_cast<const torch::optim::SGDParamState&>(*it->second).momentum_buffer();
+      c.optimizer_state.push_back(to_stored(p.key() + "/momentum_buffer", buffer));
+    }
+  }
+  c.step = step_;
+  c.train_loss_sum = loss_sum_.item<double>();
+  c.train_loss_count = loss_count_;
+}
+
+void TrialRunner::restore(const TrialCheckpoint& c) {
+  const auto& kind = spec_.optimizer.name;
+  if (c.optimizer != kind) {
+    throw InputError("checkpoint of trial " + std::to_string(c.trial) + ": written for optimizer " + c.optimizer +
+                     ", but the trial uses " + kind);
+  }
+  load_model_state(*model_, c);
+  auto& optimizer = *optimizer_;
+  optimizer.state().clear();
+  // Step 0 has no state yet: torch creates it on the first step, as for a fresh trial.
+  if (c.optimizer_steps > 0) {
+    for (const auto& p : model_->named_parameters()) {
+      if (kind == "adam") {
+        restore_adam_state<torch::optim::AdamParamState>(optimizer, p.key(), p.value(), c);
+      } else if (kind == "adamw") {
+        restore_adam_state<torch::optim::AdamWParamState>(optimizer, p.key(), p.value(), c);
+      } else if (spec_.optimizer.momentum != 0) {
+        auto state = std::make_unique<torch::optim::SGDParamState>();
+        state->momentum_buffer(restore_tensor(c, p.key() + "/momentum_buffer", p.value(), true));
+        optimizer.state()[state_key(p.value())] = std::move(state);
+      }
+    }
+  }
+  step_ = c.step;
+  loss_sum_.fill_(c.train_loss_sum);
+  loss_count_ = c.train_loss_count;
 }
 
 }  // namespace packtune::actors

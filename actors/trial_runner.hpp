@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include "actors/checkpoint_file.hpp"
 #include "actors/classifier.hpp"
 #include "actors/trial_spec.hpp"
 #include "datasets/batch_stream.hpp"
@@ -37,6 +38,14 @@ class TrialRunner {
   // val_loss, val_accuracy on the stream's validation set, and train_loss: the mean
   // training loss since the previous call.
   Metrics evaluate(const datasets::BatchStream& stream);
+
+  // Continues where a checkpoint of this trial left off: parameters, buffers, optimizer
+  // state, step and the train_loss accumulator. Data order and dropout masks follow from the
+  // step, so training on matches training without the pause. Throws InputError when the
+  // checkpoint was written for another architecture or optimizer.
+  void restore(const TrialCheckpoint& checkpoint);
+  // Host copies of everything restore() needs; the caller adds the trial's metadata.
+  void capture(TrialCheckpoint& checkpoint) const;
 
   tuners::TrialId id() const { return id_; }
   std::int64_t step() const { return step_; }

@@ -1,0 +1,153 @@
+// Saving and loading a ~100 MB trial checkpoint (an MLP's parameters and SGD momentum)
+// against the disk's own sequential bandwidth, measured in the same run on the same folder:
+//   build/bench/checkpoint_bench [DIR]        (default: the system temp folder)
+// Cold reads drop the files from the page cache first (posix_fadvise), so they hit the disk.
+// The figures that matter are the ratios; each is the best of three tries.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "actors/checkpoint_file.hpp"
+#include "actors/trial_runner.hpp"
+#include "actors/trial_spec.hpp"
+#include "datasets/batch_stream.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using packtune::actors::TrialCheckpoint;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+void drop_cache(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return;
+  ::fdatasync(fd);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
+
+// write + fsync of `bytes` in 8 MiB pieces: what the disk takes sequentially.
+double raw_write(const std::string& path, const std::vector<char>& piece, std::int64_t bytes) {
+  const auto start = Clock::now();
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot create " + path);
+  for (std::int64_t done = 0; done < bytes;) {
+    const auto n = ::write(fd, piece.data(), static_cast<std::size_t>(std::min<std::int64_t>(piece.size(), bytes - done)));
+    if (n <= 0) throw std::runtime_error("cannot write " + path);
+    done += n;
+  }
+  ::fsync(fd);
+  ::close(fd);
+  return seconds_since(start);
+}
+
+double raw_read(const std::string& path, std::vector<char>& piece) {
+  drop_cache(path);
+  const auto start = Clock::now();
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  while (::read(fd, piece.data(), piece.size()) > 0) {
+  }
+  ::close(fd);
+  return seconds_since(start);
+}
+
+template <class F>
+double best_of_three(F f) {
+  double best = 1e300;
+  for (int i = 0; i < 3; ++i) best = std::min(best, f());
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace fs = std::filesystem;
+  const fs::path dir = argc > 1 ? fs::path(argv[1]) : fs::temp_directory_path() / ("checkpoint-bench-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  torch::set_num_threads(1);
+
+  // 784 -> 3072 -> 3072 -> 10 with SGD momentum: 11.9 M parameters, 95 MB with the buffers.
+  packtune::datasets::DataSplit split;
+  for (auto* d : {&split.train, &split.validation}) {
+    d->count = 16;
+    d->height = d->width = 28;
+    d->pixels.assign(16 * 28 * 28, 7);
+    d->labels.assign(16, 3);
+  }
+  packtune::datasets::BatchStream stream(split, torch::kCPU, 1);
+  const auto spec = packtune::actors::parse_trial_spec(
+      {{"depth", std::int64_t{2}}, {"width", std::int64_t{3072}}, {"optimizer", std::string("sgd")},
+       {"momentum", 0.9}, {"batch_size", std::int64_t{16}}});
+  packtune::actors::TrialRunner runner(0, spec, 42, stream);
+  runner.train_step(stream);  // so the momentum buffers exist
+
+  TrialCheckpoint checkpoint;
+  const double copy = best_of_three([&] {
+    TrialCheckpoint c;
+    const auto start = Clock::now();
+    runner.capture(c);
+    const double s = seconds_since(start);
+    checkpoint = c;
+    return s;
+  });
+  checkpoint.trial = 0;
+  checkpoint.budget = 1;
+  const auto bytes = checkpoint.bytes();
+  const double mb = static_cast<double>(bytes) / 1e6;
+  const auto path = (dir / "trial-0-budget-1.h5").string();
+
+  const double save = best_of_three([&] {
+    const auto start = Clock::now();
+    packtune::actors::write_checkpoint(path, checkpoint);
+    return seconds_since(start);
+  });
+  const double file_mb = static_cast<double>(fs::file_size(path)) / 1e6;
+  const double load_cold = best_of_three([&] {
+    drop_cache(path);
+    const auto start = Clock::now();
+    auto c = packtune::actors::read_checkpoint(path);
+    return seconds_since(start);
+  });
+  const double load_warm = best_of_three([&] {
+    const auto start = Clock::now();
+    auto c = packtune::actors::read_checkpoint(path);
+    return seconds_since(start);
+  });
+  const double restore = best_of_three([&] {
+    const auto start = Clock::now();
+    runner.restore(checkpoint);
+    return seconds_since(start);
+  });
+
+  std::vector<char> piece(8 << 20, 'x');
+  const auto raw = (dir / "raw.bin").string();
+  const double disk_write = best_of_three([&] { return raw_write(raw, piece, bytes); });
+  const double disk_read = best_of_three([&] { return raw_read(raw, piece); });
+
+  const double w = mb / disk_write, r = mb / disk_read;
+  std::printf("checkpoint of %.1f MB tensors (file %.1f MB) in %s\n", mb, file_mb, dir.c_str());
+  std::printf("  disk, sequential:   write+fsync %7.0f MB/s   read (cold) %7.0f MB/s\n", w, r);
+  std::printf("  copy to host:       %7.3f s  (%6.0f MB/s) -- all a save stalls training for\n", copy, mb / copy);
+  std::printf("  save (write+fsync): %7.3f s  (%6.0f MB/s)  %.2fx the disk's write\n", save, mb / save, (mb / save) / w);
+  std::printf("  load, cold:         %7.3f s  (%6.0f MB/s)  %.2fx the disk's read\n", load_cold, mb / load_cold,
+              (mb / load_cold) / r);
+  std::printf("  load, page cache:   %7.3f s  (%6.0f MB/s)\n", load_warm, mb / load_warm);
+  std::printf("  restore into model: %7.3f s\n", restore);
+  std::printf("{\"bytes\": %lld, \"disk_write_mbps\": %.0f, \"disk_read_mbps\": %.0f, \"copy_s\": %.4f, "
+              "\"save_s\": %.4f, \"load_cold_s\": %.4f, \"load_warm_s\": %.4f, \"restore_s\": %.4f, "
+              "\"save_vs_disk\": %.3f, \"load_vs_disk\": %.3f}\n",
+              static_cast<long long>(bytes), w, r, copy, save, load_cold, load_warm, restore, (mb / save) / w,
+              (mb / load_cold) / r);
+  std::error_code ec;
+  if (argc <= 1) fs::remove_all(dir, ec);
+  return 0;
+}
