@@ -27,17 +27,6 @@ void keep_large_blocks_in_heap() {
 
 }  // namespace
 
-std::string fusion_key(const TrialSpec& s) {
-  // Everything that changes shapes or the optimizer's algorithm. Learning rates, momenta,
-  // weight decays, betas, dropout rates and seeds may differ within a fused group.
-  const auto& m = s.model;
-  std::ostringstream key;
-  key << m.family << "/d" << m.depth << "/w" << m.width << "/" << m.activation << "/drop"
-      << (m.dropout > 0) << "/b" << s.batch_size << "/" << s.optimizer.name;
-  if (m.family == "cnn") key << "/c" << m.channels << "/k" << m.kernel << "/bn" << m.batch_norm;
-  return key.str();
-}
-
 FusedGroup::FusedGroup(const TrialSpec& spec, const InputShape& input, torch::Device device)
     : key_(fusion_key(spec)), input_(input), device_(device), optimizer_(spec.optimizer.name, device) {
   if (device.is_cpu()) keep_large_blocks_in_heap();
@@ -306,8 +295,9 @@ std::map<tuners::TrialId, Metrics> FusedGroup::evaluate(const datasets::BatchStr
   const std::int64_t n = inputs.size(0);
   auto loss = torch::zeros({k}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   auto correct = torch::zeros({k}, torch::TensorOptions().dtype(torch::kInt64).device(device_));
-  // Each chunk is replicated K times, so chunks shrink as packs grow.
-  const std::int64_t chunk = std::max<std::int64_t>(100, 16000 / std::max<std::int64_t>(1, k));
+  // Each member evaluates as many examples at once as it would alone: the K-fold chunk is
+  // what the memory model charges a fused group.
+  const std::int64_t chunk = evaluation_chunk(members_.front().spec.batch_size);
   for (std::int64_t begin = 0; begin < n; begin += chunk) {
     const auto len = std::min(chunk, n - begin);
     auto x = inputs.narrow(0, begin, len).unsqueeze(0).expand({k, len, inputs.size(1), inputs.size(2), inputs.size(3)});

@@ -23,8 +23,6 @@
 
 namespace packtune::actors {
 
-// Trials with equal keys can be fused.
-std::string fusion_key(const TrialSpec& spec);
 
 class FusedGroup {
  public:

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "actors/memory_meter.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune::actors {
@@ -146,6 +147,7 @@ void PackExecutor::fail(std::vector<PackEvent>& events, tuners::TrialId trial, c
   failed.trial = trial;
   failed.final = true;
   failed.error = error_message(e);
+  failed.out_of_memory = is_out_of_memory(e);
   events.push_back(std::move(failed));
 }
 

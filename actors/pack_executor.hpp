@@ -42,6 +42,7 @@ struct PackEvent {
   bool final = false;
   double train_seconds = 0;  // this trial's share of the pack's wall time so far
   std::string error;         // set when training failed; the member has been removed
+  bool out_of_memory = false;  // the failure was a full device (or the pack's memory budget)
   // The final event of a job with `checkpoint` set: host copies of the trial's state, ready
   // to be written while the pack trains on; or why it could not be captured.
   std::shared_ptr<TrialCheckpoint> checkpoint;

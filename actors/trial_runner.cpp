@@ -82,7 +82,7 @@ Metrics TrialRunner::evaluate(const datasets::BatchStream& stream) {
   const std::int64_t n = inputs.size(0);
   auto loss = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(inputs.device()));
   auto correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kInt64).device(inputs.device()));
-  constexpr std::int64_t chunk = 2000;
+  const std::int64_t chunk = evaluation_chunk(spec_.batch_size);
   for (std::int64_t begin = 0; begin < n; begin += chunk) {
     const auto len = std::min(chunk, n - begin);
     auto logits = model_->forward(inputs.narrow(0, begin, len));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "packtune/error.hpp"
 
@@ -119,7 +120,9 @@ ModelShape model_shape(const ModelSpec& spec, int channels, int height, int widt
   // Per layer: parameters, and the activations autograd keeps (input, pre- and post-activation).
   auto linear = [&](std::int64_t in, std::int64_t out) {
     s.parameters += in * out + out;
+    s.largest_parameter = std::max(s.largest_parameter, in * out);
     s.activations_per_sample += in + 2 * out;
+    s.flops_per_sample += 2 * in * out;
   };
   if (spec.family == "mlp") {
     std::int64_t in = std::int64_t{channels} * height * width;
@@ -134,7 +137,10 @@ ModelShape model_shape(const ModelSpec& spec, int channels, int height, int widt
   std::int64_t c = channels, h = height, w = width;
   for (int i = 0; i < spec.depth; ++i) {
     const std::int64_t out = std::int64_t{spec.channels} << i;
-    s.parameters += c * out * spec.kernel * spec.kernel + (spec.batch_norm ? 0 : out);
+    const std::int64_t weights = c * out * spec.kernel * spec.kernel;
+    s.parameters += weights + (spec.batch_norm ? 0 : out);
+    s.largest_parameter = std::max(s.largest_parameter, weights);
+    s.flops_per_sample += 2 * weights * h * w;
     s.activations_per_sample += c * h * w + out * h * w * (spec.batch_norm ? 3 : 2);
     if (spec.batch_norm) s.parameters += 2 * out;
     c = out;
@@ -149,6 +155,19 @@ ModelShape model_shape(const ModelSpec& spec, int channels, int height, int widt
   }
   linear(in, classes);
   return s;
+}
+
+std::string fusion_key(const TrialSpec& s) {
+  const auto& m = s.model;
+  std::ostringstream key;
+  key << m.family << "/d" << m.depth << "/w" << m.width << "/" << m.activation << "/drop"
+      << (m.dropout > 0) << "/b" << s.batch_size << "/" << s.optimizer.name;
+  if (m.family == "cnn") key << "/c" << m.channels << "/k" << m.kernel << "/bn" << m.batch_norm;
+  return key.str();
+}
+
+std::int64_t evaluation_chunk(int batch_size) {
+  return std::clamp<std::int64_t>(batch_size, 64, 1024);
 }
 
 }  // namespace packtune::actors

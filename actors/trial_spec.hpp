@@ -49,8 +49,19 @@ const std::vector<std::string>& known_hyperparameters();
 // Integer count of parameters and per-sample activations of the model, for the memory model.
 struct ModelShape {
   std::int64_t parameters = 0;
+  std::int64_t largest_parameter = 0;       // elements of the biggest weight tensor
   std::int64_t activations_per_sample = 0;  // floats kept for backward, per input example
+  std::int64_t flops_per_sample = 0;        // forward multiply-adds x 2, per input example
 };
 ModelShape model_shape(const ModelSpec& spec, int channels, int height, int width, int classes);
+
+// Trials with equal keys can be fused into one model: everything that changes shapes or the
+// optimizer's algorithm. Learning rates, momenta, weight decays, betas, dropout rates and
+// seeds may differ within a fused group.
+std::string fusion_key(const TrialSpec& spec);
+
+// Validation examples evaluated at once per member: one training batch's worth, so that
+// evaluation (which keeps no activations for backward) needs less memory than a step.
+std::int64_t evaluation_chunk(int batch_size);
 
 }  // namespace packtune::actors

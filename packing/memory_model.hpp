@@ -1,19 +1,64 @@
 #pragma once
-// The memory a trial needs on its actor, from its shape alone: parameters, gradients and
-// optimizer state, plus the activations autograd keeps for one batch. Pure arithmetic, so
-// the planner can be tested and simulated without a device.
+// The memory a trial needs on its actor, from its shape alone, and corrected by what the
+// actors measure. Pure arithmetic, so the planner can be tested without a device.
+//
+// A unit is what trains as one model: a solo trial, or K trials fused (HFTA). Its memory is
+//   persistent  K x parameters x (weights + gradients + optimizer slots)
+//   transient   the larger of: the activations autograd keeps for one batch plus one
+//               gradient buffer of the largest weight (backward), or the optimizer's
+//               temporaries of the largest weight (the step)
+// A pack (everything on one actor) holds every unit's persistent memory, but its units step
+// in turn, so only the largest transient is live at once. The coefficients were fitted to
+// MemoryMeter's exact counts for the shipped MLP and CNN (docs/planner.md).
 #include <cstdint>
+#include <map>
+#include <string>
 
 namespace packtune::packing {
 
 struct TrialShape {
+  std::string key;  // trials with equal keys can be fused (architecture, batch size, optimizer)
   std::int64_t parameters = 0;
+  std::int64_t largest_parameter = 0;
   std::int64_t activations_per_sample = 0;
+  std::int64_t flops_per_sample = 0;  // forward; a training step costs about 3x
   int batch_size = 1;
   int optimizer_slots = 0;  // per-parameter state tensors: SGD+momentum 1, Adam 2
+  bool adaptive = false;    // Adam/AdamW: more temporaries per step than SGD
   int bytes_per_value = 4;  // float32
 };
 
-std::int64_t estimate_bytes(const TrialShape& shape);
+struct UnitEstimate {
+  std::int64_t persistent = 0;
+  std::int64_t transient = 0;
+  std::int64_t peak() const { return persistent + transient; }
+};
+
+// The formula alone, for `members` trials of one shape, fused or (members == 1) solo.
+UnitEstimate formula_estimate(const TrialShape& shape, int members);
+
+// The formula with each shape's measured correction. Measurements only ever raise or lower
+// the figure of their own shape; an out-of-memory failure raises it.
+class MemoryModel {
+ public:
+  UnitEstimate estimate(const TrialShape& shape, int members) const;
+  std::int64_t solo_bytes(const TrialShape& shape) const { return estimate(shape, 1).peak(); }
+
+  // An actor measured `peak_bytes` for `members` trials of this shape.
+  void record_measurement(const TrialShape& shape, int members, std::int64_t peak_bytes);
+  // A unit of this shape ran out of memory: its figure grows by `factor` (at least).
+  void correct_upward(const std::string& key, double factor = 1.5);
+
+  bool measured(const std::string& key) const { return measured_.count(key) > 0; }
+  // Multiplies every estimate: above 1 for a safety margin; below 1 only to test recovery
+  // from running out of memory.
+  void set_scale(double scale) { scale_ = scale; }
+  double correction(const std::string& key) const;
+
+ private:
+  std::map<std::string, double> correction_;  // key -> measured / formula
+  std::map<std::string, bool> measured_;
+  double scale_ = 1.0;
+};
 
 }  // namespace packtune::packing

@@ -13,6 +13,7 @@ packages=(
   catch2
   libhdf5-dev
   nlohmann-json3-dev
+  hdf5-tools
   libspdlog-dev
   zlib1g-dev
   dataset-fashion-mnist

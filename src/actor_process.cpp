@@ -3,14 +3,23 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <set>
 #include <thread>
 
 #include <spdlog/spdlog.h>
 
+#include "actors/checkpoint_file.hpp"
 #include "actors/device.hpp"
+#include "actors/memory_meter.hpp"
+#include "actors/memory_profile.hpp"
 #include "actors/pack_executor.hpp"
 #include "datasets/batch_stream.hpp"
 #include "packtune/error.hpp"
+#include "trial_shape.hpp"
 #include "zmq_channel.hpp"
 
 namespace packtune {
@@ -60,7 +69,11 @@ class Actor {
 
     std::unique_ptr<datasets::BatchStream> stream;
     std::string device;
+    proto::Ready ready;
     try {
+      // Counts every CPU tensor from here on: the data set is the actor's base, the rest
+      // is what its trials hold (the planner's currency).
+      auto& meter = actors::MemoryMeter::instance();
       device = actors::resolve_device(spec_.device, options_.local_index >= 0 ? options_.local_index : id_);
       actors::configure_cpu_threads(threads);
       datasets::DataOptions data;
@@ -71,6 +84,7 @@ class Actor {
       const auto start = Clock::now();
       auto split = datasets::load_image_split(data);
       stream = std::make_unique<datasets::BatchStream>(split, torch::Device(device), spec_.data_seed);
+      ready = memory_figures(device, meter);
       spdlog::info("actor {}: {} training and {} validation images on {} in {:.2f} s, {} threads",
                    id_, split.train.count, split.validation.count, device,
                    std::chrono::duration<double>(Clock::now() - start).count(), threads);
@@ -79,7 +93,9 @@ class Actor {
       throw;
     }
     actors::PackExecutor pack(*stream, actors::parse_budget_unit(spec_.budget_unit), spec_.fuse);
-    send_message(socket_, proto::Ready{device});
+    ready.device = device;
+    input_ = actors::InputShape{stream->channels(), stream->height(), stream->width(), stream->classes()};
+    send_message(socket_, ready);
     return serve(pack);
   }
 
@@ -91,10 +107,11 @@ class Actor {
     auto last_sent = Clock::now();
     auto last_heard = Clock::now();
     while (true) {
-      while (auto message = receive_message(socket_, pack.empty() ? 100 : 0)) {
+      while (auto message = receive_message(socket_, !pack.empty() ? 0 : saves_.empty() ? 100 : 5)) {
         last_heard = Clock::now();
         if (std::holds_alternative<proto::Shutdown>(*message)) {
           spdlog::info("actor {}: shutdown by the driver", id_);
+          send_saved(true);
           return 0;
         }
         if (auto* assign = std::get_if<proto::Assign>(&*message)) {
@@ -105,17 +122,27 @@ class Actor {
         last_sent = Clock::now();  // replies above count as signs of life
       }
       if (!pack.empty()) {
+        proto::OutOfMemory out_of_memory;
         for (auto& event : pack.step_round()) {
-          if (!event.error.empty()) {
+          if (event.out_of_memory) {
+            // The driver re-places these with a larger memory figure; not a trial failure.
+            out_of_memory.trials.push_back(event.trial);
+            out_of_memory.message = event.error;
+          } else if (!event.error.empty()) {
             spdlog::warn("actor {}: trial {} failed: {}", id_, event.trial, event.error);
             send_message(socket_, proto::TrialFailed{event.trial, event.error});
           } else {
-            send_message(socket_, proto::Report{event.trial, event.budget, event.metrics,
-                                                event.final, event.train_seconds});
+            report(event);
           }
           last_sent = Clock::now();
         }
+        if (!out_of_memory.trials.empty()) {
+          spdlog::warn("actor {}: {} trial(s) ran out of memory and leave the pack: {}", id_,
+                       out_of_memory.trials.size(), out_of_memory.message);
+          send_message(socket_, out_of_memory);
+        }
       }
+      if (send_saved(false)) last_sent = Clock::now();
       const auto now = Clock::now();
       if (now - last_sent >= heartbeat) {
         send_message(socket_, proto::Heartbeat{});
@@ -135,7 +162,11 @@ class Actor {
       job.seed = assign.seed;
       job.budget = assign.budget;
       job.report_every = spec_.report_every;
-      pack.add(job);
+      job.config = assign.config;
+      job.checkpoint = !spec_.checkpoint_dir.empty();
+      calibrate(job.spec, torch::Device(pack_device_));
+      start_budget_[assign.trial] = add_resumed(pack, job, assign.resume_from);
+      if (!job.resume) pack.add(job);
       spdlog::info("actor {}: trial {} joins the pack ({} members) for budget {}", id_,
                    assign.trial, pack.size(), assign.budget);
     } catch (const std::exception& e) {
@@ -143,11 +174,129 @@ class Actor {
     }
   }
 
+  // Adds `job` resumed from the first of `paths` (newest first) that loads and fits, and
+  // returns its budget; a torn, corrupt or foreign file is never used, only logged. Returns
+  // 0 with job.resume unset when none does: the caller starts the trial from scratch.
+  double add_resumed(actors::PackExecutor& pack, actors::PackJob& job, const std::vector<std::string>& paths) {
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      try {
+        auto checkpoint = std::make_shared<const actors::TrialCheckpoint>(actors::read_checkpoint(paths[i]));
+        if (checkpoint->trial != job.trial) {
+          throw InputError("checkpoint " + paths[i] + ": belongs to trial " + std::to_string(checkpoint->trial));
+        }
+        job.resume = checkpoint;
+        pack.add(job);
+        spdlog::info("actor {}: trial {} resumed from {} (budget {:g}, step {})", id_, job.trial, paths[i],
+                     checkpoint->budget, checkpoint->step);
+        return checkpoint->budget;
+      } catch (const InputError& e) {
+        job.resume.reset();
+        spdlog::warn("actor {}: trial {} cannot resume: {}; {}", id_, job.trial, e.what(),
+                     i + 1 < paths.size() ? "trying its previous checkpoint" : "training it from scratch");
+      }
+    }
+    return 0;
+  }
+
+  // What the planner needs to know of this actor's memory.
+  proto::Ready memory_figures(const std::string& device, actors::MemoryMeter& meter) {
+    pack_device_ = device;
+    proto::Ready r;
+    r.base_bytes = meter.current_bytes();
+    if (spec_.actor_memory_bytes > 0) {
+      r.capacity_bytes = spec_.actor_memory_bytes;
+      r.capacity_shared = false;
+      if (torch::Device(device).is_cpu()) meter.set_limit(spec_.actor_memory_bytes);
+    } else if (torch::Device(device).is_cpu()) {
+      r.capacity_bytes = available_memory_bytes();
+    }
+    return r;
+  }
+
+  // Profiles each new shape once, before its first trial trains (CPU: exact tensor counts).
+  void calibrate(const actors::TrialSpec& spec, torch::Device device) {
+    if (!device.is_cpu()) return;
+    const auto key = actors::fusion_key(spec);
+    if (!profiled_.insert(key).second) return;
+    try {
+      const auto bytes = actors::measure_peak_bytes(spec, 1, input_, device);
+      send_message(socket_, proto::Measured{key, 1, bytes});
+    } catch (const std::exception& e) {
+      spdlog::warn("actor {}: could not profile the memory of shape {}: {}", id_, key, actors::error_message(e));
+    }
+  }
+
+  void report(const actors::PackEvent& event) {
+    proto::Report report{event.trial, event.budget, event.metrics, event.final, event.train_seconds};
+    report.start_budget = start_budget_[event.trial];
+    if (!event.final) {
+      send_message(socket_, report);
+      return;
+    }
+    start_budget_.erase(event.trial);
+    if (!event.checkpoint_error.empty()) {
+      spdlog::warn("actor {}: trial {}: no checkpoint at budget {:g}: {}", id_, event.trial, event.budget,
+                   event.checkpoint_error);
+    }
+    // The tensors are already host copies: the pack trains on while a thread writes them,
+    // and the final report goes out once the file is in place.
+    std::future<std::string> saved;
+    if (event.checkpoint) {
+      saved = std::async(std::launch::async, [this, checkpoint = event.checkpoint] { return save(*checkpoint); });
+    } else {
+      std::promise<std::string> none;
+      none.set_value("");
+      saved = none.get_future();
+    }
+    saves_.push_back({std::move(report), std::move(saved)});
+    send_saved(false);
+  }
+
+  std::string save(const actors::TrialCheckpoint& checkpoint) const {
+    const auto path = actors::checkpoint_path(spec_.checkpoint_dir, checkpoint.trial, checkpoint.budget);
+    try {
+      const auto start = Clock::now();
+      std::filesystem::create_directories(spec_.checkpoint_dir);
+      actors::write_checkpoint(path, checkpoint);
+      spdlog::info("actor {}: trial {} checkpoint at budget {:g}: {} ({:.1f} MiB in {:.2f} s)", id_,
+                   checkpoint.trial, checkpoint.budget, path, static_cast<double>(checkpoint.bytes()) / (1 << 20),
+                   std::chrono::duration<double>(Clock::now() - start).count());
+      return path;
+    } catch (const std::exception& e) {
+      spdlog::warn("actor {}: trial {}: cannot write its checkpoint: {}", id_, checkpoint.trial, e.what());
+      return "";
+    }
+  }
+
+  // Sends the final reports whose checkpoints are written, in order; all of them when `wait`.
+  bool send_saved(bool wait) {
+    bool sent = false;
+    while (!saves_.empty() &&
+           (wait || saves_.front().path.wait_for(std::chrono::seconds(0)) == std::future_status::ready)) {
+      auto& front = saves_.front();
+      front.report.checkpoint = front.path.get();
+      send_message(socket_, front.report);
+      saves_.pop_front();
+      sent = true;
+    }
+    return sent;
+  }
+
+  struct PendingSave {
+    proto::Report report;
+    std::future<std::string> path;
+  };
+
   ActorOptions options_;
   zmq::context_t context_;
   zmq::socket_t socket_;
   int id_ = -1;
   proto::ExperimentSpec spec_;
+  std::map<tuners::TrialId, double> start_budget_;  // budget each running job started from
+  std::string pack_device_ = "cpu";
+  actors::InputShape input_;
+  std::set<std::string> profiled_;  // fusion keys whose memory was measured
+  std::deque<PendingSave> saves_;                   // final reports waiting for their file
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -20,6 +21,7 @@
 #include "packing/planner.hpp"
 #include "packtune/error.hpp"
 #include "results_writer.hpp"
+#include "trial_shape.hpp"
 #include "tuners/tuner_registry.hpp"
 #include "zmq_channel.hpp"
 
@@ -36,6 +38,10 @@ extern "C" void on_interrupt(int) { interrupted = true; }
 
 // How many times a trial is restarted after its actor died before it counts as failed.
 constexpr int kMaxRestarts = 2;
+// How many times a trial's unit may run out of memory before the trial counts as failed.
+constexpr int kMaxOutOfMemory = 3;
+// With keep_checkpoints "needed", the last checkpoints of this many best trials survive a run.
+constexpr int kKeepBestCheckpoints = 3;
 
 std::uint64_t trial_seed(std::uint64_t experiment_seed, TrialId trial) {
   std::uint64_t x = experiment_seed * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(trial) + 1;
@@ -62,7 +68,9 @@ struct ActorState {
   std::string device;
   bool ready = false;
   bool dead = false;
-  std::int64_t capacity_bytes = 0;
+  std::int64_t capacity_bytes = 0;  // as the actor reported it (Ready)
+  bool capacity_shared = true;
+  std::int64_t base_bytes = 0;
   std::map<TrialId, std::int64_t> running;  // trial -> estimated bytes
   Clock::time_point last_heard;
 };
@@ -71,13 +79,18 @@ struct TrialState {
   tuners::TrialConfig sampled;  // what the tuner chose
   tuners::TrialConfig full;     // fixed model values overlaid with the sample
   std::uint64_t seed = 0;
-  std::int64_t bytes = 0;
+  packing::TrialShape shape;  // what the planner knows of it
+  int out_of_memory = 0;      // how often its unit ran out of memory
   int actor = -1;
   double job_budget = 0;
   double reached = 0;
   double last_metric = std::numeric_limits<double>::quiet_NaN();
   bool stop_requested = false;
   int restarts = 0;
+  std::vector<std::string> checkpoints;  // oldest first, each written whole by an actor
+  std::vector<double> checkpoint_budgets;  // the budget of each
+  double resume_budget = 0;  // the checkpoint budget the running job should start from
+  bool start_checked = true;  // whether the running job's first report was checked
 };
 
 class Driver {
@@ -86,8 +99,11 @@ class Driver {
       : config_(config),
         options_(options),
         tuner_(tuners::TunerRegistry::instance().create(config.tuner, tuner_context(config))),
+        planner_({}, plan_options(config)),
         context_(1),
-        router_(context_, zmq::socket_type::router) {}
+        router_(context_, zmq::socket_type::router) {
+    planner_.memory_model().set_scale(config.memory_estimate_scale);
+  }
 
   int run() {
     router_.set(zmq::sockopt::linger, 0);
@@ -209,6 +225,10 @@ class Driver {
           if constexpr (std::is_same_v<T, proto::Ready>) {
             actor.ready = true;
             actor.device = m.device;
+            actor.capacity_bytes = m.capacity_bytes;
+            actor.capacity_shared = m.capacity_shared;
+            actor.base_bytes = m.base_bytes;
+            update_capacities();
             spdlog::info("actor {} ready on {}", actor.id, m.device);
           } else if constexpr (std::is_same_v<T, proto::Report>) {
             on_report(actor, m);
@@ -218,6 +238,10 @@ class Driver {
             actor_failures_.push_back(m.message);
             spdlog::error("actor {} failed: {}", actor.id, m.message);
             retire(actor, "it failed: " + m.message);
+          } else if constexpr (std::is_same_v<T, proto::Measured>) {
+            on_measured(actor, m);
+          } else if constexpr (std::is_same_v<T, proto::OutOfMemory>) {
+            on_out_of_memory(actor, m);
           } else if constexpr (std::is_same_v<T, proto::Heartbeat>) {
           } else {
             spdlog::warn("unexpected {} from actor {}", proto::verb(message), actor.id);
@@ -238,6 +262,8 @@ class Driver {
     s.data_seed = config_.seed;
     s.heartbeat_seconds = config_.heartbeat_seconds;
     s.fuse = config_.fuse;
+    s.checkpoint_dir = checkpoint_dir();
+    s.actor_memory_bytes = config_.actor_memory;
     return s;
   }
 
@@ -245,6 +271,7 @@ class Driver {
     auto t = trials_.find(report.trial);
     if (t == trials_.end() || t->second.actor != actor.id) return;  // stale: stopped or moved
     TrialState& trial = t->second;
+    check_resumed(report, trial);
     ReportRow row;
     row.trial = report.trial;
     row.budget = report.budget;
@@ -259,6 +286,7 @@ class Driver {
     trial.last_metric = metric == report.metrics.end() ? std::numeric_limits<double>::quiet_NaN()
                                                        : metric->second;
     if (report.final) {
+      record_checkpoint(report, trial);
       finish_job(actor, report.trial);
       return;
     }
@@ -272,6 +300,7 @@ class Driver {
   void finish_job(ActorState& actor, TrialId id) {
     TrialState& trial = trials_.at(id);
     actor.running.erase(id);
+    planner_.remove(plan_, id);
     trial.actor = -1;
     ++completed_jobs_;
     if (!options_.quiet) {
@@ -301,17 +330,27 @@ class Driver {
       TrialState& trial = trials_.at(id);
       trial.actor = -1;
       if (++trial.restarts > kMaxRestarts) {
-        spdlog::warn("trial {} lost its actor {} times; counting it as failed", id, trial.restarts);
-        ++failed_trials_;
-        ++completed_jobs_;
-        tuner_->on_result(id, trial.reached, std::numeric_limits<double>::quiet_NaN());
+        give_up(id, trial, "lost its actor " + std::to_string(trial.restarts) + " times");
       } else {
-        spdlog::warn("trial {} goes back to the queue (restart {} of {})", id, trial.restarts, kMaxRestarts);
-        pending_.push_front({Job::Kind::Start, id, trial.sampled, trial.job_budget});
+        spdlog::warn("trial {} goes back to the queue (restart {} of {}){}", id, trial.restarts, kMaxRestarts,
+                     trial.checkpoints.empty() ? ""
+                                               : fmt::format(" and resumes from its checkpoint at budget {:g}",
+                                                             trial.checkpoint_budgets.back()));
+        pending_.push_front({trial.checkpoints.empty() ? Job::Kind::Start : Job::Kind::Resume, id, trial.sampled,
+                             trial.job_budget});
       }
     }
     actor.running.clear();
+    update_capacities();
     spdlog::warn("actor {} is out of service: {}", actor.id, why);
+  }
+
+  // The trial cannot go on: the tuner hears a failed result.
+  void give_up(TrialId id, const TrialState& trial, const std::string& why) {
+    spdlog::warn("trial {} {}; counting it as failed", id, why);
+    ++failed_trials_;
+    ++completed_jobs_;
+    tuner_->on_result(id, trial.reached, std::numeric_limits<double>::quiet_NaN());
   }
 
   void reap_local_actors() {
@@ -344,19 +383,11 @@ class Driver {
     }
   }
 
-  std::vector<packing::ActorLoad> loads() const {
-    std::vector<packing::ActorLoad> out;
-    for (const auto& [identity, actor] : actors_) {
-      if (!actor.ready || actor.dead) continue;
-      packing::ActorLoad load;
-      load.actor = actor.id;
-      load.members = static_cast<int>(actor.running.size());
-      load.max_members = config_.max_pack;
-      load.capacity_bytes = actor.capacity_bytes;
-      for (const auto& [id, bytes] : actor.running) load.used_bytes += bytes;
-      out.push_back(load);
-    }
-    return out;
+  static packing::PlanOptions plan_options(const ExperimentConfig& config) {
+    packing::PlanOptions o;
+    o.fuse = config.fuse;
+    o.headroom = 0.1;  // allocator fragmentation and the framework's own buffers
+    return o;
   }
 
   ActorState* actor_by_id(int id) {
@@ -366,15 +397,75 @@ class Driver {
     return nullptr;
   }
 
-  std::int64_t estimate_bytes(const tuners::TrialConfig& full) const {
-    const auto spec = actors::parse_trial_spec(full, "trial");
-    const auto shape = actors::model_shape(spec.model, 1, 28, 28, 10);
-    packing::TrialShape s;
-    s.parameters = shape.parameters;
-    s.activations_per_sample = shape.activations_per_sample;
-    s.batch_size = spec.batch_size;
-    s.optimizer_slots = spec.optimizer.name == "sgd" ? (spec.optimizer.momentum > 0 ? 1 : 0) : 2;
-    return packing::estimate_bytes(s);
+  // The planner's view of the live actors: a device's memory is split among the actors on
+  // it; an actor keeps the units it trains now.
+  void update_capacities() {
+    std::map<std::pair<std::string, std::string>, int> sharing;
+    for (const auto& [identity, actor] : actors_) {
+      if (actor.ready && !actor.dead && actor.capacity_shared) ++sharing[{actor.host, actor.device}];
+    }
+    std::map<int, packing::ActorPlan> previous;
+    for (auto& a : plan_.actors) previous[a.actor.id] = std::move(a);
+    plan_.actors.clear();
+    for (const auto& [identity, actor] : actors_) {
+      if (!actor.ready || actor.dead) continue;
+      packing::ActorPlan a = previous.count(actor.id) ? std::move(previous[actor.id]) : packing::ActorPlan{};
+      a.actor.id = actor.id;
+      a.actor.device = actor.device;
+      a.actor.capacity_bytes = actor.capacity_bytes;
+      if (actor.capacity_shared && actor.capacity_bytes > 0) {
+        a.actor.capacity_bytes /= std::max(1, sharing[{actor.host, actor.device}]);
+      }
+      a.actor.base_bytes = actor.base_bytes;
+      a.actor.max_members = config_.max_pack;
+      planner_.refresh(a);
+      plan_.actors.push_back(std::move(a));
+    }
+  }
+
+  packing::TrialShape shape_of(const tuners::TrialConfig& full) const {
+    return trial_shape(actors::parse_trial_spec(full, "trial"));
+  }
+
+  void on_measured(const ActorState& actor, const proto::Measured& m) {
+    for (const auto& [id, trial] : trials_) {
+      if (trial.shape.key != m.key) continue;
+      const auto before = planner_.memory_model().estimate(trial.shape, m.members).peak();
+      planner_.memory_model().record_measurement(trial.shape, m.members, m.peak_bytes);
+      spdlog::info("actor {} measured {} MiB for {} trial(s) of shape {} (the model said {} MiB)", actor.id,
+                   m.peak_bytes >> 20, m.members, m.key, before >> 20);
+      for (auto& a : plan_.actors) planner_.refresh(a);
+      return;
+    }
+  }
+
+  // The unit ran out of memory: its shape's figure grows and its trials go back to the
+  // queue, to be placed with the new figure (in smaller units or on other actors). Their
+  // last checkpoint, if any, is where they resume.
+  void on_out_of_memory(ActorState& actor, const proto::OutOfMemory& m) {
+    bool corrected = false;
+    for (auto id : m.trials) {
+      auto t = trials_.find(id);
+      if (t == trials_.end() || t->second.actor != actor.id) continue;
+      TrialState& trial = t->second;
+      if (!corrected) {
+        planner_.memory_model().correct_upward(trial.shape.key, 2.0);
+        corrected = true;
+        spdlog::warn("actor {}: {} trial(s) of shape {} ran out of memory ({}); the memory model's figure for "
+                     "that shape doubles and the pack is split",
+                     actor.id, m.trials.size(), trial.shape.key, m.message);
+      }
+      actor.running.erase(id);
+      planner_.remove(plan_, id);
+      trial.actor = -1;
+      if (++trial.out_of_memory > kMaxOutOfMemory) {
+        give_up(id, trial, "ran out of memory " + std::to_string(trial.out_of_memory) + " times");
+        continue;
+      }
+      pending_.push_front({trial.checkpoints.empty() ? Job::Kind::Start : Job::Kind::Resume, id, trial.sampled,
+                           trial.job_budget});
+    }
+    for (auto& a : plan_.actors) planner_.refresh(a);
   }
 
   // The first jobs wait until every local actor is ready (or a grace period passed), so
@@ -391,9 +482,8 @@ class Driver {
   // Hands out work while actors have room. Returns true when the experiment is over.
   bool dispatch() {
     while (local_actors_settled()) {
-      auto load = loads();
       bool room = false;
-      for (const auto& l : load) room = room || l.members < l.max_members;
+      for (const auto& a : plan_.actors) room = room || a.members() < a.actor.max_members;
       if (!room) break;
       if (pending_.empty()) {
         Job job = tuner_->next_job();
@@ -413,7 +503,7 @@ class Driver {
         for (const auto& [k, v] : job.config) trial.full[k] = v;
         trial.seed = trial_seed(config_.seed, job.trial);
         try {
-          trial.bytes = estimate_bytes(trial.full);
+          trial.shape = shape_of(trial.full);
         } catch (const InputError& e) {
           spdlog::warn("trial {} has an invalid config: {}", job.trial, e.what());
           ++failed_trials_;
@@ -423,15 +513,13 @@ class Driver {
           continue;
         }
       }
-      if (job.kind == Job::Kind::Resume && !resume_note_shown_) {
-        spdlog::info("promoted trials retrain from scratch up to their new budget (checkpoints are not implemented yet)");
-        resume_note_shown_ = true;
-      }
-      auto target = packing::place_trial(load, trial.bytes);
+      std::string why;
+      // Work in steps, as the planner weighs it; only relative sizes matter.
+      const double steps = config_.budget_unit == "steps" ? job.budget : job.budget * 50000.0 / trial.shape.batch_size;
+      auto target = planner_.place(plan_, {job.trial, trial.shape, steps}, &why);
       if (!target) {
-        if (!packing::fits_anywhere(load, trial.bytes)) {
-          spdlog::warn("trial {} needs about {} MiB, more than any actor has; counting it as failed",
-                       job.trial, trial.bytes >> 20);
+        if (why.rfind("waits for room", 0) != 0) {
+          spdlog::warn("trial {} {}; counting it as failed", job.trial, why);
           ++failed_trials_;
           ++completed_jobs_;
           const auto id = job.trial;
@@ -445,8 +533,8 @@ class Driver {
       trial.actor = actor->id;
       trial.job_budget = job.budget;
       trial.reached = 0;
-      actor->running[job.trial] = trial.bytes;
-      send(*actor, proto::Assign{job.trial, trial.full, job.budget, trial.seed});
+      actor->running[job.trial] = planner_.memory_model().solo_bytes(trial.shape);
+      send(*actor, make_assign(job, trial));
       pending_.pop_front();
     }
     if (running_jobs() == 0 && pending_.empty() && live_actors() == 0 && local_->running() == 0) {
@@ -486,8 +574,9 @@ class Driver {
     if (local_) local_->wait_all(10);
   }
 
-  void summarize() const {
+  void summarize() {
     const auto& best = results_->best();
+    finish_checkpoints();
     std::printf("finished %s in %.1f s: %lld jobs, %d failed trials; results in %s\n",
                 config_.name.c_str(), seconds_since_start(), static_cast<long long>(completed_jobs_),
                 failed_trials_, options_.out_dir.c_str());
@@ -501,9 +590,111 @@ class Driver {
     std::fflush(stdout);
   }
 
+  // --- checkpoints (docs/checkpoints.md) ---------------------------------------------------
+
+  std::string checkpoint_dir() const {
+    return std::filesystem::absolute(std::filesystem::path(options_.out_dir) / "checkpoints").string();
+  }
+
+  // The Assign of a job; a promotion or a restart names the trial's checkpoints, newest first.
+  proto::Assign make_assign(const Job& job, TrialState& trial) {
+    proto::Assign assign{job.trial, trial.full, job.budget, trial.seed};
+    assign.resume_from.assign(trial.checkpoints.rbegin(), trial.checkpoints.rend());
+    trial.resume_budget = trial.checkpoints.empty() ? 0 : trial.checkpoint_budgets.back();
+    trial.start_checked = false;
+    if (!trial.checkpoints.empty()) {
+      trial.reached = trial.resume_budget;
+      spdlog::info("trial {} resumes from its checkpoint at budget {:g} and trains to budget {:g}", job.trial,
+                   trial.resume_budget, job.budget);
+    } else if (job.kind == Job::Kind::Resume) {
+      spdlog::warn("trial {} has no checkpoint to resume from; it trains from scratch to budget {:g}", job.trial,
+                   job.budget);
+    }
+    return assign;
+  }
+
+  // An actor that could not use a checkpoint (torn, corrupt, another architecture) fell back
+  // to an older one or to scratch; the unusable ones are forgotten.
+  void check_resumed(const proto::Report& report, TrialState& trial) {
+    if (trial.start_checked) return;
+    trial.start_checked = true;
+    if (report.start_budget == trial.resume_budget) return;
+    spdlog::warn("trial {} could not resume from its checkpoint at budget {:g} and started from {}; see the "
+                 "actor's log",
+                 report.trial, trial.resume_budget,
+                 report.start_budget > 0 ? fmt::format("budget {:g}", report.start_budget) : std::string("scratch"));
+    while (!trial.checkpoint_budgets.empty() && trial.checkpoint_budgets.back() > report.start_budget) {
+      trial.checkpoints.pop_back();
+      trial.checkpoint_budgets.pop_back();
+    }
+  }
+
+  void delete_checkpoint(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::remove(path, ec)) ++deleted_checkpoints_;
+  }
+
+  // A final report names the checkpoint its actor wrote. With "needed", a trial keeps only its
+  // newest checkpoint: promotions and restarts resume from that one.
+  void record_checkpoint(const proto::Report& report, TrialState& trial) {
+    if (report.checkpoint.empty()) return;
+    if (config_.keep_checkpoints == "needed") {
+      for (const auto& old : trial.checkpoints) {
+        if (old != report.checkpoint) delete_checkpoint(old);
+      }
+      trial.checkpoints.clear();
+      trial.checkpoint_budgets.clear();
+    }
+    trial.checkpoints.push_back(report.checkpoint);
+    trial.checkpoint_budgets.push_back(report.budget);
+  }
+
+  // At the end nothing can be promoted any more: with "needed" only the newest checkpoints of
+  // the best trials (highest budget reached first, then the metric) stay. Reports disk use.
+  void finish_checkpoints() {
+    const auto dir = checkpoint_dir();
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) return;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      // Half-written files of actors that died while saving.
+      if (entry.path().filename().string().find(".h5.tmp-") != std::string::npos) {
+        std::filesystem::remove(entry.path(), ec);
+      }
+    }
+    if (config_.keep_checkpoints == "needed") {
+      std::vector<std::pair<TrialId, const TrialState*>> ranked;
+      for (const auto& [id, trial] : trials_) {
+        if (!trial.checkpoints.empty()) ranked.emplace_back(id, &trial);
+      }
+      std::sort(ranked.begin(), ranked.end(), [this](const auto& a, const auto& b) {
+        const double budget_a = a.second->checkpoint_budgets.back(), budget_b = b.second->checkpoint_budgets.back();
+        if (budget_a != budget_b) return budget_a > budget_b;
+        return tuners::ranks_before(a.second->last_metric, a.first, b.second->last_metric, b.first, config_.mode);
+      });
+      std::set<std::string> keep;
+      for (std::size_t i = 0; i < ranked.size() && i < static_cast<std::size_t>(kKeepBestCheckpoints); ++i) {
+        keep.insert(ranked[i].second->checkpoints.back());
+      }
+      for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+        if (!keep.count(entry.path().string())) delete_checkpoint(entry.path().string());
+      }
+    }
+    std::int64_t files = 0, bytes = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      if (!entry.is_regular_file()) continue;
+      ++files;
+      bytes += static_cast<std::int64_t>(entry.file_size());
+    }
+    std::printf("checkpoints: %lld file(s), %.1f MiB in %s (keep %s; %d deleted)\n", static_cast<long long>(files),
+                static_cast<double>(bytes) / (1 << 20), dir.c_str(), config_.keep_checkpoints.c_str(),
+                deleted_checkpoints_);
+  }
+
   ExperimentConfig config_;
   DriverOptions options_;
   std::unique_ptr<tuners::Tuner> tuner_;
+  packing::Planner planner_;
+  packing::Plan plan_;  // the live actors and the units they train now
   zmq::context_t context_;
   zmq::socket_t router_;
   std::string endpoint_;
@@ -516,7 +707,7 @@ class Driver {
   int next_actor_id_ = 0;
   std::int64_t completed_jobs_ = 0;
   int failed_trials_ = 0;
-  bool resume_note_shown_ = false;
+  int deleted_checkpoints_ = 0;
   bool settled_ = false;
   Clock::time_point start_;
 };

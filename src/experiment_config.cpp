@@ -9,6 +9,7 @@
 #include "actors/device.hpp"
 #include "actors/trial_spec.hpp"
 #include "packtune/error.hpp"
+#include "trial_shape.hpp"
 #include "tuners/tuner_registry.hpp"
 
 namespace packtune {
@@ -91,6 +92,12 @@ class Fields {
   std::string allowed_;
 };
 
+void check_keep_checkpoints(const std::string& value, const std::string& where) {
+  if (value != "all" && value != "needed") {
+    throw InputError(where + ": unknown value \"" + value + "\"; expected all or needed");
+  }
+}
+
 }  // namespace
 
 ExperimentConfig parse_config(const json& root, const std::string& path) {
@@ -99,7 +106,8 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
   c.name = std::filesystem::path(path).stem().string();
   Fields top(root, "");
   top.allow("name, seed, metric, mode, budget, tuner, tuner_plugin, actors, device, max_pack, fuse, "
-            "threads_per_actor, listen, heartbeat_seconds, actor_timeout_seconds, data, model, space");
+            "threads_per_actor, listen, heartbeat_seconds, actor_timeout_seconds, keep_checkpoints, actor_memory, "
+            "memory_estimate_scale, data, model, space");
   top.string("name", c.name);
   top.integer("seed", c.seed, 0, std::numeric_limits<std::int64_t>::max());
   top.string("metric", c.metric);
@@ -161,6 +169,13 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
   top.string("listen", c.listen);
   top.number("heartbeat_seconds", c.heartbeat_seconds, 0, true);
   top.number("actor_timeout_seconds", c.actor_timeout_seconds, 0, true);
+  top.string("keep_checkpoints", c.keep_checkpoints);
+  if (top.has("actor_memory")) {
+    const auto& v = top.get("actor_memory", json::value_t::string, "a memory size such as \"600MiB\"");
+    c.actor_memory = parse_byte_size(v.get<std::string>(), "actor_memory");
+  }
+  top.number("memory_estimate_scale", c.memory_estimate_scale, 0, true);
+  check_keep_checkpoints(c.keep_checkpoints, "keep_checkpoints");
 
   if (top.has("data")) {
     Fields d(top.object("data"), "data");
@@ -215,6 +230,10 @@ void apply_overrides(ExperimentConfig& c, const Overrides& o) {
   if (o.max_pack) {
     if (*o.max_pack < 1) throw InputError("--max-pack: expected at least 1");
     c.max_pack = *o.max_pack;
+  }
+  if (o.keep_checkpoints) {
+    check_keep_checkpoints(*o.keep_checkpoints, "--keep-checkpoints");
+    c.keep_checkpoints = *o.keep_checkpoints;
   }
 }
 

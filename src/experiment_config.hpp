@@ -21,6 +21,7 @@ struct Overrides {
   std::optional<std::string> device;
   std::optional<std::string> tuner;
   std::optional<int> max_pack;
+  std::optional<std::string> keep_checkpoints;
 };
 
 struct ExperimentConfig {
@@ -47,6 +48,13 @@ struct ExperimentConfig {
   std::string listen = "ipc";     // ipc | tcp | an explicit ZeroMQ endpoint
   double heartbeat_seconds = 1;
   double actor_timeout_seconds = 60;
+  // Trial checkpoints in DIR/checkpoints: "needed" deletes those no promotion or restart can
+  // use and keeps the best trials' last ones; "all" keeps every one (docs/checkpoints.md).
+  std::string keep_checkpoints = "needed";
+  // Memory each actor may fill with trials (0: its device's share). On the CPU the actor
+  // enforces it: a pack that needs more runs out of memory and is split by the planner.
+  std::int64_t actor_memory = 0;
+  double memory_estimate_scale = 1.0;  // multiplies the memory model's figures
 
   datasets::DataOptions data;
   tuners::TrialConfig model;      // fixed hyper-parameters

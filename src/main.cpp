@@ -13,9 +13,11 @@
 #include "actor_process.hpp"
 #include "driver.hpp"
 #include "experiment_config.hpp"
+#include "inspect_command.hpp"
 #include "packtune/error.hpp"
 #include "results_writer.hpp"
 #include "tuners/plugin_loader.hpp"
+#include "plan_command.hpp"
 #include "tuning_commands.hpp"
 
 namespace po = boost::program_options;
@@ -28,8 +30,10 @@ constexpr const char* kUsage =
     "commands:\n"
     "  run CONFIG [--out DIR]        run a tuning experiment (driver + local actors)\n"
     "  actor --driver ENDPOINT       start an actor that joins a running driver\n"
+    "  plan CONFIG [--actors SPEC]   show how the first rung's trials pack onto actors\n"
     "  brackets --tuner hyperband    print a Hyperband/successive-halving schedule\n"
     "  simulate [CONFIG] --objective simulate a tuner against a learning-curve objective\n"
+    "  inspect FILE.h5 [--json]      show a trial checkpoint: trial, budget, config, tensors\n"
     "\n"
     "run `packtune <command> --help` for the options of a command\n";
 
@@ -65,6 +69,7 @@ int run_command(const std::vector<std::string>& args) {
       ("tuner", po::value<std::string>(), "override the tuner by name")
       ("max-pack", po::value<int>(), "override max_pack: trials trained at once per actor")
       ("tuner-plugin", po::value<std::vector<std::string>>(), "load tuners from a shared library")
+      ("keep-checkpoints", po::value<std::string>(), "all | needed (default): trial checkpoints kept in DIR/checkpoints")
       ("quiet,q", "no progress lines");
   po::positional_options_description positional;
   positional.add("config", 1);
@@ -90,6 +95,7 @@ int run_command(const std::vector<std::string>& args) {
   if (vm.count("device")) overrides.device = vm["device"].as<std::string>();
   if (vm.count("tuner")) overrides.tuner = vm["tuner"].as<std::string>();
   if (vm.count("max-pack")) overrides.max_pack = vm["max-pack"].as<int>();
+  if (vm.count("keep-checkpoints")) overrides.keep_checkpoints = vm["keep-checkpoints"].as<std::string>();
   packtune::apply_overrides(config, overrides);
   packtune::validate(config);
   // The config as run, overrides included, for the results directory.
@@ -97,6 +103,7 @@ int run_command(const std::vector<std::string>& args) {
   config.source["actors"] = config.actors;
   config.source["device"] = config.device;
   config.source["max_pack"] = config.max_pack;
+  config.source["keep_checkpoints"] = config.keep_checkpoints;
   if (config.source.contains("tuner") && config.source["tuner"].is_object()) {
     config.source["tuner"]["name"] = config.tuner;
     config.source["tuner"]["trials"] = config.trials;
@@ -147,8 +154,10 @@ int main(int argc, char** argv) {
   try {
     if (command == "run") return run_command(args);
     if (command == "actor") return actor_command(args);
+    if (command == "plan") return packtune::cli::run_plan_command(args);
     if (command == "brackets") return packtune::cli::run_brackets_command(args);
     if (command == "simulate") return packtune::cli::run_simulate_command(args);
+    if (command == "inspect") return packtune::cli::run_inspect_command(args);
     if (command == "--help" || command == "-h" || command == "help") {
       std::cout << kUsage;
       return 0;

@@ -6,6 +6,7 @@
 #include <cereal/types/map.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/variant.hpp>
+#include <cereal/types/vector.hpp>
 
 #include "packtune/error.hpp"
 
@@ -39,7 +40,8 @@ Message decode(const void* data, std::size_t size) {
 const char* verb(const Message& message) {
   static const char* names[] = {"Hello",  "Welcome",     "Reject",      "Ready",
                                 "Assign", "Stop",        "Report",      "TrialFailed",
-                                "ActorFailed", "Heartbeat", "Shutdown"};
+                                "ActorFailed", "Heartbeat", "Shutdown", "Measured",
+                                "OutOfMemory"};
   return names[message.index()];
 }
 

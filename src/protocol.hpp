@@ -6,12 +6,13 @@
 #include <map>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "tuners/trial_config.hpp"
 
 namespace packtune::protocol {
 
-constexpr std::uint32_t kProtocolVersion = 1;
+constexpr std::uint32_t kProtocolVersion = 2;
 
 // What every actor of an experiment needs to know, sent once in Welcome.
 struct ExperimentSpec {
@@ -25,11 +26,15 @@ struct ExperimentSpec {
   std::uint64_t data_seed = 0;
   double heartbeat_seconds = 1;
   bool fuse = true;
+  // Where actors write trial checkpoints (DIR/checkpoints, absolute): the experiment's
+  // output directory, which must be a file system the driver and every actor share.
+  std::string checkpoint_dir;
+  std::int64_t actor_memory_bytes = 0;  // each actor's memory budget for trials; 0: the device's
 
   template <class Archive>
   void serialize(Archive& ar) {
     ar(data_name, data_dir, train_size, validation_size, device, budget_unit, report_every,
-       data_seed, heartbeat_seconds, fuse);
+       data_seed, heartbeat_seconds, fuse, checkpoint_dir, actor_memory_bytes);
   }
 };
 
@@ -66,9 +71,35 @@ struct Reject {
 // actor -> driver: the actor loaded its data and device and can take trials.
 struct Ready {
   std::string device;  // resolved, e.g. "cpu" or "cuda:1"
+  // Memory for trials: the device's (shared by the actors on it) or the actor's own limit,
+  // and what the actor holds before any trial (its data set). 0: unknown.
+  std::int64_t capacity_bytes = 0;
+  bool capacity_shared = true;  // the device's whole memory, to split among its actors
+  std::int64_t base_bytes = 0;
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(device); }
+  void serialize(Archive& ar) { ar(device, capacity_bytes, capacity_shared, base_bytes); }
+};
+
+// actor -> driver: the calibration of the memory model: `members` trials of the shape with
+// fusion key `key` needed `peak_bytes` at most (measured once per shape and actor).
+struct Measured {
+  std::string key;
+  std::int32_t members = 1;
+  std::int64_t peak_bytes = 0;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(key, members, peak_bytes); }
+};
+
+// actor -> driver: these trials trained as one unit and ran out of memory; they have left
+// the pack and need a place with more room.
+struct OutOfMemory {
+  std::vector<tuners::TrialId> trials;
+  std::string message;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(trials, message); }
 };
 
 // driver -> actor: train `trial` until `budget` (a new trial, or a promotion).
@@ -77,9 +108,12 @@ struct Assign {
   tuners::TrialConfig config;  // the full hyper-parameters: fixed model values + sample
   double budget = 0;
   std::uint64_t seed = 0;
+  // A promotion or a restart: the trial's checkpoints, newest first. The actor resumes from
+  // the first one that loads, and trains from scratch (logging why) when none does.
+  std::vector<std::string> resume_from;
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(trial, config, budget, seed); }
+  void serialize(Archive& ar) { ar(trial, config, budget, seed, resume_from); }
 };
 
 // driver -> actor: stop training `trial` now (the tuner stopped it early).
@@ -97,9 +131,11 @@ struct Report {
   std::map<std::string, double> metrics;
   bool final = false;
   double train_seconds = 0;
+  std::string checkpoint;   // a final report: the checkpoint written at `budget`, or ""
+  double start_budget = 0;  // the budget the job started from: a checkpoint's, 0 from scratch
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(trial, budget, metrics, final, train_seconds); }
+  void serialize(Archive& ar) { ar(trial, budget, metrics, final, train_seconds, checkpoint, start_budget); }
 };
 
 // actor -> driver: `trial` could not be trained; the message says why.
@@ -132,7 +168,7 @@ struct Shutdown {
 };
 
 using Message = std::variant<Hello, Welcome, Reject, Ready, Assign, Stop, Report, TrialFailed,
-                             ActorFailed, Heartbeat, Shutdown>;
+                             ActorFailed, Heartbeat, Shutdown, Measured, OutOfMemory>;
 
 std::string encode(const Message& message);
 // Throws protocol::ProtocolError (an Error) for bytes that are not a message of this version.

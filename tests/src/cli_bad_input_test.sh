@@ -37,6 +37,8 @@ set_key() {  # set_key JSON PYTHON_EXPR -> JSON with the change applied
 
 expect unknown_key "learning_rate: unknown key" "$(set_key "$good" 'c["learning_rate"]=0.1')"
 expect wrong_type "actors: expected an integer" "$(set_key "$good" 'c["actors"]="two"')"
+expect keep_checkpoints "keep_checkpoints: unknown value \"some\"" "$(set_key "$good" 'c["keep_checkpoints"]="some"')"
+expect keep_checkpoints_flag "--keep-checkpoints: unknown value" "$good" --keep-checkpoints none
 expect empty_range "space.lr: empty range" "$(set_key "$good" 'c["space"]["lr"]["high"]=0.0001')"
 expect not_json "not valid JSON" '{"tuner": '
 expect missing_config "config file not found" - 

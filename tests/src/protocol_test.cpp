@@ -79,3 +79,23 @@ TEST_CASE("the verb of a message is its struct name") {
   CHECK(std::string(verb(Message{Assign{}})) == "Assign");
   CHECK(std::string(verb(Message{Shutdown{}})) == "Shutdown");
 }
+
+TEST_CASE("a promotion carries its checkpoints and a final report the one it wrote") {
+  Welcome welcome;
+  welcome.spec.checkpoint_dir = "/runs/x/checkpoints";
+  auto round_trip_welcome = round_trip(welcome);
+  CHECK(round_trip_welcome.spec.checkpoint_dir == "/runs/x/checkpoints");
+
+  Assign assign;
+  assign.trial = 4;
+  assign.budget = 3;
+  assign.resume_from = {"/runs/x/checkpoints/trial-4-budget-1.h5", "/runs/x/checkpoints/trial-4-budget-0.5.h5"};
+  CHECK(round_trip(assign).resume_from == assign.resume_from);
+
+  Report report{4, 3, {{"val_loss", 0.5}}, true, 2.0};
+  report.checkpoint = "/runs/x/checkpoints/trial-4-budget-3.h5";
+  report.start_budget = 1;
+  auto r = round_trip(report);
+  CHECK(r.checkpoint == report.checkpoint);
+  CHECK(r.start_budget == 1);
+}

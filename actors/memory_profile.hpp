@@ -1,0 +1,20 @@
+#pragma once
+// The calibration step of the memory model: trains a few steps of one trial shape (alone, or
+// K members fused) on synthetic data of the experiment's input shape and measures the peak
+// tensor memory it needed on top of what the process held before. An actor profiles each
+// new shape once and tells the driver, whose planner then trusts the measured figure.
+#include <cstdint>
+
+#include <torch/torch.h>
+
+#include "actors/classifier.hpp"
+#include "actors/trial_spec.hpp"
+
+namespace packtune::actors {
+
+// Peak bytes of training `members` trials of `spec` (fused when members > 1) for `steps`
+// steps and one evaluation pass. CPU only: the figure comes from MemoryMeter.
+std::int64_t measure_peak_bytes(const TrialSpec& spec, int members, const InputShape& input,
+                                torch::Device device, int steps = 2);
+
+}  // namespace packtune::actors

@@ -1,0 +1,26 @@
+#pragma once
+// A trial as the planner sees it: its memory shape and fusion key, from its hyper-parameters
+// alone (no LibTorch), for the driver and `packtune plan`.
+#include "actors/trial_spec.hpp"
+#include "packing/memory_model.hpp"
+
+namespace packtune {
+
+// The images of the data sets packtune reads (Fashion-MNIST, MNIST): 1 x 28 x 28, 10 classes.
+struct InputDims {
+  int channels = 1;
+  int height = 28;
+  int width = 28;
+  int classes = 10;
+};
+
+packing::TrialShape trial_shape(const actors::TrialSpec& spec, const InputDims& input = {});
+
+// The memory this machine can give without swapping (MemAvailable), 0 if unknown: what the
+// CPU actors on it share.
+std::int64_t available_memory_bytes();
+
+// Parses "600MiB", "16GiB", "1.5GB", "1000000" (bytes); throws InputError naming `where`.
+std::int64_t parse_byte_size(const std::string& text, const std::string& where);
+
+}  // namespace packtune

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# `packtune plan`: capacity is never exceeded, every trial that fits is placed, and bad
+# actor specs are input errors (exit 2).
+set -euo pipefail
+packtune="$1"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+cat > "$work/config.json" <<'JSON'
+{
+  "seed": 1,
+  "budget": {"unit": "epochs", "max": 1},
+  "tuner": {"name": "random", "trials": 40},
+  "data": {"train_size": 2000, "validation_size": 500},
+  "model": {"family": "mlp", "depth": 2, "batch_size": 128, "optimizer": "sgd", "momentum": 0.9},
+  "space": {
+    "lr": {"type": "loguniform", "low": 0.001, "high": 0.1},
+    "width": {"type": "choice", "values": [64, 256, 1024]},
+    "family": {"type": "choice", "values": ["mlp", "cnn"]}
+  }
+}
+JSON
+
+check() {  # check PLAN.json EXPECT_ALL_PLACED
+/usr/bin/python3 - "$1" "$2" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+all_placed = sys.argv[2] == "1"
+placed = []
+for a in plan["actors"]:
+    used = a["base_bytes"]
+    if a["packs"]:
+        # persistent memory of every pack plus the largest transient: what the actor holds
+        used += sum(p["persistent_bytes"] for p in a["packs"]) + max(p["transient_bytes"] for p in a["packs"])
+        assert used == a["estimated_bytes"], a
+        assert a["estimated_bytes"] <= a["capacity_bytes"], a
+    for p in a["packs"]:
+        assert p["fused"] == (len(p["members"]) > 1), p
+        placed += p["members"]
+unplaced = [u["trial"] for u in plan["unplaced"]]
+assert len(placed) == len(set(placed)), "a trial placed twice"
+assert sorted(placed + unplaced) == list(range(40)), (placed, unplaced)
+if all_placed:
+    assert not unplaced, plan["unplaced"]
+for u in plan["unplaced"]:
+    assert u["reason"], u
+print(f"{len(placed)} placed, {len(unplaced)} unplaced")
+PY
+}
+
+"$packtune" plan "$work/config.json" --actors 4x2GiB --max-pack 16 --json > "$work/roomy.json"
+check "$work/roomy.json" 1
+"$packtune" plan "$work/config.json" --actors cpu=60MiB,cpu=80MiB --json > "$work/tight.json"
+check "$work/tight.json" 0
+grep -q '"reason":"waits for room' "$work/tight.json"
+# A trial bigger than every actor says so.
+"$packtune" plan "$work/config.json" --actors cpu=5MiB --json > "$work/tiny.json"
+grep -q 'more than any actor has' "$work/tiny.json"
+"$packtune" plan "$work/config.json" --actors 2x1GiB | grep -q "^actor 1"
+
+for spec in "cpu" "0x1GiB" "3xlots" "=1GiB" "cpu=-5MiB"; do
+  set +e
+  "$packtune" plan "$work/config.json" --actors "$spec" > "$work/out" 2> "$work/err"
+  rc=$?
+  set -e
+  [ "$rc" = 2 ] || { echo "FAILED: --actors $spec exited $rc"; exit 1; }
+  [ "$(wc -l < "$work/err")" = 1 ] || { echo "FAILED: --actors $spec: $(cat "$work/err")"; exit 1; }
+done
+echo "1 passed, 0 failed: plan --json keeps every actor within capacity"

@@ -1,0 +1,86 @@
+// The memory model against the memory training really takes: MemoryMeter counts every CPU
+// tensor exactly, so the estimate must land within 15% of the measured peak.
+// LibTorch first: its logging header defines a CHECK macro that Catch's must replace.
+#include "actors/memory_meter.hpp"
+#include "actors/memory_profile.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "packtune/error.hpp"
+#include "trial_shape.hpp"
+
+using namespace packtune;
+
+namespace {
+
+actors::TrialSpec spec_of(const std::string& family, int batch, const std::string& optimizer) {
+  actors::TrialSpec s;
+  s.model.family = family;
+  s.model.depth = 2;
+  s.model.width = family == "mlp" ? 256 : 64;
+  s.model.channels = 16;
+  s.model.dropout = 0.1;
+  s.batch_size = batch;
+  s.optimizer.name = optimizer;
+  s.optimizer.momentum = 0.9;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("the memory estimate is within 15% of the measured peak for MLPs and CNNs at batch 32 to 512") {
+  torch::set_num_threads(1);
+  packing::MemoryModel model;
+  struct Case {
+    const char* family;
+    int batch;
+    const char* optimizer;
+    int members;
+  };
+  const Case cases[] = {
+      {"mlp", 32, "sgd", 1},  {"mlp", 128, "adam", 1}, {"mlp", 512, "sgd", 1},  {"mlp", 512, "adamw", 1},
+      {"mlp", 32, "sgd", 4},  {"mlp", 128, "adam", 4}, {"mlp", 512, "sgd", 4},  {"cnn", 32, "sgd", 1},
+      {"cnn", 128, "adam", 1}, {"cnn", 512, "sgd", 1}, {"cnn", 32, "adam", 4},  {"cnn", 128, "sgd", 4},
+  };
+  for (const auto& c : cases) {
+    const auto spec = spec_of(c.family, c.batch, c.optimizer);
+    const auto measured = actors::measure_peak_bytes(spec, c.members, actors::InputShape{}, torch::kCPU);
+    const auto estimated = model.estimate(trial_shape(spec), c.members).peak();
+    const double ratio = static_cast<double>(estimated) / static_cast<double>(measured);
+    INFO(c.family << " batch " << c.batch << " " << c.optimizer << " x" << c.members << ": estimated "
+                  << (estimated >> 10) << " KiB, measured " << (measured >> 10) << " KiB, ratio " << ratio);
+    CHECK(ratio > 0.85);
+    CHECK(ratio < 1.15);
+  }
+}
+
+TEST_CASE("a memory budget turns an oversized allocation into an out-of-memory error") {
+  auto& meter = actors::MemoryMeter::instance();
+  const auto before = meter.current_bytes();
+  {
+    auto small = torch::zeros({1000});
+    CHECK(meter.current_bytes() >= before + 4000);
+  }
+  CHECK(meter.current_bytes() == before);
+  meter.set_limit(before + (8 << 20));
+  try {
+    auto big = torch::zeros({4 << 20});  // 16 MiB
+    FAIL("the allocation should have been refused");
+  } catch (const std::exception& e) {
+    CHECK(actors::is_out_of_memory(e));
+  }
+  meter.set_limit(0);
+  CHECK(meter.current_bytes() == before);
+  auto big = torch::zeros({4 << 20});
+  CHECK(meter.current_bytes() >= before + (16 << 20));
+}
+
+TEST_CASE("memory sizes parse with binary and decimal units") {
+  CHECK(parse_byte_size("600MiB", "x") == 600LL << 20);
+  CHECK(parse_byte_size("16GiB", "x") == 16LL << 30);
+  CHECK(parse_byte_size("1.5GB", "x") == 1500000000LL);
+  CHECK(parse_byte_size("4096", "x") == 4096);
+  CHECK_THROWS_AS(parse_byte_size("lots", "x"), InputError);
+  CHECK_THROWS_AS(parse_byte_size("5parsecs", "x"), InputError);
+  CHECK_THROWS_AS(parse_byte_size("-1MiB", "x"), InputError);
+}
