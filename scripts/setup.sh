@@ -13,7 +13,7 @@ packages=(
   catch2
   libhdf5-dev
   nlohmann-json3-dev
-  hdf5-tools
+  hdf5-tools python3-h5py
   libspdlog-dev
   zlib1g-dev
   dataset-fashion-mnist

@@ -1,5 +1,7 @@
 #include "local_actors.hpp"
 
+#include <cstdlib>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -33,6 +35,10 @@ std::string LocalActors::log_path(int local_index) const {
 void LocalActors::spawn(int count) {
   std::filesystem::create_directories(log_dir_);
   const std::string exe = self_executable();
+  // libgomp's threads spin between parallel regions by default; on a few busy cores a
+  // training step's many small regions then wait on descheduled spinners (pack_bench: 3-7x
+  // slower at two threads). Passive waiting costs nothing measurable. A user's setting wins.
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
   for (int n = 0; n < count; ++n) {
     const int index = static_cast<int>(pids_.size());
     const std::string log = log_path(index);

@@ -61,6 +61,15 @@ trial, budget = re.search(r"trial-(\d+)-budget-([0-9.]+)\.h5$", first).groups()
 assert re.search(r'ATTRIBUTE "trial".*?\(0\): ' + trial + r"\b", attrs, re.S), attrs
 assert re.search(r'ATTRIBUTE "budget".*?\(0\): ' + re.escape(budget) + r"\b", attrs, re.S), attrs
 
+# What users open them with: h5py (python3-h5py, installed by scripts/setup.sh).
+import h5py
+for path in files:
+    with h5py.File(path, "r") as f:
+        t, b = re.search(r"trial-(\d+)-budget-([0-9.]+)\.h5$", path).groups()
+        assert int(f.attrs["trial"]) == int(t) and float(f.attrs["budget"]) == float(b), dict(f.attrs)
+        weights = [f["model"][k] for k in f["model"] if k.endswith("weight")]
+        assert weights and all(w.dtype == "float32" for w in weights), [w.dtype for w in weights]
+
 info = json.load(open(f"{work}/inspect.json"))
 assert info["trial"] == int(trial) and info["budget"] == float(budget), info
 assert {"name": "/model/1.weight", "dtype": "float32", "shape": [32, 784]} in info["tensors"], info["tensors"]
