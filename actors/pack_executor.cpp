@@ -58,8 +58,13 @@ void PackExecutor::add(const PackJob& job) {
     return;
   }
   if (fuse_) {
-    m.group = fusion_key(job.spec);
-    auto it = groups_.find(m.group);
+    // The first group of its shape with room; the planner sized units with the same rule.
+    const auto key = fusion_key(job.spec);
+    auto it = groups_.begin();
+    for (; it != groups_.end(); ++it) {
+      if (it->second->key() == key && (job.max_fused <= 0 || it->second->size() < job.max_fused)) break;
+    }
+    m.group = it == groups_.end() ? key + "#" + std::to_string(next_group_++) : it->first;
     if (it == groups_.end()) {
       // Built outside the map first: a spec that fails here leaves no empty group behind.
       InputShape shape{stream_.channels(), stream_.height(), stream_.width(), stream_.classes()};

@@ -33,6 +33,8 @@ struct PackJob {
   std::shared_ptr<const TrialCheckpoint> resume;
   // Capture a checkpoint when the job reaches its budget (PackEvent::checkpoint).
   bool checkpoint = false;
+  // Members a fused group of this shape may have (the planner's unit size); 0: no limit.
+  int max_fused = 0;
 };
 
 struct PackEvent {
@@ -92,7 +94,8 @@ class PackExecutor {
   BudgetUnit unit_;
   bool fuse_;
   std::vector<Member> members_;
-  std::map<std::string, std::unique_ptr<FusedGroup>> groups_;
+  std::map<std::string, std::unique_ptr<FusedGroup>> groups_;  // "fusion key#n"
+  std::int64_t next_group_ = 0;
   std::vector<PackEvent> finished_;  // jobs that ended when they were added
 };
 

@@ -164,6 +164,7 @@ class Actor {
       job.report_every = spec_.report_every;
       job.config = assign.config;
       job.checkpoint = !spec_.checkpoint_dir.empty();
+      job.max_fused = assign.max_fused;
       calibrate(job.spec, torch::Device(pack_device_));
       start_budget_[assign.trial] = add_resumed(pack, job, assign.resume_from);
       if (!job.resume) pack.add(job);

@@ -534,7 +534,9 @@ class Driver {
       trial.job_budget = job.budget;
       trial.reached = 0;
       actor->running[job.trial] = planner_.memory_model().solo_bytes(trial.shape);
-      send(*actor, make_assign(job, trial));
+      auto assign = make_assign(job, trial);
+      assign.max_fused = planner_.useful_members(trial.shape);
+      send(*actor, assign);
       pending_.pop_front();
     }
     if (running_jobs() == 0 && pending_.empty() && live_actors() == 0 && local_->running() == 0) {

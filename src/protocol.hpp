@@ -111,9 +111,11 @@ struct Assign {
   // A promotion or a restart: the trial's checkpoints, newest first. The actor resumes from
   // the first one that loads, and trains from scratch (logging why) when none does.
   std::vector<std::string> resume_from;
+  // The largest fused group this trial may join: the planner's unit size for its shape.
+  std::int32_t max_fused = 0;
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(trial, config, budget, seed, resume_from); }
+  void serialize(Archive& ar) { ar(trial, config, budget, seed, max_fused, resume_from); }
 };
 
 // driver -> actor: stop training `trial` now (the tuner stopped it early).

@@ -171,10 +171,10 @@ TEST_CASE("trials that differ in shape or optimizer are not fused") {
   CHECK_THROWS_AS(group.add(1, spec_of({{"width", std::int64_t{32}}}), 1), Error);
 }
 
-TEST_CASE("a pack reports the same metrics fused and one trial per model") {
+TEST_CASE("a pack reports the same metrics fused, in capped fused groups, and one trial per model") {
   torch::set_num_threads(1);
   auto split = synthetic_split(200, 60);
-  auto run = [&](bool fuse) {
+  auto run = [&](bool fuse, int max_fused) {
     datasets::BatchStream stream(split, torch::kCPU, 5);
     PackExecutor pack(stream, BudgetUnit::Epochs, fuse);
     for (int i = 0; i < 4; ++i) {
@@ -187,25 +187,29 @@ TEST_CASE("a pack reports the same metrics fused and one trial per model") {
       job.seed = 90 + i;
       job.budget = i == 1 ? 1.0 : 2.0;
       job.report_every = 0.5;
+      job.max_fused = max_fused;
       pack.add(job);
     }
-    if (fuse) CHECK(pack.fused_groups() == 2);
+    // Three MLPs and a CNN: one MLP group, or two when groups hold at most two members.
+    if (fuse) CHECK(pack.fused_groups() == (max_fused == 2 ? 3u : 2u));
     std::map<tuners::TrialId, std::vector<PackEvent>> events;
     while (!pack.empty()) {
       for (auto& e : pack.step_round()) events[e.trial].push_back(e);
     }
     return events;
   };
-  auto fused = run(true);
-  auto alone = run(false);
-  for (int i = 0; i < 4; ++i) {
-    REQUIRE(fused[i].size() == alone[i].size());
-    for (std::size_t r = 0; r < fused[i].size(); ++r) {
-      CHECK(fused[i][r].budget == alone[i][r].budget);
-      CHECK(fused[i][r].metrics["val_loss"] == Approx(alone[i][r].metrics["val_loss"]).epsilon(1e-3));
-      CHECK(std::abs(fused[i][r].metrics["val_accuracy"] - alone[i][r].metrics["val_accuracy"]) <= 1e-3 + 1e-9);
+  auto alone = run(false, 0);
+  for (int max_fused : {0, 2}) {
+    auto fused = run(true, max_fused);
+    for (int i = 0; i < 4; ++i) {
+      REQUIRE(fused[i].size() == alone[i].size());
+      for (std::size_t r = 0; r < fused[i].size(); ++r) {
+        CHECK(fused[i][r].budget == alone[i][r].budget);
+        CHECK(fused[i][r].metrics["val_loss"] == Approx(alone[i][r].metrics["val_loss"]).epsilon(1e-3));
+        CHECK(std::abs(fused[i][r].metrics["val_accuracy"] - alone[i][r].metrics["val_accuracy"]) <= 1e-3 + 1e-9);
+      }
     }
+    CHECK(fused[1].size() == 2);
+    CHECK(fused[0].size() == 4);
   }
-  CHECK(fused[1].size() == 2);
-  CHECK(fused[0].size() == 4);
 }
