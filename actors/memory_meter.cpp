@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <mutex>
-#include <unordered_map>
 
 #include <c10/core/CPUAllocator.h>
 
@@ -15,23 +13,19 @@ std::atomic<std::int64_t> current{0};
 std::atomic<std::int64_t> peak{0};
 std::atomic<std::int64_t> limit_bytes{0};
 
-// Sizes of the live allocations, by address: some of LibTorch's kernels (oneDNN) free through
-// the allocator's raw deleter, which gets only the address, so the context must be the
-// data pointer itself and the size has to be looked up.
-std::mutex sizes_mutex;
-std::unordered_map<void*, std::int64_t> sizes;
+// Some of LibTorch's kernels (oneDNN) free through the allocator's raw deleter, which gets
+// only the address: the context must be the data pointer itself. Each block therefore
+// carries its size in a header in front of the data, one alignment unit (64 bytes, c10's)
+// long, so counting costs no lookup and no lock on the allocation path.
+constexpr std::size_t kHeader = 64;
 c10::DeleterFnPtr inner_deleter = nullptr;
 
 void release(void* data) {
-  {
-    std::lock_guard<std::mutex> lock(sizes_mutex);
-    auto it = sizes.find(data);
-    if (it != sizes.end()) {
-      current.fetch_sub(it->second, std::memory_order_relaxed);
-      sizes.erase(it);
-    }
-  }
-  inner_deleter(data);
+  auto* base = static_cast<char*>(data) - kHeader;
+  std::int64_t bytes = 0;
+  std::memcpy(&bytes, base, sizeof bytes);
+  current.fetch_sub(bytes, std::memory_order_relaxed);
+  inner_deleter(base);
 }
 
 class CountingAllocator final : public c10::Allocator {
@@ -53,24 +47,20 @@ class CountingAllocator final : public c10::Allocator {
     }
     c10::DataPtr inner;
     try {
-      inner = inner_->allocate(n);
+      inner = inner_->allocate(n + kHeader);
     } catch (...) {
       current.fetch_sub(bytes, std::memory_order_relaxed);
       throw;
     }
-    void* data = inner.get();
-    const auto device = inner.device();
-    if (data == nullptr) return inner;  // zero bytes: nothing to count or free
-    if (inner.get_context() != data) {
+    auto* base = static_cast<char*>(inner.get());
+    if (inner.get_context() != base) {
       current.fetch_sub(bytes, std::memory_order_relaxed);
       throw Error("LibTorch's CPU allocator keeps a context apart from its data; the memory meter cannot wrap it");
     }
-    inner.release_context();  // the default allocator's context is the data pointer
-    {
-      std::lock_guard<std::mutex> lock(sizes_mutex);
-      sizes[data] = bytes;
-    }
-    return {data, data, &release, device};
+    const auto device = inner.device();
+    inner.release_context();  // freed by release(), through the header
+    std::memcpy(base, &bytes, sizeof bytes);
+    return {base + kHeader, base + kHeader, &release, device};
   }
 
   c10::DeleterFnPtr raw_deleter() const override { return &release; }

@@ -170,7 +170,7 @@ std::optional<Planner::Candidate> Planner::find_room(const Plan& plan, const std
   return best;
 }
 
-std::string Planner::why_unplaced(const Plan& plan, const TrialDemand& trial) const {
+Unplaced Planner::why_unplaced(const Plan& plan, const TrialDemand& trial) const {
   const auto need = model_.solo_bytes(trial.shape);
   std::int64_t largest = 0;
   bool any_member_slot = false;
@@ -179,11 +179,12 @@ std::string Planner::why_unplaced(const Plan& plan, const TrialDemand& trial) co
     any_member_slot = true;
     largest = std::max(largest, usable(a.actor) - a.actor.base_bytes);
   }
-  if (plan.actors.empty() || !any_member_slot) return "no actor to run it on";
+  if (plan.actors.empty() || !any_member_slot) return {trial, "no actor to run it on", false};
   if (need > largest) {
-    return "needs about " + mib(need) + ", more than any actor has (the largest has " + mib(std::max<std::int64_t>(0, largest)) + " for trials)";
+    return {trial, "needs about " + mib(need) + ", more than any actor has (the largest has " +
+                       mib(std::max<std::int64_t>(0, largest)) + " for trials)", false};
   }
-  return "waits for room: every actor that could hold it is full";
+  return {trial, "waits for room: every actor that could hold it is full", true};
 }
 
 Plan Planner::plan(const std::vector<ActorSpec>& actors, const std::vector<TrialDemand>& trials) const {
@@ -240,7 +241,7 @@ Plan Planner::plan(const std::vector<ActorSpec>& actors, const std::vector<Trial
       queue.push_front(std::move(second));
       queue.push_front(std::move(item));
     } else {
-      plan.unplaced.push_back({item.front(), why_unplaced(plan, item.front())});
+      plan.unplaced.push_back(why_unplaced(plan, item.front()));
     }
   }
   if (options_.balance) balance(plan);
@@ -298,7 +299,7 @@ void Planner::balance(Plan& plan) const {
   }
 }
 
-std::optional<int> Planner::place(Plan& plan, const TrialDemand& trial, std::string* why) const {
+std::optional<int> Planner::place(Plan& plan, const TrialDemand& trial, Unplaced* why) const {
   auto c = find_room(plan, {trial}, Policy::LeastLoaded, nullptr);
   if (!c) {
     if (why) *why = why_unplaced(plan, trial);
@@ -367,11 +368,11 @@ int Planner::replan(Plan& plan, const std::vector<std::int64_t>& leaving,
   plan.unplaced.clear();
   int moved = 0;
   auto try_place = [&](const TrialDemand& t, bool counts_as_move) {
-    std::string why;
+    Unplaced why;
     if (place(plan, t, &why)) {
       moved += counts_as_move;
     } else {
-      plan.unplaced.push_back({t, why});
+      plan.unplaced.push_back(std::move(why));
     }
   };
   for (const auto& t : evicted) try_place(t, true);

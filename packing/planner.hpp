@@ -48,6 +48,7 @@ struct ActorPlan {
 struct Unplaced {
   TrialDemand demand;
   std::string reason;
+  bool waits = false;  // it fits an actor once room frees; false: it fits none
 };
 
 struct Plan {
@@ -92,7 +93,7 @@ class Planner {
   // Online placement (the driver): the actor for one trial among those with room, joining a
   // unit of its shape where that still pays, else the actor with the least estimated work.
   // The trial is added to `plan`. nullopt: no room now; `why` says whether it ever fits.
-  std::optional<int> place(Plan& plan, const TrialDemand& trial, std::string* why = nullptr) const;
+  std::optional<int> place(Plan& plan, const TrialDemand& trial, Unplaced* why = nullptr) const;
   bool remove(Plan& plan, std::int64_t trial) const;
   // Removes many trials in one pass; returns how many were found.
   int remove(Plan& plan, const std::vector<std::int64_t>& trials) const;
@@ -114,7 +115,7 @@ class Planner {
             const UnitEstimate* alone = nullptr) const;
   std::int64_t usable(const ActorSpec& actor) const;
   double unit_seconds(const PlannedUnit& unit) const;
-  std::string why_unplaced(const Plan& plan, const TrialDemand& trial) const;
+  Unplaced why_unplaced(const Plan& plan, const TrialDemand& trial) const;
   void balance(Plan& plan) const;
 
   MemoryModel model_;

@@ -71,7 +71,7 @@ struct ActorState {
   std::int64_t capacity_bytes = 0;  // as the actor reported it (Ready)
   bool capacity_shared = true;
   std::int64_t base_bytes = 0;
-  std::map<TrialId, std::int64_t> running;  // trial -> estimated bytes
+  std::set<TrialId> running;
   Clock::time_point last_heard;
 };
 
@@ -326,7 +326,7 @@ class Driver {
     if (actor.dead) return;
     actor.dead = true;
     actor.ready = false;
-    for (const auto& [id, bytes] : actor.running) {
+    for (const auto id : actor.running) {
       TrialState& trial = trials_.at(id);
       trial.actor = -1;
       if (++trial.restarts > kMaxRestarts) {
@@ -336,13 +336,18 @@ class Driver {
                      trial.checkpoints.empty() ? ""
                                                : fmt::format(" and resumes from its checkpoint at budget {:g}",
                                                              trial.checkpoint_budgets.back()));
-        pending_.push_front({trial.checkpoints.empty() ? Job::Kind::Start : Job::Kind::Resume, id, trial.sampled,
-                             trial.job_budget});
+        requeue(id, trial);
       }
     }
     actor.running.clear();
     update_capacities();
     spdlog::warn("actor {} is out of service: {}", actor.id, why);
+  }
+
+  // Next in line: from its last checkpoint when it has one, else from scratch.
+  void requeue(TrialId id, const TrialState& trial) {
+    pending_.push_front({trial.checkpoints.empty() ? Job::Kind::Start : Job::Kind::Resume, id, trial.sampled,
+                         trial.job_budget});
   }
 
   // The trial cannot go on: the tuner hears a failed result.
@@ -462,8 +467,7 @@ class Driver {
         give_up(id, trial, "ran out of memory " + std::to_string(trial.out_of_memory) + " times");
         continue;
       }
-      pending_.push_front({trial.checkpoints.empty() ? Job::Kind::Start : Job::Kind::Resume, id, trial.sampled,
-                           trial.job_budget});
+      requeue(id, trial);
     }
     for (auto& a : plan_.actors) planner_.refresh(a);
   }
@@ -505,26 +509,19 @@ class Driver {
         try {
           trial.shape = shape_of(trial.full);
         } catch (const InputError& e) {
-          spdlog::warn("trial {} has an invalid config: {}", job.trial, e.what());
-          ++failed_trials_;
-          ++completed_jobs_;
           pending_.pop_front();
-          tuner_->on_result(it->first, 0, std::numeric_limits<double>::quiet_NaN());
+          give_up(it->first, trial, std::string("has an invalid config: ") + e.what());
           continue;
         }
       }
-      std::string why;
-      // Work in steps, as the planner weighs it; only relative sizes matter.
-      const double steps = config_.budget_unit == "steps" ? job.budget : job.budget * 50000.0 / trial.shape.batch_size;
+      packing::Unplaced why;
+      const double steps = job_steps(config_, job.budget, trial.shape.batch_size);
       auto target = planner_.place(plan_, {job.trial, trial.shape, steps}, &why);
       if (!target) {
-        if (why.rfind("waits for room", 0) != 0) {
-          spdlog::warn("trial {} {}; counting it as failed", job.trial, why);
-          ++failed_trials_;
-          ++completed_jobs_;
+        if (!why.waits) {
           const auto id = job.trial;
           pending_.pop_front();
-          tuner_->on_result(id, 0, std::numeric_limits<double>::quiet_NaN());
+          give_up(id, trial, why.reason);
           continue;
         }
         break;
@@ -533,7 +530,7 @@ class Driver {
       trial.actor = actor->id;
       trial.job_budget = job.budget;
       trial.reached = 0;
-      actor->running[job.trial] = planner_.memory_model().solo_bytes(trial.shape);
+      actor->running.insert(job.trial);
       auto assign = make_assign(job, trial);
       assign.max_fused = planner_.useful_members(trial.shape);
       send(*actor, assign);

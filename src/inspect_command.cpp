@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/checkpoint_file.hpp"
+#include "command_line.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune::cli {
@@ -92,13 +93,7 @@ int run_inspect_command(const std::vector<std::string>& args) {
       ("json", "print one JSON object instead of text");
   po::positional_options_description positional;
   positional.add("file", 1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw InputError(std::string("inspect: ") + e.what() + "; see packtune inspect --help");
-  }
+  const auto vm = parse_command_line("inspect", args, options, positional);
   if (vm.count("help")) {
     std::cout << options;
     return 0;

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actor_process.hpp"
+#include "command_line.hpp"
 #include "driver.hpp"
 #include "experiment_config.hpp"
 #include "inspect_command.hpp"
@@ -37,18 +38,6 @@ constexpr const char* kUsage =
     "\n"
     "run `packtune <command> --help` for the options of a command\n";
 
-po::variables_map parse(const std::vector<std::string>& args, const po::options_description& options,
-                        const po::positional_options_description& positional) {
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw packtune::InputError(std::string(e.what()) + "; see --help");
-  }
-  return vm;
-}
-
 std::string default_out_dir(const std::string& name) {
   char stamp[32];
   const std::time_t now = std::time(nullptr);
@@ -73,7 +62,7 @@ int run_command(const std::vector<std::string>& args) {
       ("quiet,q", "no progress lines");
   po::positional_options_description positional;
   positional.add("config", 1);
-  auto vm = parse(args, options, positional);
+  auto vm = packtune::cli::parse_command_line("run", args, options, positional);
   if (vm.count("help")) {
     std::cout << options;
     return 0;
@@ -126,7 +115,7 @@ int actor_command(const std::vector<std::string>& args) {
       ("threads", po::value<int>()->default_value(0), "CPU threads for training (0 = all cores)")
       ("local-index", po::value<int>()->default_value(-1), "set by a driver that spawns actors")
       ("connect-timeout", po::value<double>()->default_value(30), "seconds to wait for the driver");
-  auto vm = parse(args, options, {});
+  auto vm = packtune::cli::parse_command_line("actor", args, options);
   if (vm.count("help")) {
     std::cout << options;
     return 0;

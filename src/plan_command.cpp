@@ -12,6 +12,7 @@
 
 #include "experiment_config.hpp"
 #include "packing/planner.hpp"
+#include "command_line.hpp"
 #include "packtune/error.hpp"
 #include "trial_shape.hpp"
 #include "tuners/plugin_loader.hpp"
@@ -73,13 +74,6 @@ std::int64_t data_bytes(const ExperimentConfig& config, const InputDims& dims) {
   return train * image + std::int64_t{config.data.validation_size} * image * 4;
 }
 
-// The planner weighs work in training steps.
-double steps_of(const ExperimentConfig& config, double budget, int batch_size) {
-  if (config.budget_unit == "steps") return budget;
-  const double train = config.data.train_size > 0 ? config.data.train_size : 60000.0 - config.data.validation_size;
-  return budget * std::floor(train / batch_size);
-}
-
 }  // namespace
 
 int run_plan_command(const std::vector<std::string>& args) {
@@ -94,13 +88,7 @@ int run_plan_command(const std::vector<std::string>& args) {
     ("json", "print the plan as JSON");
   po::positional_options_description positional;
   positional.add("config", 1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw InputError(std::string("plan: ") + e.what() + "; see packtune plan --help");
-  }
+  const auto vm = parse_command_line("plan", args, options, positional);
   if (vm.count("help")) {
     std::cout << options;
     return 0;
@@ -147,7 +135,7 @@ int run_plan_command(const std::vector<std::string>& args) {
     configs[job.trial] = job.config;
     try {
       const auto spec = actors::parse_trial_spec(full, "trial");
-      trials.push_back({job.trial, trial_shape(spec, dims), steps_of(config, job.budget, spec.batch_size)});
+      trials.push_back({job.trial, trial_shape(spec, dims), job_steps(config, job.budget, spec.batch_size)});
     } catch (const InputError& e) {
       packing::Unplaced u;
       u.demand.trial = job.trial;

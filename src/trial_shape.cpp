@@ -22,6 +22,12 @@ packing::TrialShape trial_shape(const actors::TrialSpec& spec, const InputDims& 
   return s;
 }
 
+double job_steps(const ExperimentConfig& config, double budget, int batch_size) {
+  if (config.budget_unit == "steps") return budget;
+  const double train = config.data.train_size > 0 ? config.data.train_size : 60000.0 - config.data.validation_size;
+  return budget * std::floor(train / batch_size);
+}
+
 std::int64_t available_memory_bytes() {
   std::ifstream meminfo("/proc/meminfo");
   std::string name, unit;

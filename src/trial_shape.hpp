@@ -2,6 +2,7 @@
 // A trial as the planner sees it: its memory shape and fusion key, from its hyper-parameters
 // alone (no LibTorch), for the driver and `packtune plan`.
 #include "actors/trial_spec.hpp"
+#include "experiment_config.hpp"
 #include "packing/memory_model.hpp"
 
 namespace packtune {
@@ -15,6 +16,10 @@ struct InputDims {
 };
 
 packing::TrialShape trial_shape(const actors::TrialSpec& spec, const InputDims& input = {});
+
+// The training steps of a job to `budget`: the planner's measure of work. Without a
+// train_size the training file is taken to hold 60,000 images (Fashion-MNIST, MNIST).
+double job_steps(const ExperimentConfig& config, double budget, int batch_size);
 
 // The memory this machine can give without swapping (MemAvailable), 0 if unknown: what the
 // CPU actors on it share.

@@ -10,6 +10,7 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
+#include "command_line.hpp"
 #include "packtune/error.hpp"
 #include "tuners/brackets.hpp"
 #include "tuners/objective.hpp"
@@ -28,19 +29,6 @@ using tuners::number_text;
 using ordered = nlohmann::ordered_json;
 
 // --- parsing -------------------------------------------------------------------------------
-
-po::variables_map parse(const std::string& command, const std::vector<std::string>& args,
-                        const po::options_description& options,
-                        const po::positional_options_description& positional) {
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw InputError(command + ": " + e.what() + "; see packtune " + command + " --help");
-  }
-  return vm;
-}
 
 std::optional<std::string> text(const po::variables_map& vm, const char* name) {
   if (!vm.count(name)) return std::nullopt;
@@ -113,7 +101,7 @@ int run_brackets_command(const std::vector<std::string>& args) {
       ("max-budget", po::value<std::string>(), "largest budget (required)")
       ("eta", po::value<std::string>()->default_value("3"), "reduction factor, an integer >= 2")
       ("json", "print {\"brackets\": [{\"s\": ..., \"rungs\": [{\"n\": ..., \"budget\": ...}]}]}");
-  const auto vm = parse("brackets", args, options, {});
+  const auto vm = parse_command_line("brackets", args, options);
   if (vm.count("help")) {
     print_usage("packtune brackets --tuner hyperband --min-budget m --max-budget M --eta E [--json]",
                 options);
@@ -303,7 +291,7 @@ int run_simulate_command(const std::vector<std::string>& args) {
       ("json", "print one JSON object per event, then a summary");
   po::positional_options_description positional;
   positional.add("config", 1);
-  const auto vm = parse("simulate", args, options, positional);
+  const auto vm = parse_command_line("simulate", args, options, positional);
   if (vm.count("help")) {
     print_usage("packtune simulate [CONFIG] --objective table:FILE|synthetic [--tuner NAME] "
                 "[--eta E] [--min-budget m] [--max-budget M] [--trials N] [--mode min|max] "

@@ -252,9 +252,10 @@ TEST_CASE("online placement joins a unit of the same shape and respects the memb
     REQUIRE(a);
     where.push_back(*a);
   }
-  std::string why;
+  Unplaced why;
   CHECK_FALSE(planner.place(plan, {6, s, 10}, &why));
-  CHECK(why.find("waits for room") == 0);
+  CHECK(why.reason.find("waits for room") == 0);
+  CHECK(why.waits);
   CHECK(planner.remove(plan, 0));
   CHECK(planner.place(plan, {6, s, 10}) == where[0]);
 }

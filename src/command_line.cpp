@@ -1,0 +1,22 @@
+#include "command_line.hpp"
+
+#include "packtune/error.hpp"
+
+namespace packtune::cli {
+
+namespace po = boost::program_options;
+
+po::variables_map parse_command_line(const std::string& command, const std::vector<std::string>& args,
+                                     const po::options_description& options,
+                                     const po::positional_options_description& positional) {
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw InputError(command + ": " + e.what() + "; see packtune " + command + " --help");
+  }
+  return vm;
+}
+
+}  // namespace packtune::cli
