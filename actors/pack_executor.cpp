@@ -206,20 +206,35 @@ std::vector<PackEvent> PackExecutor::step_round() {
   std::map<tuners::TrialId, Metrics> metrics;
   for (const auto& [key, trials] : due) {
     const auto start = Clock::now();
-    for (auto& [trial, values] : groups_.at(key)->evaluate(stream_, trials)) metrics[trial] = std::move(values);
+    try {
+      for (auto& [trial, values] : groups_.at(key)->evaluate(stream_, trials)) metrics[trial] = std::move(values);
+    } catch (const std::exception& e) {
+      // Evaluation can run out of memory as a step can; the members leave the same way.
+      for (auto trial : trials) {
+        fail(events, trial, e);
+        failed.insert(trial);
+      }
+    }
     const double share = std::chrono::duration<double>(Clock::now() - start).count() / trials.size();
     for (auto* m : due_members) {
       if (m->group == key) m->seconds += share;
     }
   }
   for (auto* m : due_members) {
+    if (failed.count(m->job.trial)) continue;
     PackEvent e;
     e.trial = m->job.trial;
     e.final = m->next_report + 1 == m->report_steps.size();
     e.budget = m->report_budgets[m->next_report];
     if (m->runner) {
       const auto start = Clock::now();
-      e.metrics = m->runner->evaluate(stream_);
+      try {
+        e.metrics = m->runner->evaluate(stream_);
+      } catch (const std::exception& error) {
+        fail(events, m->job.trial, error);
+        failed.insert(m->job.trial);
+        continue;
+      }
       m->seconds += std::chrono::duration<double>(Clock::now() - start).count();
     } else {
       e.metrics = std::move(metrics[e.trial]);
