@@ -1,7 +1,9 @@
 #include "actors/device.hpp"
 
 #include <dlfcn.h>
+#include <malloc.h>
 
+#include <mutex>
 #include <regex>
 
 #include <ATen/Parallel.h>
@@ -57,6 +59,14 @@ void configure_cpu_threads(int threads) {
   } catch (const std::exception&) {
     // Already set once in this process; the first value stands.
   }
+}
+
+void keep_large_blocks_in_heap() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest allowed value
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  });
 }
 
 }  // namespace packtune::actors

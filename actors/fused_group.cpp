@@ -1,8 +1,6 @@
 #include "actors/fused_group.hpp"
 
-#include <malloc.h>
 
-#include <mutex>
 #include <sstream>
 
 #include "actors/checkpoint_tensors.hpp"
@@ -12,24 +10,11 @@
 namespace packtune::actors {
 namespace {
 
-// LibTorch's CPU tensors come from malloc, and glibc serves blocks above its mmap threshold
-// (128 KiB at first) with fresh mappings, returned to the kernel on free. A fused pack's
-// activations are megabytes, so every step page-faulted and zero-filled them anew: a quarter
-// of the CPU samples of a 16-MLP pack under perf, and 1.5x its throughput once freed blocks
-// stay in the heap for reuse.
-void keep_large_blocks_in_heap() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest allowed value
-    mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  });
-}
 
 }  // namespace
 
 FusedGroup::FusedGroup(const TrialSpec& spec, const InputShape& input, torch::Device device)
     : key_(fusion_key(spec)), input_(input), device_(device), optimizer_(spec.optimizer.name, device) {
-  if (device.is_cpu()) keep_large_blocks_in_heap();
   // The solo model is the single description of the architecture; the fused layers follow
   // its children one by one.
   auto solo = build_classifier(spec.model, input);

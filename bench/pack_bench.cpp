@@ -362,6 +362,7 @@ std::int64_t now_ns() {
 int run_worker(const Options& o) {
   const torch::Device device(actors::resolve_device(o.device, o.member));
   if (device.is_cpu()) actors::configure_cpu_threads(std::max(1, o.threads));
+  actors::keep_large_blocks_in_heap();
   BenchPack pack(o, o.worker_model, {o.member}, device, false);
   pack.rounds(2);
   std::printf("ready\n");
@@ -547,6 +548,7 @@ int run(const Options& o) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = o.threads > 0 ? o.threads : cores;
   actors::configure_cpu_threads(threads);
+  actors::keep_large_blocks_in_heap();
   const double timing = o.smoke ? 0.1 : o.quick ? 0.5 : 1.5;
   const double peak = peak_flops(device, timing);
   std::fprintf(stderr, "sgemm peak on %s: %.1f GFLOP/s\n", resolved.c_str(), peak / 1e9);

@@ -76,6 +76,7 @@ class Actor {
       auto& meter = actors::MemoryMeter::instance();
       device = actors::resolve_device(spec_.device, options_.local_index >= 0 ? options_.local_index : id_);
       actors::configure_cpu_threads(threads);
+      actors::keep_large_blocks_in_heap();
       datasets::DataOptions data;
       data.name = spec_.data_name;
       data.dir = spec_.data_dir;
