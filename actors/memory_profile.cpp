@@ -30,6 +30,10 @@ datasets::ImageDataset random_images(std::uint32_t count, const InputShape& inpu
 
 }  // namespace
 
+datasets::DataSplit synthetic_split(const InputShape& input, std::uint32_t train, std::uint32_t validation) {
+  return {random_images(train, input, 1), random_images(validation, input, 2)};
+}
+
 std::int64_t measure_peak_bytes(const TrialSpec& spec, int members, const InputShape& input,
                                 torch::Device device, int steps) {
   if (!device.is_cpu()) {
@@ -40,8 +44,7 @@ std::int64_t measure_peak_bytes(const TrialSpec& spec, int members, const InputS
   const auto batch = static_cast<std::uint32_t>(spec.batch_size);
   // One evaluation chunk of validation data, so the evaluation peak is part of the figure.
   const auto validation = static_cast<std::uint32_t>(evaluation_chunk(spec.batch_size));
-  datasets::DataSplit split{random_images(batch * static_cast<std::uint32_t>(steps), input, 1),
-                            random_images(validation, input, 2)};
+  const auto split = synthetic_split(input, batch * static_cast<std::uint32_t>(steps), validation);
   datasets::BatchStream stream(split, device, 0);
 
   PeakScope scope;

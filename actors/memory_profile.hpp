@@ -9,8 +9,13 @@
 
 #include "actors/classifier.hpp"
 #include "actors/trial_spec.hpp"
+#include "datasets/image_dataset.hpp"
 
 namespace packtune::actors {
+
+// Random images and labels of the experiment's input shape, for profiles that must not
+// depend on (or disturb) the data a pack trains on.
+datasets::DataSplit synthetic_split(const InputShape& input, std::uint32_t train, std::uint32_t validation);
 
 // Peak bytes of training `members` trials of `spec` (fused when members > 1) for `steps`
 // steps and one evaluation pass. CPU only: the figure comes from MemoryMeter.

@@ -35,6 +35,7 @@ struct PackJob {
   bool checkpoint = false;
   // Members a fused group of this shape may have (the planner's unit size); 0: no limit.
   int max_fused = 0;
+  std::string unit;
 };
 
 struct PackEvent {
@@ -45,6 +46,7 @@ struct PackEvent {
   double train_seconds = 0;  // this trial's share of the pack's wall time so far
   std::string error;         // set when training failed; the member has been removed
   bool out_of_memory = false;  // the failure was a full device (or the pack's memory budget)
+  int unit_size = 1;
   // The final event of a job with `checkpoint` set: host copies of the trial's state, ready
   // to be written while the pack trains on; or why it could not be captured.
   std::shared_ptr<TrialCheckpoint> checkpoint;

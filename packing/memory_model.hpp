@@ -17,7 +17,9 @@
 namespace packtune::packing {
 
 struct TrialShape {
-  std::string key;  // trials with equal keys can be fused (architecture, batch size, optimizer)
+  std::string key;     // the exact shape: widths, batch size, optimizer (what memory and speed follow)
+  std::string fusion;  // trials with equal fusion keys can train as one model, padded to the
+                       // widest member (HFTA); empty: only trials of this exact shape
   std::int64_t parameters = 0;
   std::int64_t largest_parameter = 0;
   std::int64_t activations_per_sample = 0;

@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "packtune/error.hpp"
+
 namespace packtune::packing {
 namespace {
 
@@ -21,36 +23,85 @@ double total_steps(const std::vector<TrialDemand>& members) {
 
 }  // namespace
 
+FuseMode parse_fuse_mode(const std::string& text) {
+  if (text == "never") return FuseMode::Never;
+  if (text == "auto") return FuseMode::Auto;
+  if (text == "always") return FuseMode::Always;
+  throw InputError("fuse: unknown value \"" + text + "\"; expected auto, always or never");
+}
+
 int Plan::actors_used() const {
   int n = 0;
   for (const auto& a : actors) n += !a.units.empty();
   return n;
 }
 
-Planner::Planner(MemoryModel model, PlanOptions options) : model_(std::move(model)), options_(options) {}
+Planner::Planner(MemoryModel model, PlanOptions options)
+    : model_(std::move(model)),
+      options_(options),
+      throughput_(options.step_overhead_seconds, options.device_flops) {}
 
-double Planner::step_seconds(const TrialShape& shape, int members) const {
-  const double flops = 3.0 * static_cast<double>(shape.flops_per_sample) * shape.batch_size;
-  return options_.step_overhead_seconds + std::max(1, members) * flops / options_.device_flops;
+void Planner::record_profile(const std::string& device, const TrialShape& shape, StepProfile profile) {
+  throughput_.record(device, shape, std::move(profile));
+  useful_cache_.clear();
 }
 
-int Planner::useful_members(const TrialShape& shape) const {
-  if (!options_.fuse) return 1;
+const std::string& Planner::fusion_key(const TrialShape& shape) {
+  return shape.fusion.empty() ? shape.key : shape.fusion;
+}
+
+TrialShape Planner::padded_shape(const std::vector<TrialDemand>& members) {
+  const TrialShape* widest = &members.front().shape;
+  for (const auto& m : members) {
+    if (m.shape.parameters > widest->parameters) widest = &m.shape;
+  }
+  TrialShape s = *widest;
+  for (const auto& m : members) {
+    s.largest_parameter = std::max(s.largest_parameter, m.shape.largest_parameter);
+    s.activations_per_sample = std::max(s.activations_per_sample, m.shape.activations_per_sample);
+    s.flops_per_sample = std::max(s.flops_per_sample, m.shape.flops_per_sample);
+    s.optimizer_slots = std::max(s.optimizer_slots, m.shape.optimizer_slots);
+    s.adaptive = s.adaptive || m.shape.adaptive;
+  }
+  return s;
+}
+
+const PlannedUnit* Planner::unit_of(const Plan& plan, std::int64_t trial) {
+  for (const auto& a : plan.actors) {
+    for (const auto& u : a.units) {
+      for (const auto& m : u.members) {
+        if (m.trial == trial) return &u;
+      }
+    }
+  }
+  return nullptr;
+}
+
+double Planner::step_seconds(const TrialShape& shape, int members, const std::string& device) const {
+  return throughput_.step_seconds(device, shape, members);
+}
+
+int Planner::useful_members(const TrialShape& shape, const std::string& device) const {
+  if (options_.fuse == FuseMode::Never) return 1;
+  if (options_.fuse == FuseMode::Always) return 4096;
+  const auto cache_key = device_class(device) + "|" + shape.key + "|" + std::to_string(shape.flops_per_sample);
+  if (auto hit = useful_cache_.find(cache_key); hit != useful_cache_.end()) return hit->second;
   int k = 1;
   // Throughput k / t(k) rises with k while the fixed cost per step still dominates.
   while (k < 4096) {
-    const double now = k / step_seconds(shape, k);
-    const double next = (k + 1) / step_seconds(shape, k + 1);
+    const double now = k / step_seconds(shape, k, device);
+    const double next = (k + 1) / step_seconds(shape, k + 1, device);
     if (next < now * (1 + options_.min_gain)) break;
     ++k;
   }
+  useful_cache_[cache_key] = k;
   return k;
 }
 
-double Planner::unit_seconds(const PlannedUnit& unit) const {
+double Planner::unit_seconds(const PlannedUnit& unit, const std::string& device) const {
   const int k = static_cast<int>(unit.members.size());
   // Each member pays its share of the fused step for as many steps as it trains.
-  return total_steps(unit.members) * step_seconds(unit.members.front().shape, k) / k;
+  return total_steps(unit.members) * step_seconds(unit.shape, k, device) / k;
 }
 
 std::int64_t Planner::usable(const ActorSpec& actor) const {
@@ -65,10 +116,11 @@ void Planner::refresh(ActorPlan& actor) const {
   actor.member_count = 0;
   for (auto& unit : actor.units) {
     actor.member_count += static_cast<int>(unit.members.size());
-    unit.estimate = model_.estimate(unit.members.front().shape, static_cast<int>(unit.members.size()));
+    unit.shape = padded_shape(unit.members);
+    unit.estimate = model_.estimate(unit.shape, static_cast<int>(unit.members.size()));
     actor.persistent_bytes += unit.estimate.persistent;
     actor.largest_transient = std::max(actor.largest_transient, unit.estimate.transient);
-    actor.estimated_seconds += unit_seconds(unit);
+    actor.estimated_seconds += unit_seconds(unit, actor.actor.device);
   }
   actor.estimated_bytes = actor.actor.base_bytes + actor.persistent_bytes + actor.largest_transient;
 }
@@ -78,55 +130,79 @@ bool Planner::fits(const ActorPlan& actor, int unit, const std::vector<TrialDema
   const int k = static_cast<int>(item.size());
   if (actor.members() + k > actor.actor.max_members) return false;
   if (actor.actor.capacity_bytes <= 0) return true;
-  const auto& shape = item.front().shape;
   std::int64_t persistent = actor.persistent_bytes;
   UnitEstimate added;
   if (unit >= 0) {
     const auto& old = actor.units[static_cast<std::size_t>(unit)];
-    added = model_.estimate(shape, static_cast<int>(old.members.size()) + k);
+    auto grown = old.members;
+    grown.insert(grown.end(), item.begin(), item.end());
+    added = model_.estimate(padded_shape(grown), static_cast<int>(grown.size()));
     persistent -= old.estimate.persistent;
   } else {
-    added = alone ? *alone : model_.estimate(shape, k);
+    added = alone ? *alone : model_.estimate(padded_shape(item), k);
   }
   // A grown unit's transient is at least its old one, so the maximum stays exact.
   const auto transient = std::max(actor.largest_transient, added.transient);
   return actor.actor.base_bytes + persistent + added.persistent + transient <= usable(actor.actor);
 }
 
-void Planner::add(ActorPlan& actor, int unit, std::vector<TrialDemand> item) const {
+void Planner::add(Plan& plan, std::size_t actor_index, int unit, std::vector<TrialDemand> item) const {
+  auto& actor = plan.actors[actor_index];
   if (unit >= 0) {
     auto& members = actor.units[static_cast<std::size_t>(unit)].members;
     members.insert(members.end(), item.begin(), item.end());
   } else {
     PlannedUnit u;
-    u.key = item.front().shape.key;
+    u.id = plan.next_unit_id++;
+    u.key = fusion_key(item.front().shape);
+    // A unit nothing will join trains as a plain model: fusing one member only costs.
+    u.solo = item.size() == 1 && (actor.actor.max_members <= 1 ||
+                                  useful_members(item.front().shape, actor.actor.device) <= 1);
     u.members = std::move(item);
     actor.units.push_back(std::move(u));
   }
   refresh(actor);
 }
 
+int Planner::joinable(const ActorPlan& a, const std::vector<TrialDemand>& item) const {
+  if (options_.fuse == FuseMode::Never) return -1;
+  const auto& key = fusion_key(item.front().shape);
+  PlannedUnit own;
+  own.members = item;
+  own.shape = padded_shape(item);
+  const double own_seconds = unit_seconds(own, a.actor.device);
+  int best = -1;
+  double best_added = 0;
+  for (std::size_t u = 0; u < a.units.size(); ++u) {
+    const auto& unit = a.units[u];
+    if (unit.solo || unit.key != key) continue;
+    PlannedUnit grown = unit;
+    grown.members.insert(grown.members.end(), item.begin(), item.end());
+    grown.shape = padded_shape(grown.members);
+    const int size = static_cast<int>(grown.members.size());
+    const double added = unit_seconds(grown, a.actor.device) - unit_seconds(unit, a.actor.device);
+    if (options_.fuse == FuseMode::Auto) {
+      // Joining must pay against a unit of its own, padding included, and stay within the
+      // size where the padded shape's throughput saturates.
+      if (size > useful_members(grown.shape, a.actor.device) || added >= own_seconds * (1 - options_.min_gain)) continue;
+    }
+    if (best < 0 || added < best_added) {
+      best = static_cast<int>(u);
+      best_added = added;
+    }
+  }
+  return best;
+}
+
 std::optional<Planner::Candidate> Planner::find_room(const Plan& plan, const std::vector<TrialDemand>& item,
                                                      Policy policy, const std::vector<bool>* opened) const {
-  const auto& shape = item.front().shape;
   const int k = static_cast<int>(item.size());
-  const int useful = useful_members(shape);
-  auto joinable = [&](const ActorPlan& a) {
-    if (!options_.fuse) return -1;
-    for (std::size_t u = 0; u < a.units.size(); ++u) {
-      if (a.units[u].key == shape.key && static_cast<int>(a.units[u].members.size()) + k <= useful) {
-        return static_cast<int>(u);
-      }
-    }
-    return -1;
-  };
-
-  const auto alone = model_.estimate(shape, k);
+  const auto alone = model_.estimate(padded_shape(item), k);
   if (policy == Policy::FirstFit) {
     for (std::size_t i = 0; i < plan.actors.size(); ++i) {
       if (opened && !(*opened)[i]) continue;
       const auto& a = plan.actors[i];
-      const int u = joinable(a);
+      const int u = joinable(a, item);
       if (u >= 0 && fits(a, u, item)) return Candidate{i, u};
       if (fits(a, -1, item, &alone)) return Candidate{i, -1};
     }
@@ -145,7 +221,7 @@ std::optional<Planner::Candidate> Planner::find_room(const Plan& plan, const std
   double best_finish = 0;
   for (std::size_t i = 0; i < plan.actors.size(); ++i) {
     const auto& a = plan.actors[i];
-    const int u = joinable(a);
+    const int u = joinable(a, item);
     std::vector<int> options{-1};
     if (u >= 0) options.insert(options.begin(), u);
     for (int option : options) {
@@ -154,11 +230,14 @@ std::optional<Planner::Candidate> Planner::find_room(const Plan& plan, const std
       if (option >= 0) {
         PlannedUnit grown = a.units[static_cast<std::size_t>(option)];
         grown.members.insert(grown.members.end(), item.begin(), item.end());
-        added = unit_seconds(grown) - unit_seconds(a.units[static_cast<std::size_t>(option)]);
+        grown.shape = padded_shape(grown.members);
+        added = unit_seconds(grown, a.actor.device) -
+                unit_seconds(a.units[static_cast<std::size_t>(option)], a.actor.device);
       } else {
-        PlannedUnit alone;
-        alone.members = item;
-        added = unit_seconds(alone);
+        PlannedUnit own;
+        own.members = item;
+        own.shape = padded_shape(item);
+        added = unit_seconds(own, a.actor.device);
       }
       const double finish = a.estimated_seconds + added;
       if (!best || finish < best_finish - 1e-12) {
@@ -203,16 +282,21 @@ Plan Planner::plan(const std::vector<ActorSpec>& actors, const std::vector<Trial
   std::map<std::string, std::size_t> group_of;
   std::vector<std::vector<TrialDemand>> groups;
   for (const auto& t : trials) {
-    if (!options_.fuse) {
+    if (options_.fuse == FuseMode::Never) {
       groups.push_back({t});
       continue;
     }
-    auto [it, fresh] = group_of.try_emplace(t.shape.key, groups.size());
+    auto [it, fresh] = group_of.try_emplace(fusion_key(t.shape), groups.size());
     if (fresh) groups.emplace_back();
     groups[it->second].push_back(t);
   }
+  const std::string device = actors.empty() ? std::string() : actors.front().device;
   for (auto& group : groups) {
-    const auto size = static_cast<std::size_t>(std::min(useful_members(group.front().shape), max_members));
+    // Neighbours in width pad least: widest first.
+    std::stable_sort(group.begin(), group.end(), [](const TrialDemand& a, const TrialDemand& b) {
+      return a.shape.flops_per_sample > b.shape.flops_per_sample;
+    });
+    const auto size = static_cast<std::size_t>(std::min(useful_members(group.front().shape, device), max_members));
     for (std::size_t begin = 0; begin < group.size(); begin += size) {
       const auto end = std::min(group.size(), begin + size);
       items.emplace_back(group.begin() + static_cast<std::ptrdiff_t>(begin), group.begin() + static_cast<std::ptrdiff_t>(end));
@@ -220,7 +304,7 @@ Plan Planner::plan(const std::vector<ActorSpec>& actors, const std::vector<Trial
   }
   // First-fit decreasing by estimated memory.
   std::vector<std::int64_t> bytes;
-  for (const auto& item : items) bytes.push_back(model_.estimate(item.front().shape, static_cast<int>(item.size())).peak());
+  for (const auto& item : items) bytes.push_back(model_.estimate(padded_shape(item), static_cast<int>(item.size())).peak());
   std::vector<std::size_t> order(items.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return bytes[a] > bytes[b]; });
@@ -233,7 +317,7 @@ Plan Planner::plan(const std::vector<ActorSpec>& actors, const std::vector<Trial
     queue.pop_front();
     if (auto c = find_room(plan, item, Policy::FirstFit, &opened)) {
       opened[c->actor] = true;
-      add(plan.actors[c->actor], c->unit, std::move(item));
+      add(plan, c->actor, c->unit, std::move(item));
     } else if (item.size() > 1) {
       // Too big as one unit anywhere: two halves, tried next.
       std::vector<TrialDemand> second(item.begin() + static_cast<std::ptrdiff_t>(item.size() / 2), item.end());
@@ -266,7 +350,7 @@ void Planner::balance(Plan& plan) const {
     if (from.units.size() > 1) {
       double best = std::numeric_limits<double>::max();
       for (std::size_t u = 0; u < from.units.size(); ++u) {
-        const double d = std::abs(unit_seconds(from.units[u]) - from.estimated_seconds / 2);
+        const double d = std::abs(unit_seconds(from.units[u], from.actor.device) - from.estimated_seconds / 2);
         if (d < best) {
           best = d;
           unit = static_cast<int>(u);
@@ -292,10 +376,12 @@ void Planner::balance(Plan& plan) const {
     refresh(trial_from);
     PlannedUnit moved;
     moved.members = part;
-    const double target_after = plan.actors[*target].estimated_seconds + unit_seconds(moved);
+    moved.shape = padded_shape(part);
+    const double target_after =
+        plan.actors[*target].estimated_seconds + unit_seconds(moved, plan.actors[*target].actor.device);
     if (std::max(trial_from.estimated_seconds, target_after) >= from.estimated_seconds - 1e-12) return;
     from = std::move(trial_from);
-    add(plan.actors[*target], -1, std::move(part));
+    add(plan, *target, -1, std::move(part));
   }
 }
 
@@ -305,7 +391,7 @@ std::optional<int> Planner::place(Plan& plan, const TrialDemand& trial, Unplaced
     if (why) *why = why_unplaced(plan, trial);
     return std::nullopt;
   }
-  add(plan.actors[c->actor], c->unit, {trial});
+  add(plan, c->actor, c->unit, {trial});
   return plan.actors[c->actor].actor.id;
 }
 

@@ -4,11 +4,13 @@
 // units (HFTA) up to the size where one more member stops paying for itself; the rest share
 // an actor as mixed units. Pure logic: actors are figures, trials are shapes.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "packing/memory_model.hpp"
+#include "packing/throughput_model.hpp"
 
 namespace packtune::packing {
 
@@ -26,10 +28,14 @@ struct TrialDemand {
   double steps = 1;  // training steps of its job: the planner's measure of work
 };
 
-// Trials that train as one model (fused, K > 1) or one trial alone.
+// Trials that train as one model (fused, K > 1; padded to its widest member) or one trial
+// alone. A solo unit trains as a plain model and never takes another member.
 struct PlannedUnit {
-  std::string key;
+  std::int64_t id = -1;  // unique within its plan: the actor groups a unit's members by it
+  std::string key;       // the fusion key its members share
   std::vector<TrialDemand> members;
+  bool solo = false;
+  TrialShape shape;      // the padded shape the unit trains at (see padded_shape)
   UnitEstimate estimate;
   bool fused() const { return members.size() > 1; }
 };
@@ -54,17 +60,23 @@ struct Unplaced {
 struct Plan {
   std::vector<ActorPlan> actors;
   std::vector<Unplaced> unplaced;
+  std::int64_t next_unit_id = 0;
   int actors_used() const;
 };
 
+// never: every trial its own plain model; auto: fuse while the throughput model says one
+// more member pays; always: fuse what can fuse, as far as memory and max_members allow.
+enum class FuseMode { Never, Auto, Always };
+FuseMode parse_fuse_mode(const std::string& text);  // "never" | "auto" | "always"
+
 struct PlanOptions {
-  bool fuse = true;
+  FuseMode fuse = FuseMode::Auto;
   // After packing tightly, spread work onto idle actors (off: the fewest actors that fit).
   bool balance = true;
   double headroom = 0.0;   // share of each capacity kept free
   double min_gain = 0.05;  // a fused unit grows while one more member adds this much throughput
-  // Throughput model of a fused step: a fixed cost per step (dispatch, small-kernel
-  // overhead) plus the members' FLOPs at the device's rate.
+  // The throughput model's prior, until actors profile a shape: a fixed cost per step
+  // (dispatch, small-kernel overhead) plus the members' FLOPs at the device's rate.
   double step_overhead_seconds = 1e-3;
   double device_flops = 5e10;
 };
@@ -76,10 +88,22 @@ class Planner {
   const PlanOptions& options() const { return options_; }
   MemoryModel& memory_model() { return model_; }
   const MemoryModel& memory_model() const { return model_; }
+  const ThroughputModel& throughput_model() const { return throughput_; }
+  // Profiles change which units pay; record them here so cached figures follow.
+  void record_profile(const std::string& device, const TrialShape& shape, StepProfile profile);
 
-  // The largest fused unit of this shape worth forming.
-  int useful_members(const TrialShape& shape) const;
-  double step_seconds(const TrialShape& shape, int members) const;
+  // The largest fused unit of this shape worth forming on a device of this kind ("" for
+  // any): with fuse "auto", where one more member stops adding min_gain of throughput.
+  int useful_members(const TrialShape& shape, const std::string& device = "") const;
+  double step_seconds(const TrialShape& shape, int members, const std::string& device = "") const;
+
+  // The shape a fused unit of these trials trains at: the member with the most parameters,
+  // with every figure raised to the largest among the members (padding to the widest).
+  static TrialShape padded_shape(const std::vector<TrialDemand>& members);
+  static const std::string& fusion_key(const TrialShape& shape);
+
+  // The unit a placed trial belongs to, or nullptr.
+  static const PlannedUnit* unit_of(const Plan& plan, std::int64_t trial);
 
   // A plan for these trials from scratch.
   Plan plan(const std::vector<ActorSpec>& actors, const std::vector<TrialDemand>& trials) const;
@@ -109,17 +133,21 @@ class Planner {
   };
   std::optional<Candidate> find_room(const Plan& plan, const std::vector<TrialDemand>& item,
                                      Policy policy, const std::vector<bool>* opened) const;
-  void add(ActorPlan& actor, int unit, std::vector<TrialDemand> item) const;
+  void add(Plan& plan, std::size_t actor, int unit, std::vector<TrialDemand> item) const;
+  // The unit of `actor` this item should join, -1 for none (a unit of its own).
+  int joinable(const ActorPlan& actor, const std::vector<TrialDemand>& item) const;
   // `alone`: the item's own estimate as a new unit, when the caller has it already.
   bool fits(const ActorPlan& actor, int unit, const std::vector<TrialDemand>& item,
             const UnitEstimate* alone = nullptr) const;
   std::int64_t usable(const ActorSpec& actor) const;
-  double unit_seconds(const PlannedUnit& unit) const;
+  double unit_seconds(const PlannedUnit& unit, const std::string& device) const;
   Unplaced why_unplaced(const Plan& plan, const TrialDemand& trial) const;
   void balance(Plan& plan) const;
 
   MemoryModel model_;
   PlanOptions options_;
+  ThroughputModel throughput_;
+  mutable std::map<std::string, int> useful_cache_;  // device kind, shape key and FLOPs
 };
 
 }  // namespace packtune::packing

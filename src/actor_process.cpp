@@ -17,6 +17,7 @@
 #include "actors/memory_meter.hpp"
 #include "actors/memory_profile.hpp"
 #include "actors/pack_executor.hpp"
+#include "actors/throughput_profile.hpp"
 #include "datasets/batch_stream.hpp"
 #include "packtune/error.hpp"
 #include "trial_shape.hpp"
@@ -93,7 +94,7 @@ class Actor {
       send_message(socket_, proto::ActorFailed{actors::error_message(e)});
       throw;
     }
-    actors::PackExecutor pack(*stream, actors::parse_budget_unit(spec_.budget_unit), spec_.fuse);
+    actors::PackExecutor pack(*stream, actors::parse_budget_unit(spec_.budget_unit), spec_.fuse != "never");
     ready.device = device;
     input_ = actors::InputShape{stream->channels(), stream->height(), stream->width(), stream->classes()};
     send_message(socket_, ready);
@@ -108,7 +109,8 @@ class Actor {
     auto last_sent = Clock::now();
     auto last_heard = Clock::now();
     while (true) {
-      while (auto message = receive_message(socket_, !pack.empty() ? 0 : saves_.empty() ? 100 : 5)) {
+      const bool busy = !pack.empty() || !calibrations_.empty() || !profiles_.empty();
+      while (auto message = receive_message(socket_, busy ? 0 : saves_.empty() ? 100 : 5)) {
         last_heard = Clock::now();
         if (std::holds_alternative<proto::Shutdown>(*message)) {
           spdlog::info("actor {}: shutdown by the driver", id_);
@@ -119,6 +121,8 @@ class Actor {
           start_trial(pack, *assign);
         } else if (auto* stop = std::get_if<proto::Stop>(&*message)) {
           pack.remove(stop->trial);
+        } else if (auto* profile = std::get_if<proto::Profile>(&*message)) {
+          queue_profile(*profile);
         }
         last_sent = Clock::now();  // replies above count as signs of life
       }
@@ -143,6 +147,7 @@ class Actor {
           send_message(socket_, out_of_memory);
         }
       }
+      if (advance_profiles()) last_sent = Clock::now();
       if (send_saved(false)) last_sent = Clock::now();
       const auto now = Clock::now();
       if (now - last_sent >= heartbeat) {
@@ -164,8 +169,9 @@ class Actor {
       job.budget = assign.budget;
       job.report_every = spec_.report_every;
       job.config = assign.config;
-      job.checkpoint = !spec_.checkpoint_dir.empty();
+      job.checkpoint = !spec_.checkpoint_dir.empty() && assign.checkpoint;
       job.max_fused = assign.max_fused;
+      job.unit = assign.unit;
       calibrate(job.spec, torch::Device(pack_device_));
       start_budget_[assign.trial] = add_resumed(pack, job, assign.resume_from);
       if (!job.resume) pack.add(job);
@@ -215,22 +221,60 @@ class Actor {
     return r;
   }
 
-  // Profiles each new shape once, before its first trial trains (CPU: exact tensor counts).
+  // Measures the memory of each new shape once (CPU: exact tensor counts), between rounds.
   void calibrate(const actors::TrialSpec& spec, torch::Device device) {
     if (!device.is_cpu()) return;
-    const auto key = actors::fusion_key(spec);
-    if (!profiled_.insert(key).second) return;
+    if (!profiled_.insert(trial_shape(spec).key).second) return;
+    calibrations_.push_back(spec);
+  }
+
+  void queue_profile(const proto::Profile& request) {
     try {
-      const auto bytes = actors::measure_peak_bytes(spec, 1, input_, device);
-      send_message(socket_, proto::Measured{key, 1, bytes});
+      auto spec = actors::parse_trial_spec(request.config, "profile of shape " + request.key);
+      profiles_.push_back({request.key, Clock::now(),
+                           std::make_unique<actors::ThroughputProfiler>(spec, request.max_members, input_,
+                                                                        torch::Device(pack_device_))});
     } catch (const std::exception& e) {
-      spdlog::warn("actor {}: could not profile the memory of shape {}: {}", id_, key, actors::error_message(e));
+      send_message(socket_, proto::Profiled{request.key, pack_device_, {}, {}, actors::error_message(e)});
     }
+  }
+
+  // One piece of profiling work per round of the pack: a memory calibration, or one K of a
+  // throughput profile. Returns whether a message went out.
+  bool advance_profiles() {
+    if (!calibrations_.empty()) {
+      const auto spec = calibrations_.front();
+      calibrations_.pop_front();
+      const auto key = trial_shape(spec).key;
+      try {
+        const auto bytes = actors::measure_peak_bytes(spec, 1, input_, torch::Device(pack_device_));
+        send_message(socket_, proto::Measured{key, 1, bytes});
+        return true;
+      } catch (const std::exception& e) {
+        spdlog::warn("actor {}: could not profile the memory of shape {}: {}", id_, key, actors::error_message(e));
+        return false;
+      }
+    }
+    if (profiles_.empty()) return false;
+    auto& task = profiles_.front();
+    if (task.profiler->advance()) return false;
+    proto::Profiled answer{task.key, pack_device_, {}, {}, task.profiler->error()};
+    for (const auto& [members, seconds] : task.profiler->points()) {
+      answer.members.push_back(members);
+      answer.seconds.push_back(seconds);
+    }
+    spdlog::info("actor {}: profiled shape {} up to {} member(s) in {:.2f} s", id_, task.key,
+                 answer.members.empty() ? 0 : answer.members.back(),
+                 std::chrono::duration<double>(Clock::now() - task.asked).count());
+    send_message(socket_, answer);
+    profiles_.pop_front();
+    return true;
   }
 
   void report(const actors::PackEvent& event) {
     proto::Report report{event.trial, event.budget, event.metrics, event.final, event.train_seconds};
     report.start_budget = start_budget_[event.trial];
+    report.unit_size = event.unit_size;
     if (!event.final) {
       send_message(socket_, report);
       return;
@@ -297,7 +341,14 @@ class Actor {
   std::map<tuners::TrialId, double> start_budget_;  // budget each running job started from
   std::string pack_device_ = "cpu";
   actors::InputShape input_;
-  std::set<std::string> profiled_;  // fusion keys whose memory was measured
+  std::set<std::string> profiled_;  // shape keys whose memory was measured or queued
+  std::deque<actors::TrialSpec> calibrations_;  // memory calibrations not yet run
+  struct ProfileTask {
+    std::string key;
+    Clock::time_point asked;
+    std::unique_ptr<actors::ThroughputProfiler> profiler;
+  };
+  std::deque<ProfileTask> profiles_;  // throughput profiles the driver asked for, in order
   std::deque<PendingSave> saves_;                   // final reports waiting for their file
 };
 

@@ -161,6 +161,7 @@ class Driver {
       }
       reap_local_actors();
       check_heartbeats();
+      check_profiles();
       if (dispatch()) return 0;
       const auto now = Clock::now();
       if (now - last_heartbeat > std::chrono::duration<double>(config_.heartbeat_seconds)) {
@@ -242,6 +243,8 @@ class Driver {
             on_measured(actor, m);
           } else if constexpr (std::is_same_v<T, proto::OutOfMemory>) {
             on_out_of_memory(actor, m);
+          } else if constexpr (std::is_same_v<T, proto::Profiled>) {
+            on_profiled(actor, m);
           } else if constexpr (std::is_same_v<T, proto::Heartbeat>) {
           } else {
             spdlog::warn("unexpected {} from actor {}", proto::verb(message), actor.id);
@@ -280,6 +283,7 @@ class Driver {
     row.wall_time = seconds_since_start();
     row.train_seconds = report.train_seconds;
     row.actor = actor.id;
+    row.unit_size = report.unit_size;
     results_->write(row, trial.full);
     trial.reached = report.budget;
     auto metric = report.metrics.find(config_.metric);
@@ -390,7 +394,7 @@ class Driver {
 
   static packing::PlanOptions plan_options(const ExperimentConfig& config) {
     packing::PlanOptions o;
-    o.fuse = config.fuse;
+    o.fuse = packing::parse_fuse_mode(config.fuse);
     o.headroom = 0.1;  // allocator fragmentation and the framework's own buffers
     return o;
   }
@@ -493,7 +497,7 @@ class Driver {
         Job job = tuner_->next_job();
         if (job.kind == Job::Kind::Wait) break;
         if (job.kind == Job::Kind::Finished) {
-          if (running_jobs() == 0) return true;
+          if (running_jobs() == 0 && held_jobs() == 0) return true;
           break;
         }
         pending_.push_back(std::move(job));
@@ -514,6 +518,10 @@ class Driver {
           continue;
         }
       }
+      if (hold_for_profile(job, trial)) {
+        pending_.pop_front();
+        continue;
+      }
       packing::Unplaced why;
       const double steps = job_steps(config_, job.budget, trial.shape.batch_size);
       auto target = planner_.place(plan_, {job.trial, trial.shape, steps}, &why);
@@ -532,7 +540,11 @@ class Driver {
       trial.reached = 0;
       actor->running.insert(job.trial);
       auto assign = make_assign(job, trial);
-      assign.max_fused = planner_.useful_members(trial.shape);
+      const auto* unit = planner_.unit_of(plan_, job.trial);
+      assign.unit = "u" + std::to_string(unit->id);
+      assign.max_fused = unit->solo ? 1 : 0;
+      // Nothing can resume a job at the largest budget: its checkpoint would only be deleted.
+      assign.checkpoint = config_.keep_checkpoints == "all" || job.budget < config_.max_budget * (1 - 1e-9);
       send(*actor, assign);
       pending_.pop_front();
     }
@@ -587,6 +599,99 @@ class Driver {
       std::printf("no trial reported %s\n", config_.metric.c_str());
     }
     std::fflush(stdout);
+  }
+
+  // --- throughput profiles (docs/planner.md) ----------------------------------------------
+
+  // With fuse "auto" the planner sizes fused units from the step times actors measure. The
+  // first trial of a shape no profile speaks for waits (others go on) while one actor
+  // profiles it between the rounds of its pack; later shapes of the same architecture are
+  // scaled from it, and profiled too without waiting.
+  bool hold_for_profile(const Job& job, const TrialState& trial) {
+    if (config_.fuse != "auto") return false;
+    const auto& key = trial.shape.key;
+    const bool covered = planner_.throughput_model().covered("", trial.shape);
+    if (!profile_requests_.count(key) && !planner_.throughput_model().profiled("", key)) request_profile(trial);
+    if (covered || !profile_requests_.count(key)) return false;
+    held_[key].push_back(job);
+    return true;
+  }
+
+  void request_profile(const TrialState& trial) {
+    ActorState* best = nullptr;
+    double best_load = 0;
+    for (auto& a : plan_.actors) {
+      ActorState* actor = actor_by_id(a.actor.id);
+      if (!actor || !actor->ready || actor->dead) continue;
+      if (!best || a.estimated_seconds < best_load) {
+        best = actor;
+        best_load = a.estimated_seconds;
+      }
+    }
+    if (!best) return;
+    proto::Profile p{trial.shape.key, trial.full, config_.max_pack};
+    send(*best, p);
+    profile_requests_[trial.shape.key] = {best->id, Clock::now(), trial.shape};
+    spdlog::info("actor {} profiles the throughput of shape {}", best->id, trial.shape.key);
+  }
+
+  void on_profiled(const ActorState& actor, const proto::Profiled& m) {
+    auto request = profile_requests_.find(m.key);
+    if (request == profile_requests_.end()) return;
+    packing::StepProfile points;
+    std::string table;
+    for (std::size_t i = 0; i < m.members.size() && i < m.seconds.size(); ++i) {
+      points.emplace_back(m.members[i], m.seconds[i]);
+      table += fmt::format("{}{}: {:.2f} ms", table.empty() ? "" : ", ", m.members[i], m.seconds[i] * 1e3);
+    }
+    if (!m.error.empty() || points.empty()) {
+      spdlog::warn("actor {} could not profile shape {}: {}; its units are sized by the prior", actor.id, m.key,
+                   m.error.empty() ? "no step time" : m.error);
+    } else {
+      planner_.record_profile(m.device, request->second.shape, points);
+      for (auto& a : plan_.actors) planner_.refresh(a);
+      spdlog::info("actor {} profiled shape {} on {}: step time by unit size {}; units of up to {} pay", actor.id,
+                   m.key, m.device, table, planner_.useful_members(request->second.shape, m.device));
+    }
+    profile_requests_.erase(request);
+    release_held();
+  }
+
+  // A profile that never comes (its actor died or hangs) must not hold trials forever.
+  void check_profiles() {
+    for (auto it = profile_requests_.begin(); it != profile_requests_.end();) {
+      const ActorState* actor = actor_by_id(it->second.actor);
+      if (actor && !actor->dead && Clock::now() - it->second.asked < std::chrono::seconds(120)) {
+        ++it;
+        continue;
+      }
+      spdlog::warn("no throughput profile of shape {} came back; its units are sized by the prior", it->first);
+      it = profile_requests_.erase(it);
+    }
+    release_held();
+  }
+
+  // Held jobs whose shape is now covered, or whose profile will not come, go back to the
+  // front of the queue in the order they came.
+  void release_held() {
+    std::vector<Job> back;
+    for (auto it = held_.begin(); it != held_.end();) {
+      const auto& shape = trials_.at(it->second.front().trial).shape;
+      if (profile_requests_.count(it->first) && !planner_.throughput_model().covered("", shape)) {
+        ++it;
+        continue;
+      }
+      back.insert(back.end(), it->second.begin(), it->second.end());
+      it = held_.erase(it);
+    }
+    std::sort(back.begin(), back.end(), [](const Job& a, const Job& b) { return a.trial < b.trial; });
+    pending_.insert(pending_.begin(), back.begin(), back.end());
+  }
+
+  int held_jobs() const {
+    int n = 0;
+    for (const auto& [key, jobs] : held_) n += static_cast<int>(jobs.size());
+    return n;
   }
 
   // --- checkpoints (docs/checkpoints.md) ---------------------------------------------------
@@ -702,6 +807,13 @@ class Driver {
   std::map<std::string, ActorState> actors_;  // by ZeroMQ identity
   std::map<TrialId, TrialState> trials_;
   std::deque<Job> pending_;
+  struct ProfileRequest {
+    int actor = -1;
+    Clock::time_point asked;
+    packing::TrialShape shape;
+  };
+  std::map<std::string, ProfileRequest> profile_requests_;  // by shape key, while unanswered
+  std::map<std::string, std::vector<Job>> held_;            // jobs waiting for their shape's profile
   std::vector<std::string> actor_failures_;
   int next_actor_id_ = 0;
   std::int64_t completed_jobs_ = 0;

@@ -100,6 +100,12 @@ void check_keep_checkpoints(const std::string& value, const std::string& where) 
 
 }  // namespace
 
+void check_fuse_mode(const std::string& mode, const std::string& where) {
+  if (mode != "auto" && mode != "always" && mode != "never") {
+    throw InputError(where + ": unknown value \"" + mode + "\"; expected auto, always or never");
+  }
+}
+
 ExperimentConfig parse_config(const json& root, const std::string& path) {
   ExperimentConfig c;
   c.source = root;
@@ -164,7 +170,17 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
   top.string("device", c.device);
   actors::check_device_syntax(c.device);
   top.integer("max_pack", c.max_pack, 1, 1024);
-  if (top.has("fuse")) c.fuse = top.get("fuse", json::value_t::boolean, "true or false").get<bool>();
+  if (top.has("fuse")) {
+    const auto& v = root.at("fuse");
+    top.mark("fuse");
+    // true and false are the spellings of the first releases: auto and never.
+    if (v.is_boolean()) {
+      c.fuse = v.get<bool>() ? "auto" : "never";
+    } else {
+      top.string("fuse", c.fuse);
+    }
+    check_fuse_mode(c.fuse, "fuse");
+  }
   top.integer("threads_per_actor", c.threads_per_actor, 0, 1024);
   top.string("listen", c.listen);
   top.number("heartbeat_seconds", c.heartbeat_seconds, 0, true);
@@ -227,6 +243,10 @@ void apply_overrides(ExperimentConfig& c, const Overrides& o) {
     c.device = *o.device;
   }
   if (o.tuner) c.tuner = *o.tuner;
+  if (o.fuse) {
+    check_fuse_mode(*o.fuse, "--fuse");
+    c.fuse = *o.fuse;
+  }
   if (o.max_pack) {
     if (*o.max_pack < 1) throw InputError("--max-pack: expected at least 1");
     c.max_pack = *o.max_pack;

@@ -22,6 +22,7 @@ struct Overrides {
   std::optional<std::string> tuner;
   std::optional<int> max_pack;
   std::optional<std::string> keep_checkpoints;
+  std::optional<std::string> fuse;
 };
 
 struct ExperimentConfig {
@@ -43,7 +44,9 @@ struct ExperimentConfig {
   int actors = 1;
   std::string device = "cpu";
   int max_pack = 8;               // trials trained at once per actor
-  bool fuse = true;               // fuse same-architecture trials (HFTA); false: one model each
+  // auto: fuse trials (HFTA, unlike widths and optimizers too) where the throughput the
+  // actors measured says it pays; always: as far as memory and max_pack allow; never.
+  std::string fuse = "auto";
   int threads_per_actor = 0;      // 0: the cores divided among the local actors
   std::string listen = "ipc";     // ipc | tcp | an explicit ZeroMQ endpoint
   double heartbeat_seconds = 1;
@@ -66,6 +69,8 @@ struct ExperimentConfig {
 ExperimentConfig parse_config(const nlohmann::json& json, const std::string& path);
 ExperimentConfig load_config(const std::string& path);
 void apply_overrides(ExperimentConfig& config, const Overrides& overrides);
+// auto | always | never, else an InputError naming `where`.
+void check_fuse_mode(const std::string& mode, const std::string& where);
 
 // Checks everything that can be checked before a process starts: the tuner's settings, every
 // hyper-parameter the space can produce, the device syntax and the data files.

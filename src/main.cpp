@@ -57,6 +57,7 @@ int run_command(const std::vector<std::string>& args) {
       ("device", po::value<std::string>(), "override the device: cpu, cuda, cuda:N, auto")
       ("tuner", po::value<std::string>(), "override the tuner by name")
       ("max-pack", po::value<int>(), "override max_pack: trials trained at once per actor")
+      ("fuse", po::value<std::string>(), "override fuse: auto (default) | always | never")
       ("tuner-plugin", po::value<std::vector<std::string>>(), "load tuners from a shared library")
       ("keep-checkpoints", po::value<std::string>(), "all | needed (default): trial checkpoints kept in DIR/checkpoints")
       ("quiet,q", "no progress lines");
@@ -84,6 +85,7 @@ int run_command(const std::vector<std::string>& args) {
   if (vm.count("device")) overrides.device = vm["device"].as<std::string>();
   if (vm.count("tuner")) overrides.tuner = vm["tuner"].as<std::string>();
   if (vm.count("max-pack")) overrides.max_pack = vm["max-pack"].as<int>();
+  if (vm.count("fuse")) overrides.fuse = vm["fuse"].as<std::string>();
   if (vm.count("keep-checkpoints")) overrides.keep_checkpoints = vm["keep-checkpoints"].as<std::string>();
   packtune::apply_overrides(config, overrides);
   packtune::validate(config);
@@ -92,6 +94,7 @@ int run_command(const std::vector<std::string>& args) {
   config.source["actors"] = config.actors;
   config.source["device"] = config.device;
   config.source["max_pack"] = config.max_pack;
+  config.source["fuse"] = config.fuse;
   config.source["keep_checkpoints"] = config.keep_checkpoints;
   if (config.source.contains("tuner") && config.source["tuner"].is_object()) {
     config.source["tuner"]["name"] = config.tuner;

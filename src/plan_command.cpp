@@ -145,7 +145,7 @@ int run_plan_command(const std::vector<std::string>& args) {
   }
 
   packing::PlanOptions plan_options;
-  plan_options.fuse = config.fuse;
+  plan_options.fuse = packing::parse_fuse_mode(config.fuse);
   plan_options.headroom = 0.1;
   packing::Planner planner({}, plan_options);
   planner.memory_model().set_scale(config.memory_estimate_scale);
@@ -171,7 +171,7 @@ int run_plan_command(const std::vector<std::string>& args) {
         for (const auto& m : u.members) members.push_back(m.trial);
         actor["packs"].push_back({{"members", members},
                                   {"fused", u.fused()},
-                                  {"shape", u.key},
+                                  {"shape", u.shape.key},
                                   {"estimated_bytes", u.estimate.peak()},
                                   {"persistent_bytes", u.estimate.persistent},
                                   {"transient_bytes", u.estimate.transient}});
@@ -193,7 +193,7 @@ int run_plan_command(const std::vector<std::string>& args) {
     for (const auto& u : a.units) {
       std::string ids;
       for (const auto& m : u.members) ids += (ids.empty() ? "" : " ") + std::to_string(m.trial);
-      std::printf("  %s %s: trials %s (%lld MiB)\n", u.fused() ? "fused" : "solo ", u.key.c_str(), ids.c_str(),
+      std::printf("  %s %s: trials %s (%lld MiB)\n", u.fused() ? "fused" : "solo ", u.shape.key.c_str(), ids.c_str(),
                   static_cast<long long>(u.estimate.peak() >> 20));
     }
   }

@@ -12,7 +12,7 @@
 
 namespace packtune::protocol {
 
-constexpr std::uint32_t kProtocolVersion = 2;
+constexpr std::uint32_t kProtocolVersion = 3;
 
 // What every actor of an experiment needs to know, sent once in Welcome.
 struct ExperimentSpec {
@@ -25,7 +25,7 @@ struct ExperimentSpec {
   double report_every = 0;
   std::uint64_t data_seed = 0;
   double heartbeat_seconds = 1;
-  bool fuse = true;
+  std::string fuse = "auto";  // never | auto | always (the planner decides units; never: no fusing)
   // Where actors write trial checkpoints (DIR/checkpoints, absolute): the experiment's
   // output directory, which must be a file system the driver and every actor share.
   std::string checkpoint_dir;
@@ -111,11 +111,40 @@ struct Assign {
   // A promotion or a restart: the trial's checkpoints, newest first. The actor resumes from
   // the first one that loads, and trains from scratch (logging why) when none does.
   std::vector<std::string> resume_from;
-  // The largest fused group this trial may join: the planner's unit size for its shape.
+  // The planner's unit: trials with the same unit train as one fused model. 1: the unit
+  // trains as a plain model and nothing joins it; 0: no limit.
   std::int32_t max_fused = 0;
+  std::string unit;
+  // Capture a checkpoint at `budget`: false when no tuner decision can resume the trial.
+  bool checkpoint = true;
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(trial, config, budget, seed, max_fused, resume_from); }
+  void serialize(Archive& ar) { ar(trial, config, budget, seed, max_fused, resume_from, unit, checkpoint); }
+};
+
+// driver -> actor: time fused steps of this shape (a trial's full hyper-parameters) for
+// K = 1, 2, 4, ... up to `max_members`, until throughput stops growing or memory ends, in
+// between the rounds of the pack the actor trains; answered by Profiled.
+struct Profile {
+  std::string key;  // the shape key the driver files the answer under
+  tuners::TrialConfig config;
+  std::int32_t max_members = 1;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(key, config, max_members); }
+};
+
+// actor -> driver: seconds of one step for each measured K (K = 1: a plain model), or why
+// the profile failed.
+struct Profiled {
+  std::string key;
+  std::string device;
+  std::vector<std::int32_t> members;
+  std::vector<double> seconds;
+  std::string error;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(key, device, members, seconds, error); }
 };
 
 // driver -> actor: stop training `trial` now (the tuner stopped it early).
@@ -135,9 +164,10 @@ struct Report {
   double train_seconds = 0;
   std::string checkpoint;   // a final report: the checkpoint written at `budget`, or ""
   double start_budget = 0;  // the budget the job started from: a checkpoint's, 0 from scratch
+  std::int32_t unit_size = 1;  // members of its fused unit when the reported step trained
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(trial, budget, metrics, final, train_seconds, checkpoint, start_budget); }
+  void serialize(Archive& ar) { ar(trial, budget, metrics, final, train_seconds, checkpoint, start_budget, unit_size); }
 };
 
 // actor -> driver: `trial` could not be trained; the message says why.
@@ -170,7 +200,7 @@ struct Shutdown {
 };
 
 using Message = std::variant<Hello, Welcome, Reject, Ready, Assign, Stop, Report, TrialFailed,
-                             ActorFailed, Heartbeat, Shutdown, Measured, OutOfMemory>;
+                             ActorFailed, Heartbeat, Shutdown, Measured, OutOfMemory, Profile, Profiled>;
 
 std::string encode(const Message& message);
 // Throws protocol::ProtocolError (an Error) for bytes that are not a message of this version.

@@ -41,6 +41,7 @@ void ResultsWriter::write(const ReportRow& row, const tuners::TrialConfig& confi
   line["wall_time"] = row.wall_time;
   line["train_seconds"] = row.train_seconds;
   line["actor"] = row.actor;
+  line["unit_size"] = row.unit_size;
   results_ << line.dump() << "\n";
   results_.flush();
   if (!results_) throw Error(dir_ + "/results.jsonl: write failed (disk full?)");

@@ -22,6 +22,7 @@ struct ReportRow {
   double wall_time = 0;      // seconds since the experiment started
   double train_seconds = 0;  // seconds the actor spent on this trial in this job
   int actor = -1;
+  int unit_size = 1;         // members of the fused unit it trained in (1: alone)
 };
 
 class ResultsWriter {

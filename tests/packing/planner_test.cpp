@@ -89,7 +89,7 @@ TEST_CASE("fused units grow while one more member still pays") {
   big.flops_per_sample *= 100;
   CHECK(planner.useful_members(small) > planner.useful_members(big));
   CHECK(planner.useful_members(big) >= 1);
-  o.fuse = false;
+  o.fuse = FuseMode::Never;
   CHECK(Planner({}, o).useful_members(small) == 1);
 }
 
@@ -151,7 +151,7 @@ TEST_CASE("on small random instances FFD uses within 5% of the fewest actors") {
   for (int instance = 0; instance < 60; ++instance) {
     PlanOptions o;
     o.balance = false;
-    o.fuse = false;  // pure bin packing: one unit per trial
+    o.fuse = FuseMode::Never;  // pure bin packing: one unit per trial
     Planner planner({}, o);
     const int n = 4 + static_cast<int>(rng() % 5);
     std::vector<TrialDemand> trials;
@@ -205,7 +205,7 @@ TEST_CASE("on small random instances FFD uses within 5% of the fewest actors") {
 TEST_CASE("re-planning keeps trials in place and fills freed room") {
   PlanOptions o;
   o.balance = false;
-  o.fuse = false;
+  o.fuse = FuseMode::Never;
   Planner planner({}, o);
   const auto s = mlp_shape();
   const auto one = planner.memory_model().solo_bytes(s);

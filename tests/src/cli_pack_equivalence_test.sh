@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Packing never changes results: the same 8 trials, trained one at a time (--max-pack 1) and
-# as one fused pack of 8 (--max-pack 8), report the same metrics within 1e-3.
+# Packing never changes results: the same 8 trials, trained one at a time as plain models
+# (--max-pack 1 --fuse never) and as one fused unit of 8 (--max-pack 8 --fuse always), report
+# the same metrics within 1e-3.
 set -euo pipefail
 packtune="$1"
 work="$(mktemp -d)"
@@ -21,8 +22,8 @@ cat > "$work/config.json" <<'JSON'
   }
 }
 JSON
-"$packtune" run "$work/config.json" --out "$work/alone" --max-pack 1 --quiet > /dev/null
-"$packtune" run "$work/config.json" --out "$work/packed" --max-pack 8 --quiet > /dev/null
+"$packtune" run "$work/config.json" --out "$work/alone" --max-pack 1 --fuse never --quiet > /dev/null
+"$packtune" run "$work/config.json" --out "$work/packed" --max-pack 8 --fuse always --quiet > /dev/null
 
 /usr/bin/python3 - "$work" <<'PY'
 import json, sys
@@ -32,6 +33,8 @@ def reports(name):
     return {(r["trial"], r["budget"]): r for r in rows}
 alone, packed = reports("alone"), reports("packed")
 assert alone.keys() == packed.keys() and len(alone) == 16, (sorted(alone), sorted(packed))
+assert all(r["unit_size"] == 1 for r in alone.values()), "alone: every unit of one"
+assert max(r["unit_size"] for r in packed.values()) > 1, "packed: nothing was fused"
 worst = 0.0
 for key in alone:
     for metric in ("val_loss", "val_accuracy", "train_loss"):

@@ -46,16 +46,33 @@ TEST_CASE("every verb survives a round trip") {
                    {"nesterov", true}};
   assign.budget = 2.5;
   assign.seed = 99;
+  assign.unit = "u7";
+  assign.checkpoint = false;
   auto a = round_trip(assign);
   CHECK(a.trial == 17);
   CHECK(a.config == assign.config);
   CHECK(a.budget == 2.5);
+  CHECK(a.unit == "u7");
+  CHECK_FALSE(a.checkpoint);
 
   Report report{17, 1.5, {{"val_accuracy", 0.875}, {"val_loss", 0.31}}, true, 12.5};
+  report.unit_size = 12;
   auto r = round_trip(report);
   CHECK(r.metrics == report.metrics);
   CHECK(r.final);
   CHECK(r.train_seconds == 12.5);
+  CHECK(r.unit_size == 12);
+
+  Profile profile{"mlp-256", assign.config, 64};
+  auto p = round_trip(profile);
+  CHECK(p.key == "mlp-256");
+  CHECK(p.config == assign.config);
+  CHECK(p.max_members == 64);
+  Profiled profiled{"mlp-256", "cuda:0", {1, 2, 4}, {1e-3, 1.1e-3, 1.3e-3}, ""};
+  auto q = round_trip(profiled);
+  CHECK(q.members == profiled.members);
+  CHECK(q.seconds == profiled.seconds);
+  CHECK(q.device == "cuda:0");
 
   CHECK(round_trip(TrialFailed{3, "out of memory"}).message == "out of memory");
   CHECK(round_trip(Reject{"version"}).reason == "version");

@@ -15,7 +15,7 @@ TEST_CASE("results.jsonl gets one object per report and best.json the best value
   {
     ResultsWriter w(out, nlohmann::json{{"seed", 1}}, "val_loss", tuners::Mode::Min);
     w.write({0, 0.5, {{"val_loss", 0.9}, {"val_accuracy", 0.6}}, false, 1.0, 0.5, 0}, {{"lr", 0.1}});
-    w.write({1, 1.0, {{"val_loss", 0.4}}, true, 2.0, 1.5, 1}, {{"lr", 0.01}});
+    w.write({1, 1.0, {{"val_loss", 0.4}}, true, 2.0, 1.5, 1, 8}, {{"lr", 0.01}});
     w.write({0, 1.0, {{"val_loss", std::nan("")}}, true, 3.0, 1.0, 0}, {{"lr", 0.1}});
     w.write_best();
     CHECK(w.rows() == 3);
@@ -29,6 +29,8 @@ TEST_CASE("results.jsonl gets one object per report and best.json the best value
   CHECK(rows[0]["budget"] == 0.5);
   CHECK(rows[0]["val_accuracy"] == 0.6);
   CHECK(rows[1]["actor"] == 1);
+  CHECK(rows[1]["unit_size"] == 8);
+  CHECK(rows[0]["unit_size"] == 1);
   CHECK(rows[2]["val_loss"].is_null());
   auto best = nlohmann::json::parse(std::ifstream(out + "/best.json"));
   CHECK(best["trial"] == 1);

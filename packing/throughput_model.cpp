@@ -1,0 +1,104 @@
+#include "packing/throughput_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "packtune/error.hpp"
+
+namespace packtune::packing {
+
+std::string device_class(const std::string& device) { return device.substr(0, device.find(':')); }
+
+ThroughputModel::ThroughputModel(double prior_step_overhead_seconds, double prior_device_flops)
+    : overhead_(prior_step_overhead_seconds), flops_(prior_device_flops) {}
+
+void ThroughputModel::record(const std::string& device, const TrialShape& shape, StepProfile profile) {
+  std::sort(profile.begin(), profile.end());
+  profile.erase(std::remove_if(profile.begin(), profile.end(),
+                               [](const auto& p) { return p.first < 1 || !(p.second > 0) || !std::isfinite(p.second); }),
+                profile.end());
+  if (profile.empty()) throw Error("a throughput profile of shape " + shape.key + " has no valid step time");
+  tables_[device_class(device)][shape.key] = Table{shape, std::move(profile)};
+}
+
+bool ThroughputModel::profiled(const std::string& device, const std::string& key) const {
+  auto d = tables_.find(device_class(device));
+  return d != tables_.end() && d->second.count(key) > 0;
+}
+
+bool ThroughputModel::covered(const std::string& device, const TrialShape& shape) const {
+  return table_for(device, shape) != nullptr;
+}
+
+StepProfile ThroughputModel::profile(const std::string& device, const std::string& key) const {
+  auto d = tables_.find(device_class(device));
+  if (d == tables_.end()) return {};
+  auto t = d->second.find(key);
+  return t == d->second.end() ? StepProfile{} : t->second.points;
+}
+
+const ThroughputModel::Table* ThroughputModel::table_for(const std::string& device, const TrialShape& shape) const {
+  auto lookup = [&](const std::map<std::string, Table>& tables) -> const Table* {
+    auto exact = tables.find(shape.key);
+    if (exact != tables.end()) return &exact->second;
+    // A shape it fuses with, the nearest in work per sample.
+    const Table* best = nullptr;
+    double best_distance = 0;
+    for (const auto& [key, table] : tables) {
+      if (table.shape.fusion.empty() || table.shape.fusion != shape.fusion) continue;
+      const double d = std::abs(std::log(std::max<double>(1, table.shape.flops_per_sample) /
+                                         std::max<double>(1, shape.flops_per_sample)));
+      if (!best || d < best_distance) {
+        best = &table;
+        best_distance = d;
+      }
+    }
+    return best;
+  };
+  if (!device.empty()) {
+    auto d = tables_.find(device_class(device));
+    return d == tables_.end() ? nullptr : lookup(d->second);
+  }
+  for (const auto& [kind, tables] : tables_) {
+    if (const auto* t = lookup(tables)) return t;
+  }
+  return nullptr;
+}
+
+double ThroughputModel::interpolate(const StepProfile& points, double members) {
+  if (points.size() == 1) {
+    // One point says nothing about fusion: assume it does not pay.
+    return points.front().second * members / points.front().first;
+  }
+  auto segment = [&](std::size_t i) {  // the line through points i and i+1
+    const auto& [k0, t0] = points[i];
+    const auto& [k1, t1] = points[i + 1];
+    const double slope = std::max(0.0, (t1 - t0) / (k1 - k0));
+    return std::make_pair(t0, slope);
+  };
+  std::size_t i = 0;
+  while (i + 2 < points.size() && members > points[i + 1].first) ++i;
+  const auto [t0, slope] = segment(i);
+  const double t = t0 + slope * (members - points[i].first);
+  // Below the first point the line may reach zero; a step never costs less than nothing.
+  return std::max(t, 1e-3 * points.front().second);
+}
+
+double ThroughputModel::prior_step_seconds(const TrialShape& shape, int members) const {
+  const double flops = 3.0 * static_cast<double>(shape.flops_per_sample) * shape.batch_size;
+  return overhead_ + std::max(1, members) * flops / flops_;
+}
+
+double ThroughputModel::step_seconds(const std::string& device, const TrialShape& shape, int members) const {
+  members = std::max(1, members);
+  const Table* table = table_for(device, shape);
+  if (!table) return prior_step_seconds(shape, members);
+  if (table->shape.key == shape.key) return interpolate(table->points, members);
+  // Another width of the same architecture: as many member-equivalents of the profiled
+  // shape as the FLOPs say (a fused step's cost follows its total work).
+  const double scale = static_cast<double>(std::max<std::int64_t>(1, shape.flops_per_sample)) /
+                       static_cast<double>(std::max<std::int64_t>(1, table->shape.flops_per_sample));
+  return interpolate(table->points, members * scale);
+}
+
+}  // namespace packtune::packing
