@@ -57,24 +57,35 @@ void PackExecutor::add(const PackJob& job) {
     finished_.push_back(std::move(e));
     return;
   }
-  if (fuse_) {
-    // The first group of its shape with room; the planner sized units with the same rule.
+  if (fuse_ && job.max_fused != 1) {
+    // The planner's unit when the driver names one; else the first group of its shape with
+    // room, by the same rule the planner sizes units with.
     const auto key = fusion_key(job.spec);
     auto it = groups_.begin();
-    for (; it != groups_.end(); ++it) {
-      if (it->second->key() == key && (job.max_fused <= 0 || it->second->size() < job.max_fused)) break;
+    if (!job.unit.empty()) {
+      it = groups_.find(job.unit);
+      if (it != groups_.end() && it->second->key() != key) {
+        throw InputError("trial " + std::to_string(job.trial) + " cannot join unit " + job.unit +
+                         ": its architecture differs from the unit's");
+      }
+    } else {
+      for (; it != groups_.end(); ++it) {
+        if (it->second->key() == key && (job.max_fused <= 0 || it->second->size() < job.max_fused)) break;
+      }
     }
-    m.group = it == groups_.end() ? key + "#" + std::to_string(next_group_++) : it->first;
     if (it == groups_.end()) {
+      m.group = job.unit.empty() ? key + "#" + std::to_string(next_group_++) : job.unit;
       // Built outside the map first: a spec that fails here leaves no empty group behind.
       InputShape shape{stream_.channels(), stream_.height(), stream_.width(), stream_.classes()};
       auto group = std::make_unique<FusedGroup>(job.spec, shape, stream_.device());
       group->add(job.trial, job.spec, job.seed, resume);
       groups_.emplace(m.group, std::move(group));
     } else {
+      m.group = it->first;
       it->second->add(job.trial, job.spec, job.seed, resume);
     }
   } else {
+    // Alone: a plain LibTorch model, which costs exactly what plain LibTorch costs.
     m.runner = std::make_unique<TrialRunner>(job.trial, job.spec, job.seed, stream_);
     if (resume) m.runner->restore(*resume);
   }
@@ -224,6 +235,7 @@ std::vector<PackEvent> PackExecutor::step_round() {
     if (failed.count(m->job.trial)) continue;
     PackEvent e;
     e.trial = m->job.trial;
+    e.unit_size = m->runner ? 1 : groups_.at(m->group)->size();
     e.final = m->next_report + 1 == m->report_steps.size();
     e.budget = m->report_budgets[m->next_report];
     if (m->runner) {

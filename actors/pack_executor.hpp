@@ -33,8 +33,11 @@ struct PackJob {
   std::shared_ptr<const TrialCheckpoint> resume;
   // Capture a checkpoint when the job reaches its budget (PackEvent::checkpoint).
   bool checkpoint = false;
-  // Members a fused group of this shape may have (the planner's unit size); 0: no limit.
+  // Members a fused group of this shape may have; 0: no limit; 1: the trial trains alone as
+  // a plain model.
   int max_fused = 0;
+  // The planner's unit: jobs with the same unit train as one fused model; empty: the first
+  // group of the trial's fusion key with room under max_fused.
   std::string unit;
 };
 
@@ -46,7 +49,7 @@ struct PackEvent {
   double train_seconds = 0;  // this trial's share of the pack's wall time so far
   std::string error;         // set when training failed; the member has been removed
   bool out_of_memory = false;  // the failure was a full device (or the pack's memory budget)
-  int unit_size = 1;
+  int unit_size = 1;  // members of the reporting trial's fused unit (1: a plain model)
   // The final event of a job with `checkpoint` set: host copies of the trial's state, ready
   // to be written while the pack trains on; or why it could not be captured.
   std::shared_ptr<TrialCheckpoint> checkpoint;

@@ -107,3 +107,28 @@ TEST_CASE("a model that does not fit the images is refused with a clear error") 
   auto events = run(pack);
   CHECK(events[1].back().final);
 }
+
+TEST_CASE("trials train in the planner's units: one fused model per unit, plain models alone") {
+  torch::set_num_threads(1);
+  auto split = synthetic_split(320, 40);
+  datasets::BatchStream stream(split, torch::kCPU, 3);
+  PackExecutor pack(stream, BudgetUnit::Steps);
+  auto in_unit = [](PackJob j, const std::string& unit, int max_fused) {
+    j.unit = unit;
+    j.max_fused = max_fused;
+    return j;
+  };
+  pack.add(in_unit(job(0, kAdamMlp, 4), "u1", 0));
+  pack.add(in_unit(job(1, kAdamMlp, 4), "u1", 0));
+  pack.add(in_unit(job(2, kAdamMlp, 4), "u2", 0));  // same shape, another unit
+  pack.add(in_unit(job(3, kAdamMlp, 4), "u3", 1));  // a solo unit: a plain model
+  CHECK(pack.fused_groups() == 2);
+  // A unit holds one architecture: a CNN cannot join the MLPs' unit.
+  CHECK_THROWS_WITH(pack.add(in_unit(job(4, kSgdCnn, 4), "u1", 0)), Catch::Contains("cannot join unit u1"));
+  auto events = run(pack);
+  const std::map<tuners::TrialId, int> sizes{{0, 2}, {1, 2}, {2, 1}, {3, 1}};
+  for (const auto& [trial, size] : sizes) {
+    REQUIRE(events[trial].size() == 2);
+    for (const auto& e : events[trial]) CHECK(e.unit_size == size);
+  }
+}
