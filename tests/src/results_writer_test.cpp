@@ -29,6 +29,7 @@ TEST_CASE("results.jsonl gets one object per report and best.json the best value
   CHECK(rows[0]["budget"] == 0.5);
   CHECK(rows[0]["val_accuracy"] == 0.6);
   CHECK(rows[1]["actor"] == 1);
+  CHECK(rows[1]["config"]["lr"] == 0.01);
   CHECK(rows[2]["val_loss"].is_null());
   auto best = nlohmann::json::parse(std::ifstream(out + "/best.json"));
   CHECK(best["trial"] == 1);
