@@ -41,7 +41,7 @@ void ResultsWriter::write(const ReportRow& row, const tuners::TrialConfig& confi
   line["wall_time"] = row.wall_time;
   line["train_seconds"] = row.train_seconds;
   line["actor"] = row.actor;
-  // Every trial's hyper-parameters, not only the best's: enough to re-run any trial elsewhere
+  // Every trial's hyper-parameters (fixed and sampled), not only the best's: enough to re-run any trial elsewhere
   // (bench/peer_bench trains the same trials in a plain PyTorch loop from these).
   line["config"] = tuners::to_json(config);
   results_ << line.dump() << "\n";
