@@ -54,12 +54,14 @@ after another in one process, and as K processes at once; and the share of the d
 sgemm peak each reaches. Inputs are random 28x28x1 images with 10 classes (Fashion-MNIST's
 shape); members differ in learning rate, momentum, weight decay and seed.
 
-  --quick            K = 1, 16 and 1 s timings (under 2 minutes on 2 cores)
+  --quick            K = 1, 16 (on a GPU 1, 32, 128) and 1 s timings (under 2 minutes on 2 cores)
   --smoke            K = 1, 2 and a few steps: checks that every mode runs (the ctest)
   --json             print a JSON list instead of the table (progress goes to stderr)
   --device D         cpu | cuda | cuda:N | auto (default auto)
   --threads N        CPU threads for the fused and sequential modes (default: all cores)
-  --k LIST           comma-separated pack sizes (default 1,2,4,8,16,32)
+  --k LIST           comma-separated pack sizes (default 1,2,4,8,16,32; on a GPU also 64,128)
+  --max-processes N  the processes mode runs only up to K = N (default 32): beyond, K
+                     LibTorch processes (CUDA contexts on a GPU) exhaust memory; it reads 0
   --models LIST      comma-separated, from mlp,cnn (default mlp,cnn)
   --modes LIST       comma-separated, from fused,sequential,processes (default all; a mode
                      left out reads 0)
@@ -73,6 +75,8 @@ shape); members differ in learning rate, momentum, weight decay and seed.
 struct Options {
   std::vector<std::string> models{"mlp", "cnn"};
   std::vector<int> ks{1, 2, 4, 8, 16, 32};
+  bool ks_given = false;
+  int max_processes = 32;
   std::vector<std::string> modes{"fused", "sequential", "processes"};
   double seconds = 3.0;
   std::string device = "auto";
@@ -122,7 +126,7 @@ double parse_seconds(const std::string& text) {
 
 Options parse_options(int argc, char** argv) {
   Options o;
-  bool ks_given = false, seconds_given = false;
+  bool seconds_given = false;
   std::vector<std::string> args(argv + 1, argv + argc);
   for (std::size_t i = 0; i < args.size(); ++i) {
     const auto& a = args[i];
@@ -137,6 +141,7 @@ Options parse_options(int argc, char** argv) {
     else if (a == "--device") o.device = value();
     else if (a == "--threads") o.threads = parse_int(a, value(), 1);
     else if (a == "--batch") o.batch = parse_int(a, value(), 1);
+    else if (a == "--max-processes") o.max_processes = parse_int(a, value(), 1);
     else if (a == "--width") o.width = parse_int(a, value(), 1);
     else if (a == "--optimizer") o.optimizer = value();
     else if (a == "--seconds") { o.seconds = parse_seconds(value()); seconds_given = true; }
@@ -144,7 +149,7 @@ Options parse_options(int argc, char** argv) {
       o.ks.clear();
       for (const auto& k : split_list(value())) o.ks.push_back(parse_int("--k", k, 1));
       if (o.ks.empty()) throw InputError("--k: expected a list such as 1,4,16");
-      ks_given = true;
+      o.ks_given = true;
     } else if (a == "--models") {
       o.models = split_list(value());
       for (const auto& m : o.models) {
@@ -170,10 +175,10 @@ Options parse_options(int argc, char** argv) {
   actors::check_device_syntax(o.device);
   // Explicit --k and --seconds win over the presets.
   if (o.smoke) {
-    if (!ks_given) o.ks = {1, 2};
+    if (!o.ks_given) o.ks = {1, 2};
     if (!seconds_given) o.seconds = 0.05;
   } else if (o.quick) {
-    if (!ks_given) o.ks = {1, 16};
+    if (!o.ks_given) o.ks = {1, 16};
     if (!seconds_given) o.seconds = 1.0;
   }
   return o;
@@ -485,7 +490,24 @@ struct Row {
   double sequential_one_thread = 0;                  // the same with one CPU thread (0: not run)
   double flops_per_sample = 0;                       // training, see train_flops_per_sample
   int process_threads = 1;
+
+  // Seconds per round, every member stepping once: for the fused mode one fused step. The
+  // rates are K x batch samples per round, so this is exact for the in-process modes; for
+  // the processes mode it is the aggregate's, K member steps of time shared by K processes.
+  double round_seconds(double rate, int batch) const {
+    return rate > 0 ? static_cast<double>(k) * batch / rate : 0.0;
+  }
 };
+
+// The pack sizes to measure on this device: a GPU gets the large packs the CPU cannot afford.
+std::vector<int> pack_sizes(const Options& o, torch::Device device) {
+  if (o.ks_given || o.smoke || !device.is_cuda()) return o.ks;
+  if (o.quick) return {1, 32, 128};
+  auto ks = o.ks;
+  ks.push_back(64);
+  ks.push_back(128);
+  return ks;
+}
 
 std::string omp_wait_policy() {
   const char* policy = std::getenv("OMP_WAIT_POLICY");
@@ -504,6 +526,10 @@ nlohmann::json to_json(const Row& r, double peak, int threads, const std::string
           {"sequential", r.sequential},
           {"sequential_one_thread", r.sequential_one_thread},
           {"processes", r.processes},
+          {"fused_step_s", r.round_seconds(r.fused, batch)},
+          {"sequential_round_s", r.round_seconds(r.sequential, batch)},
+          {"sequential_one_thread_round_s", r.round_seconds(r.sequential_one_thread, batch)},
+          {"processes_round_s", r.round_seconds(r.processes, batch)},
           {"fused_over_sequential", r.sequential > 0 ? r.fused / r.sequential : 0.0},
           {"fused_over_processes", r.processes > 0 ? r.fused / r.processes : 0.0},
           {"fused_over_best_sequential", r.fused / std::max({r.sequential, r.sequential_one_thread, 1e-9})},
@@ -523,8 +549,8 @@ void print_table(const std::vector<Row>& rows, double peak, int threads, const s
   std::printf("device %s, %d thread(s) for fused and sequential; batch %d, width %d, %s\n",
               device.c_str(), threads, o.batch, o.width, o.optimizer.c_str());
   std::printf("sgemm peak: %.1f GFLOP/s; member-samples/s, and %% of the peak in brackets\n\n", peak / 1e9);
-  std::printf("%-5s %4s %17s %17s %17s %17s %9s %9s %5s\n", "model", "K", "fused", "sequential",
-              "seq. 1 thread", "processes", "fused/seq", "fused/proc", "p.thr");
+  std::printf("%-5s %4s %17s %17s %17s %17s %9s %9s %5s %10s\n", "model", "K", "fused", "sequential",
+              "seq. 1 thread", "processes", "fused/seq", "fused/proc", "p.thr", "step ms");
   for (const auto& r : rows) {
     auto cell = [&](double rate) {
       char buf[64];
@@ -532,12 +558,14 @@ void print_table(const std::vector<Row>& rows, double peak, int threads, const s
       return std::string(buf);
     };
     const double best_sequential = std::max(r.sequential, r.sequential_one_thread);
-    std::printf("%-5s %4d %17s %17s %17s %17s %8.2fx %9.2fx %5d\n", r.model.c_str(), r.k, cell(r.fused).c_str(),
-                cell(r.sequential).c_str(), cell(r.sequential_one_thread).c_str(), cell(r.processes).c_str(),
-                best_sequential > 0 ? r.fused / best_sequential : 0.0,
-                r.processes > 0 ? r.fused / r.processes : 0.0, r.process_threads);
+    std::printf("%-5s %4d %17s %17s %17s %17s %8.2fx %9.2fx %5d %10.3f\n", r.model.c_str(), r.k,
+                cell(r.fused).c_str(), cell(r.sequential).c_str(), cell(r.sequential_one_thread).c_str(),
+                cell(r.processes).c_str(), best_sequential > 0 ? r.fused / best_sequential : 0.0,
+                r.processes > 0 ? r.fused / r.processes : 0.0, r.process_threads,
+                1e3 * r.round_seconds(r.fused, o.batch));
   }
-  std::printf("\nfused/seq is over the better of the two sequential columns; p.thr: threads per process.\n");
+  std::printf("\nfused/seq is over the better of the two sequential columns; p.thr: threads per process;\n"
+              "step ms: one fused step of all K members; a processes cell of 0 was not run (K > --max-processes).\n");
   std::printf("training FLOPs per sample = 3 x forward Linear/Conv2d multiply-adds x 2; OMP_WAIT_POLICY %s\n",
               omp_wait_policy().c_str());
 }
@@ -555,7 +583,7 @@ int run(const Options& o) {
   const actors::InputShape input;
   std::vector<Row> rows;
   for (const auto& model : o.models) {
-    for (int k : o.ks) {
+    for (int k : pack_sizes(o, device)) {
       Row r;
       r.model = model;
       r.k = k;
@@ -578,7 +606,7 @@ int run(const Options& o) {
       }
       // One thread each once K reaches the cores: more would only oversubscribe them.
       r.process_threads = device.is_cpu() ? std::max(1, threads / k) : 1;
-      if (wanted("processes")) r.processes = measure_processes(o, model, k, r.process_threads).per_second();
+      if (wanted("processes") && k <= o.max_processes) r.processes = measure_processes(o, model, k, r.process_threads).per_second();
       std::fprintf(stderr, "%s K=%d: fused %.0f, sequential %.0f, processes %.0f member-samples/s\n",
                    model.c_str(), k, r.fused, r.sequential, r.processes);
       rows.push_back(r);

@@ -42,6 +42,9 @@ void ResultsWriter::write(const ReportRow& row, const tuners::TrialConfig& confi
   line["train_seconds"] = row.train_seconds;
   line["actor"] = row.actor;
   line["unit_size"] = row.unit_size;
+  // Every trial's hyper-parameters (fixed and sampled), not only the best's: enough to re-run any trial elsewhere
+  // (bench/peer_bench trains the same trials in a plain PyTorch loop from these).
+  line["config"] = tuners::to_json(config);
   results_ << line.dump() << "\n";
   results_.flush();
   if (!results_) throw Error(dir_ + "/results.jsonl: write failed (disk full?)");

@@ -31,6 +31,7 @@ TEST_CASE("results.jsonl gets one object per report and best.json the best value
   CHECK(rows[1]["actor"] == 1);
   CHECK(rows[1]["unit_size"] == 8);
   CHECK(rows[0]["unit_size"] == 1);
+  CHECK(rows[1]["config"]["lr"] == 0.01);
   CHECK(rows[2]["val_loss"].is_null());
   auto best = nlohmann::json::parse(std::ifstream(out + "/best.json"));
   CHECK(best["trial"] == 1);
