@@ -608,7 +608,8 @@ class Driver {
   // profiles it between the rounds of its pack; later shapes of the same architecture are
   // scaled from it, and profiled too without waiting.
   bool hold_for_profile(const Job& job, const TrialState& trial) {
-    if (config_.fuse != "auto") return false;
+    // With one trial per actor every unit is a plain model: there is nothing to size.
+    if (config_.fuse != "auto" || config_.max_pack <= 1) return false;
     const auto& key = trial.shape.key;
     const bool covered = planner_.throughput_model().covered("", trial.shape);
     if (!profile_requests_.count(key) && !planner_.throughput_model().profiled("", key)) request_profile(trial);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Out of memory on purpose: the memory model underestimates (memory_estimate_scale 0.3) and
 # the actor holds its trials to 10 MiB, so the first pack runs out of memory. The planner
-# must split it, every trial must finish, and each must report what it reports in a run
+# must split it (fuse "always": the six trials start as one fused unit), every trial must finish, and each must report what it reports in a run
 # with memory to spare (a restarted trial trains the same from its seed).
 set -euo pipefail
 packtune="$1"
@@ -15,6 +15,7 @@ cat > "$work/tight.json" <<'JSON'
   "tuner": {"name": "random", "trials": 6},
   "actors": 1,
   "max_pack": 6,
+  "fuse": "always",
   "actor_memory": "10MiB",
   "memory_estimate_scale": 0.3,
   "data": {"train_size": 2000, "validation_size": 500},
