@@ -17,6 +17,7 @@ packages=(
   libspdlog-dev
   zlib1g-dev
   dataset-fashion-mnist
+  python3-torch
 )
 
 missing=()
