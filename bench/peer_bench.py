@@ -53,7 +53,8 @@ def parse_args(argv, defaults):
                    help="8 trials, 10,000 training images, 0.5 epochs: a few minutes on 2 cores")
     p.add_argument("--smoke", action="store_true",
                    help="2 trials, 1,024 training and 512 validation images, 0.25 epochs: checks that every way runs")
-    p.add_argument("--ways", default=",".join(WAYS), help="comma-separated subset of " + ",".join(WAYS))
+    p.add_argument("--ways", default=",".join(WAYS), help="comma-separated subset of " + ",".join(WAYS) +
+                        " (default all; loop runs packed too, for its trial configs)")
     p.add_argument("--json", action="store_true", help="print one JSON object (progress goes to stderr)")
     p.add_argument("--keep", metavar="DIR", help="run in DIR and keep the runs' outputs (default: a temporary folder, removed)")
     p.add_argument("--packtune", default=defaults.get("packtune"), help="the packtune binary")
