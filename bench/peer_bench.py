@@ -53,7 +53,8 @@ def parse_args(argv, defaults):
                    help="8 trials, 10,000 training images, 0.5 epochs: a few minutes on 2 cores")
     p.add_argument("--smoke", action="store_true",
                    help="2 trials, 1,024 training and 512 validation images, 0.25 epochs: checks that every way runs")
-    p.add_argument("--ways", default=",".join(WAYS), help="comma-separated subset of " + ",".join(WAYS))
+    p.add_argument("--ways", default=",".join(WAYS), help="comma-separated subset of " + ",".join(WAYS) +
+                        " (default all; loop runs packed too, for its trial configs)")
     p.add_argument("--json", action="store_true", help="print one JSON object (progress goes to stderr)")
     p.add_argument("--keep", metavar="DIR", help="run in DIR and keep the runs' outputs (default: a temporary folder, removed)")
     p.add_argument("--packtune", default=defaults.get("packtune"), help="the packtune binary")
@@ -95,11 +96,11 @@ def load_average():
         return None
 
 
-def run_timed(command, out_path, err_path, what):
+def run_timed(command, out_path, err_path, what, env=None):
     """Runs `command` with its output in files; returns its wall seconds."""
     start = time.perf_counter()
     with open(out_path, "w") as out, open(err_path, "w") as err:
-        rc = subprocess.run(command, stdout=out, stderr=err).returncode
+        rc = subprocess.run(command, stdout=out, stderr=err, env=env).returncode
     wall = time.perf_counter() - start
     if rc != 0:
         with open(err_path) as f:
@@ -182,13 +183,19 @@ def run_loop(a, config, trials, work, device):
     command = [a.python, a.loop, spec_path]
     log(f"loop: {' '.join(command)} ({len(trials)} trials on {device})")
     out_path = os.path.join(work, "loop.stdout")
-    wall = run_timed(command, out_path, os.path.join(work, "loop.stderr"), "the PyTorch loop")
+    # packtune starts its actors with OMP_WAIT_POLICY=PASSIVE unless it is set (spinning libgomp
+    # threads made steps 3-7x slower on busy vCPUs); the loop gets the same, or the ratio would
+    # measure that setting rather than packing.
+    env = dict(os.environ)
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    wall = run_timed(command, out_path, os.path.join(work, "loop.stderr"), "the PyTorch loop", env)
     with open(out_path) as f:
         out = json.load(f)
     reports = [dict(r, trial=t["trial"], final=(i == len(t["reports"]) - 1))
                for t in out["trials"] for i, r in enumerate(t["reports"])]
     result = {"wall_seconds": wall, "python": a.python, "setup_seconds": out["setup_seconds"], "train_seconds": out["train_seconds"],
-              "torch": out["torch"], "device": out["device"], "threads": out["threads"]}
+              "torch": out["torch"], "device": out["device"], "threads": out["threads"],
+              "omp_wait_policy": env["OMP_WAIT_POLICY"]}
     result.update(summarise(reports))
     log(f"loop: {wall:.1f} s, best val_accuracy {result['best_val_accuracy']}")
     return result
