@@ -29,6 +29,13 @@ endforeach()
 if(TARGET torch_cuda OR TORCH_CUDA_LIBRARIES)
   set(PACKTUNE_WITH_CUDA ON)
   set_property(TARGET torch APPEND PROPERTY INTERFACE_COMPILE_DEFINITIONS PACKTUNE_WITH_CUDA)
+  # A wheel's libtorch_cuda.so finds NCCL, cuSPARSELt, ... in the sibling nvidia/ packages through
+  # its RPATH, but the linker looks in the -rpath folders first, where the CUDA toolkit's own,
+  # older NCCL would answer (undefined ncclCommResume): point it to the wheel's.
+  file(GLOB _wheel_lib_dirs LIST_DIRECTORIES true "${TORCH_INSTALL_PREFIX}/../nvidia/*/lib")
+  foreach(_dir IN LISTS _wheel_lib_dirs)
+    set_property(TARGET torch APPEND PROPERTY INTERFACE_LINK_OPTIONS "LINKER:-rpath-link,${_dir}")
+  endforeach()
 else()
   set(PACKTUNE_WITH_CUDA OFF)
 endif()

@@ -88,7 +88,11 @@ if [ "$(wc -w <<<"$pins")" -ne 3 ] || [ -z "$toolkit" ]; then
   echo "setup: torch $torch2_version's metadata does not name the CUDA libraries expected; update scripts/setup.sh" >&2
   exit 1
 fi
+# pip warns that the wheel's other dependencies are missing, as intended: shown only on failure.
 # shellcheck disable=SC2086
-"${pip[@]}" $pins "cuda-toolkit[cufile]==$toolkit"
+if ! "${pip[@]}" $pins "cuda-toolkit[cufile]==$toolkit" 2>"$venv/pip.log"; then
+  cat "$venv/pip.log" >&2
+  exit 1
+fi
 touch "$marker"
 echo "setup: done"
