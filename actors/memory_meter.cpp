@@ -6,6 +6,8 @@
 
 #include <c10/core/CPUAllocator.h>
 
+#include "actors/torch_compat.hpp"
+
 namespace packtune::actors {
 namespace {
 
@@ -28,11 +30,11 @@ void release(void* data) {
   inner_deleter(base);
 }
 
-class CountingAllocator final : public c10::Allocator {
+class CountingAllocator final : public torch_compat::Allocator {
  public:
   explicit CountingAllocator(c10::Allocator* inner) : inner_(inner) { inner_deleter = inner->raw_deleter(); }
 
-  c10::DataPtr allocate(std::size_t n) const override {
+  c10::DataPtr allocate_bytes(std::size_t n) const override {
     const auto bytes = static_cast<std::int64_t>(n);
     const auto now = current.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     const auto cap = limit_bytes.load(std::memory_order_relaxed);

@@ -1,6 +1,7 @@
 #include "actors/trial_runner.hpp"
 
 #include "actors/checkpoint_tensors.hpp"
+#include "actors/torch_compat.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune::actors {
@@ -65,7 +66,7 @@ void TrialRunner::train_step(datasets::BatchStream& stream) {
   // Dropout draws from the global generator: reseeding it per step makes the masks a
   // function of (trial, step) only, whatever other members ran in between.
   torch::manual_seed(step_seed(seed_, step_));
-  optimizer_->zero_grad();
+  torch_compat::zero_grad_in_place(*optimizer_);
   auto loss = torch::nn::functional::cross_entropy(model_->forward(inputs), labels);
   loss.backward();
   optimizer_->step();
@@ -105,13 +106,10 @@ Metrics TrialRunner::evaluate(const datasets::BatchStream& stream) {
 
 namespace {
 
-// torch::optim keys a parameter's state by its TensorImpl's address.
-std::string state_key(const torch::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
-
 template <class AdamState>
 std::int64_t capture_adam_state(const torch::optim::Optimizer& optimizer, const std::string& name,
                                 const torch::Tensor& p, TrialCheckpoint& c) {
-  const auto it = optimizer.state().find(state_key(p));
+  const auto it = optimizer.state().find(torch_compat::optimizer_state_key(p));
   if (it == optimizer.state().end()) {
     c.optimizer_state.push_back(to_stored(name + "/exp_avg", torch::zeros_like(p)));
     c.optimizer_state.push_back(to_stored(name + "/exp_avg_sq", torch::zeros_like(p)));
@@ -130,7 +128,7 @@ void restore_adam_state(torch::optim::Optimizer& optimizer, const std::string& n
   state->step(c.optimizer_steps);
   state->exp_avg(restore_tensor(c, name + "/exp_avg", p, true));
   state->exp_avg_sq(restore_tensor(c, name + "/exp_avg_sq", p, true));
-  optimizer.state()[state_key(p)] = std::move(state);
+  optimizer.state()[torch_compat::optimizer_state_key(p)] = std::move(state);
 }
 
 }  // namespace
@@ -149,7 +147,7 @@ void TrialRunner::capture(TrialCheckpoint& c) const {
       c.optimizer_steps = capture_adam_state<torch::optim::AdamWParamState>(*optimizer_, p.key(), p.value(), c);
     } else {
       // Without momentum torch keeps no buffer; a zero buffer is equivalent.
-      const auto it = optimizer_->state().find(state_key(p.value()));
+      const auto it = optimizer_->state().find(torch_compat::optimizer_state_key(p.value()));
       const auto buffer = it == optimizer_->state().end()
                               ? torch::zeros_like(p.value())
                               : static_cast<const torch::optim::SGDParamState&>(*it->second).momentum_buffer();
@@ -180,7 +178,7 @@ void TrialRunner::restore(const TrialCheckpoint& c) {
       } else if (spec_.optimizer.momentum != 0) {
         auto state = std::make_unique<torch::optim::SGDParamState>();
         state->momentum_buffer(restore_tensor(c, p.key() + "/momentum_buffer", p.value(), true));
-        optimizer.state()[state_key(p.value())] = std::move(state);
+        optimizer.state()[torch_compat::optimizer_state_key(p.value())] = std::move(state);
       }
     }
   }

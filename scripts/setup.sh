@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
-# Installs everything packtune needs on a fresh Debian 12 machine.
-# Idempotent: when every package is already installed it only checks and exits.
+# Installs everything packtune needs on a fresh Debian 12 machine: Debian's packages (LibTorch
+# 1.13 for the CPU build) and, for the second build scripts/check.sh runs, the LibTorch 2.x of
+# PyPI's CUDA torch wheel in a virtual environment at $PACKTUNE_TORCH2_VENV (default
+# ~/.cache/packtune/torch2-venv; --no-torch2 skips it). That build compiles the CUDA code and
+# needs NVIDIA's CUDA toolkit 13 in /usr/local/cuda, which Debian does not package.
+# Idempotent: when everything is installed it only checks and exits.
 set -euo pipefail
+
+with_torch2=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-torch2) with_torch2=0 ;;
+    *) echo "usage: scripts/setup.sh [--no-torch2]" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   build-essential cmake ccache pkg-config
@@ -14,6 +26,7 @@ packages=(
   libhdf5-dev
   nlohmann-json3-dev
   hdf5-tools python3-h5py
+  python3-torch python3-venv
   libspdlog-dev
   zlib1g-dev
   dataset-fashion-mnist
@@ -27,24 +40,60 @@ for p in "${packages[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all ${#packages[@]} packages already installed"
-  exit 0
-fi
-
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} Debian packages already installed"
+else
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 
-# Debian's LibTorch links libblas.so.3; without OpenBLAS selected as its alternative it uses the
-# reference BLAS, which trains about 7x slower.
-arch_lib="/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)"
-if [ -e "$arch_lib/openblas-pthread/libblas.so.3" ]; then
-  $sudo update-alternatives --set "libblas.so.3-$(basename "$arch_lib")" "$arch_lib/openblas-pthread/libblas.so.3" >/dev/null 2>&1 || true
-  $sudo update-alternatives --set "liblapack.so.3-$(basename "$arch_lib")" "$arch_lib/openblas-pthread/liblapack.so.3" >/dev/null 2>&1 || true
+  # Debian's LibTorch links libblas.so.3; without OpenBLAS selected as its alternative it uses
+  # the reference BLAS, which trains about 7x slower.
+  arch_lib="/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)"
+  if [ -e "$arch_lib/openblas-pthread/libblas.so.3" ]; then
+    $sudo update-alternatives --set "libblas.so.3-$(basename "$arch_lib")" "$arch_lib/openblas-pthread/libblas.so.3" >/dev/null 2>&1 || true
+    $sudo update-alternatives --set "liblapack.so.3-$(basename "$arch_lib")" "$arch_lib/openblas-pthread/liblapack.so.3" >/dev/null 2>&1 || true
+  fi
 fi
+
+[ "$with_torch2" -eq 1 ] || exit 0
+
+# LibTorch 2.x: the torch wheel without its declared dependencies (CUDA 13.2's runtime, cuBLAS,
+# cuDNN, ..., Triton: gigabytes that duplicate the toolkit's CUDA 13.0 libraries), plus the four
+# libraries libtorch_cuda.so needs that the toolkit lacks (cuFile, cuSPARSELt, NVSHMEM) or has
+# too old (NCCL), at the versions the wheel pins. Nothing here imports
+# torch in Python, so its pure-Python dependencies are left out too.
+torch2_version=2.15.0
+venv="${PACKTUNE_TORCH2_VENV:-$HOME/.cache/packtune/torch2-venv}"
+marker="$venv/.packtune-torch-$torch2_version"
+if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
+  echo "setup: warning: no CUDA toolkit (nvcc); the LibTorch $torch2_version build needs CUDA 13 in /usr/local/cuda" >&2
+fi
+if [ -e "$marker" ]; then
+  echo "setup: LibTorch $torch2_version already in $venv"
+  exit 0
+fi
+echo "setup: installing PyPI's torch $torch2_version (LibTorch, CUDA) into $venv"
+rm -rf "$venv"
+/usr/bin/python3 -m venv "$venv"
+pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
+"${pip[@]}" --no-deps "torch==$torch2_version"
+metadata=$("$venv/bin/python" -c "import importlib.metadata as m; print(m.metadata('torch'))")
+pins=$(grep -oE '^Requires-Dist: (nvidia-(nccl|cusparselt|nvshmem)-cu[0-9]+==[^ ;]+)' <<<"$metadata" | cut -d' ' -f2)
+toolkit=$(grep -oE '^Requires-Dist: cuda-toolkit\[[^]]*\]==[^ ;]+' <<<"$metadata" | sed -E 's/.*\]==//')
+if [ "$(wc -w <<<"$pins")" -ne 3 ] || [ -z "$toolkit" ]; then
+  echo "setup: torch $torch2_version's metadata does not name the CUDA libraries expected; update scripts/setup.sh" >&2
+  exit 1
+fi
+# pip warns that the wheel's other dependencies are missing, as intended: shown only on failure.
+# shellcheck disable=SC2086
+if ! "${pip[@]}" $pins "cuda-toolkit[cufile]==$toolkit" 2>"$venv/pip.log"; then
+  cat "$venv/pip.log" >&2
+  exit 1
+fi
+touch "$marker"
 echo "setup: done"

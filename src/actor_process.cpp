@@ -10,8 +10,6 @@
 #include <set>
 #include <thread>
 
-#include <spdlog/spdlog.h>
-
 #include "actors/checkpoint_file.hpp"
 #include "actors/device.hpp"
 #include "actors/memory_meter.hpp"
@@ -19,6 +17,7 @@
 #include "actors/pack_executor.hpp"
 #include "actors/throughput_profile.hpp"
 #include "datasets/batch_stream.hpp"
+#include "logging.hpp"
 #include "packtune/error.hpp"
 #include "trial_shape.hpp"
 #include "zmq_channel.hpp"
@@ -66,7 +65,7 @@ class Actor {
     if (!welcome) throw Error(std::string("expected Welcome from the driver, got ") + proto::verb(*reply));
     id_ = welcome->actor_id;
     spec_ = welcome->spec;
-    spdlog::info("actor {}: connected to {} (pid {})", id_, options_.driver, hello.pid);
+    logging::info("actor {}: connected to {} (pid {})", id_, options_.driver, hello.pid);
 
     std::unique_ptr<datasets::BatchStream> stream;
     std::string device;
@@ -87,7 +86,7 @@ class Actor {
       auto split = datasets::load_image_split(data);
       stream = std::make_unique<datasets::BatchStream>(split, torch::Device(device), spec_.data_seed);
       ready = memory_figures(device, meter);
-      spdlog::info("actor {}: {} training and {} validation images on {} in {:.2f} s, {} threads",
+      logging::info("actor {}: {} training and {} validation images on {} in {:.2f} s, {} threads",
                    id_, split.train.count, split.validation.count, device,
                    std::chrono::duration<double>(Clock::now() - start).count(), threads);
     } catch (const std::exception& e) {
@@ -113,7 +112,7 @@ class Actor {
       while (auto message = receive_message(socket_, busy ? 0 : saves_.empty() ? 100 : 5)) {
         last_heard = Clock::now();
         if (std::holds_alternative<proto::Shutdown>(*message)) {
-          spdlog::info("actor {}: shutdown by the driver", id_);
+          logging::info("actor {}: shutdown by the driver", id_);
           send_saved(true);
           return 0;
         }
@@ -134,7 +133,7 @@ class Actor {
             out_of_memory.trials.push_back(event.trial);
             out_of_memory.message = event.error;
           } else if (!event.error.empty()) {
-            spdlog::warn("actor {}: trial {} failed: {}", id_, event.trial, event.error);
+            logging::warn("actor {}: trial {} failed: {}", id_, event.trial, event.error);
             send_message(socket_, proto::TrialFailed{event.trial, event.error});
           } else {
             report(event);
@@ -142,7 +141,7 @@ class Actor {
           last_sent = Clock::now();
         }
         if (!out_of_memory.trials.empty()) {
-          spdlog::warn("actor {}: {} trial(s) ran out of memory and leave the pack: {}", id_,
+          logging::warn("actor {}: {} trial(s) ran out of memory and leave the pack: {}", id_,
                        out_of_memory.trials.size(), out_of_memory.message);
           send_message(socket_, out_of_memory);
         }
@@ -175,7 +174,7 @@ class Actor {
       calibrate(job.spec, torch::Device(pack_device_));
       start_budget_[assign.trial] = add_resumed(pack, job, assign.resume_from);
       if (!job.resume) pack.add(job);
-      spdlog::info("actor {}: trial {} joins the pack ({} members) for budget {}", id_,
+      logging::info("actor {}: trial {} joins the pack ({} members) for budget {}", id_,
                    assign.trial, pack.size(), assign.budget);
     } catch (const std::exception& e) {
       send_message(socket_, proto::TrialFailed{assign.trial, actors::error_message(e)});
@@ -194,12 +193,12 @@ class Actor {
         }
         job.resume = checkpoint;
         pack.add(job);
-        spdlog::info("actor {}: trial {} resumed from {} (budget {:g}, step {})", id_, job.trial, paths[i],
+        logging::info("actor {}: trial {} resumed from {} (budget {:g}, step {})", id_, job.trial, paths[i],
                      checkpoint->budget, checkpoint->step);
         return checkpoint->budget;
       } catch (const InputError& e) {
         job.resume.reset();
-        spdlog::warn("actor {}: trial {} cannot resume: {}; {}", id_, job.trial, e.what(),
+        logging::warn("actor {}: trial {} cannot resume: {}; {}", id_, job.trial, e.what(),
                      i + 1 < paths.size() ? "trying its previous checkpoint" : "training it from scratch");
       }
     }
@@ -251,7 +250,7 @@ class Actor {
         send_message(socket_, proto::Measured{key, 1, bytes});
         return true;
       } catch (const std::exception& e) {
-        spdlog::warn("actor {}: could not profile the memory of shape {}: {}", id_, key, actors::error_message(e));
+        logging::warn("actor {}: could not profile the memory of shape {}: {}", id_, key, actors::error_message(e));
         return false;
       }
     }
@@ -263,7 +262,7 @@ class Actor {
       answer.members.push_back(members);
       answer.seconds.push_back(seconds);
     }
-    spdlog::info("actor {}: profiled shape {} up to {} member(s) in {:.2f} s", id_, task.key,
+    logging::info("actor {}: profiled shape {} up to {} member(s) in {:.2f} s", id_, task.key,
                  answer.members.empty() ? 0 : answer.members.back(),
                  std::chrono::duration<double>(Clock::now() - task.asked).count());
     send_message(socket_, answer);
@@ -281,7 +280,7 @@ class Actor {
     }
     start_budget_.erase(event.trial);
     if (!event.checkpoint_error.empty()) {
-      spdlog::warn("actor {}: trial {}: no checkpoint at budget {:g}: {}", id_, event.trial, event.budget,
+      logging::warn("actor {}: trial {}: no checkpoint at budget {:g}: {}", id_, event.trial, event.budget,
                    event.checkpoint_error);
     }
     // The tensors are already host copies: the pack trains on while a thread writes them,
@@ -304,12 +303,12 @@ class Actor {
       const auto start = Clock::now();
       std::filesystem::create_directories(spec_.checkpoint_dir);
       actors::write_checkpoint(path, checkpoint);
-      spdlog::info("actor {}: trial {} checkpoint at budget {:g}: {} ({:.1f} MiB in {:.2f} s)", id_,
+      logging::info("actor {}: trial {} checkpoint at budget {:g}: {} ({:.1f} MiB in {:.2f} s)", id_,
                    checkpoint.trial, checkpoint.budget, path, static_cast<double>(checkpoint.bytes()) / (1 << 20),
                    std::chrono::duration<double>(Clock::now() - start).count());
       return path;
     } catch (const std::exception& e) {
-      spdlog::warn("actor {}: trial {}: cannot write its checkpoint: {}", id_, checkpoint.trial, e.what());
+      logging::warn("actor {}: trial {}: cannot write its checkpoint: {}", id_, checkpoint.trial, e.what());
       return "";
     }
   }

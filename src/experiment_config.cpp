@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -193,6 +194,9 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
   top.number("memory_estimate_scale", c.memory_estimate_scale, 0, true);
   check_keep_checkpoints(c.keep_checkpoints, "keep_checkpoints");
 
+  // Without data.dir the files are in $PACKTUNE_DATA_DIR, else where Debian's
+  // dataset-fashion-mnist puts them (DataOptions' default).
+  if (const char* dir = std::getenv("PACKTUNE_DATA_DIR"); dir != nullptr && *dir != '\0') c.data.dir = dir;
   if (top.has("data")) {
     Fields d(top.object("data"), "data");
     d.allow("name, dir, train_size, validation_size");
@@ -294,7 +298,7 @@ void validate(const ExperimentConfig& c) {
   for (const auto& file : datasets::data_files(c.data)) {
     if (!std::filesystem::is_regular_file(file)) {
       throw InputError(file + ": data file not found; install dataset-fashion-mnist "
-                              "(scripts/setup.sh) or set data.dir in the config");
+                              "(scripts/setup.sh), or set data.dir in the config or PACKTUNE_DATA_DIR");
     }
   }
 }

@@ -1,3 +1,7 @@
+#include <cstdlib>
+#include <optional>
+#include <string>
+
 #include <catch2/catch.hpp>
 
 #include "experiment_config.hpp"
@@ -102,4 +106,39 @@ TEST_CASE("bad configs name the field and what is expected") {
 
 TEST_CASE("missing and malformed config files are input errors") {
   CHECK_THROWS_WITH(packtune::load_config("/nonexistent/config.json"), Catch::Contains("not found"));
+}
+
+namespace {
+// Sets PACKTUNE_DATA_DIR (or unsets it for nullptr) for one scope, restoring the caller's value.
+class DataDirVariable {
+ public:
+  explicit DataDirVariable(const char* value) {
+    if (const char* old = std::getenv("PACKTUNE_DATA_DIR")) old_ = old;
+    if (value) setenv("PACKTUNE_DATA_DIR", value, 1);
+    else unsetenv("PACKTUNE_DATA_DIR");
+  }
+  ~DataDirVariable() {
+    if (old_) setenv("PACKTUNE_DATA_DIR", old_->c_str(), 1);
+    else unsetenv("PACKTUNE_DATA_DIR");
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
+}  // namespace
+
+TEST_CASE("without data.dir the data is in PACKTUNE_DATA_DIR, else in Debian's path") {
+  {
+    DataDirVariable unset(nullptr);
+    CHECK(parse_config(base(), "x").data.dir == "/usr/share/datasets/fashion-mnist");
+  }
+  {
+    DataDirVariable set("/elsewhere/fashion-mnist");
+    CHECK(parse_config(base(), "x").data.dir == "/elsewhere/fashion-mnist");
+    auto j = base();
+    j["data"]["dir"] = "/explicit";
+    CHECK(parse_config(j, "x").data.dir == "/explicit");
+    CHECK_THAT(error_of(base()), Catch::Contains("/elsewhere/fashion-mnist/train-images")
+                                     && Catch::Contains("PACKTUNE_DATA_DIR"));
+  }
 }
