@@ -57,14 +57,26 @@ void PackExecutor::add(const PackJob& job) {
     finished_.push_back(std::move(e));
     return;
   }
-  if (fuse_) {
-    // The first group of its shape with room; the planner sized units with the same rule.
+  if (fuse_ && job.max_fused != 1) {
     const auto key = fusion_key(job.spec);
-    auto it = groups_.begin();
-    for (; it != groups_.end(); ++it) {
-      if (it->second->key() == key && (job.max_fused <= 0 || it->second->size() < job.max_fused)) break;
+    auto it = groups_.end();
+    if (!job.unit.empty()) {
+      m.group = "unit:" + job.unit;
+      it = groups_.find(m.group);
+      if (it != groups_.end() && it->second->key() != key) {
+        throw InputError("trial " + std::to_string(job.trial) + " cannot join fused unit " + job.unit + ": its layers (" +
+                         key + ") differ from the unit's (" + it->second->key() + "); plan units by fusion_key");
+      }
+    } else {
+      // The first group of its fusion key with room; the planner sized units with that rule.
+      for (it = groups_.begin(); it != groups_.end(); ++it) {
+        if (it->first.rfind("unit:", 0) != 0 && it->second->key() == key &&
+            (job.max_fused <= 0 || it->second->size() < job.max_fused)) {
+          break;
+        }
+      }
+      m.group = it == groups_.end() ? key + "#" + std::to_string(next_group_++) : it->first;
     }
-    m.group = it == groups_.end() ? key + "#" + std::to_string(next_group_++) : it->first;
     if (it == groups_.end()) {
       // Built outside the map first: a spec that fails here leaves no empty group behind.
       InputShape shape{stream_.channels(), stream_.height(), stream_.width(), stream_.classes()};
@@ -166,7 +178,9 @@ std::vector<PackEvent> PackExecutor::step_round() {
 
   // Wall time of a fused step is shared evenly by its members.
   std::map<std::string, double> group_seconds;
+  std::map<std::string, int> group_size;
   for (auto& [key, group] : groups_) {
+    group_size[key] = group->size();
     const auto start = Clock::now();
     try {
       group->train_step(stream_);
@@ -226,6 +240,7 @@ std::vector<PackEvent> PackExecutor::step_round() {
     e.trial = m->job.trial;
     e.final = m->next_report + 1 == m->report_steps.size();
     e.budget = m->report_budgets[m->next_report];
+    e.unit_size = m->runner ? 1 : group_size[m->group];
     if (m->runner) {
       const auto start = Clock::now();
       try {

@@ -11,7 +11,7 @@ namespace packtune {
 packing::TrialShape trial_shape(const actors::TrialSpec& spec, const InputDims& input) {
   const auto m = actors::model_shape(spec.model, input.channels, input.height, input.width, input.classes);
   packing::TrialShape s;
-  s.key = actors::fusion_key(spec);
+  s.key = actors::shape_key(spec);
   s.parameters = m.parameters;
   s.largest_parameter = m.largest_parameter;
   s.activations_per_sample = m.activations_per_sample;

@@ -3,6 +3,7 @@
 #include "actors/classifier.hpp"
 #include "actors/pack_executor.hpp"
 #include "actors/trial_spec.hpp"
+#include "packtune/error.hpp"
 #include "synthetic_data.hpp"
 
 using namespace packtune;
@@ -106,4 +107,39 @@ TEST_CASE("a model that does not fit the images is refused with a clear error") 
   CHECK(pack.size() == 1);
   auto events = run(pack);
   CHECK(events[1].back().final);
+}
+
+TEST_CASE("jobs of one planner unit train in one fused group; units of one train as plain models") {
+  torch::set_num_threads(1);
+  auto split = synthetic_split(160, 20);
+  datasets::BatchStream stream(split, torch::kCPU, 1);
+  PackExecutor pack(stream, BudgetUnit::Steps);
+  auto in_unit = [](PackJob j, const std::string& unit, int max_fused = 0) {
+    j.unit = unit;
+    j.max_fused = max_fused;
+    return j;
+  };
+  auto sgd_wide = kAdamMlp;
+  sgd_wide["optimizer"] = std::string("sgd");
+  sgd_wide["width"] = std::int64_t{64};
+  pack.add(in_unit(job(0, kAdamMlp, 10), "a"));
+  pack.add(in_unit(job(1, sgd_wide, 10), "a"));
+  pack.add(in_unit(job(2, kAdamMlp, 10), "b"));
+  auto plain = in_unit(job(3, kAdamMlp, 10), "", 1);
+  plain.seed = 1002;  // trial 2's seed
+  pack.add(plain);
+  CHECK(pack.fused_groups() == 2);
+  auto deeper = kAdamMlp;
+  deeper["depth"] = std::int64_t{2};
+  CHECK_THROWS_AS(pack.add(in_unit(job(4, deeper, 10), "a")), InputError);
+  CHECK(pack.size() == 4);
+  auto events = run(pack);
+  const std::map<tuners::TrialId, int> unit_size{{0, 2}, {1, 2}, {2, 1}, {3, 1}};
+  for (const auto& [trial, size] : unit_size) {
+    INFO("trial " << trial);
+    REQUIRE(events[trial].size() == 2);
+    for (const auto& e : events[trial]) CHECK(e.unit_size == size);
+  }
+  // Trial 3 trained as a plain model, trial 2 alone in a group: the same trial either way.
+  CHECK(events[3].back().metrics.at("val_loss") == Approx(events[2].back().metrics.at("val_loss")).epsilon(1e-5));
 }
