@@ -1,7 +1,6 @@
 #include "actors/fused_group.hpp"
 
-
-#include <sstream>
+#include <algorithm>
 
 #include "actors/checkpoint_tensors.hpp"
 #include "actors/member_dropout.hpp"
@@ -10,37 +9,38 @@
 namespace packtune::actors {
 namespace {
 
+// A member's own slice of a padded tensor (a view).
+torch::Tensor own_part(torch::Tensor t, const std::vector<std::int64_t>& shape) {
+  for (std::size_t d = 0; d < shape.size(); ++d) t = t.narrow(static_cast<std::int64_t>(d), 0, shape[d]);
+  return t;
+}
 
 }  // namespace
 
 FusedGroup::FusedGroup(const TrialSpec& spec, const InputShape& input, torch::Device device)
-    : key_(fusion_key(spec)), input_(input), device_(device), optimizer_(spec.optimizer.name, device) {
-  // The solo model is the single description of the architecture; the fused layers follow
-  // its children one by one.
+    : key_(fusion_key(spec)), input_(input), device_(device), optimizer_(device) {
+  // The solo model is the single description of the layer sequence; the fused layers follow
+  // its children one by one, their sizes follow the members.
   auto solo = build_classifier(spec.model, input);
-  int params = 0, buffers = 0;
-  std::int64_t last_width = 0;
+  int params = 0, buffers = 0, last_linear = -1;
   for (const auto& child : solo->named_children()) {
     Layer layer;
     layer.name = child.key();
     const auto& module = child.value();
-    if (auto* linear = module->as<torch::nn::Linear>()) {
+    if (module->as<torch::nn::Linear>()) {
       layer.op = Op::Linear;
-      layer.out = linear->options.out_features();
       layer.param = params;
       layer.bias = true;
+      last_linear = params;
       params += 2;
-      last_width = layer.out;
     } else if (auto* conv = module->as<torch::nn::Conv2d>()) {
       layer.op = Op::Conv;
-      layer.out = conv->options.out_channels();
       layer.padding = spec.model.kernel / 2;
       layer.param = params;
       layer.bias = conv->options.bias();
       params += layer.bias ? 2 : 1;
-    } else if (auto* bn = module->as<torch::nn::BatchNorm2d>()) {
+    } else if (module->as<torch::nn::BatchNorm2d>()) {
       layer.op = Op::BatchNorm;
-      layer.out = bn->options.num_features();
       layer.param = params;
       layer.bias = true;
       layer.buffer = buffers;
@@ -60,20 +60,21 @@ FusedGroup::FusedGroup(const TrialSpec& spec, const InputShape& input, torch::De
       layer.op = Op::Flatten;
     } else if (module->as<MemberDropout>()) {
       layer.op = Op::Dropout;
-      layer.dropout_index = static_cast<std::int64_t>(dropout_widths_.size());
-      dropout_widths_.push_back(last_width);
+      layer.dropout_index = static_cast<std::int64_t>(dropout_params_.size());
+      dropout_params_.push_back(last_linear);
     } else {
       throw Error("layer " + module->name() + " has no fused form; add one in actors/fused_group.cpp");
     }
     layers_.push_back(layer);
   }
   params_.resize(static_cast<std::size_t>(params));
+  padding_.resize(params_.size());
   buffers_.resize(static_cast<std::size_t>(buffers));
   param_info_.resize(params_.size());
   for (const auto& layer : layers_) {
     if (layer.param < 0) continue;
-    param_info_[layer.param] = {layer.name + ".weight", layer.op == Op::Linear, false, layer.out};
-    if (layer.bias) param_info_[layer.param + 1] = {layer.name + ".bias", false, layer.op == Op::Linear, layer.out};
+    param_info_[layer.param] = {layer.name + ".weight", layer.op == Op::Linear, false};
+    if (layer.bias) param_info_[layer.param + 1] = {layer.name + ".bias", false, layer.op == Op::Linear};
   }
 }
 
@@ -97,6 +98,8 @@ void FusedGroup::add(tuners::TrialId trial, const TrialSpec& spec, std::uint64_t
   if (fusion_key(spec) != key_) throw Error("trial " + std::to_string(trial) + " cannot join fused group " + key_);
   if (contains(trial)) throw Error("trial " + std::to_string(trial) + " is already in this fused group");
   torch::NoGradGuard no_grad;
+  // Everything that can fail (a checkpoint of another architecture) happens before the
+  // group changes.
   auto solo = build_member_model(spec.model, seed, input_, device_);
   std::vector<std::vector<torch::Tensor>> optimizer_state;
   if (resume) {
@@ -124,33 +127,91 @@ void FusedGroup::add(tuners::TrialId trial, const TrialSpec& spec, std::uint64_t
     const auto& layer = layers_[i];
     const auto& module = children[i].value();
     if (layer.param < 0) continue;
-    auto weight = module->named_parameters(false)["weight"];
-    if (layer.op == Op::Linear) {
-      member_params[layer.param] = weight.t().contiguous();  // [in, out]
-      member_params[layer.param + 1] = module->named_parameters(false)["bias"].view({1, layer.out});
-    } else {
-      member_params[layer.param] = weight.clone();
-      if (layer.bias) member_params[layer.param + 1] = module->named_parameters(false)["bias"].clone();
-    }
+    const auto solo_params = module->named_parameters(false);
+    member_params[layer.param] = to_member_layout(layer.param, solo_params["weight"]).clone();
+    if (layer.bias) member_params[layer.param + 1] = to_member_layout(layer.param + 1, solo_params["bias"]).clone();
     if (layer.op == Op::BatchNorm) {
       member_buffers[layer.buffer] = module->named_buffers(false)["running_mean"].clone();
       member_buffers[layer.buffer + 1] = module->named_buffers(false)["running_var"].clone();
     }
   }
+  Member member{trial, spec, seed, resume ? resume->step : 0, {}, {}};
+  for (const auto& t : member_params) member.param_shapes.push_back(t.sizes().vec());
+  for (const auto& t : member_buffers) member.buffer_shapes.push_back(t.sizes().vec());
+  members_.push_back(std::move(member));
+  // Wider than the group: the others' tensors (and state) grow first, padded with zeros.
+  fit_members();
+  auto param_shapes = widest(members_, false), buffer_shapes = widest(members_, true);
+  for (auto& shape : param_shapes) shape[0] = 1;  // the new member's row
+  for (auto& shape : buffer_shapes) shape[0] = 1;
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    auto stacked = member_params[i].unsqueeze(0);
+    auto stacked = fit_to(member_params[i].unsqueeze(0), param_shapes[i]);
     params_[i] = (params_[i].defined() ? torch::cat({params_[i].detach(), stacked}) : stacked.clone())
                      .requires_grad_(true);
+    member_params[i] = stacked[0];
   }
   for (std::size_t i = 0; i < buffers_.size(); ++i) {
-    auto stacked = member_buffers[i].unsqueeze(0);
+    auto stacked = fit_to(member_buffers[i].unsqueeze(0), buffer_shapes[i]);
     buffers_[i] = buffers_[i].defined() ? torch::cat({buffers_[i], stacked}) : stacked.clone();
+  }
+  for (auto& slot : optimizer_state) {
+    for (std::size_t i = 0; i < slot.size(); ++i) slot[i] = fit_to(slot[i], member_params[i].sizes());
   }
   optimizer_.append_member(spec.optimizer, member_params, optimizer_state, resume ? resume->optimizer_steps : 0);
   auto loss = torch::full({1}, resume ? resume->train_loss_sum : 0.0, torch::TensorOptions().device(device_));
   loss_sum_ = loss_sum_.defined() ? torch::cat({loss_sum_, loss}) : loss;
   loss_count_.push_back(resume ? resume->train_loss_count : 0);
-  members_.push_back({trial, spec, seed, resume ? resume->step : 0});
+  fit_members();  // the padding masks, now with the new member
+}
+
+std::vector<FusedGroup::Shape> FusedGroup::widest(const std::vector<Member>& members, bool buffers) {
+  std::vector<Shape> out;
+  for (const auto& m : members) {
+    const auto& shapes = buffers ? m.buffer_shapes : m.param_shapes;
+    out.resize(shapes.size());
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      if (out[i].empty()) out[i].assign(shapes[i].size() + 1, 0);
+      for (std::size_t d = 0; d < shapes[i].size(); ++d) out[i][d + 1] = std::max(out[i][d + 1], shapes[i][d]);
+    }
+  }
+  return out;
+}
+
+void FusedGroup::fit_members() {
+  // Stacked tensors hold the members before the last join (the new member is appended
+  // after this call) or after a removal: K is the tensors' own.
+  auto params = widest(members_, false), buffers = widest(members_, true);
+  if (params.empty() || !params_.front().defined()) {
+    for (auto& p : padding_) p = torch::Tensor();
+    return;
+  }
+  const auto k = params_.front().size(0);
+  for (auto& s : params) s[0] = k;
+  for (auto& s : buffers) s[0] = k;
+  torch::NoGradGuard no_grad;
+  bool resized = false;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (params_[i].sizes().equals(params[i])) continue;
+    params_[i] = fit_to(params_[i].detach(), params[i]).requires_grad_(true);
+    resized = true;
+  }
+  for (std::size_t i = 0; i < buffers_.size(); ++i) buffers_[i] = fit_to(buffers_[i], buffers[i]);
+  if (resized) optimizer_.resize(params);
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    padding_[i] = torch::Tensor();
+    if (k != static_cast<std::int64_t>(members_.size())) continue;  // a join in progress
+    bool padded = false;
+    for (const auto& m : members_) padded |= !(at::IntArrayRef(m.param_shapes[i]).equals(params_[i].sizes().slice(1)));
+    if (!padded) continue;
+    auto mask = torch::ones(params[i], torch::TensorOptions().dtype(torch::kBool));
+    for (std::size_t m = 0; m < members_.size(); ++m) {
+      auto own = mask[static_cast<std::int64_t>(m)];
+      const auto& shape = members_[m].param_shapes[i];
+      for (std::size_t d = 0; d < shape.size(); ++d) own = own.narrow(static_cast<std::int64_t>(d), 0, shape[d]);
+      own.fill_(false);
+    }
+    padding_[i] = mask.to(device_);
+  }
 }
 
 void FusedGroup::remove(tuners::TrialId trial) {
@@ -166,6 +227,7 @@ void FusedGroup::remove(tuners::TrialId trial) {
   if (keep.empty()) {
     for (auto& p : params_) p = torch::Tensor();
     for (auto& b : buffers_) b = torch::Tensor();
+    for (auto& p : padding_) p = torch::Tensor();
     loss_sum_ = torch::Tensor();
     return;
   }
@@ -174,24 +236,27 @@ void FusedGroup::remove(tuners::TrialId trial) {
   for (auto& p : params_) p = p.detach().index_select(0, index).requires_grad_(true);
   for (auto& b : buffers_) b = b.index_select(0, index);
   loss_sum_ = loss_sum_.index_select(0, index);
+  fit_members();  // shrinks to the widest remaining member
 }
 
 std::vector<torch::Tensor> FusedGroup::dropout_masks(std::int64_t batch) {
   std::vector<std::vector<torch::Tensor>> per_member;
   for (const auto& m : members_) {
     std::vector<torch::Tensor> masks;
-    // The same draws, in the same order, from the same seed as the member's solo forward.
+    // The same draws, in the same order, from the same seed as the member's solo forward:
+    // [batch, its own width], then padded to the group's width.
     torch::manual_seed(step_seed(m.seed, m.step));
     const double p = m.spec.model.dropout;
-    for (auto width : dropout_widths_) {
-      masks.push_back(torch::empty({batch, width}, torch::TensorOptions().device(device_))
-                          .bernoulli_(1 - p)
-                          .div_(1 - p));
+    for (auto param : dropout_params_) {
+      const auto own = m.param_shapes[static_cast<std::size_t>(param)][1];
+      const auto width = params_[static_cast<std::size_t>(param)].size(2);
+      auto mask = torch::empty({batch, own}, torch::TensorOptions().device(device_)).bernoulli_(1 - p).div_(1 - p);
+      masks.push_back(own == width ? mask : torch::constant_pad_nd(mask, {0, width - own}, 0));
     }
     per_member.push_back(std::move(masks));
   }
   std::vector<torch::Tensor> out;
-  for (std::size_t d = 0; d < dropout_widths_.size(); ++d) {
+  for (std::size_t d = 0; d < dropout_params_.size(); ++d) {
     std::vector<torch::Tensor> layer;
     for (auto& masks : per_member) layer.push_back(masks[d]);
     out.push_back(torch::stack(layer));  // [K, B, width]
@@ -213,8 +278,8 @@ torch::Tensor FusedGroup::forward(torch::Tensor x, const std::vector<torch::Tens
       case Op::Conv: {
         if (x.dim() == 5) x = x.transpose(0, 1).reshape({batch, -1, x.size(3), x.size(4)});
         const auto& w = params_[layer.param];
-        auto bias = layer.bias ? params_[layer.param + 1].view({k * layer.out}) : torch::Tensor();
-        x = torch::conv2d(x, w.view({k * layer.out, w.size(2), w.size(3), w.size(4)}), bias, 1,
+        auto bias = layer.bias ? params_[layer.param + 1].view({-1}) : torch::Tensor();
+        x = torch::conv2d(x, w.view({k * w.size(1), w.size(2), w.size(3), w.size(4)}), bias, 1,
                           layer.padding, 1, k);
         break;
       }
@@ -263,6 +328,9 @@ void FusedGroup::train_step(datasets::BatchStream& stream) {
   // The sum of the members' mean losses: member k's gradient is its solo gradient.
   auto losses = per_sample.view({k, batch}).mean(1);
   losses.sum().backward();
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (padding_[i].defined()) params_[i].mutable_grad().masked_fill_(padding_[i], 0);
+  }
   optimizer_.step(params_);
   loss_sum_ += losses.detach();
   for (std::size_t i = 0; i < members_.size(); ++i) {
@@ -319,30 +387,31 @@ std::map<tuners::TrialId, Metrics> FusedGroup::evaluate(const datasets::BatchStr
 torch::Tensor FusedGroup::to_member_layout(std::size_t param, const torch::Tensor& solo) const {
   const auto& info = param_info_[param];
   if (info.linear_weight) return solo.t().contiguous();
-  if (info.linear_bias) return solo.reshape({1, info.out});
+  if (info.linear_bias) return solo.reshape({1, -1});
   return solo;
 }
 
 torch::Tensor FusedGroup::to_solo_layout(std::size_t param, const torch::Tensor& member) const {
   const auto& info = param_info_[param];
   if (info.linear_weight) return member.t();
-  if (info.linear_bias) return member.reshape({info.out});
+  if (info.linear_bias) return member.reshape({-1});
   return member;
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> FusedGroup::member_views(std::int64_t k) const {
+  const auto& member = members_[static_cast<std::size_t>(k)];
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (const auto& layer : layers_) {
     if (layer.param < 0) continue;
     for (int i = 0; i < (layer.bias ? 2 : 1); ++i) {
       const auto p = static_cast<std::size_t>(layer.param + i);
-      out.emplace_back(param_info_[p].name, to_solo_layout(p, params_[p].detach().select(0, k)));
+      out.emplace_back(param_info_[p].name, to_solo_layout(p, own_part(params_[p].detach().select(0, k), member.param_shapes[p])));
     }
     if (layer.op == Op::BatchNorm) {
-      out.emplace_back(layer.name + ".running_mean", buffers_[layer.buffer].select(0, k));
-      out.emplace_back(layer.name + ".running_var", buffers_[layer.buffer + 1].select(0, k));
-      out.emplace_back(layer.name + ".num_batches_tracked",
-                       torch::tensor(members_[static_cast<std::size_t>(k)].step, torch::kInt64));
+      const auto b = static_cast<std::size_t>(layer.buffer);
+      out.emplace_back(layer.name + ".running_mean", own_part(buffers_[b].select(0, k), member.buffer_shapes[b]));
+      out.emplace_back(layer.name + ".running_var", own_part(buffers_[b + 1].select(0, k), member.buffer_shapes[b + 1]));
+      out.emplace_back(layer.name + ".num_batches_tracked", torch::tensor(member.step, torch::kInt64));
     }
   }
   return out;
@@ -361,15 +430,16 @@ void FusedGroup::capture(tuners::TrialId trial, TrialCheckpoint& c) const {
   if (k < 0) throw Error("trial " + std::to_string(trial) + " is not in this fused group");
   torch::NoGradGuard no_grad;
   for (const auto& [name, tensor] : member_views(k)) c.model.push_back(to_stored(name, tensor));
-  const auto slots = optimizer_slots(optimizer_.kind());
+  const auto& member = members_[static_cast<std::size_t>(k)];
+  const auto slots = optimizer_slots(member.spec.optimizer.name);
   const auto state = optimizer_.member_state(k);
   for (std::size_t i = 0; i < param_info_.size(); ++i) {
     for (std::size_t s = 0; s < slots.size(); ++s) {
-      c.optimizer_state.push_back(to_stored(param_info_[i].name + "/" + slots[s], to_solo_layout(i, state[s][i])));
+      c.optimizer_state.push_back(to_stored(param_info_[i].name + "/" + slots[s],
+                                            to_solo_layout(i, own_part(state[s][i], member.param_shapes[i]))));
     }
   }
-  const auto& member = members_[static_cast<std::size_t>(k)];
-  c.optimizer = optimizer_.kind();
+  c.optimizer = member.spec.optimizer.name;
   c.optimizer_steps = optimizer_.member_steps(k);
   c.step = member.step;
   c.train_loss_sum = loss_sum_[k].item<double>();

@@ -1,6 +1,6 @@
 #pragma once
-// Trials of one architecture, batch size and optimizer trained as ONE model (HFTA's
-// horizontal fusion). Every parameter is stacked with a leading member dimension K:
+// Trials of one layer sequence and batch size trained as ONE model (HFTA's horizontal
+// fusion). Every parameter is stacked with a leading member dimension K:
 //   Linear    [K, in, out] weights, one baddbmm for all members
 //   Conv2d    [K, out, C, kh, kw] weights, one grouped convolution (groups = K) over
 //             channel-stacked inputs
@@ -8,6 +8,15 @@
 // Each member reads its own batch of the shared stream at its own step, so members may join
 // and leave at any step boundary. The loss is the sum of the members' mean losses, so each
 // member's gradient is its solo gradient.
+//
+// Members may differ in width (MLP width, CNN channels and fc width) and optimizer. The
+// stacked tensors take the widest member's shape; a narrower member's slice is padded at
+// the end of every dimension with zeros that stay exactly zero: their gradients are masked
+// before each step, so weight decay, momentum and Adam state never touch them. A padded
+// unit computes act(0), which may not be 0 (sigmoid), but the next layer's weights from it
+// are padding too, so each member's outputs are its solo outputs. Padded BatchNorm channels
+// see all-zero inputs and have zero scale and shift. The group grows when a wider member
+// joins and shrinks back to the widest remaining member when one leaves.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -60,7 +69,6 @@ class FusedGroup {
     int param = -1;          // index of the weight in params_
     bool bias = false;       // the bias follows the weight in params_
     int buffer = -1;         // BatchNorm: index of running_mean in buffers_ (var follows)
-    std::int64_t out = 0;    // Conv/BatchNorm channels, Linear features
     std::int64_t padding = 0;
     std::int64_t dropout_index = -1;
   };
@@ -70,13 +78,15 @@ class FusedGroup {
     std::string name;
     bool linear_weight = false;
     bool linear_bias = false;
-    std::int64_t out = 0;
   };
+  using Shape = std::vector<std::int64_t>;
   struct Member {
     tuners::TrialId trial;
     TrialSpec spec;
     std::uint64_t seed;
     std::int64_t step = 0;
+    std::vector<Shape> param_shapes;   // its own, unpadded, in member layout, without K
+    std::vector<Shape> buffer_shapes;
   };
 
   torch::Tensor forward(torch::Tensor x, const std::vector<torch::Tensor>& masks, bool training);
@@ -86,13 +96,21 @@ class FusedGroup {
   torch::Tensor to_solo_layout(std::size_t param, const torch::Tensor& member) const;
   // Member k's parameters and buffers under solo names, as views (no copies).
   std::vector<std::pair<std::string, torch::Tensor>> member_views(std::int64_t k) const;
+  // [K, ...] shapes that hold every member (the element-wise largest), for `members`.
+  static std::vector<Shape> widest(const std::vector<Member>& members, bool buffers);
+  // Cuts or pads the stacked parameters, buffers and optimizer state to the members' widest
+  // shapes, and rebuilds the padding masks. Called whenever the membership changed.
+  void fit_members();
 
   std::string key_;
   InputShape input_;
   torch::Device device_;
   std::vector<Layer> layers_;
-  std::vector<std::int64_t> dropout_widths_;
+  std::vector<int> dropout_params_;  // per dropout layer: the preceding Linear's weight
   std::vector<torch::Tensor> params_;   // [K, ...] leaves with requires_grad
+  // Per parameter: true on padding, a [K, ...] bool tensor; undefined where no member is
+  // padded, so a group of equal widths pays nothing for it.
+  std::vector<torch::Tensor> padding_;
   std::vector<ParamInfo> param_info_;   // one per entry of params_
   std::vector<torch::Tensor> buffers_;  // [K, C] running statistics
   std::vector<Member> members_;

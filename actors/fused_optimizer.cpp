@@ -6,43 +6,61 @@
 
 namespace packtune::actors {
 
-FusedOptimizer::FusedOptimizer(std::string kind, torch::Device device)
-    : kind_(std::move(kind)), device_(device) {
-  if (kind_ != "sgd" && kind_ != "adam" && kind_ != "adamw") {
-    throw InputError("optimizer: unknown optimizer \"" + kind_ + "\"; expected sgd, adam or adamw");
+torch::Tensor fit_to(const torch::Tensor& t, at::IntArrayRef sizes) {
+  if (t.sizes().equals(sizes)) return t;
+  auto out = t;
+  std::vector<std::int64_t> pad(2 * sizes.size(), 0);  // constant_pad_nd: last dimension first
+  for (std::size_t d = 0; d < sizes.size(); ++d) {
+    const auto dim = static_cast<std::int64_t>(d);
+    if (out.size(dim) > sizes[d]) out = out.narrow(dim, 0, sizes[d]);
+    pad[2 * (sizes.size() - 1 - d) + 1] = sizes[d] - out.size(dim);
   }
-  slots_.resize(kind_ == "sgd" ? 1 : 2);
+  auto fitted = torch::constant_pad_nd(out, pad, 0).contiguous();
+  // Only cut: the result must not share the old tensor's storage (it becomes a new leaf).
+  return fitted.is_alias_of(t) ? fitted.clone() : fitted;
 }
 
-torch::Tensor FusedOptimizer::column(const std::vector<double>& values) const {
+FusedOptimizer::FusedOptimizer(torch::Device device) : device_(device) {}
+
+torch::Tensor FusedOptimizer::column(const std::vector<double>& values, torch::Dtype dtype) const {
   // Host doubles rounded to float32 once, exactly as LibTorch rounds a scalar argument.
-  std::vector<float> f(values.begin(), values.end());
-  return torch::tensor(f, torch::TensorOptions().dtype(torch::kFloat32))
-      .view({static_cast<std::int64_t>(f.size()), 1})
+  return torch::tensor(values, torch::TensorOptions().dtype(torch::kFloat64))
+      .to(dtype)
+      .view({static_cast<std::int64_t>(values.size()), 1})
       .to(device_);
 }
 
 void FusedOptimizer::append_member(const OptimizerSpec& spec,
                                    const std::vector<torch::Tensor>& member_shapes,
                                    const std::vector<std::vector<torch::Tensor>>& state, std::int64_t steps) {
-  if (spec.name != kind_) {
-    throw Error("a " + spec.name + " trial cannot join a fused " + kind_ + " pack");
+  if (spec.name != "sgd" && spec.name != "adam" && spec.name != "adamw") {
+    throw InputError("optimizer: unknown optimizer \"" + spec.name + "\"; expected sgd, adam or adamw");
   }
-  if (!state.empty() && state.size() != slots_.size()) {
-    throw Error("a " + kind_ + " member needs " + std::to_string(slots_.size()) + " optimizer state slots");
+  const bool adaptive = spec.name != "sgd";
+  const std::size_t slots = adaptive ? 2 : 1;
+  if (!state.empty() && state.size() != slots) {
+    throw Error("a " + spec.name + " member needs " + std::to_string(slots) + " optimizer state slots");
   }
-  hyper_.push_back(spec);
-  steps_.push_back(steps);
-  for (std::size_t s = 0; s < slots_.size(); ++s) {
+  const auto k = static_cast<std::int64_t>(hyper_.size());
+  // The first Adam member of a group brings slot 1, zero for the members already there.
+  if (adaptive && slots_[1].empty() && k > 0) {
+    for (const auto& t : slots_[0]) slots_[1].push_back(torch::zeros_like(t));
+  }
+  for (std::size_t s = 0; s < 2; ++s) {
     auto& slot = slots_[s];
+    if (s == 1 && slot.empty() && !adaptive) continue;
     if (slot.empty()) slot.resize(member_shapes.size());
     for (std::size_t i = 0; i < member_shapes.size(); ++i) {
-      auto value = (state.empty() ? torch::zeros_like(member_shapes[i])
-                                  : state[s][i].to(member_shapes[i].options()).reshape(member_shapes[i].sizes()))
+      auto value = (s >= slots || state.empty()
+                        ? torch::zeros_like(member_shapes[i])
+                        : state[s][i].to(member_shapes[i].options()).reshape(member_shapes[i].sizes()))
                        .unsqueeze(0);
       slot[i] = slot[i].defined() ? torch::cat({slot[i], value}) : value.clone();
     }
   }
+  hyper_.push_back(spec);
+  steps_.push_back(steps);
+  refresh();
 }
 
 void FusedOptimizer::keep_members(const std::vector<std::int64_t>& keep) {
@@ -56,12 +74,62 @@ void FusedOptimizer::keep_members(const std::vector<std::int64_t>& keep) {
   steps_ = std::move(steps);
   if (keep.empty()) {
     for (auto& slot : slots_) slot.clear();
+    refresh();
     return;
   }
   auto index = torch::tensor(keep, torch::kInt64).to(device_);
   for (auto& slot : slots_) {
     for (auto& t : slot) t = t.index_select(0, index);
   }
+  refresh();
+  if (!has_adaptive_) slots_[1].clear();  // the last Adam member left
+}
+
+void FusedOptimizer::resize(const std::vector<std::vector<std::int64_t>>& shapes) {
+  for (auto& slot : slots_) {
+    for (std::size_t i = 0; i < slot.size(); ++i) slot[i] = fit_to(slot[i], shapes[i]);
+  }
+}
+
+void FusedOptimizer::refresh() {
+  has_sgd_ = has_adaptive_ = has_l2_ = has_decoupled_ = has_nesterov_ = false;
+  if (hyper_.empty()) return;
+  std::vector<double> lr, l2, decay, c0, c1, b2, omb2, nesterov, adaptive, b1_64, b2_64, steps;
+  for (std::size_t m = 0; m < hyper_.size(); ++m) {
+    const auto& h = hyper_[m];
+    const bool adam = h.name != "sgd";
+    const bool adamw = h.name == "adamw";
+    has_sgd_ |= !adam;
+    has_adaptive_ |= adam;
+    has_nesterov_ |= !adam && h.nesterov;
+    has_l2_ |= !adamw && h.weight_decay != 0;
+    has_decoupled_ |= adamw && h.weight_decay != 0;
+    lr.push_back(h.lr);
+    l2.push_back(adamw ? 0.0 : h.weight_decay);
+    decay.push_back(adamw ? 1 - h.lr * h.weight_decay : 1.0);
+    c0.push_back(adam ? h.beta1 : h.momentum);
+    c1.push_back(adam ? 1 - h.beta1 : 1.0);
+    b2.push_back(adam ? h.beta2 : 1.0);
+    omb2.push_back(adam ? 1 - h.beta2 : 0.0);
+    nesterov.push_back(!adam && h.nesterov ? 1.0 : 0.0);
+    adaptive.push_back(adam ? 1.0 : 0.0);
+    b1_64.push_back(adam ? h.beta1 : 0.0);
+    b2_64.push_back(adam ? h.beta2 : 0.0);
+    steps.push_back(static_cast<double>(steps_[m]));
+  }
+  lr_ = column(lr);
+  l2_ = column(l2);
+  decay_ = column(decay);
+  c0_ = column(c0);
+  c1_ = column(c1);
+  b2_ = column(b2);
+  omb2_ = column(omb2);
+  nesterov_ = column(nesterov, torch::kBool);
+  adaptive_ = column(adaptive, torch::kBool);
+  lr64_ = column(lr, torch::kFloat64);
+  b1_64_ = column(b1_64, torch::kFloat64);
+  b2_64_ = column(b2_64, torch::kFloat64);
+  steps64_ = column(steps, torch::kFloat64);
 }
 
 void FusedOptimizer::step(const std::vector<torch::Tensor>& params) {
@@ -69,80 +137,54 @@ void FusedOptimizer::step(const std::vector<torch::Tensor>& params) {
   const auto k = static_cast<std::int64_t>(hyper_.size());
   if (k == 0) return;
   for (auto& s : steps_) ++s;
-  std::vector<double> lr, wd;
-  for (const auto& h : hyper_) {
-    lr.push_back(h.lr);
-    wd.push_back(h.weight_decay);
+  torch::Tensor step_size, bias2;
+  if (has_adaptive_) {
+    // torch computes 1 - beta^step in double on the host; the same double arithmetic here
+    // runs on the device, so the step needs no host copy.
+    steps64_.add_(1);
+    step_size = (lr64_ / (1 - b1_64_.pow(steps64_))).to(torch::kFloat32);
+    bias2 = (1 - b2_64_.pow(steps64_)).sqrt().to(torch::kFloat32);
   }
-  const auto lr_t = column(lr);
-  const auto wd_t = column(wd);
-
-  if (kind_ == "sgd") {
-    std::vector<double> momentum, nesterov;
-    for (const auto& h : hyper_) {
-      momentum.push_back(h.momentum);
-      nesterov.push_back(h.nesterov ? 1.0 : 0.0);
-    }
-    const auto m_t = column(momentum);
-    const auto nesterov_t = column(nesterov).to(torch::kBool);
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      auto p = params[i].view({k, -1});
-      auto d_p = params[i].grad().view({k, -1}).add(p * wd_t);
-      // A zero buffer times momentum plus d_p is d_p exactly: torch's first-step clone.
-      auto buf = slots_[0][i].view({k, -1});
-      buf.mul_(m_t).add_(d_p);
-      auto update = torch::where(nesterov_t, d_p + buf * m_t, buf);
-      p.sub_(update * lr_t);
-    }
-    return;
-  }
-
-  std::vector<double> beta1, beta2, step_size, bias2_sqrt;
-  for (std::size_t m = 0; m < hyper_.size(); ++m) {
-    const auto& h = hyper_[m];
-    beta1.push_back(h.beta1);
-    beta2.push_back(h.beta2);
-    const double bc1 = 1 - std::pow(h.beta1, static_cast<double>(steps_[m]));
-    const double bc2 = 1 - std::pow(h.beta2, static_cast<double>(steps_[m]));
-    step_size.push_back(h.lr / bc1);
-    bias2_sqrt.push_back(std::sqrt(bc2));
-  }
-  const auto b1 = column(beta1);
-  const auto b2 = column(beta2);
-  std::vector<double> one_minus_b1, one_minus_b2, decay;
-  for (std::size_t m = 0; m < hyper_.size(); ++m) {
-    one_minus_b1.push_back(1 - beta1[m]);
-    one_minus_b2.push_back(1 - beta2[m]);
-    decay.push_back(1 - lr[m] * wd[m]);
-  }
-  const auto omb1 = column(one_minus_b1);
-  const auto omb2 = column(one_minus_b2);
-  const auto step_t = column(step_size);
-  const auto bias2_t = column(bias2_sqrt);
-  const auto decay_t = column(decay);
   constexpr double eps = 1e-8;  // torch::optim::AdamOptions' default
   for (std::size_t i = 0; i < params.size(); ++i) {
     auto p = params[i].view({k, -1});
     auto grad = params[i].grad().view({k, -1});
-    if (kind_ == "adamw") {
-      p.mul_(decay_t);
+    // L2 decay joins the gradient (SGD, Adam); AdamW decays the weights before its update.
+    if (has_l2_) grad = grad.add(p * l2_);
+    if (has_decoupled_) p.mul_(decay_);
+    // Slot 0: momentum buffer (SGD) or exp_avg (Adam). A zero buffer times momentum plus
+    // the gradient is the gradient exactly: torch's first-step clone.
+    auto s0 = slots_[0][i].view({k, -1});
+    if (has_adaptive_) {
+      s0.mul_(c0_).add_(grad * c1_);
     } else {
-      grad = grad.add(p * wd_t);
+      s0.mul_(c0_).add_(grad);
     }
-    auto exp_avg = slots_[0][i].view({k, -1});
-    auto exp_avg_sq = slots_[1][i].view({k, -1});
-    exp_avg.mul_(b1).add_(grad * omb1);
-    exp_avg_sq.mul_(b2).add_(grad * grad * omb2);
-    auto denom = (exp_avg_sq.sqrt() / bias2_t).add_(eps);
-    p.sub_(exp_avg / denom * step_t);
+    torch::Tensor sgd_update, adam_update;
+    if (has_sgd_) {
+      sgd_update = has_nesterov_ ? torch::where(nesterov_, grad + s0 * c0_, s0) : s0;
+      sgd_update = sgd_update * lr_;
+    }
+    if (has_adaptive_) {
+      auto s1 = slots_[1][i].view({k, -1});
+      s1.mul_(b2_).add_(grad * grad * omb2_);
+      auto denom = (s1.sqrt() / bias2).add_(eps);
+      adam_update = s0 / denom * step_size;
+    }
+    if (has_sgd_ && has_adaptive_) {
+      p.sub_(torch::where(adaptive_, adam_update, sgd_update));
+    } else {
+      p.sub_(has_sgd_ ? sgd_update : adam_update);
+    }
   }
 }
 
 std::vector<std::vector<torch::Tensor>> FusedOptimizer::member_state(std::int64_t k) const {
   std::vector<std::vector<torch::Tensor>> out;
-  for (const auto& slot : slots_) {
+  const std::size_t slots = kind(k) == "sgd" ? 1 : 2;
+  for (std::size_t s = 0; s < slots; ++s) {
     std::vector<torch::Tensor> tensors;
-    for (const auto& t : slot) tensors.push_back(t.select(0, k));
+    for (const auto& t : slots_[s]) tensors.push_back(t.select(0, k));
     out.push_back(std::move(tensors));
   }
   return out;

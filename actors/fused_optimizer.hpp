@@ -1,9 +1,14 @@
 #pragma once
 // One optimizer step for every member of a fused pack (HFTA): each parameter is stacked with
 // a leading member dimension K, and each member's hyper-parameters become a [K, 1] tensor,
-// so SGD or Adam/AdamW runs as a handful of whole-tensor operations for all K at once.
+// so SGD, Adam and AdamW members step together as a handful of whole-tensor operations.
 // The arithmetic mirrors torch::optim's SGD, Adam and AdamW (LibTorch 1.13) step by step,
 // so a member's update equals its solo update.
+//
+// Members of different kinds share the state slots: slot 0 is SGD's momentum buffer or
+// Adam's exp_avg (both "c0 * s + c1 * grad", with per-member c0, c1), slot 1 Adam's
+// exp_avg_sq, held only while an Adam/AdamW member is present. A mixed group computes both
+// updates over all rows and picks each member's with torch::where.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,37 +19,53 @@
 
 namespace packtune::actors {
 
+// `t` cut or zero-padded at the end of every dimension to `sizes` (same rank): how stacked
+// tensors follow a fused group's widest member.
+torch::Tensor fit_to(const torch::Tensor& t, at::IntArrayRef sizes);
+
 class FusedOptimizer {
  public:
-  // `kind` is the optimizer every member uses: "sgd", "adam" or "adamw".
-  FusedOptimizer(std::string kind, torch::Device device);
+  explicit FusedOptimizer(torch::Device device);
 
-  const std::string& kind() const { return kind_; }
   int members() const { return static_cast<int>(hyper_.size()); }
+  const std::string& kind(std::int64_t k) const { return hyper_[static_cast<std::size_t>(k)].name; }
 
   // Stacked parameters change when members join or leave; the state follows. A member
-  // resumed from a checkpoint brings its state (slot by slot, one tensor per parameter,
-  // shaped like `member_shapes`) and its step count; a new one starts from zeros.
+  // resumed from a checkpoint brings its state (its kind's slots in optimizer_slots order,
+  // one tensor per parameter, shaped like `member_shapes`, i.e. padded to the group) and its
+  // step count; a new one starts from zeros. Call resize() first when the group grew.
   void append_member(const OptimizerSpec& spec, const std::vector<torch::Tensor>& member_shapes,
                      const std::vector<std::vector<torch::Tensor>>& state = {}, std::int64_t steps = 0);
   void keep_members(const std::vector<std::int64_t>& keep);
+  // The group's padded parameter shapes changed (each [K, ...]): state is cut or zero-padded.
+  void resize(const std::vector<std::vector<std::int64_t>>& shapes);
 
   // One step over `params` (each [K, ...]); members' step counts advance by one.
   void step(const std::vector<torch::Tensor>& params);
 
-  // Member k's state tensors, slot by slot (SGD: momentum buffer; Adam: exp_avg,
-  // exp_avg_sq), one per parameter, as views into the stacked state; and its step count.
+  // Member k's state tensors, in its kind's optimizer_slots order (SGD: momentum buffer;
+  // Adam: exp_avg, exp_avg_sq), one per parameter, as padded views into the stacked state;
+  // and its step count.
   std::vector<std::vector<torch::Tensor>> member_state(std::int64_t k) const;
   std::int64_t member_steps(std::int64_t k) const { return steps_[static_cast<std::size_t>(k)]; }
 
  private:
-  torch::Tensor column(const std::vector<double>& values) const;  // [K, 1] float32
+  // The per-member columns, rebuilt when the membership changes, never per step.
+  void refresh();
+  torch::Tensor column(const std::vector<double>& values, torch::Dtype dtype = torch::kFloat32) const;
 
-  std::string kind_;
   torch::Device device_;
   std::vector<OptimizerSpec> hyper_;
   std::vector<std::int64_t> steps_;
-  std::vector<std::vector<torch::Tensor>> slots_;  // slot -> parameter -> [K, ...]
+  std::vector<torch::Tensor> slots_[2];  // slot -> parameter -> [K, ...]
+  bool has_sgd_ = false, has_adaptive_ = false, has_l2_ = false, has_decoupled_ = false,
+       has_nesterov_ = false;
+  // [K, 1] float32: SGD lr; L2 weight decay (SGD, Adam); AdamW's 1 - lr * wd; slot 0's
+  // c0 (momentum or beta1) and c1 (1 or 1 - beta1); slot 1's beta2 and 1 - beta2.
+  torch::Tensor lr_, l2_, decay_, c0_, c1_, b2_, omb2_, nesterov_, adaptive_;
+  // [K, 1] float64 for Adam's bias corrections, computed on the device as torch does on the
+  // host: lr, beta1, beta2 (0 for SGD rows, so their corrections stay 1) and the step count.
+  torch::Tensor lr64_, b1_64_, b2_64_, steps64_;
 };
 
 }  // namespace packtune::actors

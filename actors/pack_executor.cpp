@@ -58,23 +58,26 @@ void PackExecutor::add(const PackJob& job) {
     return;
   }
   if (fuse_ && job.max_fused != 1) {
-    // The planner's unit when the driver names one; else the first group of its shape with
-    // room, by the same rule the planner sizes units with.
     const auto key = fusion_key(job.spec);
-    auto it = groups_.begin();
+    auto it = groups_.end();
     if (!job.unit.empty()) {
-      it = groups_.find(job.unit);
+      m.group = "unit:" + job.unit;
+      it = groups_.find(m.group);
       if (it != groups_.end() && it->second->key() != key) {
-        throw InputError("trial " + std::to_string(job.trial) + " cannot join unit " + job.unit +
-                         ": its architecture differs from the unit's");
+        throw InputError("trial " + std::to_string(job.trial) + " cannot join fused unit " + job.unit + ": its layers (" +
+                         key + ") differ from the unit's (" + it->second->key() + "); plan units by fusion_key");
       }
     } else {
-      for (; it != groups_.end(); ++it) {
-        if (it->second->key() == key && (job.max_fused <= 0 || it->second->size() < job.max_fused)) break;
+      // The first group of its fusion key with room; the planner sized units with that rule.
+      for (it = groups_.begin(); it != groups_.end(); ++it) {
+        if (it->first.rfind("unit:", 0) != 0 && it->second->key() == key &&
+            (job.max_fused <= 0 || it->second->size() < job.max_fused)) {
+          break;
+        }
       }
+      m.group = it == groups_.end() ? key + "#" + std::to_string(next_group_++) : it->first;
     }
     if (it == groups_.end()) {
-      m.group = job.unit.empty() ? key + "#" + std::to_string(next_group_++) : job.unit;
       // Built outside the map first: a spec that fails here leaves no empty group behind.
       InputShape shape{stream_.channels(), stream_.height(), stream_.width(), stream_.classes()};
       auto group = std::make_unique<FusedGroup>(job.spec, shape, stream_.device());
@@ -177,7 +180,9 @@ std::vector<PackEvent> PackExecutor::step_round() {
 
   // Wall time of a fused step is shared evenly by its members.
   std::map<std::string, double> group_seconds;
+  std::map<std::string, int> group_size;
   for (auto& [key, group] : groups_) {
+    group_size[key] = group->size();
     const auto start = Clock::now();
     try {
       group->train_step(stream_);
@@ -235,9 +240,9 @@ std::vector<PackEvent> PackExecutor::step_round() {
     if (failed.count(m->job.trial)) continue;
     PackEvent e;
     e.trial = m->job.trial;
-    e.unit_size = m->runner ? 1 : groups_.at(m->group)->size();
     e.final = m->next_report + 1 == m->report_steps.size();
     e.budget = m->report_budgets[m->next_report];
+    e.unit_size = m->runner ? 1 : group_size[m->group];
     if (m->runner) {
       const auto start = Clock::now();
       try {

@@ -1,8 +1,9 @@
 #pragma once
 // Trains every trial an actor holds, one round at a time: each member takes one step on the
-// pack's shared data stream. Trials that can be fused (same architecture, batch size and
-// optimizer) train as one FusedGroup; the rest step in turn (a mixed pack). Members join
-// and leave between rounds without disturbing the others.
+// pack's shared data stream. Trials that can be fused (same fusion_key: layer sequence and
+// batch size; widths and optimizers may differ) train as one FusedGroup; the rest step in
+// turn as plain LibTorch models (a mixed pack). Members join and leave between rounds
+// without disturbing the others.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -33,11 +34,12 @@ struct PackJob {
   std::shared_ptr<const TrialCheckpoint> resume;
   // Capture a checkpoint when the job reaches its budget (PackEvent::checkpoint).
   bool checkpoint = false;
-  // Members a fused group of this shape may have; 0: no limit; 1: the trial trains alone as
-  // a plain model.
+  // Members a fused group of this shape may have (the planner's unit size); 0: no limit;
+  // 1: the trial trains as its own plain LibTorch model.
   int max_fused = 0;
-  // The planner's unit: jobs with the same unit train as one fused model; empty: the first
-  // group of the trial's fusion key with room under max_fused.
+  // The planner's fused unit: jobs with the same non-empty unit train in one FusedGroup
+  // (their fusion keys must match). Empty: the first group of its fusion key with room
+  // under max_fused.
   std::string unit;
 };
 
@@ -61,8 +63,8 @@ class PackExecutor {
   // With `fuse` false every trial trains as its own plain LibTorch model.
   PackExecutor(datasets::BatchStream& stream, BudgetUnit unit, bool fuse = true);
 
-  // Throws InputError when `job.resume` does not fit the trial's architecture or optimizer;
-  // nothing is added then. A job whose checkpoint already reached its budget ends at once.
+  // Throws InputError when `job.resume` does not fit the trial's architecture or optimizer,
+  // or when `job.unit` names a unit of another fusion key; nothing is added then. A job whose checkpoint already reached its budget ends at once.
   void add(const PackJob& job);
   bool remove(tuners::TrialId trial);
   bool contains(tuners::TrialId trial) const;
@@ -83,7 +85,7 @@ class PackExecutor {
   struct Member {
     PackJob job;
     std::unique_ptr<TrialRunner> runner;  // a solo member; null when in a fused group
-    std::string group;                    // the fused group's key
+    std::string group;                    // the fused group's id in groups_
     std::vector<std::int64_t> report_steps;  // ascending, the last is the final step
     std::vector<double> report_budgets;      // the nominal budget of each report step
     std::size_t next_report = 0;
@@ -99,7 +101,8 @@ class PackExecutor {
   BudgetUnit unit_;
   bool fuse_;
   std::vector<Member> members_;
-  std::map<std::string, std::unique_ptr<FusedGroup>> groups_;  // "fusion key#n"
+  // "unit:<unit>" for the planner's units, "<fusion key>#n" for the others.
+  std::map<std::string, std::unique_ptr<FusedGroup>> groups_;
   std::int64_t next_group_ = 0;
   std::vector<PackEvent> finished_;  // jobs that ended when they were added
 };

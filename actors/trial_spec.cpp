@@ -160,6 +160,17 @@ ModelShape model_shape(const ModelSpec& spec, int channels, int height, int widt
 std::string fusion_key(const TrialSpec& s) {
   const auto& m = s.model;
   std::ostringstream key;
+  key << m.family << "/d" << m.depth;
+  // An MLP without hidden layers has no activation or dropout layer to differ in.
+  if (m.family == "cnn" || m.depth > 0) key << "/" << m.activation << "/drop" << (m.dropout > 0);
+  key << "/b" << s.batch_size;
+  if (m.family == "cnn") key << "/k" << m.kernel << "/bn" << m.batch_norm << "/fc" << (m.width > 0);
+  return key.str();
+}
+
+std::string shape_key(const TrialSpec& s) {
+  const auto& m = s.model;
+  std::ostringstream key;
   key << m.family << "/d" << m.depth << "/w" << m.width << "/" << m.activation << "/drop"
       << (m.dropout > 0) << "/b" << s.batch_size << "/" << s.optimizer.name;
   if (m.family == "cnn") key << "/c" << m.channels << "/k" << m.kernel << "/bn" << m.batch_norm;

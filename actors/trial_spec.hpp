@@ -55,10 +55,16 @@ struct ModelShape {
 };
 ModelShape model_shape(const ModelSpec& spec, int channels, int height, int width, int classes);
 
-// Trials with equal keys can be fused into one model: everything that changes shapes or the
-// optimizer's algorithm. Learning rates, momenta, weight decays, betas, dropout rates and
-// seeds may differ within a fused group.
+// Trials with equal keys can train in one fused model: everything that changes the layer
+// sequence (family, depth, activation, whether dropout layers exist; a CNN's kernel, batch
+// norm and whether it has an fc layer) and the batch size. Widths, CNN channels and the
+// optimizer (sgd, adam, adamw) may differ: narrower members are padded to the widest.
 std::string fusion_key(const TrialSpec& spec);
+
+// The exact shape: fusion_key plus widths, channels and the optimizer's name, i.e.
+// everything that changes a trial's memory or speed. Memory and throughput are calibrated
+// per shape_key.
+std::string shape_key(const TrialSpec& spec);
 
 // Validation examples evaluated at once per member: one training batch's worth, so that
 // evaluation (which keeps no activations for backward) needs less memory than a step.

@@ -11,9 +11,10 @@ namespace {
 constexpr double kActivationShare = 0.9;
 
 // Temporaries of the largest weight during an optimizer step. torch::optim works parameter
-// by parameter; the fused optimizer works on whole [K, ...] tensors and keeps more of them.
+// by parameter; the fused optimizer works on whole [K, ...] tensors and keeps more of them
+// (SGD: the scaled update, and the decayed gradient when there is weight decay).
 double optimizer_temporaries(const TrialShape& s, bool fused) {
-  if (fused) return s.adaptive ? 5.0 : 4.0;
+  if (fused) return s.adaptive ? 5.0 : (s.weight_decay ? 2.0 : 1.0);
   return s.adaptive ? 2.0 : 1.0;
 }
 

@@ -11,13 +11,15 @@ namespace packtune {
 packing::TrialShape trial_shape(const actors::TrialSpec& spec, const InputDims& input) {
   const auto m = actors::model_shape(spec.model, input.channels, input.height, input.width, input.classes);
   packing::TrialShape s;
-  s.key = actors::fusion_key(spec);
+  s.key = actors::shape_key(spec);
+  s.fusion = actors::fusion_key(spec);
   s.parameters = m.parameters;
   s.largest_parameter = m.largest_parameter;
   s.activations_per_sample = m.activations_per_sample;
   s.flops_per_sample = m.flops_per_sample;
   s.batch_size = spec.batch_size;
   s.adaptive = spec.optimizer.name != "sgd";
+  s.weight_decay = spec.optimizer.weight_decay != 0;
   s.optimizer_slots = s.adaptive ? 2 : (spec.optimizer.momentum > 0 ? 1 : 0);
   return s;
 }

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "actors/fused_group.hpp"
 #include "actors/pack_executor.hpp"
 #include "packtune/error.hpp"
@@ -69,6 +71,24 @@ std::vector<Case> cases() {
       {"CNN with batch norm, SGD",
        with(cnn, {{"optimizer", std::string("sgd")}, {"activation", std::string("tanh")}}),
        {{{"lr", 0.05}, {"momentum", 0.9}}, {{"lr", 0.02}, {"momentum", 0.8}, {"weight_decay", 1e-3}}}},
+      // Unlike members: padded to the widest (which is not the first), sigmoid(0) = 0.5 on
+      // the padding, and SGD, Adam and AdamW in one step.
+      {"MLP of three widths, sigmoid, dropout, SGD with Nesterov and weight decay, Adam, AdamW",
+       with(mlp, {{"activation", std::string("sigmoid")}, {"dropout", 0.2}}),
+       {{{"optimizer", std::string("sgd")}, {"lr", 0.05}, {"momentum", 0.9}, {"nesterov", true}, {"weight_decay", 1e-3}},
+        {{"width", std::int64_t{40}}, {"optimizer", std::string("adam")}, {"lr", 0.003}, {"weight_decay", 1e-4}},
+        {{"width", std::int64_t{8}}, {"optimizer", std::string("adamw")}, {"lr", 0.003}, {"weight_decay", 0.01},
+         {"dropout", 0.4}}}},
+      {"CNN with batch norm of three channel and fc widths, sigmoid, dropout, SGD, Adam, AdamW",
+       with(cnn, {{"activation", std::string("sigmoid")}, {"dropout", 0.2}}),
+       {{{"optimizer", std::string("sgd")}, {"lr", 0.05}, {"momentum", 0.9}, {"weight_decay", 1e-3}},
+        {{"channels", std::int64_t{5}}, {"width", std::int64_t{20}}, {"optimizer", std::string("adam")}, {"lr", 0.003}},
+        {{"channels", std::int64_t{2}}, {"width", std::int64_t{6}}, {"optimizer", std::string("adamw")},
+         {"lr", 0.003}, {"weight_decay", 0.01}}}},
+      {"CNN without batch norm or fc layer, channels 2 and 4, SGD and Adam",
+       with(cnn, {{"batch_norm", false}, {"width", std::int64_t{0}}}),
+       {{{"channels", std::int64_t{4}}, {"optimizer", std::string("adam")}, {"lr", 0.003}},
+        {{"channels", std::int64_t{2}}, {"optimizer", std::string("sgd")}, {"lr", 0.05}, {"momentum", 0.5}}}},
   };
 }
 
@@ -159,16 +179,152 @@ TEST_CASE("members join and leave a fused group without disturbing the others") 
   check_same(group.member_state(2), solo_state(c));
 }
 
-TEST_CASE("trials that differ in shape or optimizer are not fused") {
+TEST_CASE("members of other widths and optimizers join and leave a group without disturbing the others") {
+  torch::set_num_threads(1);
+  auto split = synthetic_split(200, 60);
+  datasets::BatchStream stream(split, torch::kCPU, 3);
+  InputShape shape{1, 10, 10, 10};
+  auto spec = [&](std::int64_t width, const std::string& optimizer, double lr) {
+    return spec_of({{"width", width}, {"depth", std::int64_t{2}}, {"optimizer", optimizer}, {"lr", lr},
+                    {"momentum", optimizer == "sgd" ? 0.9 : 0.0}, {"weight_decay", 1e-3},
+                    {"activation", std::string("sigmoid")}, {"dropout", 0.25}, {"batch_size", std::int64_t{16}}});
+  };
+  const std::vector<TrialSpec> specs{spec(16, "sgd", 0.05), spec(8, "sgd", 0.1), spec(32, "adam", 0.01),
+                                     spec(24, "adamw", 0.003)};
+  std::vector<std::unique_ptr<TrialRunner>> solo;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    solo.push_back(std::make_unique<TrialRunner>(i, specs[i], 80 + i, stream));
+  }
+  FusedGroup group(specs[0], shape, torch::kCPU);
+  std::set<std::size_t> in;
+  auto join = [&](std::size_t i) {
+    group.add(static_cast<tuners::TrialId>(i), specs[i], 80 + i);
+    in.insert(i);
+  };
+  auto leave = [&](std::size_t i) {
+    group.remove(static_cast<tuners::TrialId>(i));
+    in.erase(i);
+  };
+  auto train = [&](int steps) {
+    for (int s = 0; s < steps; ++s) {
+      stream.begin_round();
+      group.train_step(stream);
+      for (auto i : in) solo[i]->train_step(stream);
+    }
+  };
+  join(0);
+  join(1);
+  train(3);
+  join(2);  // wider, with Adam, into an SGD group: everything grows, slot 1 appears
+  train(3);
+  leave(0);  // from the front
+  join(3);
+  train(2);
+  leave(2);  // the widest leaves: the group shrinks to 24
+  train(3);
+  CHECK(group.size() == 2);
+  CHECK(group.step_of(1) == 11);
+  CHECK(group.step_of(3) == 5);
+  check_same(group.member_state(1), solo_state(*solo[1]));
+  check_same(group.member_state(3), solo_state(*solo[3]));
+}
+
+TEST_CASE("a checkpoint from a padded group resumes exactly alone and in a group of another width") {
+  torch::set_num_threads(1);
+  auto split = synthetic_split(200, 60);
+  InputShape shape{1, 10, 10, 10};
+  const tuners::TrialConfig base{{"family", std::string("cnn")}, {"depth", std::int64_t{2}},
+                                 {"channels", std::int64_t{2}}, {"width", std::int64_t{10}},
+                                 {"dropout", 0.2}, {"batch_size", std::int64_t{8}}};
+  auto spec = [&](tuners::TrialConfig extra) {
+    auto c = base;
+    for (const auto& [k, v] : extra) c[k] = v;
+    return spec_of(c);
+  };
+  for (const auto& optimizer : {"sgd", "adam"}) {
+    SECTION(optimizer) {
+      const auto narrow = spec({{"optimizer", std::string(optimizer)}, {"lr", 0.01}, {"momentum", 0.0},
+                                {"weight_decay", 1e-3}});
+      const auto wide = spec({{"optimizer", std::string("adamw")}, {"channels", std::int64_t{4}},
+                              {"width", std::int64_t{16}}, {"lr", 0.003}});
+      const auto wider = spec({{"optimizer", std::string("sgd")}, {"channels", std::int64_t{6}},
+                               {"width", std::int64_t{24}}, {"lr", 0.05}, {"momentum", 0.9}});
+      datasets::BatchStream stream(split, torch::kCPU, 9);
+      TrialRunner reference(0, narrow, 60, stream);
+      FusedGroup first(narrow, shape, torch::kCPU);
+      first.add(1, wide, 61);
+      first.add(0, narrow, 60);
+      for (int s = 0; s < 5; ++s) {
+        stream.begin_round();
+        first.train_step(stream);
+        reference.train_step(stream);
+      }
+      TrialCheckpoint checkpoint, solo_checkpoint;
+      checkpoint.trial = solo_checkpoint.trial = 0;
+      first.capture(0, checkpoint);
+      reference.capture(solo_checkpoint);
+      // Unpadded, under the solo names, as a solo trial writes it.
+      REQUIRE(checkpoint.model.size() == solo_checkpoint.model.size());
+      REQUIRE(checkpoint.optimizer_state.size() == solo_checkpoint.optimizer_state.size());
+      CHECK(checkpoint.optimizer_steps == solo_checkpoint.optimizer_steps);
+      for (const auto& t : solo_checkpoint.optimizer_state) {
+        INFO(t.name);
+        const auto slash = t.name.find('/');
+        const auto* mine = checkpoint.find_optimizer(t.name.substr(0, slash), t.name.substr(slash + 1));
+        REQUIRE(mine != nullptr);
+        CHECK(mine->shape == t.shape);
+      }
+
+      TrialRunner alone(0, narrow, 60, stream);
+      alone.restore(checkpoint);
+      FusedGroup second(wider, shape, torch::kCPU);
+      second.add(2, wider, 62);
+      stream.begin_round();
+      second.train_step(stream);  // the group is at another step
+      second.add(0, narrow, 60, &checkpoint);
+      for (int s = 0; s < 4; ++s) {
+        stream.begin_round();
+        reference.train_step(stream);
+        alone.train_step(stream);
+        second.train_step(stream);
+      }
+      check_same(solo_state(alone), solo_state(reference));
+      check_same(second.member_state(0), solo_state(reference));
+    }
+  }
+}
+
+TEST_CASE("trials fuse when their layer sequence and batch size match; shape keys tell every shape apart") {
   auto a = spec_of({{"width", std::int64_t{16}}, {"lr", 0.1}});
   auto b = spec_of({{"width", std::int64_t{16}}, {"lr", 0.2}, {"momentum", 0.5}});
   CHECK(fusion_key(a) == fusion_key(b));
-  CHECK(fusion_key(a) != fusion_key(spec_of({{"width", std::int64_t{32}}})));
-  CHECK(fusion_key(a) != fusion_key(spec_of({{"width", std::int64_t{16}}, {"batch_size", std::int64_t{64}}})));
-  CHECK(fusion_key(a) != fusion_key(spec_of({{"width", std::int64_t{16}}, {"optimizer", std::string("adam")}})));
-  CHECK(fusion_key(a) != fusion_key(spec_of({{"width", std::int64_t{16}}, {"dropout", 0.1}})));
+  CHECK(shape_key(a) == shape_key(b));
+  for (const auto& other : {spec_of({{"width", std::int64_t{32}}}),
+                            spec_of({{"width", std::int64_t{16}}, {"optimizer", std::string("adam")}})}) {
+    CHECK(fusion_key(a) == fusion_key(other));
+    CHECK(shape_key(a) != shape_key(other));
+  }
+  for (const auto& other : {spec_of({{"width", std::int64_t{16}}, {"batch_size", std::int64_t{64}}}),
+                            spec_of({{"width", std::int64_t{16}}, {"dropout", 0.1}}),
+                            spec_of({{"width", std::int64_t{16}}, {"depth", std::int64_t{3}}}),
+                            spec_of({{"width", std::int64_t{16}}, {"activation", std::string("tanh")}})}) {
+    CHECK(fusion_key(a) != fusion_key(other));
+    CHECK(shape_key(a) != shape_key(other));
+  }
+  const tuners::TrialConfig cnn{{"family", std::string("cnn")}, {"depth", std::int64_t{1}},
+                                {"channels", std::int64_t{4}}, {"width", std::int64_t{8}}};
+  auto cnn_with = [&](tuners::TrialConfig extra) {
+    auto c = cnn;
+    for (const auto& [k, v] : extra) c[k] = v;
+    return spec_of(c);
+  };
+  CHECK(fusion_key(cnn_with({})) == fusion_key(cnn_with({{"channels", std::int64_t{8}}, {"width", std::int64_t{3}}})));
+  CHECK(fusion_key(cnn_with({})) != fusion_key(cnn_with({{"width", std::int64_t{0}}})));
+  CHECK(fusion_key(cnn_with({})) != fusion_key(cnn_with({{"batch_norm", false}})));
+  CHECK(fusion_key(cnn_with({})) != fusion_key(cnn_with({{"kernel", std::int64_t{5}}})));
+  CHECK(fusion_key(cnn_with({})) != fusion_key(a));
   FusedGroup group(a, InputShape{1, 10, 10, 10}, torch::kCPU);
-  CHECK_THROWS_AS(group.add(1, spec_of({{"width", std::int64_t{32}}}), 1), Error);
+  CHECK_THROWS_AS(group.add(1, spec_of({{"width", std::int64_t{32}}, {"depth", std::int64_t{1}}}), 1), Error);
 }
 
 TEST_CASE("a pack reports the same metrics fused, in capped fused groups, and one trial per model") {

@@ -36,18 +36,21 @@ TEST_CASE("the memory estimate is within 15% of the measured peak for MLPs and C
     int batch;
     const char* optimizer;
     int members;
+    double weight_decay = 0;
   };
   const Case cases[] = {
       {"mlp", 32, "sgd", 1},  {"mlp", 128, "adam", 1}, {"mlp", 512, "sgd", 1},  {"mlp", 512, "adamw", 1},
       {"mlp", 32, "sgd", 4},  {"mlp", 128, "adam", 4}, {"mlp", 512, "sgd", 4},  {"cnn", 32, "sgd", 1},
       {"cnn", 128, "adam", 1}, {"cnn", 512, "sgd", 1}, {"cnn", 32, "adam", 4},  {"cnn", 128, "sgd", 4},
+      {"mlp", 32, "sgd", 4, 1e-4}, {"cnn", 128, "sgd", 4, 1e-4}, {"mlp", 128, "adamw", 4, 1e-2},
   };
   for (const auto& c : cases) {
-    const auto spec = spec_of(c.family, c.batch, c.optimizer);
+    auto spec = spec_of(c.family, c.batch, c.optimizer);
+    spec.optimizer.weight_decay = c.weight_decay;
     const auto measured = actors::measure_peak_bytes(spec, c.members, actors::InputShape{}, torch::kCPU);
     const auto estimated = model.estimate(trial_shape(spec), c.members).peak();
     const double ratio = static_cast<double>(estimated) / static_cast<double>(measured);
-    INFO(c.family << " batch " << c.batch << " " << c.optimizer << " x" << c.members << ": estimated "
+    INFO(c.family << " batch " << c.batch << " " << c.optimizer << " x" << c.members << " wd " << c.weight_decay << ": estimated "
                   << (estimated >> 10) << " KiB, measured " << (measured >> 10) << " KiB, ratio " << ratio);
     CHECK(ratio > 0.85);
     CHECK(ratio < 1.15);
