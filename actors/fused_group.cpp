@@ -121,6 +121,7 @@ void FusedGroup::add(tuners::TrialId trial, const TrialSpec& spec, std::uint64_t
       }
     }
   }
+  graph_.reset();  // the stacked tensors a captured step works on are about to be replaced
   std::vector<torch::Tensor> member_params(params_.size()), member_buffers(buffers_.size());
   const auto children = solo->named_children();
   for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -223,6 +224,7 @@ void FusedGroup::remove(tuners::TrialId trial) {
   }
   members_.erase(members_.begin() + gone);
   loss_count_.erase(loss_count_.begin() + gone);
+  graph_.reset();
   optimizer_.keep_members(keep);
   if (keep.empty()) {
     for (auto& p : params_) p = torch::Tensor();
@@ -304,20 +306,42 @@ torch::Tensor FusedGroup::forward(torch::Tensor x, const std::vector<torch::Tens
   return x;  // [K, B, classes]
 }
 
+void FusedGroup::prefetch(datasets::BatchStream& stream) const {
+  for (const auto& m : members_) stream.batch(m.step, m.spec.batch_size);
+}
+
 void FusedGroup::train_step(datasets::BatchStream& stream) {
   if (members_.empty()) return;
-  const auto k = static_cast<std::int64_t>(members_.size());
   const int batch_size = members_.front().spec.batch_size;
+  // Everything that differs from step to step is decided here, on the host: which batch
+  // each member reads and its dropout masks (drawn from its own seed). The device part of
+  // the step sees only these tensors, so a CUDA graph of it stays right at every replay.
   std::vector<torch::Tensor> inputs, labels;
   for (const auto& m : members_) {
     auto [x, y] = stream.batch(m.step, batch_size);
     inputs.push_back(x);
     labels.push_back(y);
   }
-  auto x = torch::stack(inputs);
-  auto y = torch::stack(labels);
+  std::vector<torch::Tensor> step_inputs{torch::stack(inputs), torch::stack(labels)};
+  for (auto& mask : dropout_masks(step_inputs[0].size(1))) step_inputs.push_back(std::move(mask));
+  graph_.run(
+      step_inputs, [this](const std::vector<torch::Tensor>& in) { device_step(in); },
+      [this] {
+        for (auto& p : params_) p.mutable_grad() = torch::Tensor();
+      });
+  optimizer_.count_step();
+  for (std::size_t i = 0; i < members_.size(); ++i) {
+    ++members_[i].step;
+    ++loss_count_[i];
+  }
+}
+
+void FusedGroup::device_step(const std::vector<torch::Tensor>& in) {
+  const auto k = static_cast<std::int64_t>(members_.size());
+  const auto& x = in[0];
+  const auto& y = in[1];
+  const std::vector<torch::Tensor> masks(in.begin() + 2, in.end());
   const auto batch = x.size(1);
-  auto masks = dropout_masks(batch);
   for (auto& p : params_) {
     if (p.grad().defined()) p.mutable_grad().zero_();
   }
@@ -331,12 +355,8 @@ void FusedGroup::train_step(datasets::BatchStream& stream) {
   for (std::size_t i = 0; i < params_.size(); ++i) {
     if (padding_[i].defined()) params_[i].mutable_grad().masked_fill_(padding_[i], 0);
   }
-  optimizer_.step(params_);
+  optimizer_.device_step(params_);
   loss_sum_ += losses.detach();
-  for (std::size_t i = 0; i < members_.size(); ++i) {
-    ++members_[i].step;
-    ++loss_count_[i];
-  }
 }
 
 std::map<tuners::TrialId, Metrics> FusedGroup::evaluate(const datasets::BatchStream& stream,

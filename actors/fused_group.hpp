@@ -26,6 +26,7 @@
 #include <torch/torch.h>
 
 #include "actors/classifier.hpp"
+#include "actors/cuda_step.hpp"
 #include "actors/fused_optimizer.hpp"
 #include "actors/trial_runner.hpp"
 #include "datasets/batch_stream.hpp"
@@ -48,8 +49,12 @@ class FusedGroup {
            const TrialCheckpoint* resume = nullptr);
   void remove(tuners::TrialId trial);
 
-  // One optimizer step for every member, each on its own next batch.
+  // Decodes the batches the next train_step() reads (they are cached for the round).
+  void prefetch(datasets::BatchStream& stream) const;
+  // One optimizer step for every member, each on its own next batch. On a GPU, after a few
+  // steps with the same members, the step is replayed as one CUDA graph.
   void train_step(datasets::BatchStream& stream);
+  bool graph_captured() const { return graph_.captured(); }
   // Validation metrics for every member, and each one's train_loss since its last call.
   std::map<tuners::TrialId, Metrics> evaluate(const datasets::BatchStream& stream,
                                               const std::vector<tuners::TrialId>& which);
@@ -90,6 +95,8 @@ class FusedGroup {
   };
 
   torch::Tensor forward(torch::Tensor x, const std::vector<torch::Tensor>& masks, bool training);
+  // The device's part of a step on inputs [x, y, dropout masks...]: what a CUDA graph holds.
+  void device_step(const std::vector<torch::Tensor>& inputs);
   std::vector<torch::Tensor> dropout_masks(std::int64_t batch);
   std::int64_t index_of(tuners::TrialId trial) const;
   torch::Tensor to_member_layout(std::size_t param, const torch::Tensor& solo) const;
@@ -117,6 +124,7 @@ class FusedGroup {
   FusedOptimizer optimizer_;
   torch::Tensor loss_sum_;              // [K] since each member's last evaluation
   std::vector<std::int64_t> loss_count_;
+  StepGraph graph_;
 };
 
 }  // namespace packtune::actors

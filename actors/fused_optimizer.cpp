@@ -132,11 +132,14 @@ void FusedOptimizer::refresh() {
   steps64_ = column(steps, torch::kFloat64);
 }
 
-void FusedOptimizer::step(const std::vector<torch::Tensor>& params) {
+void FusedOptimizer::count_step() {
+  for (auto& s : steps_) ++s;
+}
+
+void FusedOptimizer::device_step(const std::vector<torch::Tensor>& params) {
   torch::NoGradGuard no_grad;
   const auto k = static_cast<std::int64_t>(hyper_.size());
   if (k == 0) return;
-  for (auto& s : steps_) ++s;
   torch::Tensor step_size, bias2;
   if (has_adaptive_) {
     // torch computes 1 - beta^step in double on the host; the same double arithmetic here

@@ -41,7 +41,15 @@ class FusedOptimizer {
   void resize(const std::vector<std::vector<std::int64_t>>& shapes);
 
   // One step over `params` (each [K, ...]); members' step counts advance by one.
-  void step(const std::vector<torch::Tensor>& params);
+  void step(const std::vector<torch::Tensor>& params) {
+    count_step();
+    device_step(params);
+  }
+  // The two halves of step(), for a step replayed as a CUDA graph: device_step() only
+  // launches kernels (its step count lives on the device too) and may be captured;
+  // count_step() advances the host's counts and must run at every step, replayed or not.
+  void count_step();
+  void device_step(const std::vector<torch::Tensor>& params);
 
   // Member k's state tensors, in its kind's optimizer_slots order (SGD: momentum buffer;
   // Adam: exp_avg, exp_avg_sq), one per parameter, as padded views into the stacked state;

@@ -23,7 +23,7 @@ std::string error_message(const std::exception& e) {
 }
 
 PackExecutor::PackExecutor(datasets::BatchStream& stream, BudgetUnit unit, bool fuse)
-    : stream_(stream), unit_(unit), fuse_(fuse) {}
+    : stream_(stream), unit_(unit), fuse_(fuse), streams_(stream.device()) {}
 
 std::int64_t PackExecutor::steps_for(double budget, int batch_size) const {
   const double steps = unit_ == BudgetUnit::Steps
@@ -177,6 +177,18 @@ std::vector<PackEvent> PackExecutor::step_round() {
   std::set<tuners::TrialId> failed;
   if (members_.empty()) return events;
   stream_.begin_round();
+  // Every batch of the round is decoded first, on the caller's stream: on a GPU the units
+  // then step on streams of their own, none waiting for a decode another unit started.
+  std::size_t units = groups_.size();
+  for (const auto& [key, group] : groups_) group->prefetch(stream_);
+  for (const auto& m : members_) {
+    if (m.runner) {
+      m.runner->prefetch(stream_);
+      ++units;
+    }
+  }
+  streams_.begin(units);
+  std::size_t unit = 0;
 
   // Wall time of a fused step is shared evenly by its members.
   std::map<std::string, double> group_seconds;
@@ -185,7 +197,7 @@ std::vector<PackEvent> PackExecutor::step_round() {
     group_size[key] = group->size();
     const auto start = Clock::now();
     try {
-      group->train_step(stream_);
+      streams_.run(unit++, [&group = group, this] { group->train_step(stream_); });
     } catch (const std::exception& e) {
       for (const auto& m : members_) {
         if (m.group == key) {
@@ -203,13 +215,14 @@ std::vector<PackEvent> PackExecutor::step_round() {
     }
     const auto start = Clock::now();
     try {
-      m.runner->train_step(stream_);
+      streams_.run(unit++, [&m, this] { m.runner->train_step(stream_); });
     } catch (const std::exception& e) {
       fail(events, m.job.trial, e);
       failed.insert(m.job.trial);
     }
     m.seconds += std::chrono::duration<double>(Clock::now() - start).count();
   }
+  streams_.end();  // reports and checkpoints below read what the units wrote
 
   // Reports: each fused group evaluates once for all its members that are due.
   std::map<std::string, std::vector<tuners::TrialId>> due;

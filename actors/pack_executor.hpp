@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "actors/checkpoint_file.hpp"
+#include "actors/cuda_step.hpp"
 #include "actors/fused_group.hpp"
 #include "actors/trial_runner.hpp"
 #include "datasets/batch_stream.hpp"
@@ -105,6 +106,7 @@ class PackExecutor {
   std::map<std::string, std::unique_ptr<FusedGroup>> groups_;
   std::int64_t next_group_ = 0;
   std::vector<PackEvent> finished_;  // jobs that ended when they were added
+  UnitStreams streams_;  // on a GPU, each unit of a mixed pack steps on a stream of its own
 };
 
 }  // namespace packtune::actors

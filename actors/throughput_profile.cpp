@@ -14,9 +14,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Enough steps to see past the first step's allocations and the timer's resolution, few
-// enough that one K costs a pack at most a fraction of a second.
-constexpr int kWarmupSteps = 2;
+// Enough steps to see past the first step's allocations, a fused group's CUDA graph capture
+// and the timer's resolution, few enough that one K costs a pack at most a fraction of a
+// second.
+constexpr int kWarmupSteps = StepGraph::kWarmupSteps + 2;
 constexpr int kMinTimedSteps = 3;
 constexpr int kMaxTimedSteps = 30;
 constexpr double kMinTimedSeconds = 0.02;

@@ -49,7 +49,9 @@ const torch::Tensor& BatchStream::permutation(std::int64_t epoch) {
   while (permutations_.size() >= 4) permutations_.erase(permutations_.begin());
   auto generator = at::detail::createCPUGenerator(seed_ * 1000003ULL + static_cast<std::uint64_t>(epoch));
   auto perm = torch::randperm(train_count(), generator, torch::TensorOptions().dtype(torch::kInt64));
-  return permutations_.emplace(epoch, perm.to(device_)).first->second;
+  // To a GPU from pinned memory, without waiting: the copy queues behind the step in flight.
+  if (device_.is_cuda()) perm = perm.pin_memory();
+  return permutations_.emplace(epoch, perm.to(device_, /*non_blocking=*/true)).first->second;
 }
 
 std::pair<torch::Tensor, torch::Tensor> BatchStream::batch(std::int64_t step, int batch_size) {

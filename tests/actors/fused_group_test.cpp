@@ -6,6 +6,7 @@
 #include "actors/pack_executor.hpp"
 #include "packtune/error.hpp"
 #include "synthetic_data.hpp"
+#include "test_device.hpp"
 
 using namespace packtune;
 using namespace packtune::actors;
@@ -99,7 +100,7 @@ TEST_CASE("a fused member trains exactly like the same trial alone") {
   auto split = synthetic_split(200, 60);
   for (const auto& c : cases()) {
     SECTION(c.name) {
-      datasets::BatchStream stream(split, torch::kCPU, 11);
+      datasets::BatchStream stream(split, testing::test_device(), 11);
       InputShape shape{1, 10, 10, 10};
       std::vector<TrialSpec> specs;
       for (const auto& extra : c.members) {
@@ -107,7 +108,7 @@ TEST_CASE("a fused member trains exactly like the same trial alone") {
         for (const auto& [k, v] : extra) config[k] = v;
         specs.push_back(spec_of(config));
       }
-      FusedGroup group(specs[0], shape, torch::kCPU);
+      FusedGroup group(specs[0], shape, testing::test_device());
       std::vector<std::unique_ptr<TrialRunner>> solo;
       for (std::size_t i = 0; i < specs.size(); ++i) {
         group.add(static_cast<tuners::TrialId>(i), specs[i], 500 + i);
@@ -119,6 +120,8 @@ TEST_CASE("a fused member trains exactly like the same trial alone") {
         group.train_step(stream);
         for (auto& r : solo) r->train_step(stream);
       }
+      // On a GPU most of those steps were replays of one captured graph.
+      CHECK(group.graph_captured() == (stream.device().is_cuda() && cuda_graphs_enabled()));
       std::vector<tuners::TrialId> all;
       for (std::size_t i = 0; i < specs.size(); ++i) all.push_back(static_cast<tuners::TrialId>(i));
       auto fused_metrics = group.evaluate(stream, all);
@@ -137,7 +140,7 @@ TEST_CASE("a fused member trains exactly like the same trial alone") {
 TEST_CASE("members join and leave a fused group without disturbing the others") {
   torch::set_num_threads(1);
   auto split = synthetic_split(200, 60);
-  datasets::BatchStream stream(split, torch::kCPU, 3);
+  datasets::BatchStream stream(split, testing::test_device(), 3);
   InputShape shape{1, 10, 10, 10};
   auto base = tuners::TrialConfig{{"width", std::int64_t{16}}, {"depth", std::int64_t{1}},
                                   {"optimizer", std::string("adam")}, {"dropout", 0.25},
@@ -147,7 +150,7 @@ TEST_CASE("members join and leave a fused group without disturbing the others") 
     c["lr"] = lr;
     return spec_of(c);
   };
-  FusedGroup group(spec(0.01), shape, torch::kCPU);
+  FusedGroup group(spec(0.01), shape, testing::test_device());
   TrialRunner a(0, spec(0.01), 70, stream), b(1, spec(0.003), 71, stream), c(2, spec(0.02), 72, stream);
   group.add(0, spec(0.01), 70);
   group.add(2, spec(0.02), 72);
@@ -182,7 +185,7 @@ TEST_CASE("members join and leave a fused group without disturbing the others") 
 TEST_CASE("members of other widths and optimizers join and leave a group without disturbing the others") {
   torch::set_num_threads(1);
   auto split = synthetic_split(200, 60);
-  datasets::BatchStream stream(split, torch::kCPU, 3);
+  datasets::BatchStream stream(split, testing::test_device(), 3);
   InputShape shape{1, 10, 10, 10};
   auto spec = [&](std::int64_t width, const std::string& optimizer, double lr) {
     return spec_of({{"width", width}, {"depth", std::int64_t{2}}, {"optimizer", optimizer}, {"lr", lr},
@@ -195,7 +198,7 @@ TEST_CASE("members of other widths and optimizers join and leave a group without
   for (std::size_t i = 0; i < specs.size(); ++i) {
     solo.push_back(std::make_unique<TrialRunner>(i, specs[i], 80 + i, stream));
   }
-  FusedGroup group(specs[0], shape, torch::kCPU);
+  FusedGroup group(specs[0], shape, testing::test_device());
   std::set<std::size_t> in;
   auto join = [&](std::size_t i) {
     group.add(static_cast<tuners::TrialId>(i), specs[i], 80 + i);
@@ -249,9 +252,9 @@ TEST_CASE("a checkpoint from a padded group resumes exactly alone and in a group
                               {"width", std::int64_t{16}}, {"lr", 0.003}});
       const auto wider = spec({{"optimizer", std::string("sgd")}, {"channels", std::int64_t{6}},
                                {"width", std::int64_t{24}}, {"lr", 0.05}, {"momentum", 0.9}});
-      datasets::BatchStream stream(split, torch::kCPU, 9);
+      datasets::BatchStream stream(split, testing::test_device(), 9);
       TrialRunner reference(0, narrow, 60, stream);
-      FusedGroup first(narrow, shape, torch::kCPU);
+      FusedGroup first(narrow, shape, testing::test_device());
       first.add(1, wide, 61);
       first.add(0, narrow, 60);
       for (int s = 0; s < 5; ++s) {
@@ -277,7 +280,7 @@ TEST_CASE("a checkpoint from a padded group resumes exactly alone and in a group
 
       TrialRunner alone(0, narrow, 60, stream);
       alone.restore(checkpoint);
-      FusedGroup second(wider, shape, torch::kCPU);
+      FusedGroup second(wider, shape, testing::test_device());
       second.add(2, wider, 62);
       stream.begin_round();
       second.train_step(stream);  // the group is at another step
@@ -323,7 +326,7 @@ TEST_CASE("trials fuse when their layer sequence and batch size match; shape key
   CHECK(fusion_key(cnn_with({})) != fusion_key(cnn_with({{"batch_norm", false}})));
   CHECK(fusion_key(cnn_with({})) != fusion_key(cnn_with({{"kernel", std::int64_t{5}}})));
   CHECK(fusion_key(cnn_with({})) != fusion_key(a));
-  FusedGroup group(a, InputShape{1, 10, 10, 10}, torch::kCPU);
+  FusedGroup group(a, InputShape{1, 10, 10, 10}, testing::test_device());
   CHECK_THROWS_AS(group.add(1, spec_of({{"width", std::int64_t{32}}, {"depth", std::int64_t{1}}}), 1), Error);
 }
 
@@ -331,7 +334,7 @@ TEST_CASE("a pack reports the same metrics fused, in capped fused groups, and on
   torch::set_num_threads(1);
   auto split = synthetic_split(200, 60);
   auto run = [&](bool fuse, int max_fused) {
-    datasets::BatchStream stream(split, torch::kCPU, 5);
+    datasets::BatchStream stream(split, testing::test_device(), 5);
     PackExecutor pack(stream, BudgetUnit::Epochs, fuse);
     for (int i = 0; i < 4; ++i) {
       PackJob job;

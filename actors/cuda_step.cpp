@@ -1,0 +1,185 @@
+#include "actors/cuda_step.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#ifdef PACKTUNE_WITH_CUDA
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#endif
+
+namespace packtune::actors {
+
+bool cuda_graphs_enabled() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("PACKTUNE_CUDA_GRAPHS");
+    return value == nullptr || std::strcmp(value, "0") != 0;
+  }();
+  return enabled;
+}
+
+#ifdef PACKTUNE_WITH_CUDA
+namespace {
+
+// `waiter` starts nothing more until the work `done` has queued so far has finished. Raw
+// events: their API is the same in every LibTorch 2.x, unlike ATen's event wrappers.
+void wait_for(const c10::cuda::CUDAStream& waiter, const c10::cuda::CUDAStream& done) {
+  if (waiter == done) return;
+  cudaEvent_t event;
+  C10_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  C10_CUDA_CHECK(cudaEventRecord(event, done.stream()));
+  C10_CUDA_CHECK(cudaStreamWaitEvent(waiter.stream(), event, 0));
+  C10_CUDA_CHECK(cudaEventDestroy(event));  // CUDA releases it once the wait is satisfied
+}
+
+}  // namespace
+
+struct StepGraph::State {
+  std::unique_ptr<at::cuda::CUDAGraph> graph;
+  std::vector<torch::Tensor> inputs;  // the graph's own: replays read these addresses
+  int warmups = 0;
+  bool failed = false;
+  std::string error;
+};
+
+StepGraph::StepGraph() : state_(std::make_unique<State>()) {}
+StepGraph::~StepGraph() = default;
+
+void StepGraph::reset() {
+  state_->graph.reset();
+  state_->inputs.clear();
+  state_->warmups = 0;
+}
+
+bool StepGraph::captured() const { return state_->graph != nullptr; }
+const std::string& StepGraph::last_error() const { return state_->error; }
+
+void StepGraph::run(const std::vector<torch::Tensor>& inputs, const Body& body,
+                    const std::function<void()>& clear_gradients) {
+  auto& s = *state_;
+  if (inputs.empty() || !inputs.front().is_cuda() || !cuda_graphs_enabled() || s.failed) {
+    body(inputs);
+    return;
+  }
+  if (s.graph) {
+    for (std::size_t i = 0; i < inputs.size(); ++i) s.inputs[i].copy_(inputs[i], /*non_blocking=*/true);
+    s.graph->replay();
+    return;
+  }
+  const auto device = inputs.front().device().index();
+  auto caller = c10::cuda::getCurrentCUDAStream(device);
+  auto side = c10::cuda::getStreamFromPool(false, device);
+  wait_for(side, caller);
+  if (s.warmups < kWarmupSteps) {
+    {
+      c10::cuda::CUDAStreamGuard guard(side);
+      body(inputs);
+    }
+    wait_for(caller, side);
+    ++s.warmups;
+    return;
+  }
+  {
+    c10::cuda::CUDAStreamGuard guard(side);
+    for (const auto& t : inputs) s.inputs.push_back(t.clone());
+    clear_gradients();
+    auto graph = std::make_unique<at::cuda::CUDAGraph>();
+    try {
+      graph->capture_begin();
+      try {
+        body(s.inputs);
+      } catch (...) {
+        try {
+          graph->capture_end();  // leaves the stream out of capture mode; the graph is void
+        } catch (...) {
+        }
+        throw;
+      }
+      graph->capture_end();
+      s.graph = std::move(graph);
+    } catch (const std::exception& e) {
+      // Some op could not be captured: this group steps eagerly from now on, correctly.
+      s.failed = true;
+      s.error = e.what();
+      s.inputs.clear();
+      clear_gradients();  // whatever the void capture left in them was never computed
+    }
+  }
+  wait_for(caller, side);
+  // A capture records the step without running it: this step runs now.
+  if (s.graph) {
+    s.graph->replay();
+  } else {
+    body(inputs);
+  }
+}
+
+struct UnitStreams::State {
+  torch::Device device;
+  bool active = false;
+  std::size_t used = 0;
+  std::vector<c10::cuda::CUDAStream> streams;
+  std::optional<c10::cuda::CUDAStream> caller;
+};
+
+UnitStreams::UnitStreams(torch::Device device) : state_(new State{device}) {}
+UnitStreams::~UnitStreams() = default;
+
+void UnitStreams::begin(std::size_t units) {
+  auto& s = *state_;
+  s.active = s.device.is_cuda() && units >= 2;
+  if (!s.active) return;
+  const auto index = s.device.has_index() ? s.device.index() : c10::cuda::current_device();
+  s.caller = c10::cuda::getCurrentCUDAStream(index);
+  while (s.streams.size() < units) s.streams.push_back(c10::cuda::getStreamFromPool(false, index));
+  s.used = units;
+  for (std::size_t i = 0; i < units; ++i) wait_for(s.streams[i], *s.caller);
+}
+
+void UnitStreams::run(std::size_t unit, const std::function<void()>& step) {
+  auto& s = *state_;
+  if (!s.active || unit >= s.used) {
+    step();
+    return;
+  }
+  c10::cuda::CUDAStreamGuard guard(s.streams[unit]);
+  step();
+}
+
+void UnitStreams::end() {
+  auto& s = *state_;
+  if (!s.active) return;
+  for (std::size_t i = 0; i < s.used; ++i) wait_for(*s.caller, s.streams[i]);
+  s.active = false;
+}
+
+#else  // LibTorch without CUDA: every step is eager, on the one stream there is.
+
+struct StepGraph::State {
+  std::string error;
+};
+
+StepGraph::StepGraph() : state_(std::make_unique<State>()) {}
+StepGraph::~StepGraph() = default;
+void StepGraph::reset() {}
+bool StepGraph::captured() const { return false; }
+const std::string& StepGraph::last_error() const { return state_->error; }
+void StepGraph::run(const std::vector<torch::Tensor>& inputs, const Body& body, const std::function<void()>&) {
+  body(inputs);
+}
+
+struct UnitStreams::State {};
+UnitStreams::UnitStreams(torch::Device) : state_(std::make_unique<State>()) {}
+UnitStreams::~UnitStreams() = default;
+void UnitStreams::begin(std::size_t) {}
+void UnitStreams::run(std::size_t, const std::function<void()>& step) { step(); }
+void UnitStreams::end() {}
+
+#endif
+
+}  // namespace packtune::actors
