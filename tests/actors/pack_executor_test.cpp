@@ -1,0 +1,145 @@
+#include <catch2/catch.hpp>
+
+#include "actors/classifier.hpp"
+#include "actors/pack_executor.hpp"
+#include "actors/trial_spec.hpp"
+#include "packtune/error.hpp"
+#include "synthetic_data.hpp"
+
+using namespace packtune;
+using namespace packtune::actors;
+using packtune::testing::synthetic_split;
+
+namespace {
+
+PackJob job(tuners::TrialId id, tuners::TrialConfig config, double budget) {
+  PackJob j;
+  j.trial = id;
+  j.spec = parse_trial_spec(config);
+  j.seed = 1000 + static_cast<std::uint64_t>(id);
+  j.budget = budget;
+  j.report_every = budget / 2;
+  return j;
+}
+
+std::map<tuners::TrialId, std::vector<PackEvent>> run(PackExecutor& pack) {
+  std::map<tuners::TrialId, std::vector<PackEvent>> events;
+  while (!pack.empty()) {
+    for (auto& e : pack.step_round()) events[e.trial].push_back(e);
+  }
+  return events;
+}
+
+const tuners::TrialConfig kAdamMlp{{"width", std::int64_t{32}}, {"depth", std::int64_t{1}},
+                                   {"optimizer", std::string("adam")}, {"lr", 0.01},
+                                   {"dropout", 0.2}, {"batch_size", std::int64_t{16}}};
+const tuners::TrialConfig kSgdCnn{{"family", std::string("cnn")}, {"depth", std::int64_t{1}},
+                                  {"channels", std::int64_t{4}}, {"width", std::int64_t{0}},
+                                  {"lr", 0.05}, {"momentum", 0.9}, {"nesterov", true},
+                                  {"batch_size", std::int64_t{32}}};
+
+}  // namespace
+
+TEST_CASE("a trial reports the same metrics alone and in a mixed pack") {
+  torch::set_num_threads(1);
+  auto split = synthetic_split(320, 100);
+  datasets::BatchStream alone_stream(split, torch::kCPU, 7);
+  PackExecutor alone(alone_stream, BudgetUnit::Epochs);
+  alone.add(job(0, kAdamMlp, 2));
+  auto solo = run(alone)[0];
+
+  datasets::BatchStream pack_stream(split, torch::kCPU, 7);
+  PackExecutor pack(pack_stream, BudgetUnit::Epochs);
+  pack.add(job(1, kSgdCnn, 1));
+  pack.step_round();  // the other member is a step ahead: joining mid-run must not matter
+  pack.add(job(0, kAdamMlp, 2));
+  auto packed = run(pack);
+
+  REQUIRE(solo.size() == 2);
+  REQUIRE(packed[0].size() == 2);
+  for (std::size_t i = 0; i < solo.size(); ++i) {
+    CHECK(packed[0][i].budget == solo[i].budget);
+    CHECK(packed[0][i].metrics.at("val_loss") == Approx(solo[i].metrics.at("val_loss")).epsilon(1e-5));
+    CHECK(packed[0][i].metrics.at("val_accuracy") == solo[i].metrics.at("val_accuracy"));
+  }
+  CHECK(packed[1].back().final);
+  // The model learns something: better than chance (10%).
+  CHECK(solo.back().metrics.at("val_accuracy") > 0.3);
+}
+
+TEST_CASE("members with the same batch size share each decoded batch") {
+  auto split = synthetic_split(160, 20);
+  datasets::BatchStream stream(split, torch::kCPU, 1);
+  PackExecutor pack(stream, BudgetUnit::Steps);
+  pack.add(job(0, kAdamMlp, 10));
+  pack.add(job(1, kAdamMlp, 10));
+  pack.add(job(2, kAdamMlp, 10));
+  run(pack);
+  CHECK(stream.batches_decoded() == 10);
+}
+
+TEST_CASE("reports come at each report_every and the last one is final") {
+  auto split = synthetic_split(160, 20);
+  datasets::BatchStream stream(split, torch::kCPU, 1);
+  PackExecutor pack(stream, BudgetUnit::Epochs);
+  auto j = job(0, kAdamMlp, 1.5);
+  j.report_every = 0.5;
+  pack.add(j);
+  auto events = run(pack)[0];
+  REQUIRE(events.size() == 3);
+  CHECK(events[0].budget == 0.5);
+  CHECK(events[1].budget == 1.0);
+  CHECK(events[2].budget == 1.5);
+  CHECK_FALSE(events[1].final);
+  CHECK(events[2].final);
+  CHECK(events[2].metrics.count("train_loss") == 1);
+}
+
+TEST_CASE("a model that does not fit the images is refused with a clear error") {
+  auto split = synthetic_split(160, 20, 4);
+  datasets::BatchStream stream(split, torch::kCPU, 1);
+  PackExecutor pack(stream, BudgetUnit::Steps);
+  pack.add(job(1, kAdamMlp, 4));
+  // Three conv blocks with 2x2 pooling shrink 4x4 images to nothing.
+  CHECK_THROWS_WITH(pack.add(job(0, {{"family", std::string("cnn")}, {"depth", std::int64_t{3}},
+                                      {"channels", std::int64_t{2}}}, 4)),
+                    Catch::Contains("shrink 4x4 images to nothing"));
+  CHECK(pack.size() == 1);
+  auto events = run(pack);
+  CHECK(events[1].back().final);
+}
+
+TEST_CASE("jobs of one planner unit train in one fused group; units of one train as plain models") {
+  torch::set_num_threads(1);
+  auto split = synthetic_split(160, 20);
+  datasets::BatchStream stream(split, torch::kCPU, 1);
+  PackExecutor pack(stream, BudgetUnit::Steps);
+  auto in_unit = [](PackJob j, const std::string& unit, int max_fused = 0) {
+    j.unit = unit;
+    j.max_fused = max_fused;
+    return j;
+  };
+  auto sgd_wide = kAdamMlp;
+  sgd_wide["optimizer"] = std::string("sgd");
+  sgd_wide["width"] = std::int64_t{64};
+  pack.add(in_unit(job(0, kAdamMlp, 10), "a"));
+  pack.add(in_unit(job(1, sgd_wide, 10), "a"));
+  pack.add(in_unit(job(2, kAdamMlp, 10), "b"));
+  auto plain = in_unit(job(3, kAdamMlp, 10), "", 1);
+  plain.seed = 1002;  // trial 2's seed
+  pack.add(plain);
+  CHECK(pack.fused_groups() == 2);
+  auto deeper = kAdamMlp;
+  deeper["depth"] = std::int64_t{2};
+  CHECK_THROWS_AS(pack.add(in_unit(job(4, deeper, 10), "a")), InputError);
+  CHECK(pack.size() == 4);
+  auto events = run(pack);
+  const std::map<tuners::TrialId, int> unit_size{{0, 2}, {1, 2}, {2, 1}, {3, 1}};
+  for (const auto& [trial, size] : unit_size) {
+    INFO("trial " << trial);
+    REQUIRE(events[trial].size() == 2);
+    for (const auto& e : events[trial]) CHECK(e.unit_size == size);
+  }
+  // Trial 3 trained as a plain model, trial 2 alone in a group: the same trial either way.
+  CHECK(events[3].back().metrics.at("val_loss") == Approx(events[2].back().metrics.at("val_loss")).epsilon(1e-5));
+}
