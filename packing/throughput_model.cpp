@@ -22,6 +22,9 @@ void ThroughputModel::record(const std::string& device, const TrialShape& shape,
 }
 
 bool ThroughputModel::profiled(const std::string& device, const std::string& key) const {
+  if (device.empty()) {
+    return std::any_of(tables_.begin(), tables_.end(), [&](const auto& kind) { return kind.second.count(key) > 0; });
+  }
   auto d = tables_.find(device_class(device));
   return d != tables_.end() && d->second.count(key) > 0;
 }

@@ -29,9 +29,10 @@ class ThroughputModel {
 
   // An actor on `device` timed these steps of `shape` (members ascending, seconds > 0).
   void record(const std::string& device, const TrialShape& shape, StepProfile profile);
+  // Whether `key` itself was profiled on `device`'s kind; an empty device: on any kind.
   bool profiled(const std::string& device, const std::string& key) const;
-  // Whether any profile can speak for this shape on `device`: its own, or one of a shape it
-  // fuses with (scaled by FLOPs).
+  // Whether any profile can speak for this shape on `device` (empty: any kind): its own, or
+  // one of a shape it fuses with (scaled by FLOPs).
   bool covered(const std::string& device, const TrialShape& shape) const;
 
   // One step of `members` trials of `shape` fused (padded to `shape`), on `device`; an

@@ -34,6 +34,8 @@ TEST_CASE("step times interpolate between measured unit sizes and extrapolate wi
   model.record("cuda:0", s, {{4, 3e-3}, {1, 1e-3}, {2, 2e-3}});  // any order
   CHECK(model.profiled("cuda:1", "a"));  // device kinds share profiles
   CHECK_FALSE(model.profiled("cpu", "a"));
+  CHECK(model.profiled("", "a"));  // on any kind: the driver profiles a shape once
+  CHECK_FALSE(model.profiled("", "b"));
   CHECK(model.step_seconds("cuda", s, 1) == Approx(1e-3));
   CHECK(model.step_seconds("cuda", s, 3) == Approx(2.5e-3));
   CHECK(model.step_seconds("cuda", s, 8) == Approx(5e-3));
