@@ -16,6 +16,7 @@
 #include "actors/memory_profile.hpp"
 #include "actors/pack_executor.hpp"
 #include "actors/throughput_profile.hpp"
+#include "curve_keys.hpp"
 #include "datasets/batch_stream.hpp"
 #include "logging.hpp"
 #include "packtune/error.hpp"
@@ -39,6 +40,7 @@ class Actor {
   explicit Actor(const ActorOptions& options)
       : options_(options), context_(1), socket_(context_, zmq::socket_type::dealer) {
     socket_.set(zmq::sockopt::linger, 1000);
+    if (!options_.keys.empty()) use_curve_client(socket_, load_actor_keys(options_.keys));
     socket_.connect(options_.driver);
   }
 
@@ -56,7 +58,8 @@ class Actor {
     if (!reply) {
       throw Error("no driver answered at " + options_.driver + " within " +
                   std::to_string(static_cast<int>(options_.connect_timeout_seconds)) +
-                  " s; is `packtune run` listening there?");
+                  " s; is `packtune run` listening there? A driver with CURVE keys admits only actors started "
+                  "with --keys DIR holding an actor key it authorized");
     }
     if (auto* reject = std::get_if<proto::Reject>(&*reply)) {
       throw Error("the driver refused this actor: " + reject->reason);

@@ -9,6 +9,7 @@ struct ActorOptions {
   int local_index = -1;   // set by a driver that spawned this actor
   int threads = 0;        // CPU threads for training; 0 = all cores
   double connect_timeout_seconds = 30;
+  std::string keys;       // CURVE keys (`packtune keys DIR`) for a driver that requires them
 };
 
 // Returns the process exit code.

@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/trial_spec.hpp"
+#include "curve_keys.hpp"
 #include "local_actors.hpp"
 #include "packing/memory_model.hpp"
 #include "packing/planner.hpp"
@@ -108,8 +109,22 @@ class Driver {
   int run() {
     router_.set(zmq::sockopt::linger, 0);
     router_.set(zmq::sockopt::router_mandatory, 1);
+    const auto endpoint = make_endpoint(config_.listen);
+    if (reaches_beyond_this_machine(endpoint)) {
+      // Anyone who reaches the port would otherwise get trial configs and have their
+      // reports taken as results.
+      if (!config_.keys.empty()) {
+        curve_ = std::make_unique<CurveServer>(context_, router_, load_driver_keys(config_.keys));
+      } else if (!config_.insecure) {
+        throw InputError("listen: " + endpoint + " can be reached from other machines; make keys with `packtune keys DIR` "
+                         "and set \"keys\": \"DIR\" (actors then need --keys DIR), or set \"insecure\": true");
+      } else {
+        spdlog::warn("listening on {} without authentication (\"insecure\": true): any peer that reaches the port "
+                     "can take trials and send results", endpoint);
+      }
+    }
     try {
-      router_.bind(make_endpoint(config_.listen));
+      router_.bind(endpoint);
     } catch (const zmq::error_t& e) {
       throw InputError("listen: cannot bind " + config_.listen + " (" + e.what() + ")");
     }
@@ -123,7 +138,7 @@ class Driver {
                  config_.name, config_.tuner, config_.trials, config_.actors, config_.device, threads);
     spdlog::info("driver listening on {}; more actors can join with: packtune actor --driver {}",
                  endpoint_, endpoint_);
-    local_ = std::make_unique<LocalActors>(endpoint_, options_.out_dir + "/logs", threads);
+    local_ = std::make_unique<LocalActors>(endpoint_, options_.out_dir + "/logs", threads, curve_ ? config_.keys : "");
     local_->spawn(config_.actors);
 
     start_ = Clock::now();
@@ -802,6 +817,7 @@ class Driver {
   packing::Plan plan_;  // the live actors and the units they train now
   zmq::context_t context_;
   zmq::socket_t router_;
+  std::unique_ptr<CurveServer> curve_;  // declared after the context: it goes first
   std::string endpoint_;
   std::unique_ptr<ResultsWriter> results_;
   std::unique_ptr<LocalActors> local_;

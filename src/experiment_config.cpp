@@ -38,6 +38,9 @@ class Fields {
     return v;
   }
 
+  void boolean(const char* key, bool& out) {
+    if (has(key)) out = get(key, json::value_t::boolean, "true or false").get<bool>();
+  }
   void string(const char* key, std::string& out) {
     if (has(key)) out = get(key, json::value_t::string, "a string").get<std::string>();
   }
@@ -113,7 +116,7 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
   c.name = std::filesystem::path(path).stem().string();
   Fields top(root, "");
   top.allow("name, seed, metric, mode, budget, tuner, tuner_plugin, actors, device, max_pack, fuse, "
-            "threads_per_actor, listen, heartbeat_seconds, actor_timeout_seconds, keep_checkpoints, actor_memory, "
+            "threads_per_actor, listen, keys, insecure, heartbeat_seconds, actor_timeout_seconds, keep_checkpoints, actor_memory, "
             "memory_estimate_scale, data, model, space");
   top.string("name", c.name);
   top.integer("seed", c.seed, 0, std::numeric_limits<std::int64_t>::max());
@@ -184,6 +187,8 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
   }
   top.integer("threads_per_actor", c.threads_per_actor, 0, 1024);
   top.string("listen", c.listen);
+  top.string("keys", c.keys);
+  top.boolean("insecure", c.insecure);
   top.number("heartbeat_seconds", c.heartbeat_seconds, 0, true);
   top.number("actor_timeout_seconds", c.actor_timeout_seconds, 0, true);
   top.string("keep_checkpoints", c.keep_checkpoints);

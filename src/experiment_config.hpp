@@ -49,6 +49,10 @@ struct ExperimentConfig {
   std::string fuse = "auto";
   int threads_per_actor = 0;      // 0: the cores divided among the local actors
   std::string listen = "ipc";     // ipc | tcp | an explicit ZeroMQ endpoint
+  // CURVE keys (`packtune keys DIR`) for a listen endpoint other machines can reach; without
+  // them such a driver refuses to start unless `insecure` says so.
+  std::string keys;
+  bool insecure = false;
   double heartbeat_seconds = 1;
   double actor_timeout_seconds = 60;
   // Trial checkpoints in DIR/checkpoints: "needed" deletes those no promotion or restart can

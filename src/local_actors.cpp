@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "packtune/error.hpp"
 
@@ -23,8 +24,9 @@ std::string self_executable() {
   return p.string();
 }
 
-LocalActors::LocalActors(std::string endpoint, std::string log_dir, int threads_per_actor)
-    : endpoint_(std::move(endpoint)), log_dir_(std::move(log_dir)), threads_(threads_per_actor) {}
+LocalActors::LocalActors(std::string endpoint, std::string log_dir, int threads_per_actor, std::string keys_dir)
+    : endpoint_(std::move(endpoint)), log_dir_(std::move(log_dir)), threads_(threads_per_actor),
+      keys_dir_(std::move(keys_dir)) {}
 
 LocalActors::~LocalActors() { wait_all(0); }
 
@@ -44,6 +46,14 @@ void LocalActors::spawn(int count) {
     const std::string log = log_path(index);
     const std::string index_text = std::to_string(index);
     const std::string threads_text = std::to_string(threads_);
+    // Built before fork: the child of a threaded process must not allocate.
+    std::vector<const char*> argv{exe.c_str(), "actor", "--driver", endpoint_.c_str(), "--local-index",
+                                  index_text.c_str(), "--threads", threads_text.c_str()};
+    if (!keys_dir_.empty()) {
+      argv.push_back("--keys");
+      argv.push_back(keys_dir_.c_str());
+    }
+    argv.push_back(nullptr);
     const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid < 0) throw Error("cannot start an actor process (fork failed); too many processes?");
@@ -57,8 +67,7 @@ void LocalActors::spawn(int count) {
         dup2(fd, STDERR_FILENO);
         close(fd);
       }
-      execl(exe.c_str(), exe.c_str(), "actor", "--driver", endpoint_.c_str(), "--local-index",
-            index_text.c_str(), "--threads", threads_text.c_str(), static_cast<char*>(nullptr));
+      execv(exe.c_str(), const_cast<char* const*>(argv.data()));
       _exit(127);
     }
     pids_.push_back(pid);

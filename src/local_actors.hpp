@@ -1,6 +1,6 @@
 #pragma once
 // Actor processes the driver starts on this machine: the same packtune executable, run as
-// `packtune actor --driver ENDPOINT --local-index I`, its output in DIR/logs/actor-I.log.
+// `packtune actor --driver ENDPOINT --local-index I [--keys DIR]`, its output in DIR/logs/actor-I.log.
 #include <string>
 #include <vector>
 
@@ -14,7 +14,9 @@ struct LocalActorExit {
 
 class LocalActors {
  public:
-  LocalActors(std::string endpoint, std::string log_dir, int threads_per_actor);
+  // `keys_dir`: the CURVE keys actors connect with (the driver listens beyond this machine
+  // with keys); empty: none.
+  LocalActors(std::string endpoint, std::string log_dir, int threads_per_actor, std::string keys_dir = "");
   ~LocalActors();  // kills what still runs
 
   void spawn(int count);
@@ -29,6 +31,7 @@ class LocalActors {
   std::string endpoint_;
   std::string log_dir_;
   int threads_;
+  std::string keys_dir_;
   std::vector<int> pids_;  // by local index; -1 once reaped
 };
 

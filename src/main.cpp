@@ -12,6 +12,7 @@
 
 #include "actor_process.hpp"
 #include "command_line.hpp"
+#include "curve_keys.hpp"
 #include "driver.hpp"
 #include "experiment_config.hpp"
 #include "inspect_command.hpp"
@@ -35,6 +36,7 @@ constexpr const char* kUsage =
     "  brackets --tuner hyperband    print a Hyperband/successive-halving schedule\n"
     "  simulate [CONFIG] --objective simulate a tuner against a learning-curve objective\n"
     "  inspect FILE.h5 [--json]      show a trial checkpoint: trial, budget, config, tensors\n"
+    "  keys DIR                      make CURVE keys for a driver and actors on other machines\n"
     "\n"
     "run `packtune <command> --help` for the options of a command\n";
 
@@ -117,7 +119,8 @@ int actor_command(const std::vector<std::string>& args) {
       ("driver", po::value<std::string>(), "the driver's ZeroMQ endpoint, e.g. tcp://host:5555")
       ("threads", po::value<int>()->default_value(0), "CPU threads for training (0 = all cores)")
       ("local-index", po::value<int>()->default_value(-1), "set by a driver that spawns actors")
-      ("connect-timeout", po::value<double>()->default_value(30), "seconds to wait for the driver");
+      ("connect-timeout", po::value<double>()->default_value(30), "seconds to wait for the driver")
+      ("keys", po::value<std::string>(), "CURVE keys from `packtune keys DIR` (the driver's config names the same DIR)");
   auto vm = packtune::cli::parse_command_line("actor", args, options);
   if (vm.count("help")) {
     std::cout << options;
@@ -129,8 +132,28 @@ int actor_command(const std::vector<std::string>& args) {
   actor.threads = vm["threads"].as<int>();
   actor.local_index = vm["local-index"].as<int>();
   actor.connect_timeout_seconds = vm["connect-timeout"].as<double>();
+  if (vm.count("keys")) actor.keys = vm["keys"].as<std::string>();
   if (actor.threads < 0) throw packtune::InputError("--threads: expected 0 or more");
   return packtune::run_actor(actor);
+}
+
+int keys_command(const std::vector<std::string>& args) {
+  po::options_description options("packtune keys DIR");
+  options.add_options()("help,h", "show this help")("dir", po::value<std::string>(), "where to write the keys");
+  po::positional_options_description positional;
+  positional.add("dir", 1);
+  auto vm = packtune::cli::parse_command_line("keys", args, options, positional);
+  if (vm.count("help")) {
+    std::cout << options;
+    return 0;
+  }
+  if (!vm.count("dir")) throw packtune::InputError("keys: missing DIR");
+  const auto dir = vm["dir"].as<std::string>();
+  packtune::make_keys(dir);
+  std::cout << "wrote CURVE keys to " << dir << "/: driver.key, driver.pub, actor.key, actor.pub, authorized_actors\n"
+            << "driver: set \"keys\": \"" << dir << "\" in the config (needed when \"listen\" is reachable from other machines)\n"
+            << "actors: copy driver.pub, actor.pub and actor.key to their machines and start them with --keys DIR\n";
+  return 0;
 }
 
 }  // namespace
@@ -146,6 +169,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "run") return run_command(args);
     if (command == "actor") return actor_command(args);
+    if (command == "keys") return keys_command(args);
     if (command == "plan") return packtune::cli::run_plan_command(args);
     if (command == "brackets") return packtune::cli::run_brackets_command(args);
     if (command == "simulate") return packtune::cli::run_simulate_command(args);

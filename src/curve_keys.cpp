@@ -1,0 +1,177 @@
+#include "curve_keys.hpp"
+
+#include <sys/stat.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "packtune/error.hpp"
+
+namespace packtune {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::size_t kZ85KeyLength = 40;
+
+std::string read_key(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path.string() + ": cannot read the key; make keys with `packtune keys DIR`");
+  std::string key;
+  in >> key;
+  if (key.size() != kZ85KeyLength) {
+    throw InputError(path.string() + ": not a CURVE key (40 Z85 characters); make keys with `packtune keys DIR`");
+  }
+  return key;
+}
+
+void write_file(const fs::path& path, const std::string& text, mode_t mode) {
+  {
+    std::ofstream out(path, std::ios::trunc);
+    out << text;
+    if (!out.flush()) throw Error(path.string() + ": cannot write");
+  }
+  if (chmod(path.c_str(), mode) != 0) throw Error(path.string() + ": cannot set its permissions");
+}
+
+std::pair<std::string, std::string> new_key_pair() {
+  std::array<char, kZ85KeyLength + 1> public_key{}, secret_key{};
+  if (zmq_curve_keypair(public_key.data(), secret_key.data()) != 0) {
+    throw Error("cannot make CURVE keys: this libzmq was built without CURVE (libsodium)");
+  }
+  return {public_key.data(), secret_key.data()};
+}
+
+std::string z85(const void* bytes, std::size_t size) {
+  std::vector<char> text(size * 5 / 4 + 1);
+  if (size % 4 != 0 || zmq_z85_encode(text.data(), static_cast<const std::uint8_t*>(bytes), size) == nullptr) {
+    return "(unreadable key)";
+  }
+  return text.data();
+}
+
+}  // namespace
+
+void make_keys(const std::string& dir) {
+  const fs::path root(dir);
+  for (const char* name : {"driver.key", "actor.key"}) {
+    if (fs::exists(root / name)) {
+      throw InputError((root / name).string() + " exists; remove " + dir + " to make new keys (actors with the old ones are then refused)");
+    }
+  }
+  fs::create_directories(root);
+  chmod(root.c_str(), 0700);
+  const auto [driver_public, driver_secret] = new_key_pair();
+  const auto [actor_public, actor_secret] = new_key_pair();
+  write_file(root / "driver.key", driver_secret + "\n", 0600);
+  write_file(root / "driver.pub", driver_public + "\n", 0644);
+  write_file(root / "actor.key", actor_secret + "\n", 0600);
+  write_file(root / "actor.pub", actor_public + "\n", 0644);
+  write_file(root / "authorized_actors",
+             "# Public keys (actor.pub) of the actors the driver admits, one per line.\n" + actor_public + "\n", 0644);
+}
+
+CurveKeys load_driver_keys(const std::string& dir) {
+  const fs::path root(dir);
+  CurveKeys keys;
+  keys.dir = dir;
+  keys.driver_public = read_key(root / "driver.pub");
+  keys.driver_secret = read_key(root / "driver.key");
+  std::ifstream in(root / "authorized_actors");
+  if (!in) throw InputError((root / "authorized_actors").string() + ": cannot read; make keys with `packtune keys DIR`");
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const auto begin = line.find_first_not_of(" \t\r");
+    if (begin == std::string::npos || line[begin] == '#') continue;
+    const auto key = line.substr(begin, line.find_last_not_of(" \t\r") + 1 - begin);
+    if (key.size() != kZ85KeyLength) {
+      throw InputError((root / "authorized_actors").string() + ":" + std::to_string(number) +
+                       ": not a CURVE public key (40 Z85 characters)");
+    }
+    keys.authorized.insert(key);
+  }
+  if (keys.authorized.empty()) {
+    throw InputError((root / "authorized_actors").string() + ": no actor key; add actor.pub's line");
+  }
+  return keys;
+}
+
+CurveKeys load_actor_keys(const std::string& dir) {
+  const fs::path root(dir);
+  CurveKeys keys;
+  keys.dir = dir;
+  keys.driver_public = read_key(root / "driver.pub");
+  keys.actor_public = read_key(root / "actor.pub");
+  keys.actor_secret = read_key(root / "actor.key");
+  return keys;
+}
+
+bool reaches_beyond_this_machine(const std::string& endpoint) {
+  const std::string tcp = "tcp://";
+  if (endpoint.rfind(tcp, 0) != 0) return false;
+  std::string host = endpoint.substr(tcp.size());
+  host = host.substr(0, host.rfind(':'));
+  if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return !(host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0 || host == "lo");
+}
+
+CurveServer::CurveServer(zmq::context_t& context, zmq::socket_t& socket, CurveKeys keys) : keys_(std::move(keys)) {
+  // The handler is bound before the socket listens, so no handshake finds it missing.
+  auto handler = std::make_shared<zmq::socket_t>(context, zmq::socket_type::rep);
+  handler->set(zmq::sockopt::linger, 0);
+  handler->bind("inproc://zeromq.zap.01");
+  socket.set(zmq::sockopt::zap_domain, "packtune");
+  socket.set(zmq::sockopt::curve_server, 1);
+  socket.set(zmq::sockopt::curve_secretkey, keys_.driver_secret);
+  thread_ = std::thread([this, handler] { serve(*handler); });
+}
+
+CurveServer::~CurveServer() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void CurveServer::serve(zmq::socket_t& handler) {
+  // ZAP (ZeroMQ RFC 27): version, request id, domain, address, routing id, mechanism, then
+  // the mechanism's credentials (CURVE: the client's 32-byte public key).
+  while (!stop_) {
+    zmq::pollitem_t item{handler.handle(), 0, ZMQ_POLLIN, 0};
+    if (zmq::poll(&item, 1, std::chrono::milliseconds(100)) == 0) continue;
+    std::vector<zmq::message_t> request;
+    do {
+      request.emplace_back();
+      if (!handler.recv(request.back(), zmq::recv_flags::none)) return;
+    } while (request.back().more());
+    const auto text = [&](std::size_t i) { return i < request.size() ? request[i].to_string() : std::string(); };
+    bool admitted = false;
+    std::string who = "a peer at " + (text(3).empty() ? std::string("an unknown address") : text(3));
+    if (text(5) == "CURVE" && request.size() > 6 && request[6].size() == 32) {
+      const auto key = z85(request[6].data(), request[6].size());
+      admitted = keys_.authorized.count(key) > 0;
+      if (!admitted) {
+        spdlog::warn("refused {}: its CURVE key {} is not in {}/authorized_actors", who, key, keys_.dir);
+      }
+    } else {
+      spdlog::warn("refused {}: it did not authenticate with CURVE ({})", who, text(5).empty() ? "no mechanism" : text(5));
+    }
+    const std::array<std::string, 6> reply{"1.0", text(1), admitted ? "200" : "400",
+                                           admitted ? "OK" : "unknown key", "", ""};
+    for (std::size_t i = 0; i < reply.size(); ++i) {
+      handler.send(zmq::buffer(reply[i]), i + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    }
+  }
+}
+
+void use_curve_client(zmq::socket_t& socket, const CurveKeys& keys) {
+  socket.set(zmq::sockopt::curve_serverkey, keys.driver_public);
+  socket.set(zmq::sockopt::curve_publickey, keys.actor_public);
+  socket.set(zmq::sockopt::curve_secretkey, keys.actor_secret);
+}
+
+}  // namespace packtune

@@ -1,0 +1,60 @@
+#pragma once
+// ZeroMQ CURVE for a driver that listens beyond this machine: `packtune keys DIR` makes the
+// key pairs, the driver encrypts its socket and admits only actors whose public key is in
+// DIR/authorized_actors (a ZAP handler), and actors connect with DIR's actor key.
+//
+//   DIR/driver.key  DIR/driver.pub      the driver's pair (actors need driver.pub)
+//   DIR/actor.key   DIR/actor.pub       an actor pair (copy both to the actors' machines)
+//   DIR/authorized_actors               actor public keys the driver admits, one per line
+//
+// Keys are Z85 text, 40 characters; `.key` files are readable by their owner only.
+#include <atomic>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <zmq.hpp>
+
+namespace packtune {
+
+struct CurveKeys {
+  std::string dir;
+  std::string driver_public;
+  std::string driver_secret;  // the driver's side only
+  std::string actor_public;   // the actor's side only
+  std::string actor_secret;
+  std::set<std::string> authorized;  // the driver's side only
+};
+
+// Writes a fresh set of keys into `dir` (created, mode 0700). Refuses, with an InputError,
+// to overwrite keys that are already there.
+void make_keys(const std::string& dir);
+CurveKeys load_driver_keys(const std::string& dir);
+CurveKeys load_actor_keys(const std::string& dir);
+
+// Whether peers on other machines can reach a ZeroMQ endpoint: tcp on any address but a
+// loopback one (ipc and inproc stay on this machine).
+bool reaches_beyond_this_machine(const std::string& endpoint);
+
+// Puts `socket` (the driver's router, before bind) in CURVE server mode, with a ZAP handler
+// on `context` that admits only the authorized actor keys and logs every refusal.
+class CurveServer {
+ public:
+  CurveServer(zmq::context_t& context, zmq::socket_t& socket, CurveKeys keys);
+  ~CurveServer();  // before the context goes: the handler's socket must close first
+  CurveServer(const CurveServer&) = delete;
+  CurveServer& operator=(const CurveServer&) = delete;
+
+ private:
+  void serve(zmq::socket_t& handler);
+
+  CurveKeys keys_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Sets an actor's dealer socket (before connect) to talk CURVE to the driver.
+void use_curve_client(zmq::socket_t& socket, const CurveKeys& keys);
+
+}  // namespace packtune
