@@ -154,8 +154,10 @@ void CurveServer::serve(zmq::socket_t& handler) {
     if (text(5) == "CURVE" && request.size() > 6 && request[6].size() == 32) {
       const auto key = z85(request[6].data(), request[6].size());
       admitted = keys_.authorized.count(key) > 0;
-      if (!admitted) {
-        spdlog::warn("refused {}: its CURVE key {} is not in {}/authorized_actors", who, key, keys_.dir);
+      // A refused peer reconnects every few hundred milliseconds: one line per key.
+      if (!admitted && refused_.insert(key).second) {
+        spdlog::warn("refused {}: its CURVE key {} is not in {}/authorized_actors (further attempts with this key "
+                     "are refused silently)", who, key, keys_.dir);
       }
     } else {
       spdlog::warn("refused {}: it did not authenticate with CURVE ({})", who, text(5).empty() ? "no mechanism" : text(5));

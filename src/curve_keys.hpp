@@ -50,6 +50,7 @@ class CurveServer {
   void serve(zmq::socket_t& handler);
 
   CurveKeys keys_;
+  std::set<std::string> refused_;  // keys already logged; the handler thread's own
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -5,9 +5,9 @@
 set -euo pipefail
 packtune="$1"
 work="$(mktemp -d)"
-driver=""
+intruder=""
 cleanup() {
-  if [ -n "$driver" ]; then kill "$driver" 2>/dev/null || true; fi
+  if [ -n "$intruder" ]; then kill "$intruder" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -20,6 +20,8 @@ if "$packtune" keys "$work/keys" > /dev/null 2> "$work/again.err"; then
 fi
 grep -q "exists" "$work/again.err"
 "$packtune" keys "$work/intruder" > /dev/null
+# The intruder knows the driver's public key (it is public) but holds an actor key of its own.
+cp "$work/keys/driver.pub" "$work/intruder/driver.pub"
 
 port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')
 config() {  # $1: extra top-level members, each followed by a comma
@@ -50,17 +52,18 @@ config '"insecure": true,' > "$work/insecure.json"
 "$packtune" run "$work/insecure.json" --out "$work/insecure" --quiet > "$work/insecure.log" 2>&1
 grep -q "without authentication" "$work/insecure.log"
 
-# With keys: the local actor connects with them; an actor with keys of its own is refused.
+# With keys: the local actor connects with them. An actor with keys of its own, started
+# first so that it knocks as soon as the driver listens, is refused.
+"$packtune" actor --driver "tcp://127.0.0.1:$port" --keys "$work/intruder" --connect-timeout 60 \
+  > "$work/intruder.log" 2>&1 &
+intruder=$!
+sleep 2  # LibTorch loaded and knocking before the driver listens
 config "\"keys\": \"$work/keys\"," > "$work/keyed.json"
-"$packtune" run "$work/keyed.json" --out "$work/keyed" > "$work/keyed.log" 2>&1 &
-driver=$!
-for _ in $(seq 100); do grep -q "driver listening" "$work/keyed.log" && break; sleep 0.1; done
-intruder=0
-"$packtune" actor --driver "tcp://127.0.0.1:$port" --keys "$work/intruder" --connect-timeout 3 \
-  > "$work/intruder.log" 2>&1 || intruder=$?
-wait "$driver"
-driver=""
-if [ "$intruder" = 0 ]; then echo "FAILED: the intruder was admitted"; cat "$work/intruder.log"; exit 1; fi
+"$packtune" run "$work/keyed.json" --out "$work/keyed" > "$work/keyed.log" 2>&1
+kill "$intruder" 2>/dev/null || true
+wait "$intruder" 2>/dev/null || true
+intruder=""
+if grep -q "connected to" "$work/intruder.log"; then echo "FAILED: the intruder was admitted"; cat "$work/intruder.log"; exit 1; fi
 if ! grep -q "refused .*not in $work/keys/authorized_actors" "$work/keyed.log"; then
   echo "FAILED: the driver did not log the refusal:"; cat "$work/keyed.log"; exit 1
 fi
