@@ -38,7 +38,8 @@ CurveKeys load_actor_keys(const std::string& dir);
 bool reaches_beyond_this_machine(const std::string& endpoint);
 
 // Puts `socket` (the driver's router, before bind) in CURVE server mode, with a ZAP handler
-// on `context` that admits only the authorized actor keys and logs every refusal.
+// on `context` that admits only the authorized actor keys, and logs refusals: unknown keys,
+// and (from the socket's monitor) peers that fail the handshake itself.
 class CurveServer {
  public:
   CurveServer(zmq::context_t& context, zmq::socket_t& socket, CurveKeys keys);
@@ -47,7 +48,8 @@ class CurveServer {
   CurveServer& operator=(const CurveServer&) = delete;
 
  private:
-  void serve(zmq::socket_t& handler);
+  void serve(zmq::socket_t& handler, zmq::socket_t& monitor);
+  void answer(zmq::socket_t& handler);  // one ZAP request
 
   CurveKeys keys_;
   std::set<std::string> refused_;  // keys already logged; the handler thread's own

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CURVE: a driver that listens where other machines can reach it needs keys (or an explicit
 # "insecure": true); with keys it admits the actors it authorized and refuses, with a log line,
-# an actor holding other keys, and the results are its own actors' alone.
+# an actor holding another key and a client sending garbage; the results are its own actors'.
 set -euo pipefail
 packtune="$1"
 work="$(mktemp -d)"
@@ -57,12 +57,30 @@ grep -q "without authentication" "$work/insecure.log"
 "$packtune" actor --driver "tcp://127.0.0.1:$port" --keys "$work/intruder" --connect-timeout 60 \
   > "$work/intruder.log" 2>&1 &
 intruder=$!
+# And a client that sends garbage as soon as the port opens.
+/usr/bin/python3 - "$port" > "$work/garbage.log" 2>&1 <<'PY' &
+import socket, sys, time
+for _ in range(300):
+    try:
+        with socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1) as s:
+            s.sendall(b"\xff" + b"not a ZMTP greeting " * 50)
+            time.sleep(0.5)
+        print("sent"); break
+    except OSError:
+        time.sleep(0.05)
+PY
+garbage=$!
 sleep 2  # LibTorch loaded and knocking before the driver listens
 config "\"keys\": \"$work/keys\"," > "$work/keyed.json"
 "$packtune" run "$work/keyed.json" --out "$work/keyed" > "$work/keyed.log" 2>&1
 kill "$intruder" 2>/dev/null || true
 wait "$intruder" 2>/dev/null || true
 intruder=""
+wait "$garbage" || true
+grep -q sent "$work/garbage.log" || { echo "FAILED: the garbage client never reached the driver"; exit 1; }
+if ! grep -q "failed the CURVE handshake" "$work/keyed.log"; then
+  echo "FAILED: the driver did not log the garbage client:"; cat "$work/keyed.log"; exit 1
+fi
 if grep -q "connected to" "$work/intruder.log"; then echo "FAILED: the intruder was admitted"; cat "$work/intruder.log"; exit 1; fi
 if ! grep -q "refused .*not in $work/keys/authorized_actors" "$work/keyed.log"; then
   echo "FAILED: the driver did not log the refusal:"; cat "$work/keyed.log"; exit 1
