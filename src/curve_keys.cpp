@@ -163,7 +163,7 @@ void CurveServer::serve(zmq::socket_t& handler, zmq::socket_t& monitor) {
       // A peer that keeps failing reconnects every few hundred milliseconds: a line at most
       // every 10 s, with the count since the last one.
       if (Clock::now() - last_failure_log > std::chrono::seconds(10)) {
-        spdlog::warn("refused {} connection(s) on {} that failed the CURVE handshake (not a packtune actor, or one "
+        spdlog::warn("refused {} connection(s) (the last from {}) that failed the CURVE handshake (not a packtune actor, or one "
                      "with another driver's key)", failed - failed_logged, endpoint.to_string());
         failed_logged = failed;
         last_failure_log = Clock::now();
