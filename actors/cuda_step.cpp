@@ -26,15 +26,31 @@ bool cuda_graphs_enabled() {
 #ifdef PACKTUNE_WITH_CUDA
 namespace {
 
-// `waiter` starts nothing more until the work `done` has queued so far has finished. Raw
-// events: their API is the same in every LibTorch 2.x, unlike ATen's event wrappers.
+// A CUDA event made once and recorded again each time: the streams of a pack wait on each
+// other every round, too often to create an event per wait. Raw events: their API is the
+// same in every LibTorch 2.x, unlike ATen's event wrappers.
+class Event {
+ public:
+  Event() { C10_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+  ~Event() { cudaEventDestroy(event_); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  // Marks the work `stream` has queued so far.
+  void record(const c10::cuda::CUDAStream& stream) { C10_CUDA_CHECK(cudaEventRecord(event_, stream.stream())); }
+  // `stream` starts nothing more until the recorded work has finished.
+  void block(const c10::cuda::CUDAStream& stream) const {
+    C10_CUDA_CHECK(cudaStreamWaitEvent(stream.stream(), event_, 0));
+  }
+
+ private:
+  cudaEvent_t event_{};
+};
+
 void wait_for(const c10::cuda::CUDAStream& waiter, const c10::cuda::CUDAStream& done) {
   if (waiter == done) return;
-  cudaEvent_t event;
-  C10_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-  C10_CUDA_CHECK(cudaEventRecord(event, done.stream()));
-  C10_CUDA_CHECK(cudaStreamWaitEvent(waiter.stream(), event, 0));
-  C10_CUDA_CHECK(cudaEventDestroy(event));  // CUDA releases it once the wait is satisfied
+  Event event;
+  event.record(done);
+  event.block(waiter);  // the wait holds on to what was recorded; the event may go
 }
 
 }  // namespace
@@ -125,6 +141,8 @@ struct UnitStreams::State {
   std::size_t used = 0;
   std::vector<c10::cuda::CUDAStream> streams;
   std::optional<c10::cuda::CUDAStream> caller;
+  std::unique_ptr<Event> ready;               // the caller's work before the round
+  std::vector<std::unique_ptr<Event>> done;   // each unit stream's work of the round
 };
 
 UnitStreams::UnitStreams(torch::Device device) : state_(new State{device}) {}
@@ -136,9 +154,14 @@ void UnitStreams::begin(std::size_t units) {
   if (!s.active) return;
   const auto index = s.device.has_index() ? s.device.index() : c10::cuda::current_device();
   s.caller = c10::cuda::getCurrentCUDAStream(index);
-  while (s.streams.size() < units) s.streams.push_back(c10::cuda::getStreamFromPool(false, index));
+  while (s.streams.size() < units) {
+    s.streams.push_back(c10::cuda::getStreamFromPool(false, index));
+    s.done.push_back(std::make_unique<Event>());
+  }
+  if (!s.ready) s.ready = std::make_unique<Event>();
   s.used = units;
-  for (std::size_t i = 0; i < units; ++i) wait_for(s.streams[i], *s.caller);
+  s.ready->record(*s.caller);
+  for (std::size_t i = 0; i < units; ++i) s.ready->block(s.streams[i]);
 }
 
 void UnitStreams::run(std::size_t unit, const std::function<void()>& step) {
@@ -154,7 +177,10 @@ void UnitStreams::run(std::size_t unit, const std::function<void()>& step) {
 void UnitStreams::end() {
   auto& s = *state_;
   if (!s.active) return;
-  for (std::size_t i = 0; i < s.used; ++i) wait_for(*s.caller, s.streams[i]);
+  for (std::size_t i = 0; i < s.used; ++i) {
+    s.done[i]->record(s.streams[i]);
+    s.done[i]->block(*s.caller);
+  }
   s.active = false;
 }
 
