@@ -77,11 +77,21 @@ void make_keys(const std::string& dir) {
              "# Public keys (actor.pub) of the actors the driver admits, one per line.\n" + actor_public + "\n", 0644);
 }
 
-CurveKeys load_driver_keys(const std::string& dir) {
-  const fs::path root(dir);
+namespace {
+
+// What both sides read: the driver's public key.
+CurveKeys keys_in(const std::string& dir) {
   CurveKeys keys;
   keys.dir = dir;
-  keys.driver_public = read_key(root / "driver.pub");
+  keys.driver_public = read_key(fs::path(dir) / "driver.pub");
+  return keys;
+}
+
+}  // namespace
+
+CurveKeys load_driver_keys(const std::string& dir) {
+  const fs::path root(dir);
+  auto keys = keys_in(dir);
   keys.driver_secret = read_key(root / "driver.key");
   std::ifstream in(root / "authorized_actors");
   if (!in) throw InputError((root / "authorized_actors").string() + ": cannot read; make keys with `packtune keys DIR`");
@@ -104,9 +114,7 @@ CurveKeys load_driver_keys(const std::string& dir) {
 
 CurveKeys load_actor_keys(const std::string& dir) {
   const fs::path root(dir);
-  CurveKeys keys;
-  keys.dir = dir;
-  keys.driver_public = read_key(root / "driver.pub");
+  auto keys = keys_in(dir);
   keys.actor_public = read_key(root / "actor.pub");
   keys.actor_secret = read_key(root / "actor.key");
   return keys;
