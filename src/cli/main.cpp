@@ -10,17 +10,17 @@
 #include <boost/program_options.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actor_process.hpp"
-#include "command_line.hpp"
-#include "curve_keys.hpp"
-#include "driver.hpp"
-#include "experiment_config.hpp"
-#include "inspect_command.hpp"
+#include "actor/actor_process.hpp"
+#include "cli/command_line.hpp"
+#include "protocol/curve_keys.hpp"
+#include "driver/driver.hpp"
+#include "experiment/experiment_config.hpp"
+#include "cli/inspect_command.hpp"
 #include "packtune/error.hpp"
-#include "results_writer.hpp"
+#include "experiment/results_writer.hpp"
 #include "tuners/plugin_loader.hpp"
-#include "plan_command.hpp"
-#include "tuning_commands.hpp"
+#include "cli/plan_command.hpp"
+#include "cli/tuning_commands.hpp"
 
 namespace po = boost::program_options;
 

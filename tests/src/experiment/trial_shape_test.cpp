@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "packtune/error.hpp"
-#include "trial_shape.hpp"
+#include "experiment/trial_shape.hpp"
 
 using namespace packtune;
 

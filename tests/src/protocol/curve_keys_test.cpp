@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "curve_keys.hpp"
+#include "protocol/curve_keys.hpp"
 #include "packtune/error.hpp"
 
 using namespace packtune;

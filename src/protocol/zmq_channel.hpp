@@ -7,7 +7,7 @@
 
 #include <zmq.hpp>
 
-#include "protocol.hpp"
+#include "protocol/protocol.hpp"
 
 namespace packtune {
 

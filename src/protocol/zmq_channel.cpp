@@ -1,4 +1,4 @@
-#include "zmq_channel.hpp"
+#include "protocol/zmq_channel.hpp"
 
 #include <vector>
 

@@ -1,4 +1,4 @@
-#include "src/inspect_command.hpp"
+#include "cli/inspect_command.hpp"
 
 #include <cstdio>
 #include <iostream>
@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/checkpoint_file.hpp"
-#include "command_line.hpp"
+#include "cli/command_line.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune::cli {

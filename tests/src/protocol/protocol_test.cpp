@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "packtune/error.hpp"
-#include "protocol.hpp"
+#include "protocol/protocol.hpp"
 
 using namespace packtune::protocol;
 

@@ -3,7 +3,7 @@
 // reports into the results directory, and restarts the trials of actors that die.
 #include <string>
 
-#include "experiment_config.hpp"
+#include "experiment/experiment_config.hpp"
 
 namespace packtune {
 

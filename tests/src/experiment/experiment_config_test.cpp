@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "experiment_config.hpp"
+#include "experiment/experiment_config.hpp"
 #include "packtune/error.hpp"
 
 using packtune::InputError;

@@ -1,4 +1,4 @@
-#include "curve_keys.hpp"
+#include "protocol/curve_keys.hpp"
 
 #include <sys/stat.h>
 

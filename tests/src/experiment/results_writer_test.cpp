@@ -2,9 +2,9 @@
 
 #include <fstream>
 
-#include "../temp_dir.hpp"
+#include "../../temp_dir.hpp"
 #include "packtune/error.hpp"
-#include "results_writer.hpp"
+#include "experiment/results_writer.hpp"
 
 using namespace packtune;
 

@@ -1,4 +1,4 @@
-#include "experiment_config.hpp"
+#include "experiment/experiment_config.hpp"
 
 #include <filesystem>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "actors/device.hpp"
 #include "actors/trial_spec.hpp"
 #include "packtune/error.hpp"
-#include "trial_shape.hpp"
+#include "experiment/trial_shape.hpp"
 #include "tuners/tuner_registry.hpp"
 
 namespace packtune {

@@ -2,7 +2,7 @@
 // A trial as the planner sees it: its memory shape and fusion key, from its hyper-parameters
 // alone (no LibTorch), for the driver and `packtune plan`.
 #include "actors/trial_spec.hpp"
-#include "experiment_config.hpp"
+#include "experiment/experiment_config.hpp"
 #include "packing/memory_model.hpp"
 
 namespace packtune {

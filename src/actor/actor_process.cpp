@@ -1,4 +1,4 @@
-#include "actor_process.hpp"
+#include "actor/actor_process.hpp"
 
 #include <unistd.h>
 
@@ -16,12 +16,12 @@
 #include "actors/memory_profile.hpp"
 #include "actors/pack_executor.hpp"
 #include "actors/throughput_profile.hpp"
-#include "curve_keys.hpp"
+#include "protocol/curve_keys.hpp"
 #include "datasets/batch_stream.hpp"
 #include "logging.hpp"
 #include "packtune/error.hpp"
-#include "trial_shape.hpp"
-#include "zmq_channel.hpp"
+#include "experiment/trial_shape.hpp"
+#include "protocol/zmq_channel.hpp"
 
 namespace packtune {
 namespace {

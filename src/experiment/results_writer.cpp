@@ -1,4 +1,4 @@
-#include "results_writer.hpp"
+#include "experiment/results_writer.hpp"
 
 #include <cmath>
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "plan_command.hpp"
+#include "cli/plan_command.hpp"
 
 #include <unistd.h>
 
@@ -10,11 +10,11 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
-#include "experiment_config.hpp"
+#include "experiment/experiment_config.hpp"
 #include "packing/planner.hpp"
-#include "command_line.hpp"
+#include "cli/command_line.hpp"
 #include "packtune/error.hpp"
-#include "trial_shape.hpp"
+#include "experiment/trial_shape.hpp"
 #include "tuners/plugin_loader.hpp"
 #include "tuners/tuner_registry.hpp"
 

@@ -1,4 +1,4 @@
-#include "src/tuning_commands.hpp"
+#include "cli/tuning_commands.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
-#include "command_line.hpp"
+#include "cli/command_line.hpp"
 #include "packtune/error.hpp"
 #include "tuners/brackets.hpp"
 #include "tuners/objective.hpp"

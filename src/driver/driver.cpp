@@ -1,4 +1,4 @@
-#include "driver.hpp"
+#include "driver/driver.hpp"
 
 #include <unistd.h>
 
@@ -16,15 +16,15 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/trial_spec.hpp"
-#include "curve_keys.hpp"
-#include "local_actors.hpp"
+#include "protocol/curve_keys.hpp"
+#include "node/local_actors.hpp"
 #include "packing/memory_model.hpp"
 #include "packing/planner.hpp"
 #include "packtune/error.hpp"
-#include "results_writer.hpp"
-#include "trial_shape.hpp"
+#include "experiment/results_writer.hpp"
+#include "experiment/trial_shape.hpp"
 #include "tuners/tuner_registry.hpp"
-#include "zmq_channel.hpp"
+#include "protocol/zmq_channel.hpp"
 
 namespace packtune {
 namespace {

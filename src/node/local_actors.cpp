@@ -1,4 +1,4 @@
-#include "local_actors.hpp"
+#include "node/local_actors.hpp"
 
 #include <cstdlib>
 

@@ -1,4 +1,4 @@
-#include "trial_shape.hpp"
+#include "experiment/trial_shape.hpp"
 
 #include <cmath>
 #include <cstdlib>
