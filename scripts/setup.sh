@@ -32,6 +32,11 @@ packages=(
   dataset-fashion-mnist
   python3-torch
 )
+# For the cluster tests (tests/scripts/): a private Slurm and munged, sshd in network
+# namespaces. The tests start their own daemons with their own configs, ports and sockets;
+# the system's services are kept from starting (see below).
+daemon_packages=(slurmd slurmctld munge openssh-server)
+packages+=("${daemon_packages[@]}" slurm-client openssh-client iproute2)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -49,7 +54,38 @@ else
   echo "setup: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   $sudo apt-get update -qq
+
+  # Debian's postinst scripts start munged, sshd and the Slurm daemons and enable them at boot.
+  # None of that is wanted by the tests and a system munged or slurmd could answer a test's
+  # clients: a policy-rc.d that says "no" keeps them from starting during this install, and
+  # the services this run installed are disabled afterwards. Where a policy-rc.d is already
+  # in place (containers) it is left alone.
+  new_daemons=()
+  for p in "${daemon_packages[@]}"; do
+    if [[ " ${missing[*]} " == *" $p "* ]]; then new_daemons+=("$p"); fi
+  done
+  policy=/usr/sbin/policy-rc.d
+  made_policy=0
+  if [ ${#new_daemons[@]} -gt 0 ] && [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\n# written by packtune scripts/setup.sh while it installs daemons\nexit 101\n' | $sudo tee "$policy" >/dev/null
+    $sudo chmod 755 "$policy"
+    made_policy=1
+    trap '$sudo rm -f "$policy"' EXIT
+  fi
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  if [ "$made_policy" -eq 1 ]; then $sudo rm -f "$policy"; trap - EXIT; fi
+  for p in "${new_daemons[@]}"; do
+    case "$p" in openssh-server) service=ssh ;; *) service="$p" ;; esac
+    if [ -d /run/systemd/system ]; then
+      $sudo systemctl disable --now "$service" >/dev/null 2>&1 || true
+    else
+      $sudo update-rc.d "$service" disable >/dev/null 2>&1 || true
+      $sudo service "$service" stop >/dev/null 2>&1 || true
+    fi
+  done
+  if [ ${#new_daemons[@]} -gt 0 ]; then
+    echo "setup: ${new_daemons[*]} installed with their services stopped and disabled (the cluster tests start their own)"
+  fi
 
   # Debian's LibTorch links libblas.so.3; without OpenBLAS selected as its alternative it uses
   # the reference BLAS, which trains about 7x slower.
