@@ -16,6 +16,7 @@
 #include "actors/memory_profile.hpp"
 #include "actors/pack_executor.hpp"
 #include "actors/throughput_profile.hpp"
+#include "actor/transfer_client.hpp"
 #include "protocol/curve_keys.hpp"
 #include "datasets/batch_stream.hpp"
 #include "logging.hpp"
@@ -69,6 +70,7 @@ class Actor {
     id_ = welcome->actor_id;
     spec_ = welcome->spec;
     logging::info("actor {}: connected to {} (pid {})", id_, options_.driver, hello.pid);
+    open_checkpoint_store();
 
     std::unique_ptr<datasets::BatchStream> stream;
     std::string device;
@@ -184,13 +186,54 @@ class Actor {
     }
   }
 
+  // Whether this actor sees the driver's checkpoint store (a local actor, a shared file
+  // system) or must move checkpoints over ZeroMQ, keeping them meanwhile in its work folder.
+  void open_checkpoint_store() {
+    if (spec_.checkpoint_dir.empty()) return;
+    std::ifstream in(spec_.checkpoint_dir + "/.store");
+    std::string token;
+    if (in >> token && token == spec_.store_token) {
+      local_checkpoints_ = spec_.checkpoint_dir;
+      return;
+    }
+    namespace fs = std::filesystem;
+    const fs::path work = options_.work_dir.empty()
+                              ? fs::temp_directory_path() / ("packtune-actor-" + std::to_string(getpid()))
+                              : fs::path(options_.work_dir);
+    owned_work_dir_ = options_.work_dir.empty() ? work.string() : "";
+    local_checkpoints_ = (work / "checkpoints").string();
+    fs::create_directories(local_checkpoints_);
+    std::unique_ptr<CurveKeys> keys;
+    if (!options_.keys.empty()) keys = std::make_unique<CurveKeys>(load_actor_keys(options_.keys));
+    transfer_ = std::make_unique<TransferClient>(options_.driver, keys.get(), TransferOptions{},
+                                                 [](const std::string& path) { actors::read_checkpoint(path); });
+    logging::info("actor {}: the driver's checkpoint store {} is not on this machine; checkpoints travel over "
+                  "ZeroMQ through {}", id_, spec_.checkpoint_dir, local_checkpoints_);
+  }
+
+  // A store path as this actor can open it: the file itself, or a copy fetched from the driver.
+  std::string local_copy(const std::string& store_path) {
+    if (!transfer_) return store_path;
+    const auto name = std::filesystem::path(store_path).filename().string();
+    const auto local = local_checkpoints_ + "/fetched-" + name;
+    const auto start = Clock::now();
+    const auto path = transfer_->fetch(name, local).get();
+    logging::info("actor {}: fetched {} from the driver ({:.1f} MiB in {:.2f} s)", id_, name,
+                  static_cast<double>(std::filesystem::file_size(path)) / (1 << 20),
+                  std::chrono::duration<double>(Clock::now() - start).count());
+    return path;
+  }
+
   // Adds `job` resumed from the first of `paths` (newest first) that loads and fits, and
   // returns its budget; a torn, corrupt or foreign file is never used, only logged. Returns
   // 0 with job.resume unset when none does: the caller starts the trial from scratch.
   double add_resumed(actors::PackExecutor& pack, actors::PackJob& job, const std::vector<std::string>& paths) {
     for (std::size_t i = 0; i < paths.size(); ++i) {
+      std::string local;
       try {
-        auto checkpoint = std::make_shared<const actors::TrialCheckpoint>(actors::read_checkpoint(paths[i]));
+        local = local_copy(paths[i]);
+        auto checkpoint = std::make_shared<const actors::TrialCheckpoint>(actors::read_checkpoint(local));
+        if (local != paths[i]) std::filesystem::remove(local);
         if (checkpoint->trial != job.trial) {
           throw InputError("checkpoint " + paths[i] + ": belongs to trial " + std::to_string(checkpoint->trial));
         }
@@ -199,7 +242,9 @@ class Actor {
         logging::info("actor {}: trial {} resumed from {} (budget {:g}, step {})", id_, job.trial, paths[i],
                      checkpoint->budget, checkpoint->step);
         return checkpoint->budget;
-      } catch (const InputError& e) {
+      } catch (const Error& e) {
+        std::error_code ec;
+        if (!local.empty() && local != paths[i]) std::filesystem::remove(local, ec);
         job.resume.reset();
         logging::warn("actor {}: trial {} cannot resume: {}; {}", id_, job.trial, e.what(),
                      i + 1 < paths.size() ? "trying its previous checkpoint" : "training it from scratch");
@@ -300,16 +345,37 @@ class Actor {
     send_saved(false);
   }
 
+  // Writes the checkpoint into the store, or into the work folder and then over to the driver's
+  // store; returns its path in the store. The final report waits for it: a checkpoint the
+  // driver does not hold yet cannot be promoted, so a dead actor loses none that could be.
   std::string save(const actors::TrialCheckpoint& checkpoint) const {
-    const auto path = actors::checkpoint_path(spec_.checkpoint_dir, checkpoint.trial, checkpoint.budget);
+    const auto path = actors::checkpoint_path(local_checkpoints_, checkpoint.trial, checkpoint.budget);
     try {
       const auto start = Clock::now();
-      std::filesystem::create_directories(spec_.checkpoint_dir);
+      std::filesystem::create_directories(local_checkpoints_);
       actors::write_checkpoint(path, checkpoint);
-      logging::info("actor {}: trial {} checkpoint at budget {:g}: {} ({:.1f} MiB in {:.2f} s)", id_,
-                   checkpoint.trial, checkpoint.budget, path, static_cast<double>(checkpoint.bytes()) / (1 << 20),
-                   std::chrono::duration<double>(Clock::now() - start).count());
-      return path;
+      const double written = std::chrono::duration<double>(Clock::now() - start).count();
+      const double mib = static_cast<double>(checkpoint.bytes()) / (1 << 20);
+      if (!transfer_) {
+        logging::info("actor {}: trial {} checkpoint at budget {:g}: {} ({:.1f} MiB in {:.2f} s)", id_,
+                      checkpoint.trial, checkpoint.budget, path, mib, written);
+        return path;
+      }
+      const auto sent = Clock::now();
+      std::string stored;
+      try {
+        stored = transfer_->upload(path, std::filesystem::path(path).filename().string()).get();
+      } catch (...) {
+        std::error_code ec;
+        std::filesystem::remove(path, ec);
+        throw;
+      }
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+      logging::info("actor {}: trial {} checkpoint at budget {:g}: {} ({:.1f} MiB written in {:.2f} s, sent to the "
+                    "driver in {:.2f} s)", id_, checkpoint.trial, checkpoint.budget, stored, mib, written,
+                    std::chrono::duration<double>(Clock::now() - sent).count());
+      return stored;
     } catch (const std::exception& e) {
       logging::warn("actor {}: trial {}: cannot write its checkpoint: {}", id_, checkpoint.trial, e.what());
       return "";
@@ -352,6 +418,17 @@ class Actor {
   };
   std::deque<ProfileTask> profiles_;  // throughput profiles the driver asked for, in order
   std::deque<PendingSave> saves_;                   // final reports waiting for their file
+  std::string local_checkpoints_;  // where save() writes: the store itself, or the work folder
+  std::unique_ptr<TransferClient> transfer_;  // when the store is not on this machine
+  std::string owned_work_dir_;     // a temp work folder this actor made, removed at exit
+
+ public:
+  ~Actor() {
+    saves_.clear();  // their uploads need transfer_, which goes first
+    transfer_.reset();
+    std::error_code ec;
+    if (!owned_work_dir_.empty()) std::filesystem::remove_all(owned_work_dir_, ec);
+  }
 };
 
 }  // namespace

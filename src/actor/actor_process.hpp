@@ -10,6 +10,9 @@ struct ActorOptions {
   int threads = 0;        // CPU threads for training; 0 = all cores
   double connect_timeout_seconds = 30;
   std::string keys;       // CURVE keys (`packtune keys DIR`) for a driver that requires them
+  // Where the actor keeps its own files (checkpoints on their way to or from a driver whose
+  // file system it does not share); empty: a fresh folder under the system's temp folder.
+  std::string work_dir;
 };
 
 // Returns the process exit code.

@@ -120,7 +120,9 @@ int actor_command(const std::vector<std::string>& args) {
       ("threads", po::value<int>()->default_value(0), "CPU threads for training (0 = all cores)")
       ("local-index", po::value<int>()->default_value(-1), "set by a driver that spawns actors")
       ("connect-timeout", po::value<double>()->default_value(30), "seconds to wait for the driver")
-      ("keys", po::value<std::string>(), "CURVE keys from `packtune keys DIR` (the driver's config names the same DIR)");
+      ("keys", po::value<std::string>(), "CURVE keys from `packtune keys DIR` (the driver's config names the same DIR)")
+      ("work-dir", po::value<std::string>(), "where to keep checkpoints on their way to or from a driver on another "
+                                             "machine (default: a fresh folder in the temp folder)");
   auto vm = packtune::cli::parse_command_line("actor", args, options);
   if (vm.count("help")) {
     std::cout << options;
@@ -133,6 +135,7 @@ int actor_command(const std::vector<std::string>& args) {
   actor.local_index = vm["local-index"].as<int>();
   actor.connect_timeout_seconds = vm["connect-timeout"].as<double>();
   if (vm.count("keys")) actor.keys = vm["keys"].as<std::string>();
+  if (vm.count("work-dir")) actor.work_dir = vm["work-dir"].as<std::string>();
   if (actor.threads < 0) throw packtune::InputError("--threads: expected 0 or more");
   return packtune::run_actor(actor);
 }

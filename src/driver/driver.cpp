@@ -15,7 +15,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/checkpoint_file.hpp"
 #include "actors/trial_spec.hpp"
+#include "driver/checkpoint_store.hpp"
 #include "protocol/curve_keys.hpp"
 #include "node/local_actors.hpp"
 #include "packing/memory_model.hpp"
@@ -138,6 +140,8 @@ class Driver {
                  config_.name, config_.tuner, config_.trials, config_.actors, config_.device, threads);
     spdlog::info("driver listening on {}; more actors can join with: packtune actor --driver {}",
                  endpoint_, endpoint_);
+    store_ = std::make_unique<CheckpointStore>(checkpoint_dir(), TransferOptions{},
+                                               [](const std::string& path) { actors::read_checkpoint(path); });
     local_ = std::make_unique<LocalActors>(endpoint_, options_.out_dir + "/logs", threads, curve_ ? config_.keys : "");
     local_->spawn(config_.actors);
 
@@ -171,9 +175,19 @@ class Driver {
         spdlog::warn("interrupted: stopping the actors; results so far are in {}", options_.out_dir);
         return 130;
       }
-      while (auto routed = receive_routed(router_, 50)) {
-        handle(routed->first, routed->second);
+      while (true) {
+        std::optional<Routed> routed;
+        try {
+          routed = receive_routed(router_, 50);
+        } catch (const Error& e) {
+          // Bytes that are not a message (a stranger on an open port) must not end the run.
+          spdlog::warn("ignoring a message: {}", e.what());
+          continue;
+        }
+        if (!routed) break;
+        if (!transfer(*routed)) handle(routed->identity, routed->message);
       }
+      store_->tick(router_);
       reap_local_actors();
       check_heartbeats();
       check_profiles();
@@ -190,6 +204,21 @@ class Driver {
         last_progress = now;
       }
     }
+  }
+
+  // Checkpoint transfers come from an actor's transfer socket, not its own: any peer the
+  // socket admitted may fetch from the store and offer files to it, as its actors do.
+  bool transfer(Routed& routed) {
+    if (auto* request = std::get_if<proto::FetchChunk>(&routed.message)) {
+      store_->serve(router_, routed.identity, *request);
+    } else if (auto* offer = std::get_if<proto::Offer>(&routed.message)) {
+      store_->on_offer(router_, routed.identity, *offer);
+    } else if (auto* chunk = std::get_if<proto::Chunk>(&routed.message)) {
+      store_->on_chunk(router_, routed.identity, *chunk, routed.payload);
+    } else {
+      return false;
+    }
+    return true;
   }
 
   void send(ActorState& actor, const proto::Message& message) {
@@ -280,7 +309,8 @@ class Driver {
     s.data_seed = config_.seed;
     s.heartbeat_seconds = config_.heartbeat_seconds;
     s.fuse = config_.fuse;
-    s.checkpoint_dir = checkpoint_dir();
+    s.checkpoint_dir = store_->dir();
+    s.store_token = store_->token();
     s.actor_memory_bytes = config_.actor_memory;
     return s;
   }
@@ -750,8 +780,7 @@ class Driver {
   }
 
   void delete_checkpoint(const std::string& path) {
-    std::error_code ec;
-    if (std::filesystem::remove(path, ec)) ++deleted_checkpoints_;
+    if (store_->remove(path)) ++deleted_checkpoints_;
   }
 
   // A final report names the checkpoint its actor wrote. With "needed", a trial keeps only its
@@ -775,12 +804,8 @@ class Driver {
     const auto dir = checkpoint_dir();
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec)) return;
-    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-      // Half-written files of actors that died while saving.
-      if (entry.path().filename().string().find(".h5.tmp-") != std::string::npos) {
-        std::filesystem::remove(entry.path(), ec);
-      }
-    }
+    // Half-written files of actors that died while saving or sending.
+    store_->remove_partial_files();
     if (config_.keep_checkpoints == "needed") {
       std::vector<std::pair<TrialId, const TrialState*>> ranked;
       for (const auto& [id, trial] : trials_) {
@@ -796,12 +821,14 @@ class Driver {
         keep.insert(ranked[i].second->checkpoints.back());
       }
       for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-        if (!keep.count(entry.path().string())) delete_checkpoint(entry.path().string());
+        if (!keep.count(entry.path().string()) && entry.path().extension() == ".h5") {
+          delete_checkpoint(entry.path().string());
+        }
       }
     }
     std::int64_t files = 0, bytes = 0;
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-      if (!entry.is_regular_file()) continue;
+      if (!entry.is_regular_file() || entry.path().extension() != ".h5") continue;
       ++files;
       bytes += static_cast<std::int64_t>(entry.file_size());
     }
@@ -820,6 +847,7 @@ class Driver {
   std::unique_ptr<CurveServer> curve_;  // declared after the context: it goes first
   std::string endpoint_;
   std::unique_ptr<ResultsWriter> results_;
+  std::unique_ptr<CheckpointStore> store_;
   std::unique_ptr<LocalActors> local_;
   std::map<std::string, ActorState> actors_;  // by ZeroMQ identity
   std::map<TrialId, TrialState> trials_;

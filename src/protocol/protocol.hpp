@@ -12,7 +12,7 @@
 
 namespace packtune::protocol {
 
-constexpr std::uint32_t kProtocolVersion = 3;
+constexpr std::uint32_t kProtocolVersion = 4;
 
 // What every actor of an experiment needs to know, sent once in Welcome.
 struct ExperimentSpec {
@@ -26,15 +26,17 @@ struct ExperimentSpec {
   std::uint64_t data_seed = 0;
   double heartbeat_seconds = 1;
   std::string fuse = "auto";  // never | auto | always (the planner decides units; never: no fusing)
-  // Where actors write trial checkpoints (DIR/checkpoints, absolute): the experiment's
-  // output directory, which must be a file system the driver and every actor share.
+  // The driver's checkpoint store (DIR/checkpoints, absolute). An actor that finds
+  // `store_token` in its `.store` file shares the driver's file system and reads and writes
+  // the store directly; any other moves checkpoints over ZeroMQ (file_transfer.hpp).
   std::string checkpoint_dir;
+  std::string store_token;
   std::int64_t actor_memory_bytes = 0;  // each actor's memory budget for trials; 0: the device's
 
   template <class Archive>
   void serialize(Archive& ar) {
     ar(data_name, data_dir, train_size, validation_size, device, budget_unit, report_every,
-       data_seed, heartbeat_seconds, fuse, checkpoint_dir, actor_memory_bytes);
+       data_seed, heartbeat_seconds, fuse, checkpoint_dir, actor_memory_bytes, store_token);
   }
 };
 
@@ -199,8 +201,58 @@ struct Shutdown {
   void serialize(Archive&) {}
 };
 
+// --- checkpoint files over ZeroMQ (file_transfer.hpp) ------------------------------------
+// Whoever needs a file pulls it in chunks, with at most a window of requests outstanding:
+// the holder answers each FetchChunk with one Chunk, so neither end ever buffers more than
+// the window. An actor pulls the checkpoints it resumes from the driver's store; for the
+// checkpoints it writes it sends an Offer and the driver pulls them into its store.
+
+// requester -> holder: `length` bytes of the file `name` from `offset`.
+struct FetchChunk {
+  std::uint64_t transfer = 0;
+  std::string name;
+  std::uint64_t offset = 0;
+  std::uint32_t length = 0;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(transfer, name, offset, length); }
+};
+
+// holder -> requester: the file's size and, in a second frame after this one, the bytes at
+// `offset` (fewer than asked at the end of the file); or why it cannot be read.
+struct Chunk {
+  std::uint64_t transfer = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t total = 0;
+  std::string error;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(transfer, offset, total, error); }
+};
+
+// actor -> driver: a checkpoint of `size` bytes for the driver's store; pull it.
+struct Offer {
+  std::uint64_t transfer = 0;
+  std::string name;
+  std::uint64_t size = 0;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(transfer, name, size); }
+};
+
+// driver -> actor: the offered file is in the store at `path` and verified, or `error`.
+struct Stored {
+  std::uint64_t transfer = 0;
+  std::string path;
+  std::string error;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(transfer, path, error); }
+};
+
 using Message = std::variant<Hello, Welcome, Reject, Ready, Assign, Stop, Report, TrialFailed,
-                             ActorFailed, Heartbeat, Shutdown, Measured, OutOfMemory, Profile, Profiled>;
+                             ActorFailed, Heartbeat, Shutdown, Measured, OutOfMemory, Profile, Profiled,
+                             FetchChunk, Chunk, Offer, Stored>;
 
 std::string encode(const Message& message);
 // Throws protocol::ProtocolError (an Error) for bytes that are not a message of this version.

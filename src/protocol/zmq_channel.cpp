@@ -13,6 +13,37 @@ bool wait_readable(zmq::socket_t& socket, long timeout_ms) {
   return (item.revents & ZMQ_POLLIN) != 0;
 }
 
+// The frames of one multipart message, at most `limit` of them kept; the rest are drained
+// so that one malformed message cannot desynchronise the socket.
+std::vector<zmq::message_t> receive_frames(zmq::socket_t& socket, std::size_t limit, std::size_t& count) {
+  std::vector<zmq::message_t> frames;
+  count = 0;
+  bool more = true;
+  while (more) {
+    zmq::message_t frame;
+    if (!socket.recv(frame, count == 0 ? zmq::recv_flags::dontwait : zmq::recv_flags::none)) break;
+    more = frame.more();
+    if (++count <= limit) frames.push_back(std::move(frame));
+  }
+  return frames;
+}
+
+// A payload frame belongs to a Chunk only; anything else with one is malformed.
+Received decode_frames(std::vector<zmq::message_t>& frames, std::size_t first, std::size_t count) {
+  const std::size_t parts = count - first;
+  if (parts < 1 || parts > 2) {
+    throw Error("malformed protocol message (" + std::to_string(parts) + " frames after the identity)");
+  }
+  Received r{protocol::decode(frames[first].data(), frames[first].size()), {}};
+  if (parts == 2) {
+    if (!std::holds_alternative<protocol::Chunk>(r.message)) {
+      throw Error(std::string("malformed protocol message (") + protocol::verb(r.message) + " with a payload frame)");
+    }
+    r.payload = std::move(frames[first + 1]);
+  }
+  return r;
+}
+
 }  // namespace
 
 void send_message(zmq::socket_t& dealer, const protocol::Message& message) {
@@ -27,33 +58,42 @@ void send_message(zmq::socket_t& router, const std::string& identity,
   router.send(zmq::buffer(bytes), zmq::send_flags::none);
 }
 
-std::optional<protocol::Message> receive_message(zmq::socket_t& dealer, long timeout_ms) {
-  if (!wait_readable(dealer, timeout_ms)) return std::nullopt;
-  zmq::message_t frame;
-  if (!dealer.recv(frame, zmq::recv_flags::dontwait)) return std::nullopt;
-  // A DEALER never gets more than one frame from our ROUTER; drain any extra ones.
-  while (frame.more()) {
-    zmq::message_t extra;
-    (void)dealer.recv(extra, zmq::recv_flags::none);
-    if (!extra.more()) throw Error("malformed protocol message (more than one frame)");
-  }
-  return protocol::decode(frame.data(), frame.size());
+void send_message(zmq::socket_t& dealer, const protocol::Message& message, zmq::message_t& payload) {
+  const auto bytes = protocol::encode(message);
+  dealer.send(zmq::buffer(bytes), zmq::send_flags::sndmore);
+  dealer.send(payload, zmq::send_flags::none);
 }
 
-std::optional<std::pair<std::string, protocol::Message>> receive_routed(zmq::socket_t& router,
-                                                                       long timeout_ms) {
+void send_message(zmq::socket_t& router, const std::string& identity, const protocol::Message& message,
+                  zmq::message_t& payload) {
+  const auto bytes = protocol::encode(message);
+  router.send(zmq::buffer(identity), zmq::send_flags::sndmore);
+  router.send(zmq::buffer(bytes), zmq::send_flags::sndmore);
+  router.send(payload, zmq::send_flags::none);
+}
+
+std::optional<protocol::Message> receive_message(zmq::socket_t& dealer, long timeout_ms) {
+  auto received = receive_with_payload(dealer, timeout_ms);
+  if (!received) return std::nullopt;
+  return std::move(received->message);
+}
+
+std::optional<Received> receive_with_payload(zmq::socket_t& dealer, long timeout_ms) {
+  if (!wait_readable(dealer, timeout_ms)) return std::nullopt;
+  std::size_t count = 0;
+  auto frames = receive_frames(dealer, 2, count);
+  if (count == 0) return std::nullopt;
+  return decode_frames(frames, 0, count);
+}
+
+std::optional<Routed> receive_routed(zmq::socket_t& router, long timeout_ms) {
   if (!wait_readable(router, timeout_ms)) return std::nullopt;
-  std::vector<zmq::message_t> frames;
-  do {
-    zmq::message_t frame;
-    if (!router.recv(frame, zmq::recv_flags::dontwait)) break;
-    frames.push_back(std::move(frame));
-  } while (frames.back().more());
-  if (frames.size() != 2) {
-    throw Error("malformed protocol message (" + std::to_string(frames.size()) +
-                " frames, expected identity + 1)");
-  }
-  return std::make_pair(frames[0].to_string(), protocol::decode(frames[1].data(), frames[1].size()));
+  std::size_t count = 0;
+  auto frames = receive_frames(router, 3, count);
+  if (count == 0) return std::nullopt;
+  if (count < 2) throw Error("malformed protocol message (no frame after the identity)");
+  auto r = decode_frames(frames, 1, count);
+  return Routed{frames[0].to_string(), std::move(r.message), std::move(r.payload)};
 }
 
 }  // namespace packtune

@@ -1,6 +1,7 @@
 #pragma once
 // Thin helpers over cppzmq for the protocol: one message = one frame on a DEALER, and
-// identity + one frame on the ROUTER.
+// identity + one frame on the ROUTER. A Chunk carries its file bytes in one more frame, sent
+// and received without copying them through the message encoding.
 #include <optional>
 #include <string>
 #include <utility>
@@ -14,11 +15,28 @@ namespace packtune {
 void send_message(zmq::socket_t& dealer, const protocol::Message& message);
 void send_message(zmq::socket_t& router, const std::string& identity,
                   const protocol::Message& message);
+// The message and then `payload` as one more frame.
+void send_message(zmq::socket_t& dealer, const protocol::Message& message, zmq::message_t& payload);
+void send_message(zmq::socket_t& router, const std::string& identity, const protocol::Message& message,
+                  zmq::message_t& payload);
+
+// A message and its payload frame (empty when it came without one).
+struct Received {
+  protocol::Message message;
+  zmq::message_t payload;
+};
+
+// A routed message: the peer's identity too.
+struct Routed {
+  std::string identity;
+  protocol::Message message;
+  zmq::message_t payload;
+};
 
 // Waits up to `timeout_ms` (0: do not wait) for a message. Throws Error on a malformed one.
 std::optional<protocol::Message> receive_message(zmq::socket_t& dealer, long timeout_ms);
-// On a ROUTER: the peer's identity and its message.
-std::optional<std::pair<std::string, protocol::Message>> receive_routed(zmq::socket_t& router,
-                                                                       long timeout_ms);
+std::optional<Received> receive_with_payload(zmq::socket_t& dealer, long timeout_ms);
+// On a ROUTER: the peer's identity, its message and payload.
+std::optional<Routed> receive_routed(zmq::socket_t& router, long timeout_ms);
 
 }  // namespace packtune

@@ -1,0 +1,130 @@
+#include "driver/checkpoint_store.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <spdlog/spdlog.h>
+
+#include "packtune/error.hpp"
+#include "protocol/zmq_channel.hpp"
+
+namespace packtune {
+namespace {
+
+// Pulls run at once: each holds at most a window of chunks in flight, so the driver's
+// memory for incoming checkpoints stays bounded however many actors offer at the same time.
+constexpr std::size_t kMaxPulls = 4;
+
+std::string random_token() {
+  std::random_device rd;
+  char text[33];
+  for (int i = 0; i < 4; ++i) std::snprintf(text + 8 * i, 9, "%08x", rd());
+  return text;
+}
+
+}  // namespace
+
+CheckpointStore::CheckpointStore(std::string dir, TransferOptions options, ChunkFetcher::Verify verify)
+    : dir_(std::filesystem::absolute(dir).string()), token_(random_token()), options_(options),
+      verify_(std::move(verify)) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  std::ofstream out(dir_ + "/.store", std::ios::trunc);
+  out << token_ << "\n";
+  if (ec || !out.flush()) throw Error("cannot write the checkpoint store " + dir_ + "; is the output folder writable?");
+}
+
+void CheckpointStore::send(zmq::socket_t& router, const std::string& peer, const protocol::Message& message) {
+  try {
+    send_message(router, peer, message);
+  } catch (const zmq::error_t& e) {
+    spdlog::debug("checkpoint store: cannot answer a peer that left: {}", e.what());
+  }
+}
+
+void CheckpointStore::serve(zmq::socket_t& router, const std::string& peer, const protocol::FetchChunk& request) {
+  auto [chunk, data] = serve_chunk(dir_, request, options_.chunk_bytes);
+  if (!chunk.error.empty()) spdlog::warn("checkpoint store: a fetch was refused: {}", chunk.error);
+  try {
+    send_message(router, peer, chunk, data);
+  } catch (const zmq::error_t& e) {
+    spdlog::debug("checkpoint store: cannot answer a peer that left: {}", e.what());
+  }
+}
+
+void CheckpointStore::on_offer(zmq::socket_t& router, const std::string& peer, const protocol::Offer& offer) {
+  if (!is_transfer_name(offer.name)) {
+    send(router, peer, protocol::Stored{offer.transfer, "", "not a checkpoint name: " + offer.name});
+    return;
+  }
+  waiting_.push_back({peer, offer});
+  start_pulls(router);
+}
+
+void CheckpointStore::start_pulls(zmq::socket_t& router) {
+  while (pulls_.size() < kMaxPulls && !waiting_.empty()) {
+    auto w = std::move(waiting_.front());
+    waiting_.pop_front();
+    auto fetcher = std::make_unique<ChunkFetcher>(w.offer.transfer, w.offer.name, path_of(w.offer.name), options_,
+                                                  verify_);
+    send_requests(router, w.peer, *fetcher);
+    pulls_[{w.peer, w.offer.transfer}] = std::move(fetcher);
+  }
+}
+
+void CheckpointStore::send_requests(zmq::socket_t& router, const std::string& peer, ChunkFetcher& fetcher) {
+  for (const auto& r : fetcher.take_requests()) send(router, peer, r);
+}
+
+void CheckpointStore::on_chunk(zmq::socket_t& router, const std::string& peer, const protocol::Chunk& chunk,
+                               const zmq::message_t& payload) {
+  auto it = pulls_.find({peer, chunk.transfer});
+  if (it == pulls_.end()) return;
+  it->second->on_chunk(chunk, payload.data(), payload.size());
+  send_requests(router, peer, *it->second);
+  const bool ended = it->second->done() || it->second->failed();
+  settle(router, it);
+  if (ended) start_pulls(router);
+}
+
+void CheckpointStore::tick(zmq::socket_t& router) {
+  const auto now = ChunkFetcher::Clock::now();
+  for (auto it = pulls_.begin(); it != pulls_.end();) {
+    it->second->on_tick(now);
+    send_requests(router, it->first.first, *it->second);
+    it = settle(router, it);
+  }
+  start_pulls(router);
+}
+
+// Answers a pull that ended, at once: the actor's final report waits for it.
+CheckpointStore::Pulls::iterator CheckpointStore::settle(zmq::socket_t& router, Pulls::iterator it) {
+  auto& [key, fetcher] = *it;
+  if (fetcher->done()) {
+    bytes_received_ += static_cast<std::int64_t>(fetcher->total_bytes());
+    send(router, key.first, protocol::Stored{key.second, fetcher->local_path(), ""});
+  } else if (fetcher->failed()) {
+    spdlog::warn("checkpoint store: could not pull {}: {}", fetcher->name(), fetcher->error());
+    send(router, key.first, protocol::Stored{key.second, "", fetcher->error()});
+  } else {
+    return std::next(it);
+  }
+  return pulls_.erase(it);
+}
+
+bool CheckpointStore::remove(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::remove(path, ec);
+}
+
+void CheckpointStore::remove_partial_files() {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+    const auto name = entry.path().filename().string();
+    const bool part = name.size() > 5 && name.compare(name.size() - 5, 5, ".part") == 0;
+    if (part || name.find(".h5.tmp-") != std::string::npos) std::filesystem::remove(entry.path(), ec);
+  }
+}
+
+}  // namespace packtune
