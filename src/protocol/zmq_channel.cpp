@@ -1,5 +1,6 @@
 #include "protocol/zmq_channel.hpp"
 
+#include <cerrno>
 #include <vector>
 
 #include "packtune/error.hpp"
@@ -9,7 +10,14 @@ namespace {
 
 bool wait_readable(zmq::socket_t& socket, long timeout_ms) {
   zmq::pollitem_t item{static_cast<void*>(socket), 0, ZMQ_POLLIN, 0};
-  zmq::poll(&item, 1, std::chrono::milliseconds(timeout_ms));
+  try {
+    zmq::poll(&item, 1, std::chrono::milliseconds(timeout_ms));
+  } catch (const zmq::error_t& e) {
+    // A signal (SIGTERM from scancel, Ctrl-C) interrupts the poll: nothing to read; the
+    // caller's loop sees the flag its handler set and stops cleanly.
+    if (e.num() == EINTR) return false;
+    throw;
+  }
   return (item.revents & ZMQ_POLLIN) != 0;
 }
 

@@ -53,7 +53,7 @@ cleanup() {
   [ -z "$script_pid" ] || { sleep 1; kill -KILL "$script_pid" 2>/dev/null || true; }
   if [ "$code" -ne 0 ]; then
     for f in "$sshdir"/h*/sshd.log "$work"/*.log; do
-      [ -f "$f" ] && { echo "--- $f (last 40 lines)"; tail -n 40 "$f"; }
+      [ -f "$f" ] && { echo "--- $f (last 25 lines)"; tail -n 25 "$f"; }
     done
   fi
   rm -rf "$work" "$sshdir"
@@ -106,6 +106,7 @@ EOF
     mount -t tmpfs -o mode=1777 packtune-tmp /tmp
     exec /usr/sbin/sshd -D -e -f /run/packtune-host/sshd_config' _ "$d" > "$d/sshd.log" 2>&1 &
   sshd_pids+=($!)
+  disown "$!"  # killed at cleanup: no "Killed" line from bash
 done
 
 ssh_options=(--ssh-port 2222 --identity "$sshdir/client_key" -o "UserKnownHostsFile=$sshdir/known_hosts"
@@ -155,7 +156,7 @@ cat > "$work/config.json" <<'JSON'
   "budget": {"unit": "epochs", "min": 0.125, "max": 0.5, "report_every": 0.125},
   "tuner": {"name": "hyperband", "eta": 2},
   "threads_per_actor": 1,
-  "max_pack": 2,
+  "max_pack": 2, "fuse": "never",
   "data": {"train_size": 2048, "validation_size": 256},
   "model": {"family": "mlp", "depth": 1, "width": 32, "batch_size": 64, "optimizer": "sgd"},
   "space": {"lr": {"type": "loguniform", "low": 0.01, "high": 0.3},
@@ -163,7 +164,8 @@ cat > "$work/config.json" <<'JSON'
 }
 JSON
 
-"$packtune" run "$work/config.json" --out "$work/local" --actors 2 --quiet > "$work/local.log" 2>&1
+"$packtune" run "$work/config.json" --out "$work/local" --actors 2 --quiet > "$work/local.log" 2>&1 \
+  || { echo "FAILED: the run on this machine exited with $?"; exit 1; }
 
 "$packtune_ssh" "${ssh_options[@]}" --packtune "$packtune" "$work/hosts" "$work/config.json" \
   --out "$work/ssh" > "$work/ssh.log" 2>&1 || { echo "FAILED: packtune-ssh exited with $?"; exit 1; }
@@ -179,9 +181,9 @@ python3 "$here/compare_results.py" "$work/local/results.jsonl" "$work/ssh/result
   || { echo "FAILED: the run over ssh reported otherwise than the run on one machine"; exit 1; }
 check_hosts_clean "a finished run"
 
-# 2. Interrupted: many trials, SIGTERM once the first reports are in.
+# 2. Interrupted: Hyperband sweeps over 300 trials, SIGTERM once the first reports are in.
 "$packtune_ssh" "${ssh_options[@]}" --packtune "$packtune" "$work/hosts" "$work/config.json" \
-  --out "$work/stopped" --tuner random --trials 200 > "$work/stopped.log" 2>&1 &
+  --out "$work/stopped" --trials 300 > "$work/stopped.log" 2>&1 &
 script_pid=$!
 for _ in $(seq 1 600); do
   [ -s "$work/stopped/results.jsonl" ] && break
