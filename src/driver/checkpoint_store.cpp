@@ -28,6 +28,7 @@ std::string random_token() {
 CheckpointStore::CheckpointStore(std::string dir, TransferOptions options, ChunkFetcher::Verify verify)
     : dir_(std::filesystem::absolute(dir).string()), token_(random_token()), options_(options),
       verify_(std::move(verify)) {
+  options_.durable = true;
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   std::ofstream out(dir_ + "/.store", std::ios::trunc);
@@ -41,6 +42,19 @@ void CheckpointStore::send(zmq::socket_t& router, const std::string& peer, const
   } catch (const zmq::error_t& e) {
     spdlog::debug("checkpoint store: cannot answer a peer that left: {}", e.what());
   }
+}
+
+bool CheckpointStore::handle(zmq::socket_t& router, Routed& routed) {
+  if (auto* request = std::get_if<protocol::FetchChunk>(&routed.message)) {
+    serve(router, routed.identity, *request);
+  } else if (auto* offer = std::get_if<protocol::Offer>(&routed.message)) {
+    on_offer(router, routed.identity, *offer);
+  } else if (auto* chunk = std::get_if<protocol::Chunk>(&routed.message)) {
+    on_chunk(router, routed.identity, *chunk, routed.payload);
+  } else {
+    return false;
+  }
+  return true;
 }
 
 void CheckpointStore::serve(zmq::socket_t& router, const std::string& peer, const protocol::FetchChunk& request) {

@@ -14,6 +14,7 @@
 
 #include "protocol/file_transfer.hpp"
 #include "protocol/protocol.hpp"
+#include "protocol/zmq_channel.hpp"
 
 namespace packtune {
 
@@ -27,6 +28,10 @@ class CheckpointStore {
   const std::string& dir() const { return dir_; }
   const std::string& token() const { return token_; }
   std::string path_of(const std::string& name) const { return dir_ + "/" + name; }
+
+  // Takes a checkpoint transfer message (FetchChunk, Offer, Chunk) from any peer the socket
+  // admitted; returns false for every other message.
+  bool handle(zmq::socket_t& router, Routed& routed);
 
   // An actor's request for a chunk of a stored file.
   void serve(zmq::socket_t& router, const std::string& peer, const protocol::FetchChunk& request);

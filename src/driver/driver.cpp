@@ -185,7 +185,8 @@ class Driver {
           continue;
         }
         if (!routed) break;
-        if (!transfer(*routed)) handle(routed->identity, routed->message);
+        // Checkpoint transfers come from an actor's transfer socket, not its own.
+        if (!store_->handle(router_, *routed)) handle(routed->identity, routed->message);
       }
       store_->tick(router_);
       reap_local_actors();
@@ -204,21 +205,6 @@ class Driver {
         last_progress = now;
       }
     }
-  }
-
-  // Checkpoint transfers come from an actor's transfer socket, not its own: any peer the
-  // socket admitted may fetch from the store and offer files to it, as its actors do.
-  bool transfer(Routed& routed) {
-    if (auto* request = std::get_if<proto::FetchChunk>(&routed.message)) {
-      store_->serve(router_, routed.identity, *request);
-    } else if (auto* offer = std::get_if<proto::Offer>(&routed.message)) {
-      store_->on_offer(router_, routed.identity, *offer);
-    } else if (auto* chunk = std::get_if<proto::Chunk>(&routed.message)) {
-      store_->on_chunk(router_, routed.identity, *chunk, routed.payload);
-    } else {
-      return false;
-    }
-    return true;
   }
 
   void send(ActorState& actor, const proto::Message& message) {
