@@ -90,8 +90,6 @@ struct TrialState {
   double last_metric = std::numeric_limits<double>::quiet_NaN();
   bool stop_requested = false;
   int restarts = 0;
-  std::vector<std::string> checkpoints;  // oldest first, each written whole by an actor
-  std::vector<double> checkpoint_budgets;  // the budget of each
   double resume_budget = 0;  // the checkpoint budget the running job should start from
   bool start_checked = true;  // whether the running job's first report was checked
 };
@@ -142,6 +140,7 @@ class Driver {
                  endpoint_, endpoint_);
     store_ = std::make_unique<CheckpointStore>(checkpoint_dir(), TransferOptions{},
                                                [](const std::string& path) { actors::read_checkpoint(path); });
+    store_->set_keep_all(config_.keep_checkpoints == "all");
     local_ = std::make_unique<LocalActors>(endpoint_, options_.out_dir + "/logs", threads, curve_ ? config_.keys : "");
     local_->spawn(config_.actors);
 
@@ -321,7 +320,7 @@ class Driver {
     trial.last_metric = metric == report.metrics.end() ? std::numeric_limits<double>::quiet_NaN()
                                                        : metric->second;
     if (report.final) {
-      record_checkpoint(report, trial);
+      if (!report.checkpoint.empty()) store_->record(report.trial, report.checkpoint, report.budget);
       finish_job(actor, report.trial);
       return;
     }
@@ -368,9 +367,9 @@ class Driver {
         give_up(id, trial, "lost its actor " + std::to_string(trial.restarts) + " times");
       } else {
         spdlog::warn("trial {} goes back to the queue (restart {} of {}){}", id, trial.restarts, kMaxRestarts,
-                     trial.checkpoints.empty() ? ""
-                                               : fmt::format(" and resumes from its checkpoint at budget {:g}",
-                                                             trial.checkpoint_budgets.back()));
+                     !store_->has(id) ? ""
+                                      : fmt::format(" and resumes from its checkpoint at budget {:g}",
+                                                    store_->newest_budget(id)));
         requeue(id, trial);
       }
     }
@@ -381,7 +380,7 @@ class Driver {
 
   // Next in line: from its last checkpoint when it has one, else from scratch.
   void requeue(TrialId id, const TrialState& trial) {
-    pending_.push_front({trial.checkpoints.empty() ? Job::Kind::Start : Job::Kind::Resume, id, trial.sampled,
+    pending_.push_front({!store_->has(id) ? Job::Kind::Start : Job::Kind::Resume, id, trial.sampled,
                          trial.job_budget});
   }
 
@@ -735,10 +734,10 @@ class Driver {
   // The Assign of a job; a promotion or a restart names the trial's checkpoints, newest first.
   proto::Assign make_assign(const Job& job, TrialState& trial) {
     proto::Assign assign{job.trial, trial.full, job.budget, trial.seed};
-    assign.resume_from.assign(trial.checkpoints.rbegin(), trial.checkpoints.rend());
-    trial.resume_budget = trial.checkpoints.empty() ? 0 : trial.checkpoint_budgets.back();
+    assign.resume_from = store_->newest_first(job.trial);
+    trial.resume_budget = store_->newest_budget(job.trial);
     trial.start_checked = false;
-    if (!trial.checkpoints.empty()) {
+    if (store_->has(job.trial)) {
       trial.reached = trial.resume_budget;
       spdlog::info("trial {} resumes from its checkpoint at budget {:g} and trains to budget {:g}", job.trial,
                    trial.resume_budget, job.budget);
@@ -759,68 +758,18 @@ class Driver {
                  "actor's log",
                  report.trial, trial.resume_budget,
                  report.start_budget > 0 ? fmt::format("budget {:g}", report.start_budget) : std::string("scratch"));
-    while (!trial.checkpoint_budgets.empty() && trial.checkpoint_budgets.back() > report.start_budget) {
-      trial.checkpoints.pop_back();
-      trial.checkpoint_budgets.pop_back();
-    }
+    store_->forget_after(report.trial, report.start_budget);
   }
 
-  void delete_checkpoint(const std::string& path) {
-    if (store_->remove(path)) ++deleted_checkpoints_;
-  }
-
-  // A final report names the checkpoint its actor wrote. With "needed", a trial keeps only its
-  // newest checkpoint: promotions and restarts resume from that one.
-  void record_checkpoint(const proto::Report& report, TrialState& trial) {
-    if (report.checkpoint.empty()) return;
-    if (config_.keep_checkpoints == "needed") {
-      for (const auto& old : trial.checkpoints) {
-        if (old != report.checkpoint) delete_checkpoint(old);
-      }
-      trial.checkpoints.clear();
-      trial.checkpoint_budgets.clear();
-    }
-    trial.checkpoints.push_back(report.checkpoint);
-    trial.checkpoint_budgets.push_back(report.budget);
-  }
-
-  // At the end nothing can be promoted any more: with "needed" only the newest checkpoints of
-  // the best trials (highest budget reached first, then the metric) stay. Reports disk use.
+  // At the end nothing can be promoted any more: the store keeps the best trials' newest
+  // checkpoints (all of them with --keep-checkpoints all). Reports disk use.
   void finish_checkpoints() {
-    const auto dir = checkpoint_dir();
-    std::error_code ec;
-    if (!std::filesystem::is_directory(dir, ec)) return;
-    // Half-written files of actors that died while saving or sending.
-    store_->remove_partial_files();
-    if (config_.keep_checkpoints == "needed") {
-      std::vector<std::pair<TrialId, const TrialState*>> ranked;
-      for (const auto& [id, trial] : trials_) {
-        if (!trial.checkpoints.empty()) ranked.emplace_back(id, &trial);
-      }
-      std::sort(ranked.begin(), ranked.end(), [this](const auto& a, const auto& b) {
-        const double budget_a = a.second->checkpoint_budgets.back(), budget_b = b.second->checkpoint_budgets.back();
-        if (budget_a != budget_b) return budget_a > budget_b;
-        return tuners::ranks_before(a.second->last_metric, a.first, b.second->last_metric, b.first, config_.mode);
-      });
-      std::set<std::string> keep;
-      for (std::size_t i = 0; i < ranked.size() && i < static_cast<std::size_t>(kKeepBestCheckpoints); ++i) {
-        keep.insert(ranked[i].second->checkpoints.back());
-      }
-      for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-        if (!keep.count(entry.path().string()) && entry.path().extension() == ".h5") {
-          delete_checkpoint(entry.path().string());
-        }
-      }
-    }
-    std::int64_t files = 0, bytes = 0;
-    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-      if (!entry.is_regular_file() || entry.path().extension() != ".h5") continue;
-      ++files;
-      bytes += static_cast<std::int64_t>(entry.file_size());
-    }
-    std::printf("checkpoints: %lld file(s), %.1f MiB in %s (keep %s; %d deleted)\n", static_cast<long long>(files),
-                static_cast<double>(bytes) / (1 << 20), dir.c_str(), config_.keep_checkpoints.c_str(),
-                deleted_checkpoints_);
+    const auto usage = store_->finish(kKeepBestCheckpoints, [this](TrialId a, TrialId b) {
+      return tuners::ranks_before(trials_.at(a).last_metric, a, trials_.at(b).last_metric, b, config_.mode);
+    });
+    std::printf("checkpoints: %lld file(s), %.1f MiB in %s (keep %s; %d deleted)\n",
+                static_cast<long long>(usage.files), static_cast<double>(usage.bytes) / (1 << 20),
+                store_->dir().c_str(), config_.keep_checkpoints.c_str(), usage.deleted);
   }
 
   ExperimentConfig config_;
@@ -849,7 +798,6 @@ class Driver {
   int next_actor_id_ = 0;
   std::int64_t completed_jobs_ = 0;
   int failed_trials_ = 0;
-  int deleted_checkpoints_ = 0;
   bool settled_ = false;
   Clock::time_point start_;
 };

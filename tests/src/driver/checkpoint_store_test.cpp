@@ -105,3 +105,41 @@ TEST_CASE("an actor's checkpoint reaches the store over tcp and comes back, veri
   driver.serve_until(escape);
   CHECK_THROWS_WITH(escape.get(), Catch::Contains("not a checkpoint name"));
 }
+
+TEST_CASE("the store keeps a trial's newest checkpoint, forgets unusable ones and keeps the best at the end") {
+  TempDir dir;
+  CheckpointStore store(dir.file("checkpoints"), {}, {});
+  auto make = [&](const std::string& name) {
+    write_file(store.path_of(name), "x");
+    return store.path_of(name);
+  };
+  store.record(1, make("trial-1-budget-0.5.h5"), 0.5);
+  store.record(1, make("trial-1-budget-1.h5"), 1);
+  CHECK(store.newest_first(1) == std::vector<std::string>{store.path_of("trial-1-budget-1.h5")});
+  CHECK_FALSE(std::filesystem::exists(store.path_of("trial-1-budget-0.5.h5")));
+  CHECK(store.newest_budget(1) == 1);
+  CHECK_FALSE(store.has(2));
+  CHECK(store.newest_budget(2) == 0);
+
+  store.forget_after(1, 0);  // its resume fell back to scratch
+  CHECK_FALSE(store.has(1));
+
+  // A report may only name a file of the store: the store deletes what it records.
+  const auto outside = dir.file("precious.h5");
+  write_file(outside, "keep me");
+  store.record(3, outside, 0.5);
+  store.record(3, make("trial-3-budget-1.h5"), 1);
+  CHECK(std::filesystem::exists(outside));
+  CHECK(store.newest_first(3).size() == 1);
+
+  for (int t = 4; t <= 7; ++t) store.record(t, make("trial-" + std::to_string(t) + "-budget-1.h5"), 1);
+  make("trial-8-budget-1.h5.part");
+  // Trial 3 reached the same budget; lower ids rank better here.
+  const auto usage = store.finish(2, [](std::int64_t a, std::int64_t b) { return a < b; });
+  CHECK(usage.files == 2);
+  CHECK(std::filesystem::exists(store.path_of("trial-3-budget-1.h5")));
+  CHECK(std::filesystem::exists(store.path_of("trial-4-budget-1.h5")));
+  CHECK_FALSE(std::filesystem::exists(store.path_of("trial-5-budget-1.h5")));
+  CHECK_FALSE(std::filesystem::exists(store.path_of("trial-8-budget-1.h5.part")));
+  CHECK(usage.deleted == 1 + 3 + 1);  // 0.5 replaced; 5, 6, 7 at the end; the 1-budget-1 file too
+}
