@@ -41,7 +41,8 @@ const char* verb(const Message& message) {
   static const char* names[] = {"Hello",  "Welcome",     "Reject",      "Ready",
                                 "Assign", "Stop",        "Report",      "TrialFailed",
                                 "ActorFailed", "Heartbeat", "Shutdown", "Measured",
-                                "OutOfMemory", "Profile",   "Profiled"};
+                                "OutOfMemory", "Profile",   "Profiled",    "NodeHello",
+                                "NodeWelcome", "ActorExited"};
   static_assert(sizeof(names) / sizeof(names[0]) == std::variant_size_v<Message>, "a verb without a name");
   return names[message.index()];
 }
