@@ -47,12 +47,18 @@ class Actor {
   }
 
   int run() {
+    if (!options_.work_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(options_.work_dir, ec);
+      if (ec) throw Error("cannot create the work folder " + options_.work_dir + ": " + ec.message());
+    }
     const int threads = options_.threads > 0 ? options_.threads
                                               : static_cast<int>(std::thread::hardware_concurrency());
     proto::Hello hello;
     hello.host = host_name();
     hello.pid = getpid();
     hello.local_index = options_.local_index;
+    hello.node_id = options_.node_id;
     hello.threads = threads;
     send_message(socket_, hello);
 
