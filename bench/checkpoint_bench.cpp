@@ -1,5 +1,7 @@
 // Saving and loading a ~100 MB trial checkpoint (an MLP's parameters and SGD momentum)
-// against the disk's own sequential bandwidth, measured in the same run on the same folder:
+// against the disk's own sequential bandwidth, measured in the same run on the same folder,
+// and moving it over ZeroMQ on tcp loopback (an actor without the driver's file system)
+// against a plain ZeroMQ stream of the same bytes:
 //   build/bench/checkpoint_bench [DIR]        (default: the system temp folder)
 // Cold reads drop the files from the page cache first (posix_fadvise), so they hit the disk.
 // The figures that matter are the ratios; each is the best of three tries.
@@ -11,11 +13,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <torch/torch.h>
 
+#include "actor/transfer_client.hpp"
 #include "actors/checkpoint_file.hpp"
+#include "driver/checkpoint_store.hpp"
+#include "protocol/zmq_channel.hpp"
 #include "actors/trial_runner.hpp"
 #include "actors/trial_spec.hpp"
 #include "datasets/batch_stream.hpp"
@@ -58,6 +64,65 @@ double raw_read(const std::string& path, std::vector<char>& piece) {
   }
   ::close(fd);
   return seconds_since(start);
+}
+
+// A plain ZeroMQ stream: `bytes` in frames of `frame` bytes from a DEALER to a ROUTER over tcp
+// loopback, as fast as the socket takes them, one thread each way.
+double raw_stream(std::int64_t bytes, std::size_t frame) {
+  zmq::context_t context(1);
+  zmq::socket_t router(context, zmq::socket_type::router);
+  router.bind("tcp://127.0.0.1:*");
+  const std::string endpoint = router.get(zmq::sockopt::last_endpoint);
+  const auto start = Clock::now();
+  std::thread sender([&] {
+    zmq::socket_t dealer(context, zmq::socket_type::dealer);
+    dealer.set(zmq::sockopt::linger, -1);
+    dealer.connect(endpoint);
+    std::vector<char> piece(frame, 'x');
+    for (std::int64_t sent = 0; sent < bytes; sent += static_cast<std::int64_t>(frame)) {
+      dealer.send(zmq::buffer(piece.data(), std::min<std::int64_t>(frame, bytes - sent)), zmq::send_flags::none);
+    }
+  });
+  std::int64_t received = 0;
+  while (received < bytes) {
+    zmq::message_t identity, data;
+    (void)router.recv(identity);
+    (void)router.recv(data);
+    received += static_cast<std::int64_t>(data.size());
+  }
+  const double s = seconds_since(start);
+  sender.join();
+  return s;
+}
+
+// The file at `store_dir/name` pulled by an actor's TransferClient from a driver's
+// CheckpointStore over tcp loopback (fetch), or offered by the actor and pulled into the store
+// (upload). Verification is left out: this is the transfer alone. The store fsyncs what it
+// pulls (its acknowledgement lets the actor delete its copy), so an upload is bounded by the
+// disk's write rate too.
+double transfer(const std::string& store_dir, const std::string& actor_dir, const std::string& name, bool upload) {
+  using namespace packtune;
+  zmq::context_t context(1);
+  zmq::socket_t router(context, zmq::socket_type::router);
+  router.set(zmq::sockopt::linger, 0);
+  router.bind("tcp://127.0.0.1:*");
+  const std::string endpoint = router.get(zmq::sockopt::last_endpoint);
+  const std::string into = upload ? store_dir + "/in" : store_dir;
+  CheckpointStore store(into, TransferOptions{}, {});
+  TransferClient client(endpoint, nullptr, TransferOptions{}, {});
+  const auto start = Clock::now();
+  auto done = upload ? client.upload(actor_dir + "/" + name, name) : client.fetch(name, actor_dir + "/fetched.h5");
+  while (done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    while (auto routed = receive_routed(router, 1)) {
+      store.handle(router, *routed);
+    }
+    store.tick(router);
+  }
+  const double s = seconds_since(start);
+  // Each try writes a new file: ext4 flushes a file renamed over an existing one at once
+  // (auto_da_alloc), which would time the disk, not the transfer.
+  std::filesystem::remove(done.get());
+  return s;
 }
 
 template <class F>
@@ -133,6 +198,19 @@ int main(int argc, char** argv) {
   const double disk_write = best_of_three([&] { return raw_write(raw, piece, bytes); });
   const double disk_read = best_of_three([&] { return raw_read(raw, piece); });
 
+  // Both transfers read the file through the page cache: the network path is what is timed.
+  fs::create_directories(dir / "actor");
+  fs::copy_file(path, dir / "actor" / "trial-0-budget-1.h5", fs::copy_options::overwrite_existing);
+  const auto file_bytes = static_cast<std::int64_t>(fs::file_size(path));
+  const double plain = best_of_three([&] { return raw_stream(file_bytes, 1 << 20); });
+  const double fetch = best_of_three([&] { return transfer(dir.string(), (dir / "actor").string(), "trial-0-budget-1.h5", false); });
+  const double upload = best_of_three([&] { return transfer(dir.string(), (dir / "actor").string(), "trial-0-budget-1.h5", true); });
+  const double verify = best_of_three([&] {
+    const auto start = Clock::now();
+    packtune::actors::read_checkpoint(path);
+    return seconds_since(start);
+  });
+
   const double w = mb / disk_write, r = mb / disk_read;
   std::printf("checkpoint of %.1f MB tensors (file %.1f MB) in %s\n", mb, file_mb, dir.c_str());
   std::printf("  disk, sequential:   write+fsync %7.0f MB/s   read (cold) %7.0f MB/s\n", w, r);
@@ -142,6 +220,17 @@ int main(int argc, char** argv) {
               (mb / load_cold) / r);
   std::printf("  load, page cache:   %7.3f s  (%6.0f MB/s)\n", load_warm, mb / load_warm);
   std::printf("  restore into model: %7.3f s\n", restore);
+  const double fmb = static_cast<double>(file_bytes) / 1e6;
+  std::printf("  over ZeroMQ, tcp loopback, %.1f MB file:\n", fmb);
+  std::printf("    plain stream:     %7.3f s  (%6.0f MB/s)\n", plain, fmb / plain);
+  std::printf("    fetch (resume):   %7.3f s  (%6.0f MB/s)  %.2fx the stream\n", fetch, fmb / fetch, plain / fetch);
+  std::printf("    upload (to store):%7.3f s  (%6.0f MB/s)  %.2fx the stream, with the store's fsync\n", upload,
+              fmb / upload, plain / upload);
+  std::printf("    + verifying it:   %7.3f s  (the checksums, read from the page cache)\n", verify);
+  std::printf("{\"transfer_file_bytes\": %lld, \"stream_mbps\": %.0f, \"fetch_mbps\": %.0f, \"upload_mbps\": %.0f, "
+              "\"fetch_vs_stream\": %.3f, \"upload_vs_stream\": %.3f, \"verify_s\": %.4f}\n",
+              static_cast<long long>(file_bytes), fmb / plain, fmb / fetch, fmb / upload, plain / fetch,
+              plain / upload, verify);
   std::printf("{\"bytes\": %lld, \"disk_write_mbps\": %.0f, \"disk_read_mbps\": %.0f, \"copy_s\": %.4f, "
               "\"save_s\": %.4f, \"load_cold_s\": %.4f, \"load_warm_s\": %.4f, \"restore_s\": %.4f, "
               "\"save_vs_disk\": %.3f, \"load_vs_disk\": %.3f}\n",

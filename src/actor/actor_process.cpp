@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <list>
 #include <set>
 #include <thread>
 
@@ -46,12 +47,18 @@ class Actor {
   }
 
   int run() {
+    if (!options_.work_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(options_.work_dir, ec);
+      if (ec) throw Error("cannot create the work folder " + options_.work_dir + ": " + ec.message());
+    }
     const int threads = options_.threads > 0 ? options_.threads
                                               : static_cast<int>(std::thread::hardware_concurrency());
     proto::Hello hello;
     hello.host = host_name();
     hello.pid = getpid();
     hello.local_index = options_.local_index;
+    hello.node_id = options_.node_id;
     hello.threads = threads;
     send_message(socket_, hello);
 
@@ -114,7 +121,8 @@ class Actor {
     auto last_heard = Clock::now();
     while (true) {
       const bool busy = !pack.empty() || !calibrations_.empty() || !profiles_.empty();
-      while (auto message = receive_message(socket_, busy ? 0 : saves_.empty() ? 100 : 5)) {
+      const bool waiting = !saves_.empty() || !resumes_.empty();
+      while (auto message = receive_message(socket_, busy ? 0 : waiting ? 5 : 100)) {
         last_heard = Clock::now();
         if (std::holds_alternative<proto::Shutdown>(*message)) {
           logging::info("actor {}: shutdown by the driver", id_);
@@ -125,11 +133,13 @@ class Actor {
           start_trial(pack, *assign);
         } else if (auto* stop = std::get_if<proto::Stop>(&*message)) {
           pack.remove(stop->trial);
+          resumes_.remove_if([&](const Resume& r) { return r.job.trial == stop->trial; });
         } else if (auto* profile = std::get_if<proto::Profile>(&*message)) {
           queue_profile(*profile);
         }
         last_sent = Clock::now();  // replies above count as signs of life
       }
+      advance_resumes(pack);
       if (!pack.empty()) {
         proto::OutOfMemory out_of_memory;
         for (auto& event : pack.step_round()) {
@@ -177,8 +187,12 @@ class Actor {
       job.max_fused = assign.max_fused;
       job.unit = assign.unit;
       calibrate(job.spec, torch::Device(pack_device_));
-      start_budget_[assign.trial] = add_resumed(pack, job, assign.resume_from);
-      if (!job.resume) pack.add(job);
+      Resume resume{job, assign.resume_from};
+      if (!advance_resume(pack, resume)) {
+        logging::info("actor {}: trial {} waits for its checkpoint from the driver", id_, assign.trial);
+        resumes_.push_back(std::move(resume));
+        return;
+      }
       logging::info("actor {}: trial {} joins the pack ({} members) for budget {}", id_,
                    assign.trial, pack.size(), assign.budget);
     } catch (const std::exception& e) {
@@ -211,46 +225,90 @@ class Actor {
                   "ZeroMQ through {}", id_, spec_.checkpoint_dir, local_checkpoints_);
   }
 
-  // A store path as this actor can open it: the file itself, or a copy fetched from the driver.
-  std::string local_copy(const std::string& store_path) {
-    if (!transfer_) return store_path;
-    const auto name = std::filesystem::path(store_path).filename().string();
-    const auto local = local_checkpoints_ + "/fetched-" + name;
-    const auto start = Clock::now();
-    const auto path = transfer_->fetch(name, local).get();
-    logging::info("actor {}: fetched {} from the driver ({:.1f} MiB in {:.2f} s)", id_, name,
-                  static_cast<double>(std::filesystem::file_size(path)) / (1 << 20),
-                  std::chrono::duration<double>(Clock::now() - start).count());
-    return path;
+  // A trial that resumes: its checkpoints, newest first, are tried in turn until one loads
+  // and fits. With the store on another machine each is fetched first, while the pack trains.
+  struct Resume {
+    actors::PackJob job;
+    std::vector<std::string> paths;
+    std::size_t next = 0;             // paths[next - 1] is the one being tried
+    std::future<std::string> fetch;   // its local copy, while it is on its way
+    Clock::time_point asked;
+  };
+
+  // Moves a resume on as far as it can without waiting; true once the trial is in the pack
+  // (from a checkpoint, or from scratch when none could be used).
+  bool advance_resume(actors::PackExecutor& pack, Resume& r) {
+    while (true) {
+      if (r.fetch.valid()) {
+        if (r.fetch.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
+        try {
+          if (try_resume(pack, r, r.fetch.get())) return true;
+        } catch (const Error& e) {
+          give_up_checkpoint(r, e.what());
+        }
+        continue;
+      }
+      if (r.next >= r.paths.size()) {
+        r.job.resume.reset();
+        pack.add(r.job);
+        start_budget_[r.job.trial] = 0;
+        return true;
+      }
+      const auto& path = r.paths[r.next++];
+      if (!transfer_) {
+        if (try_resume(pack, r, path)) return true;
+        continue;
+      }
+      const auto name = std::filesystem::path(path).filename().string();
+      r.asked = Clock::now();
+      r.fetch = transfer_->fetch(name, local_checkpoints_ + "/fetched-" + name);
+    }
   }
 
-  // Adds `job` resumed from the first of `paths` (newest first) that loads and fits, and
-  // returns its budget; a torn, corrupt or foreign file is never used, only logged. Returns
-  // 0 with job.resume unset when none does: the caller starts the trial from scratch.
-  double add_resumed(actors::PackExecutor& pack, actors::PackJob& job, const std::vector<std::string>& paths) {
-    for (std::size_t i = 0; i < paths.size(); ++i) {
-      std::string local;
-      try {
-        local = local_copy(paths[i]);
-        auto checkpoint = std::make_shared<const actors::TrialCheckpoint>(actors::read_checkpoint(local));
-        if (local != paths[i]) std::filesystem::remove(local);
-        if (checkpoint->trial != job.trial) {
-          throw InputError("checkpoint " + paths[i] + ": belongs to trial " + std::to_string(checkpoint->trial));
-        }
-        job.resume = checkpoint;
-        pack.add(job);
-        logging::info("actor {}: trial {} resumed from {} (budget {:g}, step {})", id_, job.trial, paths[i],
-                     checkpoint->budget, checkpoint->step);
-        return checkpoint->budget;
-      } catch (const Error& e) {
-        std::error_code ec;
-        if (!local.empty() && local != paths[i]) std::filesystem::remove(local, ec);
-        job.resume.reset();
-        logging::warn("actor {}: trial {} cannot resume: {}; {}", id_, job.trial, e.what(),
-                     i + 1 < paths.size() ? "trying its previous checkpoint" : "training it from scratch");
+  // Resumes r's trial from `file` (the checkpoint being tried, or its fetched copy); a torn,
+  // corrupt or foreign file is never used, only logged.
+  bool try_resume(actors::PackExecutor& pack, Resume& r, const std::string& file) {
+    const auto& source = r.paths[r.next - 1];
+    std::error_code ec;
+    try {
+      auto checkpoint = std::make_shared<const actors::TrialCheckpoint>(actors::read_checkpoint(file));
+      if (file != source) std::filesystem::remove(file, ec);
+      if (checkpoint->trial != r.job.trial) {
+        throw InputError("checkpoint " + source + ": belongs to trial " + std::to_string(checkpoint->trial));
       }
+      r.job.resume = checkpoint;
+      pack.add(r.job);
+      start_budget_[r.job.trial] = checkpoint->budget;
+      logging::info("actor {}: trial {} resumed from {} (budget {:g}, step {}){}", id_, r.job.trial, source,
+                    checkpoint->budget, checkpoint->step,
+                    file == source ? std::string()
+                                   : fmt::format(", fetched from the driver in {:.2f} s",
+                                                 std::chrono::duration<double>(Clock::now() - r.asked).count()));
+      return true;
+    } catch (const Error& e) {
+      if (file != source) std::filesystem::remove(file, ec);
+      give_up_checkpoint(r, e.what());
+      return false;
     }
-    return 0;
+  }
+
+  void give_up_checkpoint(Resume& r, const std::string& why) {
+    r.job.resume.reset();
+    logging::warn("actor {}: trial {} cannot resume: {}; {}", id_, r.job.trial, why,
+                  r.next < r.paths.size() ? "trying its previous checkpoint" : "training it from scratch");
+  }
+
+  // Resumes waiting for their checkpoints; a failure fails the trial, not the actor.
+  void advance_resumes(actors::PackExecutor& pack) {
+    for (auto it = resumes_.begin(); it != resumes_.end();) {
+      bool done = true;
+      try {
+        done = advance_resume(pack, *it);
+      } catch (const std::exception& e) {
+        send_message(socket_, proto::TrialFailed{it->job.trial, actors::error_message(e)});
+      }
+      it = done ? resumes_.erase(it) : std::next(it);
+    }
   }
 
   // What the planner needs to know of this actor's memory.
@@ -420,11 +478,13 @@ class Actor {
   std::deque<PendingSave> saves_;                   // final reports waiting for their file
   std::string local_checkpoints_;  // where save() writes: the store itself, or the work folder
   std::unique_ptr<TransferClient> transfer_;  // when the store is not on this machine
+  std::list<Resume> resumes_;      // trials waiting for a checkpoint from the driver
   std::string owned_work_dir_;     // a temp work folder this actor made, removed at exit
 
  public:
   ~Actor() {
     saves_.clear();  // their uploads need transfer_, which goes first
+    resumes_.clear();
     transfer_.reset();
     std::error_code ec;
     if (!owned_work_dir_.empty()) std::filesystem::remove_all(owned_work_dir_, ec);

@@ -6,7 +6,8 @@ namespace packtune {
 
 struct ActorOptions {
   std::string driver;     // ZeroMQ endpoint of the driver
-  int local_index = -1;   // set by a driver that spawned this actor
+  int node_id = -1;       // the node that started it (0: the driver); -1: started by hand
+  int local_index = -1;   // its slot on that node
   int threads = 0;        // CPU threads for training; 0 = all cores
   double connect_timeout_seconds = 30;
   std::string keys;       // CURVE keys (`packtune keys DIR`) for a driver that requires them

@@ -21,6 +21,7 @@
 #include "tuners/plugin_loader.hpp"
 #include "cli/plan_command.hpp"
 #include "cli/tuning_commands.hpp"
+#include "node/node_agent.hpp"
 
 namespace po = boost::program_options;
 
@@ -31,6 +32,7 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  run CONFIG [--out DIR]        run a tuning experiment (driver + local actors)\n"
+    "  node --driver ENDPOINT        start and supervise this machine's actors for a driver\n"
     "  actor --driver ENDPOINT       start an actor that joins a running driver\n"
     "  plan CONFIG [--actors SPEC]   show how the first rung's trials pack onto actors\n"
     "  brackets --tuner hyperband    print a Hyperband/successive-halving schedule\n"
@@ -54,7 +56,9 @@ int run_command(const std::vector<std::string>& args) {
       ("config", po::value<std::string>(), "the experiment config (JSON)")
       ("out,o", po::value<std::string>(), "results directory (default runs/NAME-TIME)")
       ("trials", po::value<std::int64_t>(), "override tuner.trials")
-      ("actors", po::value<int>(), "override the number of local actors")
+      ("actors", po::value<int>(), "override the number of local actors (0: only nodes and actors that join)")
+      ("listen", po::value<std::string>(), "override listen: ipc, tcp or an endpoint such as tcp://0.0.0.0:5555")
+      ("keys", po::value<std::string>(), "override keys: the CURVE keys folder of `packtune keys DIR`")
       ("seed", po::value<std::uint64_t>(), "override the experiment seed")
       ("device", po::value<std::string>(), "override the device: cpu, cuda, cuda:N, auto")
       ("tuner", po::value<std::string>(), "override the tuner by name")
@@ -83,6 +87,8 @@ int run_command(const std::vector<std::string>& args) {
   packtune::Overrides overrides;
   if (vm.count("trials")) overrides.trials = vm["trials"].as<std::int64_t>();
   if (vm.count("actors")) overrides.actors = vm["actors"].as<int>();
+  if (vm.count("listen")) overrides.listen = vm["listen"].as<std::string>();
+  if (vm.count("keys")) overrides.keys = vm["keys"].as<std::string>();
   if (vm.count("seed")) overrides.seed = vm["seed"].as<std::uint64_t>();
   if (vm.count("device")) overrides.device = vm["device"].as<std::string>();
   if (vm.count("tuner")) overrides.tuner = vm["tuner"].as<std::string>();
@@ -94,6 +100,8 @@ int run_command(const std::vector<std::string>& args) {
   // The config as run, overrides included, for the results directory.
   config.source["seed"] = config.seed;
   config.source["actors"] = config.actors;
+  config.source["listen"] = config.listen;
+  if (!config.keys.empty()) config.source["keys"] = config.keys;
   config.source["device"] = config.device;
   config.source["max_pack"] = config.max_pack;
   config.source["fuse"] = config.fuse;
@@ -118,7 +126,8 @@ int actor_command(const std::vector<std::string>& args) {
       ("help,h", "show this help")
       ("driver", po::value<std::string>(), "the driver's ZeroMQ endpoint, e.g. tcp://host:5555")
       ("threads", po::value<int>()->default_value(0), "CPU threads for training (0 = all cores)")
-      ("local-index", po::value<int>()->default_value(-1), "set by a driver that spawns actors")
+      ("node", po::value<int>()->default_value(-1), "set by the node (or driver) that starts the actor")
+      ("local-index", po::value<int>()->default_value(-1), "its slot on that node")
       ("connect-timeout", po::value<double>()->default_value(30), "seconds to wait for the driver")
       ("keys", po::value<std::string>(), "CURVE keys from `packtune keys DIR` (the driver's config names the same DIR)")
       ("work-dir", po::value<std::string>(), "where to keep checkpoints on their way to or from a driver on another "
@@ -133,11 +142,51 @@ int actor_command(const std::vector<std::string>& args) {
   actor.driver = vm["driver"].as<std::string>();
   actor.threads = vm["threads"].as<int>();
   actor.local_index = vm["local-index"].as<int>();
+  actor.node_id = vm["node"].as<int>();
   actor.connect_timeout_seconds = vm["connect-timeout"].as<double>();
   if (vm.count("keys")) actor.keys = vm["keys"].as<std::string>();
   if (vm.count("work-dir")) actor.work_dir = vm["work-dir"].as<std::string>();
   if (actor.threads < 0) throw packtune::InputError("--threads: expected 0 or more");
   return packtune::run_actor(actor);
+}
+
+int node_command(const std::vector<std::string>& args) {
+  po::options_description options("packtune node --driver ENDPOINT [options]");
+  options.add_options()
+      ("help,h", "show this help")
+      ("driver", po::value<std::string>(), "the driver's ZeroMQ endpoint, e.g. tcp://host:5555")
+      ("actors", po::value<int>()->default_value(1), "CPU actors to run when no GPU is listed")
+      ("gpus", po::value<std::string>(), "GPUs for one actor each, e.g. 0,2 (default: CUDA_VISIBLE_DEVICES if set)")
+      ("threads", po::value<int>()->default_value(0), "CPU threads per actor (0 = the cores divided among the actors)")
+      ("keys", po::value<std::string>(), "CURVE keys from `packtune keys DIR` (the driver's config names the same DIR)")
+      ("log-dir", po::value<std::string>(), "where actor-I.log go (default WORK_DIR/logs)")
+      ("work-dir", po::value<std::string>(), "actors' local files, in DIR/actor-I (default a fresh folder under $TMPDIR)")
+      ("max-restarts", po::value<int>()->default_value(3), "restarts of a dying actor before it is given up")
+      ("connect-timeout", po::value<double>()->default_value(30), "seconds to wait for the driver's answer")
+      ("driver-timeout", po::value<double>()->default_value(60), "seconds of driver silence before the node stops");
+  auto vm = packtune::cli::parse_command_line("node", args, options);
+  if (vm.count("help")) {
+    std::cout << options;
+    return 0;
+  }
+  if (!vm.count("driver")) throw packtune::InputError("node: missing --driver ENDPOINT");
+  packtune::NodeOptions node;
+  node.driver = vm["driver"].as<std::string>();
+  node.actors = vm["actors"].as<int>();
+  node.threads = vm["threads"].as<int>();
+  node.max_restarts = vm["max-restarts"].as<int>();
+  node.connect_timeout_seconds = vm["connect-timeout"].as<double>();
+  node.driver_timeout_seconds = vm["driver-timeout"].as<double>();
+  if (vm.count("keys")) node.keys = vm["keys"].as<std::string>();
+  if (vm.count("log-dir")) node.log_dir = vm["log-dir"].as<std::string>();
+  if (vm.count("work-dir")) node.work_dir = vm["work-dir"].as<std::string>();
+  node.gpus = packtune::node_gpus(vm.count("gpus") ? vm["gpus"].as<std::string>() : "", std::getenv("CUDA_VISIBLE_DEVICES"));
+  if (node.actors < 1) throw packtune::InputError("--actors: expected at least 1");
+  if (node.threads < 0) throw packtune::InputError("--threads: expected 0 or more");
+  if (node.max_restarts < 0) throw packtune::InputError("--max-restarts: expected 0 or more");
+  if (!(node.connect_timeout_seconds > 0)) throw packtune::InputError("--connect-timeout: expected seconds > 0");
+  if (!(node.driver_timeout_seconds > 0)) throw packtune::InputError("--driver-timeout: expected seconds > 0");
+  return packtune::run_node(node);
 }
 
 int keys_command(const std::vector<std::string>& args) {
@@ -172,6 +221,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "run") return run_command(args);
     if (command == "actor") return actor_command(args);
+    if (command == "node") return node_command(args);
     if (command == "keys") return keys_command(args);
     if (command == "plan") return packtune::cli::run_plan_command(args);
     if (command == "brackets") return packtune::cli::run_brackets_command(args);

@@ -1,6 +1,8 @@
 #include "driver/checkpoint_store.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
 #include <fstream>
 #include <random>
 
@@ -28,6 +30,7 @@ std::string random_token() {
 CheckpointStore::CheckpointStore(std::string dir, TransferOptions options, ChunkFetcher::Verify verify)
     : dir_(std::filesystem::absolute(dir).string()), token_(random_token()), options_(options),
       verify_(std::move(verify)) {
+  options_.durable = true;
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   std::ofstream out(dir_ + "/.store", std::ios::trunc);
@@ -41,6 +44,19 @@ void CheckpointStore::send(zmq::socket_t& router, const std::string& peer, const
   } catch (const zmq::error_t& e) {
     spdlog::debug("checkpoint store: cannot answer a peer that left: {}", e.what());
   }
+}
+
+bool CheckpointStore::handle(zmq::socket_t& router, Routed& routed) {
+  if (auto* request = std::get_if<protocol::FetchChunk>(&routed.message)) {
+    serve(router, routed.identity, *request);
+  } else if (auto* offer = std::get_if<protocol::Offer>(&routed.message)) {
+    on_offer(router, routed.identity, *offer);
+  } else if (auto* chunk = std::get_if<protocol::Chunk>(&routed.message)) {
+    on_chunk(router, routed.identity, *chunk, routed.payload);
+  } else {
+    return false;
+  }
+  return true;
 }
 
 void CheckpointStore::serve(zmq::socket_t& router, const std::string& peer, const protocol::FetchChunk& request) {
@@ -115,7 +131,80 @@ CheckpointStore::Pulls::iterator CheckpointStore::settle(zmq::socket_t& router, 
 
 bool CheckpointStore::remove(const std::string& path) {
   std::error_code ec;
-  return std::filesystem::remove(path, ec);
+  const bool removed = std::filesystem::remove(path, ec);
+  deleted_ += removed;
+  return removed;
+}
+
+void CheckpointStore::record(TrialId trial, const std::string& path, double budget) {
+  // The store deletes what it records: a report must not name a file anywhere else.
+  const auto name = std::filesystem::path(path).filename().string();
+  if (path != path_of(name) || !is_transfer_name(name)) {
+    spdlog::warn("checkpoint store: ignoring trial {}'s checkpoint {}: not a file of {}", trial, path, dir_);
+    return;
+  }
+  auto& held = held_[trial];
+  if (!keep_all_) {
+    for (const auto& old : held) {
+      if (old.path != path) remove(old.path);
+    }
+    held.clear();
+  }
+  held.push_back({path, budget});
+}
+
+bool CheckpointStore::has(TrialId trial) const {
+  auto it = held_.find(trial);
+  return it != held_.end() && !it->second.empty();
+}
+
+std::vector<std::string> CheckpointStore::newest_first(TrialId trial) const {
+  std::vector<std::string> out;
+  auto it = held_.find(trial);
+  if (it == held_.end()) return out;
+  for (auto h = it->second.rbegin(); h != it->second.rend(); ++h) out.push_back(h->path);
+  return out;
+}
+
+double CheckpointStore::newest_budget(TrialId trial) const {
+  return has(trial) ? held_.at(trial).back().budget : 0;
+}
+
+void CheckpointStore::forget_after(TrialId trial, double start_budget) {
+  auto it = held_.find(trial);
+  if (it == held_.end()) return;
+  while (!it->second.empty() && it->second.back().budget > start_budget) it->second.pop_back();
+}
+
+CheckpointStore::Usage CheckpointStore::finish(int keep_best, const std::function<bool(TrialId, TrialId)>& better) {
+  remove_partial_files();
+  std::error_code ec;
+  if (!keep_all_) {
+    std::vector<TrialId> ranked;
+    for (const auto& [trial, held] : held_) {
+      if (!held.empty()) ranked.push_back(trial);
+    }
+    std::sort(ranked.begin(), ranked.end(), [&](TrialId a, TrialId b) {
+      const double budget_a = newest_budget(a), budget_b = newest_budget(b);
+      if (budget_a != budget_b) return budget_a > budget_b;
+      return better(a, b);
+    });
+    std::set<std::string> keep;
+    for (std::size_t i = 0; i < ranked.size() && i < static_cast<std::size_t>(keep_best); ++i) {
+      keep.insert(held_.at(ranked[i]).back().path);
+    }
+    for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+      if (!keep.count(entry.path().string()) && entry.path().extension() == ".h5") remove(entry.path().string());
+    }
+  }
+  Usage usage;
+  usage.deleted = deleted_;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".h5") continue;
+    ++usage.files;
+    usage.bytes += static_cast<std::int64_t>(entry.file_size());
+  }
+  return usage;
 }
 
 void CheckpointStore::remove_partial_files() {

@@ -5,6 +5,7 @@
 // its files and pulls the files they offer, a few at a time, verifying each before it counts.
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "protocol/file_transfer.hpp"
 #include "protocol/protocol.hpp"
+#include "protocol/zmq_channel.hpp"
 
 namespace packtune {
 
@@ -28,6 +30,10 @@ class CheckpointStore {
   const std::string& token() const { return token_; }
   std::string path_of(const std::string& name) const { return dir_ + "/" + name; }
 
+  // Takes a checkpoint transfer message (FetchChunk, Offer, Chunk) from any peer the socket
+  // admitted; returns false for every other message.
+  bool handle(zmq::socket_t& router, Routed& routed);
+
   // An actor's request for a chunk of a stored file.
   void serve(zmq::socket_t& router, const std::string& peer, const protocol::FetchChunk& request);
   // An actor offers a checkpoint it wrote: it is pulled when a slot is free.
@@ -37,10 +43,30 @@ class CheckpointStore {
   // Re-asks quiet pulls, answers finished and failed ones; call every loop.
   void tick(zmq::socket_t& router);
 
-  // Deletes a stored checkpoint; returns whether it was there.
-  bool remove(const std::string& path);
-  // Leftovers of writers that died mid-file (`*.h5.tmp-*`, `*.part`).
-  void remove_partial_files();
+  // --- what the store holds for each trial, each file written whole ---------------------
+
+  using TrialId = std::int64_t;
+  // With keep_checkpoints "needed" a trial keeps only its newest checkpoint: promotions and
+  // restarts resume from that one. With "all" every file stays.
+  void set_keep_all(bool keep_all) { keep_all_ = keep_all; }
+  // A job's final report named `path`, written at `budget`.
+  void record(TrialId trial, const std::string& path, double budget);
+  bool has(TrialId trial) const;
+  std::vector<std::string> newest_first(TrialId trial) const;
+  double newest_budget(TrialId trial) const;  // 0 without a checkpoint
+  // The trial's resume fell back to `start_budget` (0: scratch): the checkpoints after it
+  // could not be used and are forgotten.
+  void forget_after(TrialId trial, double start_budget);
+
+  struct Usage {
+    std::int64_t files = 0;
+    std::int64_t bytes = 0;
+    int deleted = 0;  // over the whole run
+  };
+  // The run is over: partial files go and, with "needed", all but the newest checkpoints of
+  // the `keep_best` best trials (highest budget reached first, then `better`, which orders
+  // trials by their metric).
+  Usage finish(int keep_best, const std::function<bool(TrialId, TrialId)>& better);
 
   int active_pulls() const { return static_cast<int>(pulls_.size()); }
   std::int64_t bytes_received() const { return bytes_received_; }
@@ -61,7 +87,17 @@ class CheckpointStore {
   std::string token_;
   TransferOptions options_;
   ChunkFetcher::Verify verify_;
+  struct Held {
+    std::string path;
+    double budget = 0;
+  };
+  bool remove(const std::string& path);
+  void remove_partial_files();
+
   Pulls pulls_;
+  std::map<TrialId, std::vector<Held>> held_;  // oldest first
+  bool keep_all_ = false;
+  int deleted_ = 0;
   std::deque<Waiting> waiting_;  // offers beyond the pulls the store runs at once
   std::int64_t bytes_received_ = 0;
 };

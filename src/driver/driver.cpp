@@ -17,9 +17,11 @@
 
 #include "actors/checkpoint_file.hpp"
 #include "actors/trial_spec.hpp"
+#include "driver/actor_registry.hpp"
 #include "driver/checkpoint_store.hpp"
 #include "protocol/curve_keys.hpp"
-#include "node/local_actors.hpp"
+#include "node/actor_supervisor.hpp"
+#include "node/node_agent.hpp"
 #include "packing/memory_model.hpp"
 #include "packing/planner.hpp"
 #include "packtune/error.hpp"
@@ -62,22 +64,6 @@ std::string make_endpoint(const std::string& listen) {
   return listen;
 }
 
-struct ActorState {
-  int id = -1;
-  std::string identity;
-  std::string host;
-  std::int64_t pid = 0;
-  int local_index = -1;
-  std::string device;
-  bool ready = false;
-  bool dead = false;
-  std::int64_t capacity_bytes = 0;  // as the actor reported it (Ready)
-  bool capacity_shared = true;
-  std::int64_t base_bytes = 0;
-  std::set<TrialId> running;
-  Clock::time_point last_heard;
-};
-
 struct TrialState {
   tuners::TrialConfig sampled;  // what the tuner chose
   tuners::TrialConfig full;     // fixed model values overlaid with the sample
@@ -90,8 +76,6 @@ struct TrialState {
   double last_metric = std::numeric_limits<double>::quiet_NaN();
   bool stop_requested = false;
   int restarts = 0;
-  std::vector<std::string> checkpoints;  // oldest first, each written whole by an actor
-  std::vector<double> checkpoint_budgets;  // the budget of each
   double resume_budget = 0;  // the checkpoint budget the running job should start from
   bool start_checked = true;  // whether the running job's first report was checked
 };
@@ -103,6 +87,7 @@ class Driver {
         options_(options),
         tuner_(tuners::TunerRegistry::instance().create(config.tuner, tuner_context(config))),
         planner_({}, plan_options(config)),
+        registry_({config.actor_timeout_seconds, config.actor_timeout_seconds}),
         context_(1),
         router_(context_, zmq::socket_type::router) {
     planner_.memory_model().set_scale(config.memory_estimate_scale);
@@ -135,17 +120,17 @@ class Driver {
                                                config_.mode);
     const int cores = std::max(1u, std::thread::hardware_concurrency());
     const int threads = config_.threads_per_actor > 0 ? config_.threads_per_actor
-                                                       : std::max(1, cores / config_.actors);
+                                                       : std::max(1, cores / std::max(1, config_.actors));
     spdlog::info("experiment {}: tuner {}, {} trials, {} local actor(s) on {}, {} thread(s) each",
                  config_.name, config_.tuner, config_.trials, config_.actors, config_.device, threads);
-    spdlog::info("driver listening on {}; more actors can join with: packtune actor --driver {}",
-                 endpoint_, endpoint_);
+    spdlog::info("driver listening on {}; machines join with: packtune node --driver {}{}", endpoint_, endpoint_,
+                 curve_ ? " --keys DIR" : "");
     store_ = std::make_unique<CheckpointStore>(checkpoint_dir(), TransferOptions{},
                                                [](const std::string& path) { actors::read_checkpoint(path); });
-    local_ = std::make_unique<LocalActors>(endpoint_, options_.out_dir + "/logs", threads, curve_ ? config_.keys : "");
-    local_->spawn(config_.actors);
-
+    store_->set_keep_all(config_.keep_checkpoints == "all");
     start_ = Clock::now();
+    start_local_actors(threads);
+
     auto previous_int = std::signal(SIGINT, on_interrupt);
     auto previous_term = std::signal(SIGTERM, on_interrupt);
     int code = 0;
@@ -185,17 +170,21 @@ class Driver {
           continue;
         }
         if (!routed) break;
-        if (!transfer(*routed)) handle(routed->identity, routed->message);
+        // Checkpoint transfers come from an actor's transfer socket, not its own.
+        if (!store_->handle(router_, *routed)) handle(routed->identity, routed->message);
       }
       store_->tick(router_);
-      reap_local_actors();
+      poll_local_actors();
       check_heartbeats();
       check_profiles();
       if (dispatch()) return 0;
       const auto now = Clock::now();
       if (now - last_heartbeat > std::chrono::duration<double>(config_.heartbeat_seconds)) {
-        for (auto& [identity, actor] : actors_) {
+        for (auto& [identity, actor] : registry_.actors()) {
           if (!actor.dead) send(actor, proto::Heartbeat{});
+        }
+        for (const auto& [id, node] : registry_.nodes()) {
+          if (id != 0 && !node.dead) send_to(node.identity, proto::Heartbeat{}, "node " + std::to_string(id));
         }
         last_heartbeat = now;
       }
@@ -206,73 +195,68 @@ class Driver {
     }
   }
 
-  // Checkpoint transfers come from an actor's transfer socket, not its own: any peer the
-  // socket admitted may fetch from the store and offer files to it, as its actors do.
-  bool transfer(Routed& routed) {
-    if (auto* request = std::get_if<proto::FetchChunk>(&routed.message)) {
-      store_->serve(router_, routed.identity, *request);
-    } else if (auto* offer = std::get_if<proto::Offer>(&routed.message)) {
-      store_->on_offer(router_, routed.identity, *offer);
-    } else if (auto* chunk = std::get_if<proto::Chunk>(&routed.message)) {
-      store_->on_chunk(router_, routed.identity, *chunk, routed.payload);
-    } else {
-      return false;
+  void send(ActorState& actor, const proto::Message& message) {
+    send_to(actor.identity, message, "actor " + std::to_string(actor.id));
+  }
+
+  void send_to(const std::string& identity, const proto::Message& message, const std::string& whom) {
+    try {
+      send_message(router_, identity, message);
+    } catch (const zmq::error_t& e) {
+      // EHOSTUNREACH: the peer is gone; the heartbeat check will retire it.
+      spdlog::debug("cannot send {} to {}: {}", proto::verb(message), whom, e.what());
     }
+  }
+
+  // A peer of another protocol version is refused before anything else is read from it.
+  bool refuse_version(const std::string& identity, std::uint32_t version) {
+    if (version == proto::kProtocolVersion) return false;
+    send_to(identity,
+            proto::Reject{"protocol version " + std::to_string(version) + " is not this driver's " +
+                          std::to_string(proto::kProtocolVersion) + "; run the same packtune build on both ends"},
+            "a peer of another version");
     return true;
   }
 
-  void send(ActorState& actor, const proto::Message& message) {
-    try {
-      send_message(router_, actor.identity, message);
-    } catch (const zmq::error_t& e) {
-      // EHOSTUNREACH: the peer is gone; the heartbeat check will retire it.
-      spdlog::debug("cannot send {} to actor {}: {}", proto::verb(message), actor.id, e.what());
-    }
-  }
-
   void handle(const std::string& identity, const proto::Message& message) {
-    auto it = actors_.find(identity);
+    if (auto* hello = std::get_if<proto::NodeHello>(&message)) {
+      if (refuse_version(identity, hello->protocol_version)) return;
+      const auto& node = registry_.add_node(identity, *hello, Clock::now());
+      send_to(identity, proto::NodeWelcome{proto::kProtocolVersion, node.id, config_.heartbeat_seconds},
+              "node " + std::to_string(node.id));
+      spdlog::info("node {} joined from {} (pid {}): {} actor(s), {} core(s), {} MiB memory{}", node.id, node.host,
+                   node.pid, node.actors, node.cores, node.memory_bytes >> 20, describe_devices(node.devices));
+      return;
+    }
+    if (auto* node = registry_.node(identity)) {
+      node->last_heard = Clock::now();
+      if (!node->dead) on_node_message(*node, message);
+      return;
+    }
     if (auto* hello = std::get_if<proto::Hello>(&message)) {
-      if (hello->protocol_version != proto::kProtocolVersion) {
-        ActorState stranger;
-        stranger.identity = identity;
-        send(stranger, proto::Reject{"protocol version " + std::to_string(hello->protocol_version) +
-                                     " is not this driver's " +
-                                     std::to_string(proto::kProtocolVersion) +
-                                     "; run the same packtune build on both ends"});
-        return;
-      }
-      ActorState actor;
-      actor.id = next_actor_id_++;
-      actor.identity = identity;
-      actor.host = hello->host;
-      actor.pid = hello->pid;
-      actor.local_index = hello->local_index;
-      actor.last_heard = Clock::now();
+      if (refuse_version(identity, hello->protocol_version)) return;
+      auto& actor = registry_.add_actor(identity, *hello, Clock::now());
       proto::Welcome welcome;
       welcome.actor_id = actor.id;
       welcome.spec = experiment_spec();
-      auto& stored = actors_[identity] = actor;
-      send(stored, welcome);
-      spdlog::info("actor {} joined from {} (pid {})", actor.id, actor.host, actor.pid);
+      send(actor, welcome);
+      spdlog::info("actor {} joined from {} (pid {}{})", actor.id, actor.host, actor.pid,
+                   actor.node_id >= 0 ? fmt::format(", node {} slot {}", actor.node_id, actor.local_index) : "");
       return;
     }
-    if (it == actors_.end()) {
+    ActorState* found = registry_.actor(identity);
+    if (!found) {
       spdlog::warn("ignoring {} from an actor that never said Hello", proto::verb(message));
       return;
     }
-    ActorState& actor = it->second;
+    ActorState& actor = *found;
     actor.last_heard = Clock::now();
     if (actor.dead) return;
     std::visit(
         [&](const auto& m) {
           using T = std::decay_t<decltype(m)>;
           if constexpr (std::is_same_v<T, proto::Ready>) {
-            actor.ready = true;
-            actor.device = m.device;
-            actor.capacity_bytes = m.capacity_bytes;
-            actor.capacity_shared = m.capacity_shared;
-            actor.base_bytes = m.base_bytes;
+            registry_.mark_ready(actor, m);
             update_capacities();
             spdlog::info("actor {} ready on {}", actor.id, m.device);
           } else if constexpr (std::is_same_v<T, proto::Report>) {
@@ -335,7 +319,7 @@ class Driver {
     trial.last_metric = metric == report.metrics.end() ? std::numeric_limits<double>::quiet_NaN()
                                                        : metric->second;
     if (report.final) {
-      record_checkpoint(report, trial);
+      if (!report.checkpoint.empty()) store_->record(report.trial, report.checkpoint, report.budget);
       finish_job(actor, report.trial);
       return;
     }
@@ -373,8 +357,7 @@ class Driver {
   // Takes an actor out of service; its trials go back to the queue and start again.
   void retire(ActorState& actor, const std::string& why) {
     if (actor.dead) return;
-    actor.dead = true;
-    actor.ready = false;
+    registry_.mark_dead(actor);
     for (const auto id : actor.running) {
       TrialState& trial = trials_.at(id);
       trial.actor = -1;
@@ -382,9 +365,9 @@ class Driver {
         give_up(id, trial, "lost its actor " + std::to_string(trial.restarts) + " times");
       } else {
         spdlog::warn("trial {} goes back to the queue (restart {} of {}){}", id, trial.restarts, kMaxRestarts,
-                     trial.checkpoints.empty() ? ""
-                                               : fmt::format(" and resumes from its checkpoint at budget {:g}",
-                                                             trial.checkpoint_budgets.back()));
+                     !store_->has(id) ? ""
+                                      : fmt::format(" and resumes from its checkpoint at budget {:g}",
+                                                    store_->newest_budget(id)));
         requeue(id, trial);
       }
     }
@@ -395,7 +378,7 @@ class Driver {
 
   // Next in line: from its last checkpoint when it has one, else from scratch.
   void requeue(TrialId id, const TrialState& trial) {
-    pending_.push_front({trial.checkpoints.empty() ? Job::Kind::Start : Job::Kind::Resume, id, trial.sampled,
+    pending_.push_front({!store_->has(id) ? Job::Kind::Start : Job::Kind::Resume, id, trial.sampled,
                          trial.job_budget});
   }
 
@@ -407,33 +390,77 @@ class Driver {
     tuner_->on_result(id, trial.reached, std::numeric_limits<double>::quiet_NaN());
   }
 
-  void reap_local_actors() {
-    for (const auto& exit : local_->reap()) {
-      for (auto& [identity, actor] : actors_) {
-        if (actor.local_index == exit.local_index && !actor.dead) {
-          retire(actor, "its process " + exit.how + "; see " + local_->log_path(exit.local_index));
-        }
+  // --- nodes: the driver's own actors (node 0) and `packtune node`s ------------------------
+
+  // The driver is node 0: its actors run under the supervisor a `packtune node` uses, and
+  // restart the same way.
+  void start_local_actors(int threads) {
+    registry_.add_local_node(host_name(), config_.actors, Clock::now());
+    if (config_.actors == 0) return;
+    SupervisorOptions supervision;
+    supervision.log_dir = options_.out_dir + "/logs";
+    local_ = std::make_unique<ActorSupervisor>(supervision);
+    local_work_dir_ = fresh_work_dir("driver");
+    const std::string exe = self_executable();
+    for (int i = 0; i < config_.actors; ++i) {
+      ActorCommand command{{exe, "actor", "--driver", endpoint_, "--node", "0", "--local-index", std::to_string(i),
+                            "--threads", std::to_string(threads), "--work-dir",
+                            local_work_dir_ + "/actor-" + std::to_string(i)},
+                           {}};
+      if (curve_) {
+        command.argv.push_back("--keys");
+        command.argv.push_back(config_.keys);
       }
-      if (!actors_joined(exit.local_index)) {
-        actor_failures_.push_back("local actor " + std::to_string(exit.local_index) + " " + exit.how +
-                                  " before joining; see " + local_->log_path(exit.local_index));
-      }
+      local_->start(std::move(command));
     }
   }
 
-  bool actors_joined(int local_index) const {
-    for (const auto& [identity, actor] : actors_) {
-      if (actor.local_index == local_index) return true;
+  void poll_local_actors() {
+    if (!local_) return;
+    for (const auto& e : local_->poll()) {
+      if (e.kind != SupervisorEvent::Kind::Exited) continue;
+      on_actor_exited(*registry_.node_by_id(0), proto::ActorExited{e.local_index, e.pid, e.how, e.restarting});
     }
-    return false;
+  }
+
+  void on_node_message(NodeState& node, const proto::Message& message) {
+    if (auto* exited = std::get_if<proto::ActorExited>(&message)) {
+      on_actor_exited(node, *exited);
+    } else if (!std::holds_alternative<proto::Heartbeat>(message)) {
+      spdlog::warn("unexpected {} from node {}", proto::verb(message), node.id);
+    }
+  }
+
+  // An actor's process ended: its trials go back to the queue now, not after the heartbeat
+  // timeout.
+  void on_actor_exited(NodeState& node, const proto::ActorExited& m) {
+    registry_.slot_exited(node.id, m.local_index, !m.restarting);
+    const std::string where =
+        node.id == 0 ? "see " + local_->log_path(m.local_index)
+                     : fmt::format("node {} on {}; see its actor-{}.log", node.id, node.host, m.local_index);
+    const std::string what = m.how + (m.restarting ? ", restarting" : "") + "; " + where;
+    if (auto* actor = registry_.actor_in_slot(node.id, m.local_index, m.pid)) {
+      retire(*actor, "its process " + what);
+    } else if (!m.restarting) {
+      actor_failures_.push_back(fmt::format("actor {} of node {} {}", m.local_index, node.id, what));
+    }
+  }
+
+  static std::string describe_devices(const std::vector<proto::NodeDevice>& devices) {
+    std::string out;
+    for (const auto& d : devices) out += fmt::format("{}{} ({} MiB)", out.empty() ? "; " : ", ", d.name, d.memory_bytes >> 20);
+    return out;
   }
 
   void check_heartbeats() {
-    const auto limit = std::chrono::duration<double>(config_.actor_timeout_seconds);
-    for (auto& [identity, actor] : actors_) {
-      if (!actor.dead && Clock::now() - actor.last_heard > limit) {
-        retire(actor, "no message for " + std::to_string(static_cast<int>(config_.actor_timeout_seconds)) + " s");
-      }
+    const auto now = Clock::now();
+    for (auto* actor : registry_.silent_actors(now)) {
+      retire(*actor, "no message for " + std::to_string(static_cast<int>(config_.actor_timeout_seconds)) + " s");
+    }
+    for (auto* node : registry_.silent_nodes(now)) {
+      registry_.mark_node_dead(*node);
+      spdlog::warn("node {} on {} is out of service: no message for {} s", node->id, node->host,
+                   static_cast<int>(config_.actor_timeout_seconds));
     }
   }
 
@@ -444,34 +471,17 @@ class Driver {
     return o;
   }
 
-  ActorState* actor_by_id(int id) {
-    for (auto& [identity, actor] : actors_) {
-      if (actor.id == id) return &actor;
-    }
-    return nullptr;
-  }
+  ActorState* actor_by_id(int id) { return registry_.actor_by_id(id); }
 
-  // The planner's view of the live actors: a device's memory is split among the actors on
-  // it; an actor keeps the units it trains now.
+  // The planner's view of the live actors (ActorRegistry::capacities); an actor keeps the
+  // units it trains now.
   void update_capacities() {
-    std::map<std::pair<std::string, std::string>, int> sharing;
-    for (const auto& [identity, actor] : actors_) {
-      if (actor.ready && !actor.dead && actor.capacity_shared) ++sharing[{actor.host, actor.device}];
-    }
     std::map<int, packing::ActorPlan> previous;
     for (auto& a : plan_.actors) previous[a.actor.id] = std::move(a);
     plan_.actors.clear();
-    for (const auto& [identity, actor] : actors_) {
-      if (!actor.ready || actor.dead) continue;
-      packing::ActorPlan a = previous.count(actor.id) ? std::move(previous[actor.id]) : packing::ActorPlan{};
-      a.actor.id = actor.id;
-      a.actor.device = actor.device;
-      a.actor.capacity_bytes = actor.capacity_bytes;
-      if (actor.capacity_shared && actor.capacity_bytes > 0) {
-        a.actor.capacity_bytes /= std::max(1, sharing[{actor.host, actor.device}]);
-      }
-      a.actor.base_bytes = actor.base_bytes;
-      a.actor.max_members = config_.max_pack;
+    for (const auto& spec : registry_.capacities(config_.max_pack)) {
+      packing::ActorPlan a = previous.count(spec.id) ? std::move(previous[spec.id]) : packing::ActorPlan{};
+      a.actor = spec;
       planner_.refresh(a);
       plan_.actors.push_back(std::move(a));
     }
@@ -521,14 +531,11 @@ class Driver {
     for (auto& a : plan_.actors) planner_.refresh(a);
   }
 
-  // The first jobs wait until every local actor is ready (or a grace period passed), so
-  // they are spread over all actors instead of filling whichever started first.
+  // The first jobs wait until every actor of the nodes that joined is ready (or a grace
+  // period passed), so they are spread over all actors instead of filling whichever started
+  // first.
   bool local_actors_settled() {
-    if (settled_) return true;
-    int ready = 0;
-    for (const auto& [identity, actor] : actors_) ready += actor.local_index >= 0 && (actor.ready || actor.dead);
-    settled_ = ready + static_cast<int>(actor_failures_.size()) >= config_.actors ||
-               Clock::now() - start_ > std::chrono::seconds(30);
+    if (!settled_) settled_ = registry_.live_actors() > 0 && registry_.settled(Clock::now());
     return settled_;
   }
 
@@ -593,24 +600,25 @@ class Driver {
       send(*actor, assign);
       pending_.pop_front();
     }
-    if (running_jobs() == 0 && pending_.empty() && live_actors() == 0 && local_->running() == 0) {
+    if (running_jobs() == 0 && pending_.empty() && live_actors() == 0 && registry_.open_slots() == 0) {
+      if (!registry_.any_actor_joined()) {
+        // With no local actors the driver waits for nodes and actors started elsewhere.
+        if (config_.actors == 0 && seconds_since_start() < config_.join_timeout_seconds) return false;
+        if (config_.actors == 0) {
+          throw Error(fmt::format("no actor joined within {:g} s (join_timeout_seconds); start `packtune node "
+                                  "--driver {}{}` on the machines that should train",
+                                  config_.join_timeout_seconds, endpoint_, curve_ ? " --keys DIR" : ""));
+        }
+      }
       std::string why = actor_failures_.empty() ? "every actor exited" : actor_failures_.back();
       throw Error("no actor is left to train on: " + why);
     }
     return false;
   }
 
-  int running_jobs() const {
-    int n = 0;
-    for (const auto& [identity, actor] : actors_) n += static_cast<int>(actor.running.size());
-    return n;
-  }
+  int running_jobs() const { return registry_.running_jobs(); }
 
-  int live_actors() const {
-    int n = 0;
-    for (const auto& [identity, actor] : actors_) n += !actor.dead;
-    return n;
-  }
+  int live_actors() const { return registry_.live_actors(); }
 
   double seconds_since_start() const {
     return std::chrono::duration<double>(Clock::now() - start_).count();
@@ -624,10 +632,17 @@ class Driver {
   }
 
   void shutdown_actors() {
-    for (auto& [identity, actor] : actors_) {
+    for (auto& [identity, actor] : registry_.actors()) {
       if (!actor.dead) send(actor, proto::Shutdown{});
     }
-    if (local_) local_->wait_all(10);
+    for (const auto& [id, node] : registry_.nodes()) {
+      if (id != 0 && !node.dead) send_to(node.identity, proto::Shutdown{}, "node " + std::to_string(id));
+    }
+    if (local_) local_->stop(10);
+    if (!local_work_dir_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(local_work_dir_, ec);
+    }
   }
 
   void summarize() {
@@ -749,10 +764,10 @@ class Driver {
   // The Assign of a job; a promotion or a restart names the trial's checkpoints, newest first.
   proto::Assign make_assign(const Job& job, TrialState& trial) {
     proto::Assign assign{job.trial, trial.full, job.budget, trial.seed};
-    assign.resume_from.assign(trial.checkpoints.rbegin(), trial.checkpoints.rend());
-    trial.resume_budget = trial.checkpoints.empty() ? 0 : trial.checkpoint_budgets.back();
+    assign.resume_from = store_->newest_first(job.trial);
+    trial.resume_budget = store_->newest_budget(job.trial);
     trial.start_checked = false;
-    if (!trial.checkpoints.empty()) {
+    if (store_->has(job.trial)) {
       trial.reached = trial.resume_budget;
       spdlog::info("trial {} resumes from its checkpoint at budget {:g} and trains to budget {:g}", job.trial,
                    trial.resume_budget, job.budget);
@@ -773,68 +788,18 @@ class Driver {
                  "actor's log",
                  report.trial, trial.resume_budget,
                  report.start_budget > 0 ? fmt::format("budget {:g}", report.start_budget) : std::string("scratch"));
-    while (!trial.checkpoint_budgets.empty() && trial.checkpoint_budgets.back() > report.start_budget) {
-      trial.checkpoints.pop_back();
-      trial.checkpoint_budgets.pop_back();
-    }
+    store_->forget_after(report.trial, report.start_budget);
   }
 
-  void delete_checkpoint(const std::string& path) {
-    if (store_->remove(path)) ++deleted_checkpoints_;
-  }
-
-  // A final report names the checkpoint its actor wrote. With "needed", a trial keeps only its
-  // newest checkpoint: promotions and restarts resume from that one.
-  void record_checkpoint(const proto::Report& report, TrialState& trial) {
-    if (report.checkpoint.empty()) return;
-    if (config_.keep_checkpoints == "needed") {
-      for (const auto& old : trial.checkpoints) {
-        if (old != report.checkpoint) delete_checkpoint(old);
-      }
-      trial.checkpoints.clear();
-      trial.checkpoint_budgets.clear();
-    }
-    trial.checkpoints.push_back(report.checkpoint);
-    trial.checkpoint_budgets.push_back(report.budget);
-  }
-
-  // At the end nothing can be promoted any more: with "needed" only the newest checkpoints of
-  // the best trials (highest budget reached first, then the metric) stay. Reports disk use.
+  // At the end nothing can be promoted any more: the store keeps the best trials' newest
+  // checkpoints (all of them with --keep-checkpoints all). Reports disk use.
   void finish_checkpoints() {
-    const auto dir = checkpoint_dir();
-    std::error_code ec;
-    if (!std::filesystem::is_directory(dir, ec)) return;
-    // Half-written files of actors that died while saving or sending.
-    store_->remove_partial_files();
-    if (config_.keep_checkpoints == "needed") {
-      std::vector<std::pair<TrialId, const TrialState*>> ranked;
-      for (const auto& [id, trial] : trials_) {
-        if (!trial.checkpoints.empty()) ranked.emplace_back(id, &trial);
-      }
-      std::sort(ranked.begin(), ranked.end(), [this](const auto& a, const auto& b) {
-        const double budget_a = a.second->checkpoint_budgets.back(), budget_b = b.second->checkpoint_budgets.back();
-        if (budget_a != budget_b) return budget_a > budget_b;
-        return tuners::ranks_before(a.second->last_metric, a.first, b.second->last_metric, b.first, config_.mode);
-      });
-      std::set<std::string> keep;
-      for (std::size_t i = 0; i < ranked.size() && i < static_cast<std::size_t>(kKeepBestCheckpoints); ++i) {
-        keep.insert(ranked[i].second->checkpoints.back());
-      }
-      for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-        if (!keep.count(entry.path().string()) && entry.path().extension() == ".h5") {
-          delete_checkpoint(entry.path().string());
-        }
-      }
-    }
-    std::int64_t files = 0, bytes = 0;
-    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-      if (!entry.is_regular_file() || entry.path().extension() != ".h5") continue;
-      ++files;
-      bytes += static_cast<std::int64_t>(entry.file_size());
-    }
-    std::printf("checkpoints: %lld file(s), %.1f MiB in %s (keep %s; %d deleted)\n", static_cast<long long>(files),
-                static_cast<double>(bytes) / (1 << 20), dir.c_str(), config_.keep_checkpoints.c_str(),
-                deleted_checkpoints_);
+    const auto usage = store_->finish(kKeepBestCheckpoints, [this](TrialId a, TrialId b) {
+      return tuners::ranks_before(trials_.at(a).last_metric, a, trials_.at(b).last_metric, b, config_.mode);
+    });
+    std::printf("checkpoints: %lld file(s), %.1f MiB in %s (keep %s; %d deleted)\n",
+                static_cast<long long>(usage.files), static_cast<double>(usage.bytes) / (1 << 20),
+                store_->dir().c_str(), config_.keep_checkpoints.c_str(), usage.deleted);
   }
 
   ExperimentConfig config_;
@@ -842,14 +807,15 @@ class Driver {
   std::unique_ptr<tuners::Tuner> tuner_;
   packing::Planner planner_;
   packing::Plan plan_;  // the live actors and the units they train now
+  ActorRegistry registry_;
   zmq::context_t context_;
   zmq::socket_t router_;
   std::unique_ptr<CurveServer> curve_;  // declared after the context: it goes first
   std::string endpoint_;
   std::unique_ptr<ResultsWriter> results_;
   std::unique_ptr<CheckpointStore> store_;
-  std::unique_ptr<LocalActors> local_;
-  std::map<std::string, ActorState> actors_;  // by ZeroMQ identity
+  std::unique_ptr<ActorSupervisor> local_;  // node 0's actors; none with "actors": 0
+  std::string local_work_dir_;               // their work folders, removed at the end
   std::map<TrialId, TrialState> trials_;
   std::deque<Job> pending_;
   struct ProfileRequest {
@@ -860,10 +826,8 @@ class Driver {
   std::map<std::string, ProfileRequest> profile_requests_;  // by shape key, while unanswered
   std::map<std::string, std::vector<Job>> held_;            // jobs waiting for their shape's profile
   std::vector<std::string> actor_failures_;
-  int next_actor_id_ = 0;
   std::int64_t completed_jobs_ = 0;
   int failed_trials_ = 0;
-  int deleted_checkpoints_ = 0;
   bool settled_ = false;
   Clock::time_point start_;
 };

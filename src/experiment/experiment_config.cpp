@@ -116,7 +116,7 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
   c.name = std::filesystem::path(path).stem().string();
   Fields top(root, "");
   top.allow("name, seed, metric, mode, budget, tuner, tuner_plugin, actors, device, max_pack, fuse, "
-            "threads_per_actor, listen, keys, insecure, heartbeat_seconds, actor_timeout_seconds, keep_checkpoints, actor_memory, "
+            "threads_per_actor, listen, keys, insecure, heartbeat_seconds, actor_timeout_seconds, join_timeout_seconds, keep_checkpoints, actor_memory, "
             "memory_estimate_scale, data, model, space");
   top.string("name", c.name);
   top.integer("seed", c.seed, 0, std::numeric_limits<std::int64_t>::max());
@@ -170,7 +170,7 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
   }
   top.string("tuner_plugin", c.tuner_plugin);
 
-  top.integer("actors", c.actors, 1, 4096);
+  top.integer("actors", c.actors, 0, 4096);
   top.string("device", c.device);
   actors::check_device_syntax(c.device);
   top.integer("max_pack", c.max_pack, 1, 1024);
@@ -191,6 +191,7 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
   top.boolean("insecure", c.insecure);
   top.number("heartbeat_seconds", c.heartbeat_seconds, 0, true);
   top.number("actor_timeout_seconds", c.actor_timeout_seconds, 0, true);
+  top.number("join_timeout_seconds", c.join_timeout_seconds, 0, true);
   top.string("keep_checkpoints", c.keep_checkpoints);
   if (top.has("actor_memory")) {
     const auto& v = top.get("actor_memory", json::value_t::string, "a memory size such as \"600MiB\"");
@@ -243,10 +244,15 @@ void apply_overrides(ExperimentConfig& c, const Overrides& o) {
     c.trials = *o.trials;
   }
   if (o.actors) {
-    if (*o.actors < 1) throw InputError("--actors: expected at least 1");
+    if (*o.actors < 0) throw InputError("--actors: expected 0 (actors join from elsewhere) or more");
     c.actors = *o.actors;
   }
   if (o.seed) c.seed = *o.seed;
+  if (o.listen) {
+    if (o.listen->empty()) throw InputError("--listen: expected ipc, tcp or a ZeroMQ endpoint");
+    c.listen = *o.listen;
+  }
+  if (o.keys) c.keys = *o.keys;
   if (o.device) {
     actors::check_device_syntax(*o.device);
     c.device = *o.device;

@@ -23,6 +23,8 @@ struct Overrides {
   std::optional<int> max_pack;
   std::optional<std::string> keep_checkpoints;
   std::optional<std::string> fuse;
+  std::optional<std::string> listen;
+  std::optional<std::string> keys;
 };
 
 struct ExperimentConfig {
@@ -41,7 +43,7 @@ struct ExperimentConfig {
   nlohmann::json tuner_settings = nlohmann::json::object();
   std::string tuner_plugin;  // path of a shared library with more tuners, or empty
 
-  int actors = 1;
+  int actors = 1;                 // 0: none; nodes and actors started elsewhere join
   std::string device = "cpu";
   int max_pack = 8;               // trials trained at once per actor
   // auto: fuse trials (HFTA, unlike widths and optimizers too) where the throughput the
@@ -55,6 +57,8 @@ struct ExperimentConfig {
   bool insecure = false;
   double heartbeat_seconds = 1;
   double actor_timeout_seconds = 60;
+  // With no local actors: how long the driver waits for the first actor to join.
+  double join_timeout_seconds = 120;
   // Trial checkpoints in DIR/checkpoints: "needed" deletes those no promotion or restart can
   // use and keeps the best trials' last ones; "all" keeps every one (docs/checkpoints.md).
   std::string keep_checkpoints = "needed";

@@ -141,7 +141,7 @@ void ChunkFetcher::on_chunk(const protocol::Chunk& chunk, const void* data, std:
 }
 
 void ChunkFetcher::finish() {
-  if (::fsync(fd_) != 0 || ::close(fd_) != 0) {
+  if ((options_.durable && ::fsync(fd_) != 0) || ::close(fd_) != 0) {
     fd_ = -1;
     fail("cannot write " + part_path_ + ": " + std::strerror(errno));
     return;
@@ -160,6 +160,14 @@ void ChunkFetcher::finish() {
   if (ec) {
     fail("cannot rename " + part_path_ + ": " + ec.message());
     return;
+  }
+  if (options_.durable) {
+    const auto folder = std::filesystem::path(local_path_).parent_path().string();
+    const int dir = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir >= 0) {
+      ::fsync(dir);
+      ::close(dir);
+    }
   }
   state_ = State::Done;
 }

@@ -25,6 +25,9 @@ struct TransferOptions {
   int window = 8;                          // chunk requests outstanding at most
   double quiet_seconds = 10;               // no chunk this long: ask again for the missing ones
   int attempts = 3;                        // per transfer: re-asks, and whole re-fetches after bad files
+  // fsync the file and its folder before it counts as arrived: for the driver's store, whose
+  // acknowledgement lets the actor delete its copy. An actor's fetched copy is read once.
+  bool durable = false;
 };
 
 // Whether `name` may be served or stored: a checkpoint file's base name, nothing that walks

@@ -41,8 +41,9 @@ const char* verb(const Message& message) {
   static const char* names[] = {"Hello",  "Welcome",     "Reject",      "Ready",
                                 "Assign", "Stop",        "Report",      "TrialFailed",
                                 "ActorFailed", "Heartbeat", "Shutdown", "Measured",
-                                "OutOfMemory", "Profile",   "Profiled",    "FetchChunk",
-                                "Chunk",       "Offer",     "Stored"};
+                                "OutOfMemory", "Profile",   "Profiled",    "NodeHello",
+                                "NodeWelcome", "ActorExited", "FetchChunk", "Chunk",
+                                "Offer",       "Stored"};
   static_assert(sizeof(names) / sizeof(names[0]) == std::variant_size_v<Message>, "a verb without a name");
   return names[message.index()];
 }

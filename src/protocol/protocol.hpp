@@ -45,11 +45,14 @@ struct Hello {
   std::uint32_t protocol_version = kProtocolVersion;
   std::string host;
   std::int64_t pid = 0;
-  std::int32_t local_index = -1;  // set when the driver spawned this actor, else -1
+  std::int32_t local_index = -1;  // its slot on the node that started it, else -1
   std::int32_t threads = 1;
+  // The node that started it: 0 the driver's own, another a `packtune node` the driver
+  // welcomed; -1 an actor started by hand.
+  std::int32_t node_id = -1;
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(protocol_version, host, pid, local_index, threads); }
+  void serialize(Archive& ar) { ar(protocol_version, host, pid, local_index, threads, node_id); }
 };
 
 // driver -> actor: accepted; `device` is the actor's resolved device request.
@@ -201,6 +204,55 @@ struct Shutdown {
   void serialize(Archive&) {}
 };
 
+// One device of a node: its name as the node knows it ("NVIDIA H100 80GB HBM3", or the
+// CUDA_VISIBLE_DEVICES entry when nothing better is known) and its memory (0: unknown).
+struct NodeDevice {
+  std::string name;
+  std::int64_t memory_bytes = 0;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(name, memory_bytes); }
+};
+
+// node -> driver: the first message of a `packtune node`: the machine and the actors it will
+// start (one per device in `devices`, or `actors` CPU actors when `devices` is empty).
+struct NodeHello {
+  std::uint32_t protocol_version = kProtocolVersion;
+  std::string host;
+  std::int64_t pid = 0;
+  std::int32_t cores = 0;
+  std::int64_t memory_bytes = 0;
+  std::vector<NodeDevice> devices;
+  std::int32_t actors = 0;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(protocol_version, host, pid, cores, memory_bytes, devices, actors); }
+};
+
+// driver -> node: accepted; its actors say `node_id` in their Hello. The node heartbeats
+// every `heartbeat_seconds` (or a Reject: the node exits).
+struct NodeWelcome {
+  std::uint32_t protocol_version = kProtocolVersion;
+  std::int32_t node_id = 0;
+  double heartbeat_seconds = 1;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(protocol_version, node_id, heartbeat_seconds); }
+};
+
+// node -> driver: the actor process of slot `local_index` (process `pid`) ended, `how`
+// ("exited with code 3", "killed by signal 9"); `restarting`: the node starts it again,
+// else the slot is given up. The driver retires that actor at once.
+struct ActorExited {
+  std::int32_t local_index = -1;
+  std::int64_t pid = 0;
+  std::string how;
+  bool restarting = false;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(local_index, pid, how, restarting); }
+};
+
 // --- checkpoint files over ZeroMQ (file_transfer.hpp) ------------------------------------
 // Whoever needs a file pulls it in chunks, with at most a window of requests outstanding:
 // the holder answers each FetchChunk with one Chunk, so neither end ever buffers more than
@@ -250,9 +302,10 @@ struct Stored {
   void serialize(Archive& ar) { ar(transfer, path, error); }
 };
 
+// New verbs go at the end: a verb's index is its tag on the wire.
 using Message = std::variant<Hello, Welcome, Reject, Ready, Assign, Stop, Report, TrialFailed,
                              ActorFailed, Heartbeat, Shutdown, Measured, OutOfMemory, Profile, Profiled,
-                             FetchChunk, Chunk, Offer, Stored>;
+                             NodeHello, NodeWelcome, ActorExited, FetchChunk, Chunk, Offer, Stored>;
 
 std::string encode(const Message& message);
 // Throws protocol::ProtocolError (an Error) for bytes that are not a message of this version.

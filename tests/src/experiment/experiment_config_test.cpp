@@ -74,6 +74,28 @@ TEST_CASE("overrides replace config values") {
   o = {};
   o.device = "tpu";
   CHECK_THROWS_AS(packtune::apply_overrides(c, o), InputError);
+  o = {};
+  o.actors = -1;
+  CHECK_THROWS_AS(packtune::apply_overrides(c, o), InputError);
+}
+
+TEST_CASE("a driver without local actors: actors 0, --listen and --keys, a join timeout") {
+  auto j = base();
+  j["actors"] = 0;
+  j["join_timeout_seconds"] = 5;
+  auto c = parse_config(j, "x");
+  CHECK(c.actors == 0);
+  CHECK(c.join_timeout_seconds == 5);
+  CHECK(parse_config(base(), "x").join_timeout_seconds == 120);
+  packtune::Overrides o;
+  o.actors = 0;
+  o.listen = "tcp://0.0.0.0:5555";
+  o.keys = "keys";
+  c = parse_config(base(), "x");
+  packtune::apply_overrides(c, o);
+  CHECK(c.actors == 0);
+  CHECK(c.listen == "tcp://0.0.0.0:5555");
+  CHECK(c.keys == "keys");
 }
 
 TEST_CASE("bad configs name the field and what is expected") {
@@ -85,7 +107,8 @@ TEST_CASE("bad configs name the field and what is expected") {
   CHECK_THAT(with("/learning_rate", 0.1), Catch::Contains("learning_rate: unknown key"));
   CHECK_THAT(with("/budget/maximum", 3), Catch::Contains("budget.maximum: unknown key"));
   CHECK_THAT(with("/actors", "two"), Catch::Contains("actors: expected an integer"));
-  CHECK_THAT(with("/actors", 0), Catch::Contains("actors") && Catch::Contains("out of range"));
+  CHECK_THAT(with("/actors", -1), Catch::Contains("actors") && Catch::Contains("out of range"));
+  CHECK_THAT(with("/join_timeout_seconds", 0), Catch::Contains("join_timeout_seconds") && Catch::Contains("> 0"));
   CHECK_THAT(with("/budget/max", -1), Catch::Contains("budget.max"));
   CHECK_THAT(with("/budget/min", 5), Catch::Contains("budget.min") && Catch::Contains("min <= max"));
   CHECK_THAT(with("/budget/unit", "hours"), Catch::Contains("budget.unit"));

@@ -26,6 +26,40 @@ TEST_CASE("every verb survives a round trip") {
   CHECK(h.host == "node-7");
   CHECK(h.pid == 4242);
   CHECK(h.local_index == 3);
+  CHECK(h.node_id == -1);
+  hello.node_id = 4;
+  CHECK(round_trip(hello).node_id == 4);
+
+  NodeHello node;
+  node.host = "gpu-box";
+  node.pid = 77;
+  node.cores = 64;
+  node.memory_bytes = std::int64_t{512} << 30;
+  node.devices = {{"NVIDIA H100 80GB HBM3", std::int64_t{80} << 30}, {"GPU-5d1c", 0}};
+  node.actors = 2;
+  auto n = round_trip(node);
+  CHECK(n.protocol_version == kProtocolVersion);
+  CHECK(n.host == "gpu-box");
+  CHECK(n.pid == 77);
+  CHECK(n.cores == 64);
+  CHECK(n.memory_bytes == std::int64_t{512} << 30);
+  REQUIRE(n.devices.size() == 2);
+  CHECK(n.devices[0].name == "NVIDIA H100 80GB HBM3");
+  CHECK(n.devices[0].memory_bytes == std::int64_t{80} << 30);
+  CHECK(n.devices[1].name == "GPU-5d1c");
+  CHECK(n.actors == 2);
+
+  auto nw = round_trip(NodeWelcome{kProtocolVersion, 3, 0.5});
+  CHECK(nw.node_id == 3);
+  CHECK(nw.heartbeat_seconds == 0.5);
+
+  auto exited = round_trip(ActorExited{1, 9001, "killed by signal 9", true});
+  CHECK(exited.local_index == 1);
+  CHECK(exited.pid == 9001);
+  CHECK(exited.how == "killed by signal 9");
+  CHECK(exited.restarting);
+  CHECK(std::string(verb(Message{ActorExited{}})) == "ActorExited");
+  CHECK(std::string(verb(Message{NodeHello{}})) == "NodeHello");
 
   Welcome welcome;
   welcome.actor_id = 5;

@@ -1,0 +1,199 @@
+#include "driver/actor_registry.hpp"
+
+#include <algorithm>
+
+namespace packtune {
+namespace {
+
+using Clock = ActorRegistry::Clock;
+
+bool silent(Clock::time_point last_heard, Clock::time_point now, double seconds) {
+  return now - last_heard > std::chrono::duration<double>(seconds);
+}
+
+}  // namespace
+
+NodeState& ActorRegistry::add_local_node(const std::string& host, int actors, Clock::time_point now) {
+  NodeState& node = nodes_[0];
+  node = NodeState{};
+  node.id = 0;
+  node.host = host;
+  node.actors = actors;
+  node.joined = node.last_heard = now;
+  return node;
+}
+
+NodeState& ActorRegistry::add_node(const std::string& identity, const protocol::NodeHello& hello,
+                                   Clock::time_point now) {
+  const int id = next_node_id_++;
+  NodeState& node = nodes_[id];
+  node.id = id;
+  node.identity = identity;
+  node.host = hello.host;
+  node.pid = hello.pid;
+  node.cores = hello.cores;
+  node.memory_bytes = hello.memory_bytes;
+  node.devices = hello.devices;
+  node.actors = hello.actors;
+  node.joined = node.last_heard = now;
+  return node;
+}
+
+NodeState* ActorRegistry::node(const std::string& identity) {
+  for (auto& [id, node] : nodes_) {
+    if (!node.identity.empty() && node.identity == identity) return &node;
+  }
+  return nullptr;
+}
+
+NodeState* ActorRegistry::node_by_id(int id) {
+  auto it = nodes_.find(id);
+  return it == nodes_.end() ? nullptr : &it->second;
+}
+
+ActorState& ActorRegistry::add_actor(const std::string& identity, const protocol::Hello& hello,
+                                     Clock::time_point now) {
+  ActorState& actor = actors_[identity] = ActorState{};
+  actor.id = next_actor_id_++;
+  actor.identity = identity;
+  actor.host = hello.host;
+  actor.pid = hello.pid;
+  // A node id no node has (a stale or forged one) links the actor to nothing.
+  actor.node_id = nodes_.count(hello.node_id) ? hello.node_id : -1;
+  actor.local_index = hello.local_index;
+  actor.last_heard = now;
+  return actor;
+}
+
+ActorState* ActorRegistry::actor(const std::string& identity) {
+  auto it = actors_.find(identity);
+  return it == actors_.end() ? nullptr : &it->second;
+}
+
+ActorState* ActorRegistry::actor_by_id(int id) {
+  for (auto& [identity, actor] : actors_) {
+    if (actor.id == id) return &actor;
+  }
+  return nullptr;
+}
+
+ActorState* ActorRegistry::actor_in_slot(int node_id, int local_index, std::int64_t pid) {
+  for (auto& [identity, actor] : actors_) {
+    if (!actor.dead && actor.node_id == node_id && actor.local_index == local_index && actor.pid == pid) {
+      return &actor;
+    }
+  }
+  return nullptr;
+}
+
+void ActorRegistry::mark_ready(ActorState& actor, const protocol::Ready& ready) {
+  actor.ready = true;
+  actor.device = ready.device;
+  actor.capacity_bytes = ready.capacity_bytes;
+  actor.capacity_shared = ready.capacity_shared;
+  actor.base_bytes = ready.base_bytes;
+  if (auto* node = node_by_id(actor.node_id)) node->settled_slots.insert(actor.local_index);
+}
+
+void ActorRegistry::mark_dead(ActorState& actor) {
+  actor.dead = true;
+  actor.ready = false;
+  if (auto* node = node_by_id(actor.node_id)) node->settled_slots.insert(actor.local_index);
+}
+
+void ActorRegistry::slot_exited(int node_id, int local_index, bool final) {
+  auto* node = node_by_id(node_id);
+  if (!node || local_index < 0 || local_index >= node->actors) return;
+  node->settled_slots.insert(local_index);
+  if (final) node->ended_slots.insert(local_index);
+}
+
+std::vector<ActorState*> ActorRegistry::silent_actors(Clock::time_point now) {
+  std::vector<ActorState*> out;
+  for (auto& [identity, actor] : actors_) {
+    if (!actor.dead && silent(actor.last_heard, now, timeouts_.actor_seconds)) out.push_back(&actor);
+  }
+  return out;
+}
+
+std::vector<NodeState*> ActorRegistry::silent_nodes(Clock::time_point now) {
+  std::vector<NodeState*> out;
+  for (auto& [id, node] : nodes_) {
+    // Node 0 is the driver itself.
+    if (id != 0 && !node.dead && silent(node.last_heard, now, timeouts_.node_seconds)) out.push_back(&node);
+  }
+  return out;
+}
+
+int ActorRegistry::live_actors() const {
+  return static_cast<int>(
+      std::count_if(actors_.begin(), actors_.end(), [](const auto& a) { return !a.second.dead; }));
+}
+
+int ActorRegistry::running_jobs() const {
+  int n = 0;
+  for (const auto& [identity, actor] : actors_) n += static_cast<int>(actor.running.size());
+  return n;
+}
+
+int ActorRegistry::open_slots() const {
+  int n = 0;
+  for (const auto& [id, node] : nodes_) {
+    if (!node.dead) n += node.actors - static_cast<int>(node.ended_slots.size());
+  }
+  return n;
+}
+
+bool ActorRegistry::settled(Clock::time_point now) const {
+  for (const auto& [id, node] : nodes_) {
+    if (node.dead || static_cast<int>(node.settled_slots.size()) >= node.actors) continue;
+    if (!silent(node.joined, now, timeouts_.settle_seconds)) return false;
+  }
+  return true;
+}
+
+int ActorRegistry::sharing(const ActorState& actor) const {
+  int seen = 0;  // ready actors on the same host and device
+  for (const auto& [identity, other] : actors_) {
+    seen += other.ready && !other.dead && other.capacity_shared && other.host == actor.host &&
+            other.device == actor.device;
+  }
+  auto node = nodes_.find(actor.node_id);
+  if (node == nodes_.end()) return std::max(1, seen);
+  // The CPU's memory is shared by all the node's actors, started yet or not.
+  if (actor.device == "cpu") return std::max({1, seen, node->second.actors});
+  // A node gives each actor one GPU of its own (CUDA_VISIBLE_DEVICES), where all of them
+  // call it cuda:0: counting by name would split one GPU's memory among them all.
+  if (!node->second.devices.empty()) return 1;
+  return std::max(1, seen);
+}
+
+std::vector<packing::ActorSpec> ActorRegistry::capacities(int max_members) const {
+  std::vector<packing::ActorSpec> out;
+  for (const auto& [identity, actor] : actors_) {
+    if (!actor.ready || actor.dead) continue;
+    packing::ActorSpec spec;
+    spec.id = actor.id;
+    spec.device = actor.device;
+    spec.capacity_bytes = actor.capacity_bytes;
+    if (actor.capacity_shared) {
+      auto node = nodes_.find(actor.node_id);
+      if (spec.capacity_bytes == 0 && node != nodes_.end()) {
+        // The actor could not tell: the node's declared memory for that device.
+        const auto& devices = node->second.devices;
+        if (actor.device == "cpu") {
+          spec.capacity_bytes = node->second.memory_bytes;
+        } else if (actor.local_index >= 0 && actor.local_index < static_cast<int>(devices.size())) {
+          spec.capacity_bytes = devices[actor.local_index].memory_bytes;
+        }
+      }
+      spec.capacity_bytes /= sharing(actor);
+    }
+    spec.base_bytes = actor.base_bytes;
+    spec.max_members = max_members;
+    out.push_back(spec);
+  }
+  return out;
+}
+
+}  // namespace packtune

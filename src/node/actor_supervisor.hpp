@@ -1,0 +1,101 @@
+#pragma once
+// The actor processes of one machine, for the driver (its own actors) and for `packtune node`:
+// starts one process per slot, logs each to LOG_DIR/actor-I.log, and restarts a slot whose
+// process dies, after 1 s, 2 s, 4 s ... (at most 30 s), up to a number of restarts; then the
+// slot is given up. It has no thread: the owner calls poll() in its loop and reacts to the
+// events (a node tells the driver, the driver retires the actor).
+//
+// The command of a slot is the caller's, so tests run /bin/sh instead of actors; the clock
+// and the delays are injectable for the same reason.
+#include <chrono>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace packtune {
+
+// What a slot runs: argv[0] is the executable's path; `env` is set (or replaced) in the
+// child's environment only, e.g. CUDA_VISIBLE_DEVICES.
+struct ActorCommand {
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+struct SupervisorOptions {
+  std::string log_dir;
+  int max_restarts = 3;  // per slot; the next exit gives the slot up
+  double first_delay_seconds = 1;
+  double max_delay_seconds = 30;
+};
+
+struct SupervisorEvent {
+  enum class Kind { Exited, Restarted, GaveUp };
+  Kind kind = Kind::Exited;
+  int local_index = -1;
+  int pid = -1;         // the process that exited, or the new one
+  std::string how;      // Exited and GaveUp: "exited with code 3", "killed by signal 9"
+  bool restarting = false;  // Exited: the slot will start again
+  int restarts = 0;     // restarts of the slot so far
+};
+
+class ActorSupervisor {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Now = std::function<Clock::time_point()>;
+
+  explicit ActorSupervisor(SupervisorOptions options, Now now = Clock::now);
+  ~ActorSupervisor();  // kills what still runs
+  ActorSupervisor(const ActorSupervisor&) = delete;
+  ActorSupervisor& operator=(const ActorSupervisor&) = delete;
+
+  // Starts a new slot; returns its local index (0, 1, ...).
+  int start(ActorCommand command);
+  // Reaps exited processes and starts the slots whose delay has passed.
+  std::vector<SupervisorEvent> poll();
+  // From now on an exit is final: nothing restarts (the experiment is over or the owner stops).
+  void stop_restarting();
+  // stop_restarting(), then sends `signal` (0: none) to every process, waits up to
+  // `grace_seconds` for them to exit and kills the rest. Returns their Exited events.
+  std::vector<SupervisorEvent> stop(double grace_seconds, int signal = 0);
+
+  int slots() const { return static_cast<int>(slots_.size()); }
+  int running() const;
+  // Slots running or waiting to restart: what may still train.
+  int active() const;
+  bool gave_up(int local_index) const { return slots_.at(local_index).gave_up; }
+  int restarts(int local_index) const { return slots_.at(local_index).restarts; }
+  int pid(int local_index) const { return slots_.at(local_index).pid; }
+  std::string log_path(int local_index) const;
+
+  // The delay before restart number `restart` (0 = the first): first * 2^restart, capped.
+  static double restart_delay(const SupervisorOptions& options, int restart);
+
+ private:
+  struct Slot {
+    ActorCommand command;
+    int pid = -1;
+    int restarts = 0;
+    bool waiting = false;  // exited; starts again at `restart_at`
+    bool gave_up = false;
+    Clock::time_point restart_at;
+    std::string last_exit;
+  };
+
+  void launch(int local_index, bool restart);
+  std::vector<SupervisorEvent> reap();
+
+  SupervisorOptions options_;
+  Now now_;
+  std::vector<Slot> slots_;
+  bool restarting_ = true;
+};
+
+// The path of the running executable, so actors run the same build as their parent.
+std::string self_executable();
+
+// A new folder for actors' local files, $TMPDIR/packtune-OWNER-PID (or under /tmp); its
+// owner removes it when it ends.
+std::string fresh_work_dir(const std::string& owner);
+
+}  // namespace packtune

@@ -1,0 +1,262 @@
+#include "node/node_agent.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+#include <zmq.hpp>
+
+#include "node/actor_supervisor.hpp"
+#include "packtune/error.hpp"
+#include "protocol/curve_keys.hpp"
+#include "protocol/zmq_channel.hpp"
+
+namespace packtune {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace proto = protocol;
+
+std::atomic<int> caught_signal{0};
+extern "C" void on_node_signal(int signal) { caught_signal = signal; }
+
+std::string trim(const std::string& text) {
+  const auto begin = text.find_first_not_of(" \t\r\n");
+  if (begin == std::string::npos) return "";
+  return text.substr(begin, text.find_last_not_of(" \t\r\n") - begin + 1);
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, separator);) out.push_back(trim(item));
+  return out;
+}
+
+// nvidia-smi's view of the GPUs, one {index, uuid, name, MiB} per line; empty without it.
+std::vector<std::vector<std::string>> query_gpus() {
+  std::vector<std::vector<std::string>> rows;
+  FILE* pipe = popen("nvidia-smi --query-gpu=index,uuid,name,memory.total --format=csv,noheader,nounits "
+                     "2>/dev/null",
+                     "r");
+  if (!pipe) return rows;
+  char line[512];
+  while (std::fgets(line, sizeof line, pipe)) {
+    auto fields = split(line, ',');
+    if (fields.size() == 4) rows.push_back(fields);
+  }
+  pclose(pipe);
+  return rows;
+}
+
+class NodeAgent {
+ public:
+  explicit NodeAgent(NodeOptions options)
+      : options_(std::move(options)), context_(1), socket_(context_, zmq::socket_type::dealer) {
+    socket_.set(zmq::sockopt::linger, 1000);
+    if (!options_.keys.empty()) use_curve_client(socket_, load_actor_keys(options_.keys));
+    socket_.connect(options_.driver);
+  }
+
+  int run() {
+    const int slots = options_.gpus.empty() ? options_.actors : static_cast<int>(options_.gpus.size());
+    register_with_driver(describe_machine(options_.gpus, slots));
+    const bool own_work_dir = options_.work_dir.empty();
+    const std::string work_dir = own_work_dir ? fresh_work_dir("node") : options_.work_dir;
+    SupervisorOptions supervision;
+    supervision.log_dir = options_.log_dir.empty() ? work_dir + "/logs" : options_.log_dir;
+    supervision.max_restarts = options_.max_restarts;
+    supervisor_ = std::make_unique<ActorSupervisor>(supervision);
+
+    const int cores = std::max(1u, std::thread::hardware_concurrency());
+    const int threads = options_.threads > 0 ? options_.threads : std::max(1, cores / std::max(1, slots));
+    const std::string exe = self_executable();
+    for (int i = 0; i < slots; ++i) {
+      ActorCommand command{{exe, "actor", "--driver", options_.driver, "--node", std::to_string(node_id_),
+                            "--local-index", std::to_string(i), "--threads", std::to_string(threads), "--work-dir",
+                            work_dir + "/actor-" + std::to_string(i)},
+                           {}};
+      if (!options_.keys.empty()) {
+        command.argv.push_back("--keys");
+        command.argv.push_back(options_.keys);
+      }
+      if (!options_.gpus.empty()) command.env.push_back({"CUDA_VISIBLE_DEVICES", options_.gpus[i]});
+      supervisor_->start(std::move(command));
+    }
+    spdlog::info("node {}: {} actor(s){}, {} thread(s) each; logs in {}", node_id_, slots,
+                 options_.gpus.empty() ? " on the CPU" : " one per GPU", threads, supervision.log_dir);
+
+    auto previous_int = std::signal(SIGINT, on_node_signal);
+    auto previous_term = std::signal(SIGTERM, on_node_signal);
+    int code = 1;
+    try {
+      code = serve();
+    } catch (...) {
+      stop(0.5, SIGKILL);
+      std::signal(SIGINT, previous_int);
+      std::signal(SIGTERM, previous_term);
+      throw;
+    }
+    std::signal(SIGINT, previous_int);
+    std::signal(SIGTERM, previous_term);
+    if (own_work_dir) {
+      std::error_code ec;
+      for (int i = 0; i < slots; ++i) std::filesystem::remove_all(work_dir + "/actor-" + std::to_string(i), ec);
+    }
+    return code;
+  }
+
+ private:
+  void register_with_driver(const proto::NodeHello& hello) {
+    send_message(socket_, hello);
+    auto reply = receive_message(socket_, static_cast<long>(options_.connect_timeout_seconds * 1000));
+    if (!reply) {
+      throw Error("no driver answered at " + options_.driver + " within " +
+                  std::to_string(static_cast<int>(options_.connect_timeout_seconds)) +
+                  " s; is `packtune run` listening there? A driver with CURVE keys admits only nodes started "
+                  "with --keys DIR holding an actor key it authorized");
+    }
+    if (auto* reject = std::get_if<proto::Reject>(&*reply)) throw Error("the driver refused this node: " + reject->reason);
+    auto* welcome = std::get_if<proto::NodeWelcome>(&*reply);
+    if (!welcome) throw Error(std::string("expected NodeWelcome from the driver, got ") + proto::verb(*reply));
+    node_id_ = welcome->node_id;
+    heartbeat_ = std::chrono::duration<double>(welcome->heartbeat_seconds);
+    spdlog::info("node {}: registered with the driver at {} ({} core(s), {} MiB, {} GPU(s))", node_id_,
+                 options_.driver, hello.cores, hello.memory_bytes >> 20, hello.devices.size());
+  }
+
+  int serve() {
+    auto last_heard = Clock::now();
+    auto last_sent = Clock::now();
+    const auto driver_timeout = std::chrono::duration<double>(options_.driver_timeout_seconds);
+    while (true) {
+      if (const int signal = caught_signal.load()) {
+        spdlog::warn("node {}: signal {}; stopping its actors", node_id_, signal);
+        stop(2, SIGTERM);
+        return 128 + signal;
+      }
+      if (auto message = receive(50)) {
+        last_heard = Clock::now();
+        if (std::holds_alternative<proto::Shutdown>(*message)) {
+          spdlog::info("node {}: shutdown by the driver; waiting for its actors to exit", node_id_);
+          stop(options_.shutdown_grace_seconds, 0);
+          return 0;
+        }
+        if (!std::holds_alternative<proto::Heartbeat>(*message)) {
+          spdlog::warn("node {}: unexpected {} from the driver", node_id_, proto::verb(*message));
+        }
+      }
+      report(supervisor_->poll());
+      if (supervisor_->slots() > 0 && gave_up_slots() == supervisor_->slots()) {
+        spdlog::error("node {}: every actor was given up; see the logs in {}", node_id_,
+                      std::filesystem::path(supervisor_->log_path(0)).parent_path().string());
+        return 1;
+      }
+      const auto now = Clock::now();
+      if (now - last_heard > driver_timeout) {
+        spdlog::error("node {}: no message from the driver for {:g} s; stopping its actors", node_id_,
+                      options_.driver_timeout_seconds);
+        stop(2, SIGTERM);
+        return 1;
+      }
+      if (now - last_sent >= heartbeat_) {
+        send_message(socket_, proto::Heartbeat{});
+        last_sent = now;
+      }
+    }
+  }
+
+  // A signal that interrupts the wait is handled by the loop.
+  std::optional<proto::Message> receive(long timeout_ms) {
+    try {
+      return receive_message(socket_, timeout_ms);
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) return std::nullopt;
+      throw;
+    }
+  }
+
+  // Tells the driver about every process that ended, so it retires that actor at once.
+  void report(const std::vector<SupervisorEvent>& events) {
+    for (const auto& e : events) {
+      if (e.kind != SupervisorEvent::Kind::Exited) continue;
+      send_message(socket_, proto::ActorExited{e.local_index, e.pid, e.how, e.restarting});
+    }
+  }
+
+  void stop(double grace_seconds, int signal) { report(supervisor_->stop(grace_seconds, signal)); }
+
+  int gave_up_slots() const {
+    int n = 0;
+    for (int i = 0; i < supervisor_->slots(); ++i) n += supervisor_->gave_up(i);
+    return n;
+  }
+
+  NodeOptions options_;
+  zmq::context_t context_;
+  zmq::socket_t socket_;
+  std::unique_ptr<ActorSupervisor> supervisor_;
+  int node_id_ = -1;
+  std::chrono::duration<double> heartbeat_{1.0};
+};
+
+}  // namespace
+
+std::string host_name() {
+  char buffer[256] = {};
+  gethostname(buffer, sizeof buffer - 1);
+  return buffer;
+}
+
+std::vector<std::string> node_gpus(const std::string& flag, const char* visible) {
+  const bool from_flag = !flag.empty();
+  const std::string text = from_flag ? flag : visible ? trim(visible) : "";
+  if (text.empty()) return {};
+  const auto gpus = split(text, ',');
+  for (const auto& gpu : gpus) {
+    if (gpu.empty()) {
+      throw InputError(std::string(from_flag ? "--gpus" : "CUDA_VISIBLE_DEVICES") + ": \"" + text +
+                       "\" has an empty entry; expected GPU indices or UUIDs separated by commas, e.g. 0,2");
+    }
+  }
+  return gpus;
+}
+
+proto::NodeHello describe_machine(const std::vector<std::string>& gpus, int actors) {
+  proto::NodeHello hello;
+  hello.host = host_name();
+  hello.pid = getpid();
+  hello.cores = static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  hello.memory_bytes = static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  hello.actors = actors;
+  const auto known = gpus.empty() ? std::vector<std::vector<std::string>>{} : query_gpus();
+  for (const auto& gpu : gpus) {
+    proto::NodeDevice device{gpu, 0};
+    for (const auto& row : known) {
+      if (row[0] != gpu && row[1] != gpu) continue;
+      device.name = row[2];
+      try {
+        device.memory_bytes = std::stoll(row[3]) << 20;
+      } catch (const std::exception&) {
+        device.memory_bytes = 0;  // "[N/A]" on some boards
+      }
+    }
+    hello.devices.push_back(device);
+  }
+  return hello;
+}
+
+int run_node(const NodeOptions& options) {
+  NodeAgent node(options);
+  return node.run();
+}
+
+}  // namespace packtune

@@ -1,0 +1,145 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "../../file_bytes.hpp"
+#include "../../temp_dir.hpp"
+#include "actor/transfer_client.hpp"
+#include "driver/checkpoint_store.hpp"
+#include "packtune/error.hpp"
+#include "protocol/zmq_channel.hpp"
+
+using namespace packtune;
+using namespace packtune::testing;
+
+namespace {
+
+// The driver's side: a ROUTER that routes transfer messages to the store, as the driver does.
+struct DriverSide {
+  zmq::context_t context{1};
+  zmq::socket_t router{context, zmq::socket_type::router};
+  CheckpointStore store;
+  std::string endpoint;
+
+  DriverSide(const std::string& dir, TransferOptions options, ChunkFetcher::Verify verify)
+      : store(dir, options, std::move(verify)) {
+    router.set(zmq::sockopt::linger, 0);
+    router.bind("tcp://127.0.0.1:*");
+    endpoint = router.get(zmq::sockopt::last_endpoint);
+  }
+
+  // Serves until `ready` says the future is there, or 20 s passed.
+  template <class Future>
+  void serve_until(Future& future) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready &&
+           std::chrono::steady_clock::now() < deadline) {
+      while (auto routed = receive_routed(router, 10)) {
+        store.handle(router, *routed);
+      }
+      store.tick(router);
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the store marks its folder so that actors can tell whether they share it") {
+  TempDir dir;
+  CheckpointStore store(dir.file("checkpoints"), {}, {});
+  std::ifstream in(dir.file("checkpoints/.store"));
+  std::string token;
+  in >> token;
+  CHECK(token == store.token());
+  CHECK(token.size() == 32);
+  CheckpointStore other(dir.file("other"), {}, {});
+  CHECK(other.token() != store.token());
+}
+
+TEST_CASE("an actor's checkpoint reaches the store over tcp and comes back, verified, in small chunks") {
+  TempDir driver_dir, actor_dir;
+  TransferOptions options;
+  options.chunk_bytes = 4096;  // many chunks, so the window matters
+  options.window = 4;
+  int verified = 0;
+  auto verify = [&verified](const std::string& path) {
+    ++verified;
+    if (read_file(path).rfind("CKPT", 0) != 0) throw InputError(path + ": not a checkpoint");
+  };
+  DriverSide driver(driver_dir.file("checkpoints"), options, verify);
+  TransferClient client(driver.endpoint, nullptr, options, verify);
+
+  const auto bytes = "CKPT" + random_bytes(100'000, 4);
+  const auto local = actor_dir.file("trial-1-budget-0.5.h5");
+  std::ofstream(local, std::ios::binary) << bytes;
+
+  auto stored = client.upload(local, "trial-1-budget-0.5.h5");
+  driver.serve_until(stored);
+  const auto path = stored.get();
+  CHECK(path == driver.store.dir() + "/trial-1-budget-0.5.h5");
+  CHECK(read_file(path) == bytes);
+  CHECK(driver.store.bytes_received() == static_cast<std::int64_t>(bytes.size()));
+
+  auto fetched = client.fetch("trial-1-budget-0.5.h5", actor_dir.file("back.h5"));
+  driver.serve_until(fetched);
+  CHECK(read_file(fetched.get()) == bytes);
+  CHECK(verified == 2);
+
+  auto missing = client.fetch("trial-9-budget-1.h5", actor_dir.file("missing.h5"));
+  driver.serve_until(missing);
+  CHECK_THROWS_WITH(missing.get(), Catch::Contains("trial-9-budget-1.h5"));
+
+  // A damaged upload is refused, and the store keeps nothing of it.
+  const auto bad = actor_dir.file("trial-2-budget-0.5.h5");
+  std::ofstream(bad, std::ios::binary) << "JUNK" << random_bytes(10'000, 5);
+  auto refused = client.upload(bad, "trial-2-budget-0.5.h5");
+  driver.serve_until(refused);
+  CHECK_THROWS_WITH(refused.get(), Catch::Contains("not a checkpoint"));
+  CHECK_FALSE(std::filesystem::exists(driver.store.dir() + "/trial-2-budget-0.5.h5"));
+  CHECK_FALSE(std::filesystem::exists(driver.store.dir() + "/trial-2-budget-0.5.h5.part"));
+
+  auto escape = client.upload(bad, "../escape.h5");
+  driver.serve_until(escape);
+  CHECK_THROWS_WITH(escape.get(), Catch::Contains("not a checkpoint name"));
+}
+
+TEST_CASE("the store keeps a trial's newest checkpoint, forgets unusable ones and keeps the best at the end") {
+  TempDir dir;
+  CheckpointStore store(dir.file("checkpoints"), {}, {});
+  auto make = [&](const std::string& name) {
+    write_file(store.path_of(name), "x");
+    return store.path_of(name);
+  };
+  store.record(1, make("trial-1-budget-0.5.h5"), 0.5);
+  store.record(1, make("trial-1-budget-1.h5"), 1);
+  CHECK(store.newest_first(1) == std::vector<std::string>{store.path_of("trial-1-budget-1.h5")});
+  CHECK_FALSE(std::filesystem::exists(store.path_of("trial-1-budget-0.5.h5")));
+  CHECK(store.newest_budget(1) == 1);
+  CHECK_FALSE(store.has(2));
+  CHECK(store.newest_budget(2) == 0);
+
+  store.forget_after(1, 0);  // its resume fell back to scratch
+  CHECK_FALSE(store.has(1));
+
+  // A report may only name a file of the store: the store deletes what it records.
+  const auto outside = dir.file("precious.h5");
+  write_file(outside, "keep me");
+  store.record(3, outside, 0.5);
+  store.record(3, make("trial-3-budget-1.h5"), 1);
+  CHECK(std::filesystem::exists(outside));
+  CHECK(store.newest_first(3).size() == 1);
+
+  for (int t = 4; t <= 7; ++t) store.record(t, make("trial-" + std::to_string(t) + "-budget-1.h5"), 1);
+  make("trial-8-budget-1.h5.part");
+  // Trial 3 reached the same budget; lower ids rank better here.
+  const auto usage = store.finish(2, [](std::int64_t a, std::int64_t b) { return a < b; });
+  CHECK(usage.files == 2);
+  CHECK(std::filesystem::exists(store.path_of("trial-3-budget-1.h5")));
+  CHECK(std::filesystem::exists(store.path_of("trial-4-budget-1.h5")));
+  CHECK_FALSE(std::filesystem::exists(store.path_of("trial-5-budget-1.h5")));
+  CHECK_FALSE(std::filesystem::exists(store.path_of("trial-8-budget-1.h5.part")));
+  CHECK(usage.deleted == 1 + 3 + 1);  // 0.5 replaced; 5, 6, 7 at the end; the 1-budget-1 file too
+}
