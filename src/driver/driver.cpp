@@ -138,15 +138,17 @@ class Driver {
       code = loop();
     } catch (...) {
       shutdown_actors();
+      results_->write_best();
       std::signal(SIGINT, previous_int);
       std::signal(SIGTERM, previous_term);
-      results_->write_best();
       throw;
     }
-    std::signal(SIGINT, previous_int);
-    std::signal(SIGTERM, previous_term);
+    // Signals stay caught until best.json is written: scancel signals the driver and the batch
+    // script, which passes SIGTERM on too, and that second signal must not cut the stop short.
     shutdown_actors();
     results_->write_best();
+    std::signal(SIGINT, previous_int);
+    std::signal(SIGTERM, previous_term);
     summarize();
     return code;
   }
