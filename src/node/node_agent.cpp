@@ -8,7 +8,6 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <sstream>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -34,10 +33,15 @@ std::string trim(const std::string& text) {
   return text.substr(begin, text.find_last_not_of(" \t\r\n") - begin + 1);
 }
 
+// Every field, empty ones included ("0," is two).
 std::vector<std::string> split(const std::string& text, char separator) {
   std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, separator);) out.push_back(trim(item));
+  std::size_t begin = 0;
+  for (auto end = text.find(separator); end != std::string::npos; end = text.find(separator, begin)) {
+    out.push_back(trim(text.substr(begin, end - begin)));
+    begin = end + 1;
+  }
+  out.push_back(trim(text.substr(begin)));
   return out;
 }
 

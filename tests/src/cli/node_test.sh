@@ -87,7 +87,15 @@ grep -q "its process killed by signal 9, restarting" "$work/killed.driver.log" |
   fail "the driver did not retire the actor on the node's word" "$work/killed.driver.log"
 check_results killed 8
 
-# 3. Nothing of ours runs any more (actors included).
+# 3. With no actor and no node, the driver gives up after join_timeout_seconds, saying how.
+config 2 0.5 | sed 's/"join_timeout_seconds": 30/"join_timeout_seconds": 1/' > "$work/alone.json"
+code=0
+"$packtune" run "$work/alone.json" --out "$work/alone" --actors 0 --listen "ipc://$work/alone.ipc" \
+  > "$work/alone.log" 2>&1 || code=$?
+[ "$code" = 1 ] && grep -q "no actor joined within 1 s.*packtune node --driver ipc://$work/alone.ipc" "$work/alone.log" ||
+  fail "expected exit 1 naming packtune node after the join timeout, got $code" "$work/alone.log"
+
+# 4. Nothing of ours runs any more (actors included).
 sleep 0.5
 left=$(pgrep -f -- "$work" || true)
 [ -z "$left" ] || fail "processes left: $(ps -o pid,args -p "$(echo $left | tr ' ' ,)")"
