@@ -44,7 +44,10 @@ bool HyperbandTuner::open_bracket() {
   if (!one_sweep && trials_planned_ + n > context_.max_trials) {
     plan = resize_bracket(plan, context_.max_trials - trials_planned_, eta_);
   }
-  open_.emplace_back(plan, trials_planned_, context_.mode);
+  const auto id = next_bracket_++;
+  open_.emplace(id, SuccessiveHalvingBracket(plan, trials_planned_, context_.mode));
+  by_first_trial_[trials_planned_] = id;
+  if (open_.at(id).has_work()) with_work_.insert(id);
   opened_.push_back(plan);
   trials_planned_ += plan.rungs.front().n;
   return true;
@@ -57,8 +60,11 @@ Job HyperbandTuner::with_config(Job job) const {
 
 Job HyperbandTuner::next_job() {
   // Older brackets first, so promotions never wait behind new trials.
-  for (auto& bracket : open_) {
+  if (!with_work_.empty()) {
+    const auto id = *with_work_.begin();
+    auto& bracket = open_.at(id);
     Job job = bracket.next_job();
+    if (!bracket.has_work()) with_work_.erase(id);
     if (job.kind == Job::Kind::Start) {
       // Brackets hand out their trial ids in order and a bracket opens only when the older
       // ones have nothing to start, so ids arrive here as 0, 1, 2, ...
@@ -77,11 +83,19 @@ Job HyperbandTuner::next_job() {
 }
 
 void HyperbandTuner::on_result(TrialId trial, double /*budget*/, double metric) {
-  for (auto it = open_.begin(); it != open_.end(); ++it) {
-    if (!it->owns(trial)) continue;
-    it->on_result(trial, metric);
-    if (it->finished()) open_.erase(it);
-    return;
+  auto owner = by_first_trial_.upper_bound(trial);
+  if (owner != by_first_trial_.begin()) {
+    --owner;
+    auto it = open_.find(owner->second);
+    if (it != open_.end() && it->second.owns(trial)) {
+      it->second.on_result(trial, metric);
+      if (it->second.has_work()) with_work_.insert(it->first);
+      if (it->second.finished()) {
+        open_.erase(it);
+        by_first_trial_.erase(owner);
+      }
+      return;
+    }
   }
   throw Error(name_ + ": a result for trial " + std::to_string(trial) +
               ", which no open bracket has started");

@@ -13,8 +13,10 @@
 //
 // Settings: "eta" (integer >= 2, default 3).
 #include <deque>
+#include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,7 +52,12 @@ class HyperbandTuner : public Tuner {
   std::size_t next_in_sweep_ = 0;
   std::int64_t trials_planned_ = 0;
   std::vector<TrialConfig> configs_;  // by trial id
-  std::deque<SuccessiveHalvingBracket> open_;
+  // Open brackets by age. A sweep of 100,000 trials opens tens of thousands of brackets
+  // while their first rungs train, so neither a job nor a result may scan them all.
+  std::map<std::uint64_t, SuccessiveHalvingBracket> open_;
+  std::set<std::uint64_t> with_work_;             // open brackets with a job to hand out
+  std::map<TrialId, std::uint64_t> by_first_trial_;  // each bracket owns first.. first+n-1
+  std::uint64_t next_bracket_ = 0;
   std::vector<Bracket> opened_;
 };
 

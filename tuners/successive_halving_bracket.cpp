@@ -27,18 +27,16 @@ Job SuccessiveHalvingBracket::next_job() {
   if (pending_.empty()) return Job::wait();
   const TrialId trial = pending_.front();
   pending_.pop_front();
-  running_.push_back(trial);
+  running_.insert(trial);
   const double budget = plan_.rungs[rung_].budget;
   return rung_ == 0 ? Job::start(trial, {}, budget) : Job::resume(trial, {}, budget);
 }
 
 void SuccessiveHalvingBracket::on_result(TrialId trial, double metric) {
-  auto it = std::find(running_.begin(), running_.end(), trial);
-  if (it == running_.end()) {
+  if (running_.erase(trial) == 0) {
     throw Error("successive halving: a result for trial " + std::to_string(trial) +
                 ", which has no running job in its bracket");
   }
-  running_.erase(it);
   results_.emplace_back(metric, trial);
   if (pending_.empty() && running_.empty()) promote();
 }

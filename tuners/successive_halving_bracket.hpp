@@ -4,6 +4,7 @@
 // by the `sha` and `hyperband` tuners, which own the trials' configs.
 #include <cstdint>
 #include <deque>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,8 @@ class SuccessiveHalvingBracket {
   void on_result(TrialId trial, double metric);
 
   bool owns(TrialId trial) const;
+  // Whether next_job would hand out a job now.
+  bool has_work() const { return !done_ && !pending_.empty(); }
   bool finished() const;
   const Bracket& plan() const { return plan_; }
 
@@ -34,7 +37,7 @@ class SuccessiveHalvingBracket {
   Mode mode_;
   std::size_t rung_ = 0;
   std::deque<TrialId> pending_;  // jobs of the current rung not handed out yet
-  std::vector<TrialId> running_;
+  std::unordered_set<TrialId> running_;  // a rung may hold 100,000 trials: no linear search
   std::vector<std::pair<double, TrialId>> results_;  // of the current rung
   bool done_ = false;
 };
