@@ -19,6 +19,7 @@
 #include "actors/trial_spec.hpp"
 #include "driver/actor_registry.hpp"
 #include "driver/checkpoint_store.hpp"
+#include "driver/profile_gate.hpp"
 #include "protocol/curve_keys.hpp"
 #include "node/actor_supervisor.hpp"
 #include "node/node_agent.hpp"
@@ -88,6 +89,7 @@ class Driver {
         tuner_(tuners::TunerRegistry::instance().create(config.tuner, tuner_context(config))),
         planner_({}, plan_options(config)),
         registry_({config.actor_timeout_seconds, config.actor_timeout_seconds}),
+        profiles_(planner_, plan_, registry_, {config.fuse == "auto" && config.max_pack > 1, config.max_pack}),
         context_(1),
         router_(context_, zmq::socket_type::router) {
     planner_.memory_model().set_scale(config.memory_estimate_scale);
@@ -176,7 +178,7 @@ class Driver {
       store_->tick(router_);
       poll_local_actors();
       check_heartbeats();
-      check_profiles();
+      release(profiles_.expire(Clock::now()));
       if (dispatch()) return 0;
       const auto now = Clock::now();
       if (now - last_heartbeat > std::chrono::duration<double>(config_.heartbeat_seconds)) {
@@ -272,7 +274,7 @@ class Driver {
           } else if constexpr (std::is_same_v<T, proto::OutOfMemory>) {
             on_out_of_memory(actor, m);
           } else if constexpr (std::is_same_v<T, proto::Profiled>) {
-            on_profiled(actor, m);
+            release(profiles_.on_profiled(actor.id, m));
           } else if constexpr (std::is_same_v<T, proto::Heartbeat>) {
           } else {
             spdlog::warn("unexpected {} from actor {}", proto::verb(message), actor.id);
@@ -549,7 +551,7 @@ class Driver {
         Job job = tuner_->next_job();
         if (job.kind == Job::Kind::Wait) break;
         if (job.kind == Job::Kind::Finished) {
-          if (running_jobs() == 0 && held_jobs() == 0) return true;
+          if (running_jobs() == 0 && profiles_.held_jobs() == 0) return true;
           break;
         }
         pending_.push_back(std::move(job));
@@ -663,97 +665,15 @@ class Driver {
 
   // --- throughput profiles (docs/planner.md) ----------------------------------------------
 
-  // With fuse "auto" the planner sizes fused units from the step times actors measure. The
-  // first trial of a shape no profile speaks for waits (others go on) while one actor
-  // profiles it between the rounds of its pack; later shapes of the same architecture are
-  // scaled from it, and profiled too without waiting.
+  // Whether the job waits in the gate for its shape's profile; sends the request it asks for.
   bool hold_for_profile(const Job& job, const TrialState& trial) {
-    // With one trial per actor every unit is a plain model: there is nothing to size.
-    if (config_.fuse != "auto" || config_.max_pack <= 1) return false;
-    const auto& key = trial.shape.key;
-    const bool covered = planner_.throughput_model().covered("", trial.shape);
-    if (!profile_requests_.count(key) && !planner_.throughput_model().profiled("", key)) request_profile(trial);
-    if (covered || !profile_requests_.count(key)) return false;
-    held_[key].push_back(job);
-    return true;
+    auto admission = profiles_.admit(job, trial.shape, trial.full, Clock::now());
+    if (admission.ask) send(*actor_by_id(admission.ask->actor), admission.ask->profile);
+    return admission.held;
   }
 
-  void request_profile(const TrialState& trial) {
-    ActorState* best = nullptr;
-    double best_load = 0;
-    for (auto& a : plan_.actors) {
-      ActorState* actor = actor_by_id(a.actor.id);
-      if (!actor || !actor->ready || actor->dead) continue;
-      if (!best || a.estimated_seconds < best_load) {
-        best = actor;
-        best_load = a.estimated_seconds;
-      }
-    }
-    if (!best) return;
-    proto::Profile p{trial.shape.key, trial.full, config_.max_pack};
-    send(*best, p);
-    profile_requests_[trial.shape.key] = {best->id, Clock::now(), trial.shape};
-    spdlog::info("actor {} profiles the throughput of shape {}", best->id, trial.shape.key);
-  }
-
-  void on_profiled(const ActorState& actor, const proto::Profiled& m) {
-    auto request = profile_requests_.find(m.key);
-    if (request == profile_requests_.end()) return;
-    packing::StepProfile points;
-    std::string table;
-    for (std::size_t i = 0; i < m.members.size() && i < m.seconds.size(); ++i) {
-      points.emplace_back(m.members[i], m.seconds[i]);
-      table += fmt::format("{}{}: {:.2f} ms", table.empty() ? "" : ", ", m.members[i], m.seconds[i] * 1e3);
-    }
-    if (!m.error.empty() || points.empty()) {
-      spdlog::warn("actor {} could not profile shape {}: {}; its units are sized by the prior", actor.id, m.key,
-                   m.error.empty() ? "no step time" : m.error);
-    } else {
-      planner_.record_profile(m.device, request->second.shape, points);
-      for (auto& a : plan_.actors) planner_.refresh(a);
-      spdlog::info("actor {} profiled shape {} on {}: step time by unit size {}; units of up to {} pay", actor.id,
-                   m.key, m.device, table, planner_.useful_members(request->second.shape, m.device));
-    }
-    profile_requests_.erase(request);
-    release_held();
-  }
-
-  // A profile that never comes (its actor died or hangs) must not hold trials forever.
-  void check_profiles() {
-    for (auto it = profile_requests_.begin(); it != profile_requests_.end();) {
-      const ActorState* actor = actor_by_id(it->second.actor);
-      if (actor && !actor->dead && Clock::now() - it->second.asked < std::chrono::seconds(120)) {
-        ++it;
-        continue;
-      }
-      spdlog::warn("no throughput profile of shape {} came back; its units are sized by the prior", it->first);
-      it = profile_requests_.erase(it);
-    }
-    release_held();
-  }
-
-  // Held jobs whose shape is now covered, or whose profile will not come, go back to the
-  // front of the queue in the order they came.
-  void release_held() {
-    std::vector<Job> back;
-    for (auto it = held_.begin(); it != held_.end();) {
-      const auto& shape = trials_.at(it->second.front().trial).shape;
-      if (profile_requests_.count(it->first) && !planner_.throughput_model().covered("", shape)) {
-        ++it;
-        continue;
-      }
-      back.insert(back.end(), it->second.begin(), it->second.end());
-      it = held_.erase(it);
-    }
-    std::sort(back.begin(), back.end(), [](const Job& a, const Job& b) { return a.trial < b.trial; });
-    pending_.insert(pending_.begin(), back.begin(), back.end());
-  }
-
-  int held_jobs() const {
-    int n = 0;
-    for (const auto& [key, jobs] : held_) n += static_cast<int>(jobs.size());
-    return n;
-  }
+  // Jobs the gate gives back go to the front of the queue, in trial order.
+  void release(const std::vector<Job>& jobs) { pending_.insert(pending_.begin(), jobs.begin(), jobs.end()); }
 
   // --- checkpoints (docs/checkpoints.md) ---------------------------------------------------
 
@@ -808,6 +728,7 @@ class Driver {
   packing::Planner planner_;
   packing::Plan plan_;  // the live actors and the units they train now
   ActorRegistry registry_;
+  ProfileGate profiles_;  // jobs waiting for their shape's throughput profile
   zmq::context_t context_;
   zmq::socket_t router_;
   std::unique_ptr<CurveServer> curve_;  // declared after the context: it goes first
@@ -818,13 +739,6 @@ class Driver {
   std::string local_work_dir_;               // their work folders, removed at the end
   std::map<TrialId, TrialState> trials_;
   std::deque<Job> pending_;
-  struct ProfileRequest {
-    int actor = -1;
-    Clock::time_point asked;
-    packing::TrialShape shape;
-  };
-  std::map<std::string, ProfileRequest> profile_requests_;  // by shape key, while unanswered
-  std::map<std::string, std::vector<Job>> held_;            // jobs waiting for their shape's profile
   std::vector<std::string> actor_failures_;
   std::int64_t completed_jobs_ = 0;
   int failed_trials_ = 0;
