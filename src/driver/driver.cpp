@@ -20,6 +20,7 @@
 #include "driver/actor_registry.hpp"
 #include "driver/checkpoint_store.hpp"
 #include "driver/profile_gate.hpp"
+#include "driver/trial_book.hpp"
 #include "protocol/curve_keys.hpp"
 #include "node/actor_supervisor.hpp"
 #include "node/node_agent.hpp"
@@ -42,19 +43,8 @@ using tuners::TrialId;
 std::atomic<bool> interrupted{false};
 extern "C" void on_interrupt(int) { interrupted = true; }
 
-// How many times a trial is restarted after its actor died before it counts as failed.
-constexpr int kMaxRestarts = 2;
-// How many times a trial's unit may run out of memory before the trial counts as failed.
-constexpr int kMaxOutOfMemory = 3;
 // With keep_checkpoints "needed", the last checkpoints of this many best trials survive a run.
 constexpr int kKeepBestCheckpoints = 3;
-
-std::uint64_t trial_seed(std::uint64_t experiment_seed, TrialId trial) {
-  std::uint64_t x = experiment_seed * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(trial) + 1;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 std::string make_endpoint(const std::string& listen) {
   if (listen == "ipc") {
@@ -65,22 +55,6 @@ std::string make_endpoint(const std::string& listen) {
   return listen;
 }
 
-struct TrialState {
-  tuners::TrialConfig sampled;  // what the tuner chose
-  tuners::TrialConfig full;     // fixed model values overlaid with the sample
-  std::uint64_t seed = 0;
-  packing::TrialShape shape;  // what the planner knows of it
-  int out_of_memory = 0;      // how often its unit ran out of memory
-  int actor = -1;
-  double job_budget = 0;
-  double reached = 0;
-  double last_metric = std::numeric_limits<double>::quiet_NaN();
-  bool stop_requested = false;
-  int restarts = 0;
-  double resume_budget = 0;  // the checkpoint budget the running job should start from
-  bool start_checked = true;  // whether the running job's first report was checked
-};
-
 class Driver {
  public:
   Driver(const ExperimentConfig& config, const DriverOptions& options)
@@ -90,6 +64,7 @@ class Driver {
         planner_({}, plan_options(config)),
         registry_({config.actor_timeout_seconds, config.actor_timeout_seconds}),
         profiles_(planner_, plan_, registry_, {config.fuse == "auto" && config.max_pack > 1, config.max_pack}),
+        book_(config.model, config.seed, shape_of),
         context_(1),
         router_(context_, zmq::socket_type::router) {
     planner_.memory_model().set_scale(config.memory_estimate_scale);
@@ -302,9 +277,9 @@ class Driver {
   }
 
   void on_report(ActorState& actor, const proto::Report& report) {
-    auto t = trials_.find(report.trial);
-    if (t == trials_.end() || t->second.actor != actor.id) return;  // stale: stopped or moved
-    TrialState& trial = t->second;
+    TrialState* found = book_.running_on(report.trial, actor.id);
+    if (!found) return;  // stale: stopped or moved
+    TrialState& trial = *found;
     check_resumed(report, trial);
     ReportRow row;
     row.trial = report.trial;
@@ -332,64 +307,44 @@ class Driver {
     }
   }
 
-  void finish_job(ActorState& actor, TrialId id) {
-    TrialState& trial = trials_.at(id);
+  void finish_job(ActorState& actor, TrialId id, bool failed = false) {
+    const TrialState& trial = book_.finish(id, failed);
     actor.running.erase(id);
     planner_.remove(plan_, id);
-    trial.actor = -1;
-    ++completed_jobs_;
     if (!options_.quiet) {
       const auto& best = results_->best();
       spdlog::info("trial {:>3} reached budget {:g}: {} {:.4f} | best {:.4f} (trial {}) | {} jobs done, {} running",
                    id, trial.reached, config_.metric, trial.last_metric, best ? best->value : NAN,
-                   best ? best->trial : -1, completed_jobs_, running_jobs());
+                   best ? best->trial : -1, book_.completed_jobs(), running_jobs());
     }
     tuner_->on_result(id, trial.reached, trial.last_metric);
   }
 
   void on_trial_failed(ActorState& actor, TrialId id, const std::string& message) {
-    auto t = trials_.find(id);
-    if (t == trials_.end() || t->second.actor != actor.id) return;
+    if (!book_.running_on(id, actor.id)) return;
     spdlog::warn("trial {} failed on actor {}: {}", id, actor.id, message);
-    ++failed_trials_;
-    t->second.last_metric = std::numeric_limits<double>::quiet_NaN();
-    finish_job(actor, id);
+    finish_job(actor, id, true);
   }
 
   // Takes an actor out of service; its trials go back to the queue and start again.
   void retire(ActorState& actor, const std::string& why) {
     if (actor.dead) return;
     registry_.mark_dead(actor);
-    for (const auto id : actor.running) {
-      TrialState& trial = trials_.at(id);
-      trial.actor = -1;
-      if (++trial.restarts > kMaxRestarts) {
-        give_up(id, trial, "lost its actor " + std::to_string(trial.restarts) + " times");
-      } else {
-        spdlog::warn("trial {} goes back to the queue (restart {} of {}){}", id, trial.restarts, kMaxRestarts,
-                     !store_->has(id) ? ""
-                                      : fmt::format(" and resumes from its checkpoint at budget {:g}",
-                                                    store_->newest_budget(id)));
-        requeue(id, trial);
-      }
-    }
+    for (const auto id : actor.running) tell_failed(book_.lost_actor(id, checkpoint_of(id)));
     actor.running.clear();
     update_capacities();
     spdlog::warn("actor {} is out of service: {}", actor.id, why);
   }
 
-  // Next in line: from its last checkpoint when it has one, else from scratch.
-  void requeue(TrialId id, const TrialState& trial) {
-    pending_.push_front({!store_->has(id) ? Job::Kind::Start : Job::Kind::Resume, id, trial.sampled,
-                         trial.job_budget});
+  // The trial cannot go on: the tuner hears a failed result.
+  void tell_failed(const std::optional<TrialBook::Failure>& failure) {
+    if (failure) tuner_->on_result(failure->trial, failure->budget, std::numeric_limits<double>::quiet_NaN());
   }
 
-  // The trial cannot go on: the tuner hears a failed result.
-  void give_up(TrialId id, const TrialState& trial, const std::string& why) {
-    spdlog::warn("trial {} {}; counting it as failed", id, why);
-    ++failed_trials_;
-    ++completed_jobs_;
-    tuner_->on_result(id, trial.reached, std::numeric_limits<double>::quiet_NaN());
+  // The budget of the trial's newest checkpoint, if it has one: where it resumes.
+  std::optional<double> checkpoint_of(TrialId id) const {
+    if (!store_->has(id)) return std::nullopt;
+    return store_->newest_budget(id);
   }
 
   // --- nodes: the driver's own actors (node 0) and `packtune node`s ------------------------
@@ -489,12 +444,12 @@ class Driver {
     }
   }
 
-  packing::TrialShape shape_of(const tuners::TrialConfig& full) const {
+  static packing::TrialShape shape_of(const tuners::TrialConfig& full) {
     return trial_shape(actors::parse_trial_spec(full, "trial"));
   }
 
   void on_measured(const ActorState& actor, const proto::Measured& m) {
-    for (const auto& [id, trial] : trials_) {
+    for (const auto& [id, trial] : book_.trials()) {
       if (trial.shape.key != m.key) continue;
       const auto before = planner_.memory_model().estimate(trial.shape, m.members).peak();
       planner_.memory_model().record_measurement(trial.shape, m.members, m.peak_bytes);
@@ -511,24 +466,18 @@ class Driver {
   void on_out_of_memory(ActorState& actor, const proto::OutOfMemory& m) {
     bool corrected = false;
     for (auto id : m.trials) {
-      auto t = trials_.find(id);
-      if (t == trials_.end() || t->second.actor != actor.id) continue;
-      TrialState& trial = t->second;
+      const TrialState* trial = book_.running_on(id, actor.id);
+      if (!trial) continue;
       if (!corrected) {
-        planner_.memory_model().correct_upward(trial.shape.key, 2.0);
+        planner_.memory_model().correct_upward(trial->shape.key, 2.0);
         corrected = true;
         spdlog::warn("actor {}: {} trial(s) of shape {} ran out of memory ({}); the memory model's figure for "
                      "that shape doubles and the pack is split",
-                     actor.id, m.trials.size(), trial.shape.key, m.message);
+                     actor.id, m.trials.size(), trial->shape.key, m.message);
       }
       actor.running.erase(id);
       planner_.remove(plan_, id);
-      trial.actor = -1;
-      if (++trial.out_of_memory > kMaxOutOfMemory) {
-        give_up(id, trial, "ran out of memory " + std::to_string(trial.out_of_memory) + " times");
-        continue;
-      }
-      requeue(id, trial);
+      tell_failed(book_.out_of_memory(id, checkpoint_of(id)));
     }
     for (auto& a : plan_.actors) planner_.refresh(a);
   }
@@ -547,33 +496,24 @@ class Driver {
       bool room = false;
       for (const auto& a : plan_.actors) room = room || a.members() < a.actor.max_members;
       if (!room) break;
-      if (pending_.empty()) {
+      if (book_.queue_empty()) {
         Job job = tuner_->next_job();
         if (job.kind == Job::Kind::Wait) break;
         if (job.kind == Job::Kind::Finished) {
           if (running_jobs() == 0 && profiles_.held_jobs() == 0) return true;
           break;
         }
-        pending_.push_back(std::move(job));
+        book_.enqueue(std::move(job));
       }
-      Job& job = pending_.front();
-      auto [it, fresh] = trials_.try_emplace(job.trial);
-      TrialState& trial = it->second;
-      if (fresh) {
-        trial.sampled = job.config;
-        trial.full = config_.model;
-        for (const auto& [k, v] : job.config) trial.full[k] = v;
-        trial.seed = trial_seed(config_.seed, job.trial);
-        try {
-          trial.shape = shape_of(trial.full);
-        } catch (const InputError& e) {
-          pending_.pop_front();
-          give_up(it->first, trial, std::string("has an invalid config: ") + e.what());
-          continue;
-        }
+      const Job& job = book_.next();
+      const auto opened = book_.open_next();
+      if (!opened.trial) {
+        tell_failed(opened.failure);
+        continue;
       }
+      TrialState& trial = *opened.trial;
       if (hold_for_profile(job, trial)) {
-        pending_.pop_front();
+        book_.take_next();
         continue;
       }
       packing::Unplaced why;
@@ -581,28 +521,24 @@ class Driver {
       auto target = planner_.place(plan_, {job.trial, trial.shape, steps}, &why);
       if (!target) {
         if (!why.waits) {
-          const auto id = job.trial;
-          pending_.pop_front();
-          give_up(id, trial, why.reason);
+          const auto id = book_.take_next().trial;
+          tell_failed(book_.give_up(id, why.reason));
           continue;
         }
         break;
       }
       ActorState* actor = actor_by_id(*target);
-      trial.actor = actor->id;
-      trial.job_budget = job.budget;
-      trial.reached = 0;
-      actor->running.insert(job.trial);
-      auto assign = make_assign(job, trial);
-      const auto* unit = planner_.unit_of(plan_, job.trial);
+      const Job started = book_.start_next(actor->id);
+      actor->running.insert(started.trial);
+      auto assign = make_assign(started, trial);
+      const auto* unit = planner_.unit_of(plan_, started.trial);
       assign.unit = "u" + std::to_string(unit->id);
       assign.max_fused = unit->solo ? 1 : 0;
       // Nothing can resume a job at the largest budget: its checkpoint would only be deleted.
-      assign.checkpoint = config_.keep_checkpoints == "all" || job.budget < config_.max_budget * (1 - 1e-9);
+      assign.checkpoint = config_.keep_checkpoints == "all" || started.budget < config_.max_budget * (1 - 1e-9);
       send(*actor, assign);
-      pending_.pop_front();
     }
-    if (running_jobs() == 0 && pending_.empty() && live_actors() == 0 && registry_.open_slots() == 0) {
+    if (running_jobs() == 0 && book_.queue_empty() && live_actors() == 0 && registry_.open_slots() == 0) {
       if (!registry_.any_actor_joined()) {
         // With no local actors the driver waits for nodes and actors started elsewhere.
         if (config_.actors == 0 && seconds_since_start() < config_.join_timeout_seconds) return false;
@@ -629,7 +565,7 @@ class Driver {
   void progress() const {
     const auto& best = results_->best();
     spdlog::info("[{:.0f} s] {} jobs done, {} running, {} actor(s) live; best {} {:.4f} (trial {})",
-                 seconds_since_start(), completed_jobs_, running_jobs(), live_actors(), config_.metric,
+                 seconds_since_start(), book_.completed_jobs(), running_jobs(), live_actors(), config_.metric,
                  best ? best->value : NAN, best ? best->trial : -1);
   }
 
@@ -651,8 +587,8 @@ class Driver {
     const auto& best = results_->best();
     finish_checkpoints();
     std::printf("finished %s in %.1f s: %lld jobs, %d failed trials; results in %s\n",
-                config_.name.c_str(), seconds_since_start(), static_cast<long long>(completed_jobs_),
-                failed_trials_, options_.out_dir.c_str());
+                config_.name.c_str(), seconds_since_start(), static_cast<long long>(book_.completed_jobs()),
+                book_.failed_trials(), options_.out_dir.c_str());
     if (best) {
       std::printf("best trial %lld: %s = %.4f at budget %g\n  config: %s\n",
                   static_cast<long long>(best->trial), config_.metric.c_str(), best->value, best->budget,
@@ -673,7 +609,7 @@ class Driver {
   }
 
   // Jobs the gate gives back go to the front of the queue, in trial order.
-  void release(const std::vector<Job>& jobs) { pending_.insert(pending_.begin(), jobs.begin(), jobs.end()); }
+  void release(const std::vector<Job>& jobs) { book_.put_back(jobs); }
 
   // --- checkpoints (docs/checkpoints.md) ---------------------------------------------------
 
@@ -715,7 +651,7 @@ class Driver {
   // checkpoints (all of them with --keep-checkpoints all). Reports disk use.
   void finish_checkpoints() {
     const auto usage = store_->finish(kKeepBestCheckpoints, [this](TrialId a, TrialId b) {
-      return tuners::ranks_before(trials_.at(a).last_metric, a, trials_.at(b).last_metric, b, config_.mode);
+      return tuners::ranks_before(book_.at(a).last_metric, a, book_.at(b).last_metric, b, config_.mode);
     });
     std::printf("checkpoints: %lld file(s), %.1f MiB in %s (keep %s; %d deleted)\n",
                 static_cast<long long>(usage.files), static_cast<double>(usage.bytes) / (1 << 20),
@@ -729,6 +665,7 @@ class Driver {
   packing::Plan plan_;  // the live actors and the units they train now
   ActorRegistry registry_;
   ProfileGate profiles_;  // jobs waiting for their shape's throughput profile
+  TrialBook book_;        // the queue of jobs and the state of every trial
   zmq::context_t context_;
   zmq::socket_t router_;
   std::unique_ptr<CurveServer> curve_;  // declared after the context: it goes first
@@ -737,11 +674,7 @@ class Driver {
   std::unique_ptr<CheckpointStore> store_;
   std::unique_ptr<ActorSupervisor> local_;  // node 0's actors; none with "actors": 0
   std::string local_work_dir_;               // their work folders, removed at the end
-  std::map<TrialId, TrialState> trials_;
-  std::deque<Job> pending_;
   std::vector<std::string> actor_failures_;
-  std::int64_t completed_jobs_ = 0;
-  int failed_trials_ = 0;
   bool settled_ = false;
   Clock::time_point start_;
 };
