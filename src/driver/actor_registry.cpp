@@ -70,11 +70,15 @@ ActorState* ActorRegistry::actor(const std::string& identity) {
   return it == actors_.end() ? nullptr : &it->second;
 }
 
-ActorState* ActorRegistry::actor_by_id(int id) {
-  for (auto& [identity, actor] : actors_) {
+const ActorState* ActorRegistry::actor_by_id(int id) const {
+  for (const auto& [identity, actor] : actors_) {
     if (actor.id == id) return &actor;
   }
   return nullptr;
+}
+
+ActorState* ActorRegistry::actor_by_id(int id) {
+  return const_cast<ActorState*>(static_cast<const ActorRegistry&>(*this).actor_by_id(id));
 }
 
 ActorState* ActorRegistry::actor_in_slot(int node_id, int local_index, std::int64_t pid) {

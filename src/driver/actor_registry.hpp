@@ -74,6 +74,7 @@ class ActorRegistry {
   ActorState& add_actor(const std::string& identity, const protocol::Hello& hello, Clock::time_point now);
   ActorState* actor(const std::string& identity);
   ActorState* actor_by_id(int id);
+  const ActorState* actor_by_id(int id) const;
   std::map<std::string, ActorState>& actors() { return actors_; }
   const std::map<std::string, ActorState>& actors() const { return actors_; }
   // The live actor that node `node_id` started in slot `local_index` as process `pid`.

@@ -19,6 +19,8 @@
 #include "actors/trial_spec.hpp"
 #include "driver/actor_registry.hpp"
 #include "driver/checkpoint_store.hpp"
+#include "driver/profile_gate.hpp"
+#include "driver/trial_book.hpp"
 #include "protocol/curve_keys.hpp"
 #include "node/actor_supervisor.hpp"
 #include "node/node_agent.hpp"
@@ -41,19 +43,8 @@ using tuners::TrialId;
 std::atomic<bool> interrupted{false};
 extern "C" void on_interrupt(int) { interrupted = true; }
 
-// How many times a trial is restarted after its actor died before it counts as failed.
-constexpr int kMaxRestarts = 2;
-// How many times a trial's unit may run out of memory before the trial counts as failed.
-constexpr int kMaxOutOfMemory = 3;
 // With keep_checkpoints "needed", the last checkpoints of this many best trials survive a run.
 constexpr int kKeepBestCheckpoints = 3;
-
-std::uint64_t trial_seed(std::uint64_t experiment_seed, TrialId trial) {
-  std::uint64_t x = experiment_seed * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(trial) + 1;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 std::string make_endpoint(const std::string& listen) {
   if (listen == "ipc") {
@@ -64,22 +55,6 @@ std::string make_endpoint(const std::string& listen) {
   return listen;
 }
 
-struct TrialState {
-  tuners::TrialConfig sampled;  // what the tuner chose
-  tuners::TrialConfig full;     // fixed model values overlaid with the sample
-  std::uint64_t seed = 0;
-  packing::TrialShape shape;  // what the planner knows of it
-  int out_of_memory = 0;      // how often its unit ran out of memory
-  int actor = -1;
-  double job_budget = 0;
-  double reached = 0;
-  double last_metric = std::numeric_limits<double>::quiet_NaN();
-  bool stop_requested = false;
-  int restarts = 0;
-  double resume_budget = 0;  // the checkpoint budget the running job should start from
-  bool start_checked = true;  // whether the running job's first report was checked
-};
-
 class Driver {
  public:
   Driver(const ExperimentConfig& config, const DriverOptions& options)
@@ -88,6 +63,8 @@ class Driver {
         tuner_(tuners::TunerRegistry::instance().create(config.tuner, tuner_context(config))),
         planner_({}, plan_options(config)),
         registry_({config.actor_timeout_seconds, config.actor_timeout_seconds}),
+        profiles_(planner_, plan_, registry_, {config.fuse == "auto" && config.max_pack > 1, config.max_pack}),
+        book_(config.model, config.seed, shape_of),
         context_(1),
         router_(context_, zmq::socket_type::router) {
     planner_.memory_model().set_scale(config.memory_estimate_scale);
@@ -178,7 +155,7 @@ class Driver {
       store_->tick(router_);
       poll_local_actors();
       check_heartbeats();
-      check_profiles();
+      release(profiles_.expire(Clock::now()));
       if (dispatch()) return 0;
       const auto now = Clock::now();
       if (now - last_heartbeat > std::chrono::duration<double>(config_.heartbeat_seconds)) {
@@ -274,7 +251,7 @@ class Driver {
           } else if constexpr (std::is_same_v<T, proto::OutOfMemory>) {
             on_out_of_memory(actor, m);
           } else if constexpr (std::is_same_v<T, proto::Profiled>) {
-            on_profiled(actor, m);
+            release(profiles_.on_profiled(actor.id, m));
           } else if constexpr (std::is_same_v<T, proto::Heartbeat>) {
           } else {
             spdlog::warn("unexpected {} from actor {}", proto::verb(message), actor.id);
@@ -302,9 +279,9 @@ class Driver {
   }
 
   void on_report(ActorState& actor, const proto::Report& report) {
-    auto t = trials_.find(report.trial);
-    if (t == trials_.end() || t->second.actor != actor.id) return;  // stale: stopped or moved
-    TrialState& trial = t->second;
+    TrialState* found = book_.running_on(report.trial, actor.id);
+    if (!found) return;  // stale: stopped or moved
+    TrialState& trial = *found;
     check_resumed(report, trial);
     ReportRow row;
     row.trial = report.trial;
@@ -332,64 +309,44 @@ class Driver {
     }
   }
 
-  void finish_job(ActorState& actor, TrialId id) {
-    TrialState& trial = trials_.at(id);
+  void finish_job(ActorState& actor, TrialId id, bool failed = false) {
+    const TrialState& trial = book_.finish(id, failed);
     actor.running.erase(id);
     planner_.remove(plan_, id);
-    trial.actor = -1;
-    ++completed_jobs_;
     if (!options_.quiet) {
       const auto& best = results_->best();
       spdlog::info("trial {:>3} reached budget {:g}: {} {:.4f} | best {:.4f} (trial {}) | {} jobs done, {} running",
                    id, trial.reached, config_.metric, trial.last_metric, best ? best->value : NAN,
-                   best ? best->trial : -1, completed_jobs_, running_jobs());
+                   best ? best->trial : -1, book_.completed_jobs(), running_jobs());
     }
     tuner_->on_result(id, trial.reached, trial.last_metric);
   }
 
   void on_trial_failed(ActorState& actor, TrialId id, const std::string& message) {
-    auto t = trials_.find(id);
-    if (t == trials_.end() || t->second.actor != actor.id) return;
+    if (!book_.running_on(id, actor.id)) return;
     spdlog::warn("trial {} failed on actor {}: {}", id, actor.id, message);
-    ++failed_trials_;
-    t->second.last_metric = std::numeric_limits<double>::quiet_NaN();
-    finish_job(actor, id);
+    finish_job(actor, id, true);
   }
 
   // Takes an actor out of service; its trials go back to the queue and start again.
   void retire(ActorState& actor, const std::string& why) {
     if (actor.dead) return;
     registry_.mark_dead(actor);
-    for (const auto id : actor.running) {
-      TrialState& trial = trials_.at(id);
-      trial.actor = -1;
-      if (++trial.restarts > kMaxRestarts) {
-        give_up(id, trial, "lost its actor " + std::to_string(trial.restarts) + " times");
-      } else {
-        spdlog::warn("trial {} goes back to the queue (restart {} of {}){}", id, trial.restarts, kMaxRestarts,
-                     !store_->has(id) ? ""
-                                      : fmt::format(" and resumes from its checkpoint at budget {:g}",
-                                                    store_->newest_budget(id)));
-        requeue(id, trial);
-      }
-    }
+    for (const auto id : actor.running) tell_failed(book_.lost_actor(id, checkpoint_of(id)));
     actor.running.clear();
     update_capacities();
     spdlog::warn("actor {} is out of service: {}", actor.id, why);
   }
 
-  // Next in line: from its last checkpoint when it has one, else from scratch.
-  void requeue(TrialId id, const TrialState& trial) {
-    pending_.push_front({!store_->has(id) ? Job::Kind::Start : Job::Kind::Resume, id, trial.sampled,
-                         trial.job_budget});
+  // The trial cannot go on: the tuner hears a failed result.
+  void tell_failed(const std::optional<TrialBook::Failure>& failure) {
+    if (failure) tuner_->on_result(failure->trial, failure->budget, std::numeric_limits<double>::quiet_NaN());
   }
 
-  // The trial cannot go on: the tuner hears a failed result.
-  void give_up(TrialId id, const TrialState& trial, const std::string& why) {
-    spdlog::warn("trial {} {}; counting it as failed", id, why);
-    ++failed_trials_;
-    ++completed_jobs_;
-    tuner_->on_result(id, trial.reached, std::numeric_limits<double>::quiet_NaN());
+  // The budget of the trial's newest checkpoint, if it has one: where it resumes.
+  std::optional<double> checkpoint_of(TrialId id) const {
+    if (!store_->has(id)) return std::nullopt;
+    return store_->newest_budget(id);
   }
 
   // --- nodes: the driver's own actors (node 0) and `packtune node`s ------------------------
@@ -489,12 +446,12 @@ class Driver {
     }
   }
 
-  packing::TrialShape shape_of(const tuners::TrialConfig& full) const {
+  static packing::TrialShape shape_of(const tuners::TrialConfig& full) {
     return trial_shape(actors::parse_trial_spec(full, "trial"));
   }
 
   void on_measured(const ActorState& actor, const proto::Measured& m) {
-    for (const auto& [id, trial] : trials_) {
+    for (const auto& [id, trial] : book_.trials()) {
       if (trial.shape.key != m.key) continue;
       const auto before = planner_.memory_model().estimate(trial.shape, m.members).peak();
       planner_.memory_model().record_measurement(trial.shape, m.members, m.peak_bytes);
@@ -511,24 +468,18 @@ class Driver {
   void on_out_of_memory(ActorState& actor, const proto::OutOfMemory& m) {
     bool corrected = false;
     for (auto id : m.trials) {
-      auto t = trials_.find(id);
-      if (t == trials_.end() || t->second.actor != actor.id) continue;
-      TrialState& trial = t->second;
+      const TrialState* trial = book_.running_on(id, actor.id);
+      if (!trial) continue;
       if (!corrected) {
-        planner_.memory_model().correct_upward(trial.shape.key, 2.0);
+        planner_.memory_model().correct_upward(trial->shape.key, 2.0);
         corrected = true;
         spdlog::warn("actor {}: {} trial(s) of shape {} ran out of memory ({}); the memory model's figure for "
                      "that shape doubles and the pack is split",
-                     actor.id, m.trials.size(), trial.shape.key, m.message);
+                     actor.id, m.trials.size(), trial->shape.key, m.message);
       }
       actor.running.erase(id);
       planner_.remove(plan_, id);
-      trial.actor = -1;
-      if (++trial.out_of_memory > kMaxOutOfMemory) {
-        give_up(id, trial, "ran out of memory " + std::to_string(trial.out_of_memory) + " times");
-        continue;
-      }
-      requeue(id, trial);
+      tell_failed(book_.out_of_memory(id, checkpoint_of(id)));
     }
     for (auto& a : plan_.actors) planner_.refresh(a);
   }
@@ -547,33 +498,24 @@ class Driver {
       bool room = false;
       for (const auto& a : plan_.actors) room = room || a.members() < a.actor.max_members;
       if (!room) break;
-      if (pending_.empty()) {
+      if (book_.queue_empty()) {
         Job job = tuner_->next_job();
         if (job.kind == Job::Kind::Wait) break;
         if (job.kind == Job::Kind::Finished) {
-          if (running_jobs() == 0 && held_jobs() == 0) return true;
+          if (running_jobs() == 0 && profiles_.held_jobs() == 0) return true;
           break;
         }
-        pending_.push_back(std::move(job));
+        book_.enqueue(std::move(job));
       }
-      Job& job = pending_.front();
-      auto [it, fresh] = trials_.try_emplace(job.trial);
-      TrialState& trial = it->second;
-      if (fresh) {
-        trial.sampled = job.config;
-        trial.full = config_.model;
-        for (const auto& [k, v] : job.config) trial.full[k] = v;
-        trial.seed = trial_seed(config_.seed, job.trial);
-        try {
-          trial.shape = shape_of(trial.full);
-        } catch (const InputError& e) {
-          pending_.pop_front();
-          give_up(it->first, trial, std::string("has an invalid config: ") + e.what());
-          continue;
-        }
+      const Job& job = book_.next();
+      const auto opened = book_.open_next();
+      if (!opened.trial) {
+        tell_failed(opened.failure);
+        continue;
       }
+      TrialState& trial = *opened.trial;
       if (hold_for_profile(job, trial)) {
-        pending_.pop_front();
+        book_.take_next();
         continue;
       }
       packing::Unplaced why;
@@ -581,28 +523,24 @@ class Driver {
       auto target = planner_.place(plan_, {job.trial, trial.shape, steps}, &why);
       if (!target) {
         if (!why.waits) {
-          const auto id = job.trial;
-          pending_.pop_front();
-          give_up(id, trial, why.reason);
+          const auto id = book_.take_next().trial;
+          tell_failed(book_.give_up(id, why.reason));
           continue;
         }
         break;
       }
       ActorState* actor = actor_by_id(*target);
-      trial.actor = actor->id;
-      trial.job_budget = job.budget;
-      trial.reached = 0;
-      actor->running.insert(job.trial);
-      auto assign = make_assign(job, trial);
-      const auto* unit = planner_.unit_of(plan_, job.trial);
+      const Job started = book_.start_next(actor->id);
+      actor->running.insert(started.trial);
+      auto assign = make_assign(started, trial);
+      const auto* unit = planner_.unit_of(plan_, started.trial);
       assign.unit = "u" + std::to_string(unit->id);
       assign.max_fused = unit->solo ? 1 : 0;
       // Nothing can resume a job at the largest budget: its checkpoint would only be deleted.
-      assign.checkpoint = config_.keep_checkpoints == "all" || job.budget < config_.max_budget * (1 - 1e-9);
+      assign.checkpoint = config_.keep_checkpoints == "all" || started.budget < config_.max_budget * (1 - 1e-9);
       send(*actor, assign);
-      pending_.pop_front();
     }
-    if (running_jobs() == 0 && pending_.empty() && live_actors() == 0 && registry_.open_slots() == 0) {
+    if (running_jobs() == 0 && book_.queue_empty() && live_actors() == 0 && registry_.open_slots() == 0) {
       if (!registry_.any_actor_joined()) {
         // With no local actors the driver waits for nodes and actors started elsewhere.
         if (config_.actors == 0 && seconds_since_start() < config_.join_timeout_seconds) return false;
@@ -629,7 +567,7 @@ class Driver {
   void progress() const {
     const auto& best = results_->best();
     spdlog::info("[{:.0f} s] {} jobs done, {} running, {} actor(s) live; best {} {:.4f} (trial {})",
-                 seconds_since_start(), completed_jobs_, running_jobs(), live_actors(), config_.metric,
+                 seconds_since_start(), book_.completed_jobs(), running_jobs(), live_actors(), config_.metric,
                  best ? best->value : NAN, best ? best->trial : -1);
   }
 
@@ -651,8 +589,8 @@ class Driver {
     const auto& best = results_->best();
     finish_checkpoints();
     std::printf("finished %s in %.1f s: %lld jobs, %d failed trials; results in %s\n",
-                config_.name.c_str(), seconds_since_start(), static_cast<long long>(completed_jobs_),
-                failed_trials_, options_.out_dir.c_str());
+                config_.name.c_str(), seconds_since_start(), static_cast<long long>(book_.completed_jobs()),
+                book_.failed_trials(), options_.out_dir.c_str());
     if (best) {
       std::printf("best trial %lld: %s = %.4f at budget %g\n  config: %s\n",
                   static_cast<long long>(best->trial), config_.metric.c_str(), best->value, best->budget,
@@ -665,97 +603,15 @@ class Driver {
 
   // --- throughput profiles (docs/planner.md) ----------------------------------------------
 
-  // With fuse "auto" the planner sizes fused units from the step times actors measure. The
-  // first trial of a shape no profile speaks for waits (others go on) while one actor
-  // profiles it between the rounds of its pack; later shapes of the same architecture are
-  // scaled from it, and profiled too without waiting.
+  // Whether the job waits in the gate for its shape's profile; sends the request it asks for.
   bool hold_for_profile(const Job& job, const TrialState& trial) {
-    // With one trial per actor every unit is a plain model: there is nothing to size.
-    if (config_.fuse != "auto" || config_.max_pack <= 1) return false;
-    const auto& key = trial.shape.key;
-    const bool covered = planner_.throughput_model().covered("", trial.shape);
-    if (!profile_requests_.count(key) && !planner_.throughput_model().profiled("", key)) request_profile(trial);
-    if (covered || !profile_requests_.count(key)) return false;
-    held_[key].push_back(job);
-    return true;
+    auto admission = profiles_.admit(job, trial.shape, trial.full, Clock::now());
+    if (admission.ask) send(*actor_by_id(admission.ask->actor), admission.ask->profile);
+    return admission.held;
   }
 
-  void request_profile(const TrialState& trial) {
-    ActorState* best = nullptr;
-    double best_load = 0;
-    for (auto& a : plan_.actors) {
-      ActorState* actor = actor_by_id(a.actor.id);
-      if (!actor || !actor->ready || actor->dead) continue;
-      if (!best || a.estimated_seconds < best_load) {
-        best = actor;
-        best_load = a.estimated_seconds;
-      }
-    }
-    if (!best) return;
-    proto::Profile p{trial.shape.key, trial.full, config_.max_pack};
-    send(*best, p);
-    profile_requests_[trial.shape.key] = {best->id, Clock::now(), trial.shape};
-    spdlog::info("actor {} profiles the throughput of shape {}", best->id, trial.shape.key);
-  }
-
-  void on_profiled(const ActorState& actor, const proto::Profiled& m) {
-    auto request = profile_requests_.find(m.key);
-    if (request == profile_requests_.end()) return;
-    packing::StepProfile points;
-    std::string table;
-    for (std::size_t i = 0; i < m.members.size() && i < m.seconds.size(); ++i) {
-      points.emplace_back(m.members[i], m.seconds[i]);
-      table += fmt::format("{}{}: {:.2f} ms", table.empty() ? "" : ", ", m.members[i], m.seconds[i] * 1e3);
-    }
-    if (!m.error.empty() || points.empty()) {
-      spdlog::warn("actor {} could not profile shape {}: {}; its units are sized by the prior", actor.id, m.key,
-                   m.error.empty() ? "no step time" : m.error);
-    } else {
-      planner_.record_profile(m.device, request->second.shape, points);
-      for (auto& a : plan_.actors) planner_.refresh(a);
-      spdlog::info("actor {} profiled shape {} on {}: step time by unit size {}; units of up to {} pay", actor.id,
-                   m.key, m.device, table, planner_.useful_members(request->second.shape, m.device));
-    }
-    profile_requests_.erase(request);
-    release_held();
-  }
-
-  // A profile that never comes (its actor died or hangs) must not hold trials forever.
-  void check_profiles() {
-    for (auto it = profile_requests_.begin(); it != profile_requests_.end();) {
-      const ActorState* actor = actor_by_id(it->second.actor);
-      if (actor && !actor->dead && Clock::now() - it->second.asked < std::chrono::seconds(120)) {
-        ++it;
-        continue;
-      }
-      spdlog::warn("no throughput profile of shape {} came back; its units are sized by the prior", it->first);
-      it = profile_requests_.erase(it);
-    }
-    release_held();
-  }
-
-  // Held jobs whose shape is now covered, or whose profile will not come, go back to the
-  // front of the queue in the order they came.
-  void release_held() {
-    std::vector<Job> back;
-    for (auto it = held_.begin(); it != held_.end();) {
-      const auto& shape = trials_.at(it->second.front().trial).shape;
-      if (profile_requests_.count(it->first) && !planner_.throughput_model().covered("", shape)) {
-        ++it;
-        continue;
-      }
-      back.insert(back.end(), it->second.begin(), it->second.end());
-      it = held_.erase(it);
-    }
-    std::sort(back.begin(), back.end(), [](const Job& a, const Job& b) { return a.trial < b.trial; });
-    pending_.insert(pending_.begin(), back.begin(), back.end());
-  }
-
-  int held_jobs() const {
-    int n = 0;
-    for (const auto& [key, jobs] : held_) n += static_cast<int>(jobs.size());
-    return n;
-  }
+  // Jobs the gate gives back go to the front of the queue, in trial order.
+  void release(const std::vector<Job>& jobs) { book_.put_back(jobs); }
 
   // --- checkpoints (docs/checkpoints.md) ---------------------------------------------------
 
@@ -797,7 +653,7 @@ class Driver {
   // checkpoints (all of them with --keep-checkpoints all). Reports disk use.
   void finish_checkpoints() {
     const auto usage = store_->finish(kKeepBestCheckpoints, [this](TrialId a, TrialId b) {
-      return tuners::ranks_before(trials_.at(a).last_metric, a, trials_.at(b).last_metric, b, config_.mode);
+      return tuners::ranks_before(book_.at(a).last_metric, a, book_.at(b).last_metric, b, config_.mode);
     });
     std::printf("checkpoints: %lld file(s), %.1f MiB in %s (keep %s; %d deleted)\n",
                 static_cast<long long>(usage.files), static_cast<double>(usage.bytes) / (1 << 20),
@@ -810,6 +666,8 @@ class Driver {
   packing::Planner planner_;
   packing::Plan plan_;  // the live actors and the units they train now
   ActorRegistry registry_;
+  ProfileGate profiles_;  // jobs waiting for their shape's throughput profile
+  TrialBook book_;        // the queue of jobs and the state of every trial
   zmq::context_t context_;
   zmq::socket_t router_;
   std::unique_ptr<CurveServer> curve_;  // declared after the context: it goes first
@@ -818,18 +676,7 @@ class Driver {
   std::unique_ptr<CheckpointStore> store_;
   std::unique_ptr<ActorSupervisor> local_;  // node 0's actors; none with "actors": 0
   std::string local_work_dir_;               // their work folders, removed at the end
-  std::map<TrialId, TrialState> trials_;
-  std::deque<Job> pending_;
-  struct ProfileRequest {
-    int actor = -1;
-    Clock::time_point asked;
-    packing::TrialShape shape;
-  };
-  std::map<std::string, ProfileRequest> profile_requests_;  // by shape key, while unanswered
-  std::map<std::string, std::vector<Job>> held_;            // jobs waiting for their shape's profile
   std::vector<std::string> actor_failures_;
-  std::int64_t completed_jobs_ = 0;
-  int failed_trials_ = 0;
   bool settled_ = false;
   Clock::time_point start_;
 };

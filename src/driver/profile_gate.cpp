@@ -1,0 +1,106 @@
+#include "driver/profile_gate.hpp"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+namespace packtune {
+
+ProfileGate::ProfileGate(packing::Planner& planner, packing::Plan& plan, const ActorRegistry& registry,
+                         Options options)
+    : planner_(planner), plan_(plan), registry_(registry), options_(options) {}
+
+ProfileGate::Admission ProfileGate::admit(const tuners::Job& job, const packing::TrialShape& shape,
+                                          const tuners::TrialConfig& full, Clock::time_point now) {
+  Admission admission;
+  if (!options_.enabled) return admission;
+  const auto& key = shape.key;
+  const bool covered = planner_.throughput_model().covered("", shape);
+  // A shape of an architecture already covered is profiled too, for its own figures, but
+  // its trials need not wait for that.
+  if (!requests_.count(key) && !planner_.throughput_model().profiled("", key)) admission.ask = request(shape, full, now);
+  if (covered || !requests_.count(key)) return admission;
+  auto& held = held_[key];
+  held.shape = shape;
+  held.jobs.push_back(job);
+  admission.held = true;
+  return admission;
+}
+
+std::optional<ProfileGate::Ask> ProfileGate::request(const packing::TrialShape& shape,
+                                                     const tuners::TrialConfig& full, Clock::time_point now) {
+  const ActorState* best = nullptr;
+  double best_load = 0;
+  for (const auto& a : plan_.actors) {
+    const ActorState* actor = registry_.actor_by_id(a.actor.id);
+    if (!actor || !actor->ready || actor->dead) continue;
+    if (!best || a.estimated_seconds < best_load) {
+      best = actor;
+      best_load = a.estimated_seconds;
+    }
+  }
+  if (!best) return std::nullopt;
+  requests_[shape.key] = {best->id, now, shape};
+  spdlog::info("actor {} profiles the throughput of shape {}", best->id, shape.key);
+  return Ask{best->id, protocol::Profile{shape.key, full, options_.max_pack}};
+}
+
+std::vector<tuners::Job> ProfileGate::on_profiled(int actor, const protocol::Profiled& m) {
+  auto request = requests_.find(m.key);
+  if (request == requests_.end()) return {};
+  packing::StepProfile points;
+  std::string table;
+  for (std::size_t i = 0; i < m.members.size() && i < m.seconds.size(); ++i) {
+    points.emplace_back(m.members[i], m.seconds[i]);
+    table += fmt::format("{}{}: {:.2f} ms", table.empty() ? "" : ", ", m.members[i], m.seconds[i] * 1e3);
+  }
+  if (!m.error.empty() || points.empty()) {
+    spdlog::warn("actor {} could not profile shape {}: {}; its units are sized by the prior", actor, m.key,
+                 m.error.empty() ? "no step time" : m.error);
+  } else {
+    planner_.record_profile(m.device, request->second.shape, points);
+    for (auto& a : plan_.actors) planner_.refresh(a);
+    spdlog::info("actor {} profiled shape {} on {}: step time by unit size {}; units of up to {} pay", actor, m.key,
+                 m.device, table, planner_.useful_members(request->second.shape, m.device));
+  }
+  requests_.erase(request);
+  return release();
+}
+
+std::vector<tuners::Job> ProfileGate::expire(Clock::time_point now) {
+  const auto timeout = std::chrono::duration<double>(options_.timeout_seconds);
+  for (auto it = requests_.begin(); it != requests_.end();) {
+    const ActorState* actor = registry_.actor_by_id(it->second.actor);
+    if (actor && !actor->dead && now - it->second.asked < timeout) {
+      ++it;
+      continue;
+    }
+    spdlog::warn("no throughput profile of shape {} came back; its units are sized by the prior", it->first);
+    it = requests_.erase(it);
+  }
+  return release();
+}
+
+// Held jobs whose shape is now covered (another shape's profile may speak for it), or whose
+// profile will not come.
+std::vector<tuners::Job> ProfileGate::release() {
+  std::vector<tuners::Job> back;
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (requests_.count(it->first) && !planner_.throughput_model().covered("", it->second.shape)) {
+      ++it;
+      continue;
+    }
+    back.insert(back.end(), it->second.jobs.begin(), it->second.jobs.end());
+    it = held_.erase(it);
+  }
+  std::sort(back.begin(), back.end(), [](const tuners::Job& a, const tuners::Job& b) { return a.trial < b.trial; });
+  return back;
+}
+
+int ProfileGate::held_jobs() const {
+  int n = 0;
+  for (const auto& [key, held] : held_) n += static_cast<int>(held.jobs.size());
+  return n;
+}
+
+}  // namespace packtune

@@ -1,0 +1,85 @@
+#pragma once
+// The driver's throughput-profile gate (docs/planner.md). With fuse "auto" the planner sizes
+// fused units from the step times actors measure. The first trial of a shape no profile
+// speaks for waits (others go on) while one actor profiles it between the rounds of its
+// pack; later shapes of the same architecture are scaled from it, and profiled too without
+// waiting. This decides which jobs wait, which shapes to ask for and of which actor, files
+// the answers in the planner and gives the waiting jobs back. No sockets: the driver sends
+// the requests it is handed. Times are passed in, so tests need no clock.
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "driver/actor_registry.hpp"
+#include "packing/planner.hpp"
+#include "protocol/protocol.hpp"
+#include "tuners/tuner.hpp"
+
+namespace packtune {
+
+class ProfileGate {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  struct Options {
+    // With one trial per actor every unit is a plain model, and with fuse other than "auto"
+    // no profile sizes a unit: then nothing waits and nothing is asked.
+    bool enabled = true;
+    int max_pack = 1;              // the largest unit an actor profiles
+    double timeout_seconds = 120;  // a request older than this is given up
+  };
+
+  // The planner is where answers go, the plan's actors are those that may be asked (the
+  // least loaded ready one is), the registry says which of them are ready and alive.
+  ProfileGate(packing::Planner& planner, packing::Plan& plan, const ActorRegistry& registry, Options options);
+
+  // A Profile the caller must send to `actor`.
+  struct Ask {
+    int actor = -1;
+    protocol::Profile profile;
+  };
+  struct Admission {
+    bool held = false;  // the job waits in the gate; the caller drops it from its queue
+    std::optional<Ask> ask;
+  };
+  // A job of a trial of `shape` (its full config `full`) is about to be placed.
+  Admission admit(const tuners::Job& job, const packing::TrialShape& shape, const tuners::TrialConfig& full,
+                  Clock::time_point now);
+
+  // An actor's answer: recorded in the planner (an error or no step time leaves the shape to
+  // the prior). Returns the jobs that no longer wait, in trial order.
+  std::vector<tuners::Job> on_profiled(int actor, const protocol::Profiled& answer);
+  // A profile that never comes (its actor died or hangs) must not hold trials forever:
+  // requests of dead actors and those older than the timeout are given up. Returns the jobs
+  // that no longer wait, in trial order.
+  std::vector<tuners::Job> expire(Clock::time_point now);
+
+  int held_jobs() const;
+  bool asked(const std::string& key) const { return requests_.count(key) > 0; }
+
+ private:
+  std::optional<Ask> request(const packing::TrialShape& shape, const tuners::TrialConfig& full,
+                             Clock::time_point now);
+  std::vector<tuners::Job> release();
+
+  struct Request {
+    int actor = -1;
+    Clock::time_point asked;
+    packing::TrialShape shape;
+  };
+  struct Held {
+    packing::TrialShape shape;
+    std::vector<tuners::Job> jobs;  // in the order they came
+  };
+
+  packing::Planner& planner_;
+  packing::Plan& plan_;
+  const ActorRegistry& registry_;
+  Options options_;
+  std::map<std::string, Request> requests_;  // by shape key, while unanswered
+  std::map<std::string, Held> held_;         // by shape key: jobs waiting for its profile
+};
+
+}  // namespace packtune

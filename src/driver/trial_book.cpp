@@ -1,0 +1,113 @@
+#include "driver/trial_book.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "packtune/error.hpp"
+
+namespace packtune {
+namespace {
+
+// Each trial's seed from the experiment's (splitmix64): independent of the order trials run in.
+std::uint64_t trial_seed(std::uint64_t experiment_seed, tuners::TrialId trial) {
+  std::uint64_t x = experiment_seed * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(trial) + 1;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+TrialBook::TrialBook(tuners::TrialConfig model, std::uint64_t seed, ShapeOf shape_of, Limits limits)
+    : model_(std::move(model)), seed_(seed), shape_of_(std::move(shape_of)), limits_(limits) {}
+
+TrialBook::Job TrialBook::take_next() {
+  Job job = std::move(queue_.front());
+  queue_.pop_front();
+  return job;
+}
+
+TrialBook::Opened TrialBook::open_next() {
+  const Job& job = queue_.front();
+  auto [it, fresh] = trials_.try_emplace(job.trial);
+  TrialState& trial = it->second;
+  if (fresh) {
+    trial.sampled = job.config;
+    trial.full = model_;
+    for (const auto& [k, v] : job.config) trial.full[k] = v;
+    trial.seed = trial_seed(seed_, job.trial);
+    try {
+      trial.shape = shape_of_(trial.full);
+    } catch (const InputError& e) {
+      queue_.pop_front();
+      return {nullptr, give_up(it->first, std::string("has an invalid config: ") + e.what())};
+    }
+  }
+  return {&trial, std::nullopt};
+}
+
+TrialBook::Job TrialBook::start_next(int actor) {
+  Job job = take_next();
+  TrialState& trial = trials_.at(job.trial);
+  trial.actor = actor;
+  trial.job_budget = job.budget;
+  trial.reached = 0;
+  return job;
+}
+
+TrialState* TrialBook::running_on(TrialId id, int actor) {
+  auto t = trials_.find(id);
+  return t == trials_.end() || t->second.actor != actor ? nullptr : &t->second;
+}
+
+TrialState& TrialBook::finish(TrialId id, bool failed) {
+  TrialState& trial = trials_.at(id);
+  if (failed) {
+    ++failed_trials_;
+    trial.last_metric = std::numeric_limits<double>::quiet_NaN();
+  }
+  trial.actor = -1;
+  ++completed_jobs_;
+  return trial;
+}
+
+std::optional<TrialBook::Failure> TrialBook::lost_actor(TrialId id, std::optional<double> checkpoint) {
+  TrialState& trial = trials_.at(id);
+  trial.actor = -1;
+  if (++trial.restarts > limits_.max_restarts) {
+    return give_up(id, "lost its actor " + std::to_string(trial.restarts) + " times");
+  }
+  spdlog::warn("trial {} goes back to the queue (restart {} of {}){}", id, trial.restarts, limits_.max_restarts,
+               !checkpoint ? "" : fmt::format(" and resumes from its checkpoint at budget {:g}", *checkpoint));
+  requeue(id, trial, checkpoint.has_value());
+  return std::nullopt;
+}
+
+std::optional<TrialBook::Failure> TrialBook::out_of_memory(TrialId id, std::optional<double> checkpoint) {
+  TrialState& trial = trials_.at(id);
+  trial.actor = -1;
+  if (++trial.out_of_memory > limits_.max_out_of_memory) {
+    return give_up(id, "ran out of memory " + std::to_string(trial.out_of_memory) + " times");
+  }
+  requeue(id, trial, checkpoint.has_value());
+  return std::nullopt;
+}
+
+// Next in line: from its last checkpoint when it has one, else from scratch.
+void TrialBook::requeue(TrialId id, const TrialState& trial, bool from_checkpoint) {
+  queue_.push_front({from_checkpoint ? Job::Kind::Resume : Job::Kind::Start, id, trial.sampled, trial.job_budget});
+}
+
+TrialBook::Failure TrialBook::give_up(TrialId id, const std::string& why) {
+  spdlog::warn("trial {} {}; counting it as failed", id, why);
+  ++failed_trials_;
+  ++completed_jobs_;
+  return {id, trials_.at(id).reached};
+}
+
+int TrialBook::running() const {
+  int n = 0;
+  for (const auto& [id, trial] : trials_) n += trial.actor >= 0 ? 1 : 0;
+  return n;
+}
+
+}  // namespace packtune

@@ -1,0 +1,119 @@
+#pragma once
+// The driver's book of trials and its queue of jobs: the jobs the tuner gave that wait for an
+// actor, and for each trial its config, seed and shape, where its job runs, how far it got,
+// and how often it lost its actor or ran out of memory. A trial that cannot go on counts as
+// failed; the book says which failed results the tuner must hear. No sockets, no planner, no
+// tuner: the driver places, sends and tells; this only keeps the books.
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "packing/memory_model.hpp"
+#include "tuners/tuner.hpp"
+
+namespace packtune {
+
+struct TrialState {
+  tuners::TrialConfig sampled;  // what the tuner chose
+  tuners::TrialConfig full;     // fixed model values overlaid with the sample
+  std::uint64_t seed = 0;
+  packing::TrialShape shape;  // what the planner knows of it
+  int out_of_memory = 0;      // how often its unit ran out of memory
+  int actor = -1;             // where its job runs; -1: none does
+  double job_budget = 0;
+  double reached = 0;
+  double last_metric = std::numeric_limits<double>::quiet_NaN();
+  int restarts = 0;
+  double resume_budget = 0;  // the checkpoint budget the running job should start from
+  bool start_checked = true;  // whether the running job's first report was checked
+};
+
+class TrialBook {
+ public:
+  using TrialId = tuners::TrialId;
+  using Job = tuners::Job;
+
+  struct Limits {
+    int max_restarts = 2;       // a trial restarted more often after its actor died fails
+    int max_out_of_memory = 3;  // a trial whose unit ran out of memory more often fails
+  };
+  // A trial's shape from its full config; throws InputError for a config that is no model.
+  using ShapeOf = std::function<packing::TrialShape(const tuners::TrialConfig& full)>;
+
+  // `model`: the fixed hyper-parameters every sample is overlaid on; `seed`: the
+  // experiment's, from which each trial's own is derived.
+  TrialBook(tuners::TrialConfig model, std::uint64_t seed, ShapeOf shape_of, Limits limits);
+  TrialBook(tuners::TrialConfig model, std::uint64_t seed, ShapeOf shape_of)
+      : TrialBook(std::move(model), seed, std::move(shape_of), Limits{}) {}
+
+  const Limits& limits() const { return limits_; }
+
+  // A failed result the tuner must hear: `trial` reached `budget`, with no metric.
+  struct Failure {
+    TrialId trial = -1;
+    double budget = 0;
+  };
+
+  // --- the queue ---------------------------------------------------------------------------
+
+  bool queue_empty() const { return queue_.empty(); }
+  std::size_t queued() const { return queue_.size(); }
+  void enqueue(Job job) { queue_.push_back(std::move(job)); }
+  const Job& next() const { return queue_.front(); }
+  Job take_next();
+  // Jobs that waited elsewhere (for a throughput profile) go first, in the order given.
+  void put_back(const std::vector<Job>& jobs) { queue_.insert(queue_.begin(), jobs.begin(), jobs.end()); }
+
+  // --- trials ------------------------------------------------------------------------------
+
+  struct Opened {
+    TrialState* trial = nullptr;    // nullptr: the trial failed
+    std::optional<Failure> failure;  // its config is no model: the job left the queue
+  };
+  // The trial of the next job, made when it is first seen: the fixed model overlaid with the
+  // sample, its seed, its shape.
+  Opened open_next();
+  // The next job leaves the queue to run on `actor`, from scratch unless the caller says
+  // otherwise (TrialState::reached).
+  Job start_next(int actor);
+
+  // The trial whose job runs on `actor`, or nullptr: a report of a job stopped or moved.
+  TrialState* running_on(TrialId id, int actor);
+  const TrialState& at(TrialId id) const { return trials_.at(id); }
+  const std::map<TrialId, TrialState>& trials() const { return trials_; }
+
+  // The trial's job ended (it reached its budget, was stopped, or `failed`); the tuner hears
+  // its result from the caller.
+  TrialState& finish(TrialId id, bool failed = false);
+  // Its actor died: it goes back to the front of the queue, from its checkpoint at budget
+  // `checkpoint` when it has one, unless it lost its actor too often.
+  std::optional<Failure> lost_actor(TrialId id, std::optional<double> checkpoint);
+  // Its unit ran out of memory: to the front of the queue as above, unless that happened
+  // too often.
+  std::optional<Failure> out_of_memory(TrialId id, std::optional<double> checkpoint);
+  // The trial cannot go on.
+  Failure give_up(TrialId id, const std::string& why);
+
+  std::int64_t completed_jobs() const { return completed_jobs_; }
+  int failed_trials() const { return failed_trials_; }
+  int running() const;
+
+ private:
+  void requeue(TrialId id, const TrialState& trial, bool from_checkpoint);
+
+  tuners::TrialConfig model_;
+  std::uint64_t seed_;
+  ShapeOf shape_of_;
+  Limits limits_;
+  std::map<TrialId, TrialState> trials_;
+  std::deque<Job> queue_;
+  std::int64_t completed_jobs_ = 0;
+  int failed_trials_ = 0;
+};
+
+}  // namespace packtune

@@ -1,0 +1,159 @@
+#include <catch2/catch.hpp>
+
+#include "driver/profile_gate.hpp"
+
+using namespace packtune;
+using Clock = ProfileGate::Clock;
+using tuners::Job;
+
+namespace {
+
+constexpr std::int64_t GiB = std::int64_t{1} << 30;
+
+packing::TrialShape mlp_shape(int width) {
+  packing::TrialShape s;
+  s.key = "mlp-" + std::to_string(width);
+  s.fusion = "mlp";  // widths of one architecture fuse
+  s.parameters = 784 * width + width * 10;
+  s.largest_parameter = 784 * width;
+  s.activations_per_sample = 2 * width;
+  s.flops_per_sample = 2 * s.parameters;
+  s.batch_size = 128;
+  return s;
+}
+
+// Two ready actors in the registry and the plan; actor 1 has less work planned.
+struct Fixture {
+  packing::Planner planner;
+  packing::Plan plan;
+  ActorRegistry registry{{60, 60, 30}};
+  ProfileGate gate{planner, plan, registry, {true, 4, 120}};
+  Clock::time_point t0 = Clock::now();
+
+  Fixture() {
+    for (int i = 0; i < 2; ++i) {
+      protocol::Hello hello;
+      hello.host = "h";
+      hello.pid = 100 + i;
+      auto& actor = registry.add_actor("a" + std::to_string(i), hello, t0);
+      registry.mark_ready(actor, protocol::Ready{"cpu", 8 * GiB, true, 0});
+      packing::ActorPlan a;
+      a.actor.id = actor.id;
+      a.estimated_seconds = i == 0 ? 10 : 1;
+      plan.actors.push_back(a);
+    }
+  }
+
+  ProfileGate::Admission admit(tuners::TrialId trial, const packing::TrialShape& shape, Clock::time_point now) {
+    return gate.admit(Job::start(trial, {}, 1), shape, {}, now);
+  }
+};
+
+protocol::Profiled answer(const std::string& key) {
+  return {key, "cpu", {1, 2, 4}, {0.010, 0.015, 0.025}, ""};
+}
+
+std::vector<tuners::TrialId> trials_of(const std::vector<Job>& jobs) {
+  std::vector<tuners::TrialId> ids;
+  for (const auto& job : jobs) ids.push_back(job.trial);
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("a job of an unprofiled shape waits while the least loaded actor profiles it") {
+  Fixture f;
+  const auto shape = mlp_shape(256);
+  auto first = f.admit(3, shape, f.t0);
+  CHECK(first.held);
+  REQUIRE(first.ask);
+  CHECK(first.ask->actor == f.plan.actors[1].actor.id);
+  CHECK(first.ask->profile.key == shape.key);
+  CHECK(first.ask->profile.max_members == 4);
+  // The shape is asked for once; its later jobs wait too.
+  auto second = f.admit(1, shape, f.t0);
+  CHECK(second.held);
+  CHECK_FALSE(second.ask);
+  CHECK(f.gate.held_jobs() == 2);
+  CHECK(f.gate.expire(f.t0 + std::chrono::seconds(60)).empty());
+
+  SECTION("the answer releases them in trial order and is filed in the planner") {
+    auto released = f.gate.on_profiled(f.plan.actors[1].actor.id, answer(shape.key));
+    CHECK(trials_of(released) == std::vector<tuners::TrialId>{1, 3});
+    CHECK(f.gate.held_jobs() == 0);
+    CHECK(f.planner.throughput_model().profiled("cpu", shape.key));
+    // Profiled now: the next job of the shape goes on, and nothing is asked again.
+    auto later = f.admit(5, shape, f.t0);
+    CHECK_FALSE(later.held);
+    CHECK_FALSE(later.ask);
+  }
+  SECTION("an answer with an error releases them too, leaving the shape to the prior") {
+    auto failed = answer(shape.key);
+    failed.error = "out of memory";
+    CHECK(trials_of(f.gate.on_profiled(0, failed)) == std::vector<tuners::TrialId>{1, 3});
+    CHECK_FALSE(f.planner.throughput_model().covered("", shape));
+  }
+  SECTION("an answer nobody asked for changes nothing") {
+    CHECK(f.gate.on_profiled(0, answer("cnn-16")).empty());
+    CHECK(f.gate.held_jobs() == 2);
+  }
+  SECTION("a request older than the timeout is given up and its jobs released") {
+    CHECK(trials_of(f.gate.expire(f.t0 + std::chrono::seconds(121))) == std::vector<tuners::TrialId>{1, 3});
+    CHECK_FALSE(f.gate.asked(shape.key));
+  }
+}
+
+TEST_CASE("a second shape of a profiled architecture is profiled without waiting") {
+  Fixture f;
+  const auto narrow = mlp_shape(128);
+  const auto wide = mlp_shape(512);
+  CHECK(f.admit(0, narrow, f.t0).held);
+  f.gate.on_profiled(0, answer(narrow.key));
+  auto admission = f.admit(1, wide, f.t0);
+  CHECK_FALSE(admission.held);
+  REQUIRE(admission.ask);  // its own figures still help
+  CHECK(admission.ask->profile.key == wide.key);
+  CHECK(f.gate.held_jobs() == 0);
+}
+
+TEST_CASE("held jobs go on once another shape's profile covers theirs") {
+  Fixture f;
+  const auto narrow = mlp_shape(128);
+  const auto wide = mlp_shape(512);
+  CHECK(f.admit(0, narrow, f.t0).held);
+  CHECK(f.admit(1, wide, f.t0).held);
+  CHECK(trials_of(f.gate.on_profiled(0, answer(narrow.key))) == std::vector<tuners::TrialId>{0, 1});
+  // The wide shape's own request is still out, but nothing waits for it.
+  CHECK(f.gate.asked(wide.key));
+}
+
+TEST_CASE("the requests of a dead actor time out at once") {
+  Fixture f;
+  const auto shape = mlp_shape(256);
+  auto admission = f.admit(2, shape, f.t0);
+  REQUIRE(admission.ask);
+  f.registry.mark_dead(*f.registry.actor_by_id(admission.ask->actor));
+  CHECK(trials_of(f.gate.expire(f.t0)) == std::vector<tuners::TrialId>{2});
+  CHECK(f.gate.held_jobs() == 0);
+  // The shape was never profiled: its next job asks the actor that is left, and waits.
+  auto again = f.admit(4, shape, f.t0);
+  CHECK(again.held);
+  REQUIRE(again.ask);
+  CHECK(again.ask->actor == f.plan.actors[0].actor.id);
+}
+
+TEST_CASE("without a ready actor nothing is asked and nothing waits") {
+  Fixture f;
+  for (auto& [identity, actor] : f.registry.actors()) f.registry.mark_dead(actor);
+  auto admission = f.admit(0, mlp_shape(256), f.t0);
+  CHECK_FALSE(admission.held);
+  CHECK_FALSE(admission.ask);
+}
+
+TEST_CASE("with fuse other than auto, or one trial per actor, the gate is open") {
+  Fixture f;
+  ProfileGate open(f.planner, f.plan, f.registry, {false, 1, 120});
+  auto admission = open.admit(Job::start(0, {}, 1), mlp_shape(256), {}, f.t0);
+  CHECK_FALSE(admission.held);
+  CHECK_FALSE(admission.ask);
+}
