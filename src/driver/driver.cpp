@@ -6,11 +6,9 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
-#include <deque>
 #include <filesystem>
 #include <map>
 #include <random>
-#include <set>
 #include <thread>
 
 #include <spdlog/spdlog.h>
