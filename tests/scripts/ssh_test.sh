@@ -98,20 +98,24 @@ EOF
   # The driver listens on the first host's route source (.1); the other host reaches it through
   # its own link, since the root namespace answers for all its addresses.
   ip netns exec "$ns" ip route add default via "$(root_ip "$i")"
+  # The build under test may itself live in /tmp (a CI checkout), which the host must not
+  # see: its binary is bound in at /run/packtune before /tmp is replaced.
   ip netns exec "$ns" unshare --mount --propagation private bash -c '
     set -e
     mount -t tmpfs -o mode=755 packtune-run /run
     mkdir -m 755 /run/sshd /run/packtune-host
     mount --bind "$1" /run/packtune-host
+    : > /run/packtune
+    mount --bind "$2" /run/packtune
     mount -t tmpfs -o mode=1777 packtune-tmp /tmp
-    exec /usr/sbin/sshd -D -e -f /run/packtune-host/sshd_config' _ "$d" > "$d/sshd.log" 2>&1 &
+    exec /usr/sbin/sshd -D -e -f /run/packtune-host/sshd_config' _ "$d" "$(readlink -f "$packtune")" > "$d/sshd.log" 2>&1 &
   sshd_pids+=($!)
   disown "$!"  # killed at cleanup: no "Killed" line from bash
 done
 
 # One thread per actor, as threads_per_actor says for the run here: BLAS sums in another order
 # with two threads, and one validation image in 256 can tip.
-ssh_options=(--node-threads 1 --ssh-port 2222 --identity "$sshdir/client_key" -o "UserKnownHostsFile=$sshdir/known_hosts"
+ssh_options=(--node-threads 1 --remote-packtune /run/packtune --ssh-port 2222 --identity "$sshdir/client_key" -o "UserKnownHostsFile=$sshdir/known_hosts"
   -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes -o ConnectTimeout=10)
 on_host() {  # $1: host index; the rest: a remote command
   local i="$1"; shift
