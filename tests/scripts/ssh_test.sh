@@ -33,6 +33,8 @@ veth_name() { echo "pts$$h$1"; }           # at most 15 characters
 host_ip() { echo "$net.$((4 * $1 + 2))"; }   # a /30 per host: .1/.2, .5/.6
 root_ip() { echo "$net.$((4 * $1 + 1))"; }
 
+build_dir="$(dirname "$(dirname "$(readlink -f "$packtune")")")"  # build/src/packtune -> build
+build_top="$(echo "$build_dir" | sed -n 's#^/tmp/\([^/]*\).*#\1#p')"  # its folder in /tmp, if there
 work="$(mktemp -d /tmp/packtune-ssh-test.XXXXXX)"    # results: hidden from the hosts
 sshdir="$(mktemp -d /tmp/packtune-ssh-hosts.XXXXXX)" # sshd's files, bound into each host
 sshd_pids=()
@@ -98,24 +100,25 @@ EOF
   # The driver listens on the first host's route source (.1); the other host reaches it through
   # its own link, since the root namespace answers for all its addresses.
   ip netns exec "$ns" ip route add default via "$(root_ip "$i")"
-  # The build under test may itself live in /tmp (a CI checkout), which the host must not
-  # see: its binary is bound in at /run/packtune before /tmp is replaced.
+  # The build under test may itself live in /tmp (a CI checkout): its build folder (the binary
+  # and the libraries its RUNPATH names) is bound back at the same path after /tmp is
+  # replaced; the test's folders stay hidden.
   ip netns exec "$ns" unshare --mount --propagation private bash -c '
     set -e
     mount -t tmpfs -o mode=755 packtune-run /run
-    mkdir -m 755 /run/sshd /run/packtune-host
+    mkdir -m 755 /run/sshd /run/packtune-host /run/packtune-build
     mount --bind "$1" /run/packtune-host
-    : > /run/packtune
-    mount --bind "$2" /run/packtune
+    mount --bind "$2" /run/packtune-build
     mount -t tmpfs -o mode=1777 packtune-tmp /tmp
-    exec /usr/sbin/sshd -D -e -f /run/packtune-host/sshd_config' _ "$d" "$(readlink -f "$packtune")" > "$d/sshd.log" 2>&1 &
+    case "$2" in /tmp/*) mkdir -p "$2"; mount --bind /run/packtune-build "$2" ;; esac
+    exec /usr/sbin/sshd -D -e -f /run/packtune-host/sshd_config' _ "$d" "$build_dir" > "$d/sshd.log" 2>&1 &
   sshd_pids+=($!)
   disown "$!"  # killed at cleanup: no "Killed" line from bash
 done
 
 # One thread per actor, as threads_per_actor says for the run here: BLAS sums in another order
 # with two threads, and one validation image in 256 can tip.
-ssh_options=(--node-threads 1 --remote-packtune /run/packtune --ssh-port 2222 --identity "$sshdir/client_key" -o "UserKnownHostsFile=$sshdir/known_hosts"
+ssh_options=(--node-threads 1 --ssh-port 2222 --identity "$sshdir/client_key" -o "UserKnownHostsFile=$sshdir/known_hosts"
   -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes -o ConnectTimeout=10)
 on_host() {  # $1: host index; the rest: a remote command
   local i="$1"; shift
@@ -139,7 +142,8 @@ check_hosts_clean() {  # $1: what ran
     if [ -n "$extra" ]; then
       echo "FAILED: after $1, host $i still runs:"; ps -o pid=,args= -p "${extra// /,}" || true; exit 1
     fi
-    if [ -n "$(nsenter -t "${sshd_pids[$i]}" -m ls -A /tmp)" ]; then
+    # The build folder bound in (when it lives in /tmp) is the test's, not the run's.
+    if [ -n "$(nsenter -t "${sshd_pids[$i]}" -m ls -A /tmp | grep -vx -- "$build_top" || true)" ]; then
       echo "FAILED: after $1, host $i's /tmp holds:"; nsenter -t "${sshd_pids[$i]}" -m ls -lA /tmp; exit 1
     fi
   done
