@@ -494,9 +494,16 @@ class Driver {
   bool dispatch() {
     while (local_actors_settled()) {
       bool room = false;
-      for (const auto& a : plan_.actors) room = room || a.members() < a.actor.max_members;
+      int slots = 0;
+      for (const auto& a : plan_.actors) {
+        room = room || a.members() < a.actor.max_members;
+        slots += a.actor.max_members;
+      }
       if (!room) break;
       if (book_.queue_empty()) {
+        // Jobs held for a profile wait seconds at most; drawing more than the actors can take
+        // meanwhile would pull a sweep of 100,000 trials into memory in one call.
+        if (profiles_.held_jobs() >= std::max(64, 2 * slots)) break;
         Job job = tuner_->next_job();
         if (job.kind == Job::Kind::Wait) break;
         if (job.kind == Job::Kind::Finished) {
