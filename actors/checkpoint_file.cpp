@@ -383,7 +383,7 @@ std::int64_t TrialCheckpoint::bytes() const {
   return n;
 }
 
-void write_checkpoint(const std::string& path, const TrialCheckpoint& checkpoint) {
+void write_checkpoint(const std::string& path, const TrialCheckpoint& checkpoint, bool durable) {
   silence_hdf5();
   const auto target = fs::path(path);
   const auto temp = target.string() + ".tmp-" + std::to_string(::getpid());
@@ -396,14 +396,14 @@ void write_checkpoint(const std::string& path, const TrialCheckpoint& checkpoint
   }
   // The data must be on disk before the rename makes it visible, and the rename itself
   // before anyone is told the checkpoint exists.
-  sync_path(temp, O_RDONLY);
+  if (durable) sync_path(temp, O_RDONLY);
   std::error_code ec;
   fs::rename(temp, target, ec);
   if (ec) {
     fs::remove(temp, ec);
     throw Error("checkpoint " + path + ": cannot rename the temporary file into place (" + ec.message() + ")");
   }
-  sync_path(target.parent_path().empty() ? "." : target.parent_path().string(), O_RDONLY | O_DIRECTORY);
+  if (durable) sync_path(target.parent_path().empty() ? "." : target.parent_path().string(), O_RDONLY | O_DIRECTORY);
 }
 
 TrialCheckpoint read_checkpoint(const std::string& path) {

@@ -68,7 +68,9 @@ struct TrialCheckpoint {
 
 // Writes `checkpoint` to `path` atomically: a temporary file next to it, flushed and synced,
 // then renamed over `path`. A crash leaves either the old file or the new one, never half.
-void write_checkpoint(const std::string& path, const TrialCheckpoint& checkpoint);
+// `durable` false skips the syncs, for a staging copy that is sent on and deleted (the
+// receiving store syncs what it keeps); the rename still makes it appear whole.
+void write_checkpoint(const std::string& path, const TrialCheckpoint& checkpoint, bool durable = true);
 
 // Reads and verifies a checkpoint: every tensor's CRC32 and the root checksum over the
 // metadata and the tensor list. Throws InputError naming `path` and what is wrong for a

@@ -21,6 +21,8 @@
 #include "protocol/curve_keys.hpp"
 #include "datasets/batch_stream.hpp"
 #include "logging.hpp"
+#include "node/actor_supervisor.hpp"
+#include "node/node_agent.hpp"
 #include "packtune/error.hpp"
 #include "experiment/trial_shape.hpp"
 #include "protocol/zmq_channel.hpp"
@@ -30,12 +32,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 namespace proto = protocol;
-
-std::string host_name() {
-  char buffer[256] = {};
-  gethostname(buffer, sizeof buffer - 1);
-  return buffer;
-}
 
 class Actor {
  public:
@@ -210,17 +206,13 @@ class Actor {
       local_checkpoints_ = spec_.checkpoint_dir;
       return;
     }
-    namespace fs = std::filesystem;
-    const fs::path work = options_.work_dir.empty()
-                              ? fs::temp_directory_path() / ("packtune-actor-" + std::to_string(getpid()))
-                              : fs::path(options_.work_dir);
-    owned_work_dir_ = options_.work_dir.empty() ? work.string() : "";
-    local_checkpoints_ = (work / "checkpoints").string();
-    fs::create_directories(local_checkpoints_);
+    const std::string work = options_.work_dir.empty() ? fresh_work_dir("actor") : options_.work_dir;
+    owned_work_dir_ = options_.work_dir.empty() ? work : "";
+    local_checkpoints_ = work + "/checkpoints";
+    std::filesystem::create_directories(local_checkpoints_);
     std::unique_ptr<CurveKeys> keys;
     if (!options_.keys.empty()) keys = std::make_unique<CurveKeys>(load_actor_keys(options_.keys));
-    transfer_ = std::make_unique<TransferClient>(options_.driver, keys.get(), TransferOptions{},
-                                                 [](const std::string& path) { actors::read_checkpoint(path); });
+    transfer_ = std::make_unique<TransferClient>(options_.driver, keys.get(), TransferOptions{});
     logging::info("actor {}: the driver's checkpoint store {} is not on this machine; checkpoints travel over "
                   "ZeroMQ through {}", id_, spec_.checkpoint_dir, local_checkpoints_);
   }
@@ -232,6 +224,9 @@ class Actor {
     std::vector<std::string> paths;
     std::size_t next = 0;             // paths[next - 1] is the one being tried
     std::future<std::string> fetch;   // its local copy, while it is on its way
+    // The fetched copy as the transfer thread loaded it to verify it: the resume uses that
+    // load instead of reading the file a second time.
+    std::shared_ptr<std::shared_ptr<const actors::TrialCheckpoint>> loaded;
     Clock::time_point asked;
   };
 
@@ -261,7 +256,11 @@ class Actor {
       }
       const auto name = std::filesystem::path(path).filename().string();
       r.asked = Clock::now();
-      r.fetch = transfer_->fetch(name, local_checkpoints_ + "/fetched-" + name);
+      r.loaded = std::make_shared<std::shared_ptr<const actors::TrialCheckpoint>>();
+      r.fetch = transfer_->fetch(name, local_checkpoints_ + "/fetched-" + name,
+                                 [loaded = r.loaded](const std::string& path) {
+                                   *loaded = std::make_shared<const actors::TrialCheckpoint>(actors::read_checkpoint(path));
+                                 });
     }
   }
 
@@ -271,7 +270,9 @@ class Actor {
     const auto& source = r.paths[r.next - 1];
     std::error_code ec;
     try {
-      auto checkpoint = std::make_shared<const actors::TrialCheckpoint>(actors::read_checkpoint(file));
+      auto checkpoint = file != source && r.loaded && *r.loaded
+                            ? std::move(*r.loaded)
+                            : std::make_shared<const actors::TrialCheckpoint>(actors::read_checkpoint(file));
       if (file != source) std::filesystem::remove(file, ec);
       if (checkpoint->trial != r.job.trial) {
         throw InputError("checkpoint " + source + ": belongs to trial " + std::to_string(checkpoint->trial));
@@ -411,7 +412,7 @@ class Actor {
     try {
       const auto start = Clock::now();
       std::filesystem::create_directories(local_checkpoints_);
-      actors::write_checkpoint(path, checkpoint);
+      actors::write_checkpoint(path, checkpoint, /*durable=*/!transfer_);
       const double written = std::chrono::duration<double>(Clock::now() - start).count();
       const double mib = static_cast<double>(checkpoint.bytes()) / (1 << 20);
       if (!transfer_) {

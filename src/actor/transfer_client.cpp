@@ -17,9 +17,8 @@ std::string wake_endpoint(const void* self) {
 
 }  // namespace
 
-TransferClient::TransferClient(const std::string& driver, const CurveKeys* keys, TransferOptions options,
-                               ChunkFetcher::Verify verify)
-    : options_(options), verify_(std::move(verify)), context_(1), socket_(context_, zmq::socket_type::dealer),
+TransferClient::TransferClient(const std::string& driver, const CurveKeys* keys, TransferOptions options)
+    : options_(options), context_(1), socket_(context_, zmq::socket_type::dealer),
       wake_in_(context_, zmq::socket_type::pair), wake_out_(context_, zmq::socket_type::pair),
       next_transfer_(std::random_device{}() | (std::uint64_t{std::random_device{}()} << 32)) {
   socket_.set(zmq::sockopt::linger, 0);
@@ -45,8 +44,9 @@ void TransferClient::wake() {
   wake_out_.send(zmq::message_t(), zmq::send_flags::dontwait);
 }
 
-std::future<std::string> TransferClient::fetch(const std::string& name, const std::string& local_path) {
-  Request r{false, name, local_path, {}};
+std::future<std::string> TransferClient::fetch(const std::string& name, const std::string& local_path,
+                                               ChunkFetcher::Verify verify) {
+  Request r{false, name, local_path, {}, std::move(verify)};
   auto future = r.done.get_future();
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -57,7 +57,7 @@ std::future<std::string> TransferClient::fetch(const std::string& name, const st
 }
 
 std::future<std::string> TransferClient::upload(const std::string& local_path, const std::string& name) {
-  Request r{true, name, local_path, {}};
+  Request r{true, name, local_path, {}, {}};
   auto future = r.done.get_future();
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -70,7 +70,7 @@ std::future<std::string> TransferClient::upload(const std::string& local_path, c
 void TransferClient::start(Request& request) {
   const auto id = next_transfer_++;
   if (!request.upload) {
-    Fetch f{std::make_unique<ChunkFetcher>(id, request.name, request.local_path, options_, verify_),
+    Fetch f{std::make_unique<ChunkFetcher>(id, request.name, request.local_path, options_, std::move(request.verify)),
             std::move(request.done)};
     auto& stored = fetches_[id] = std::move(f);
     send_requests(stored);

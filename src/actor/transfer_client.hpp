@@ -22,17 +22,17 @@ namespace packtune {
 
 class TransferClient {
  public:
-  // `keys`: the actor's CURVE keys when the driver requires them, else null. `verify` checks a
-  // fetched file before it is handed out (throws for a damaged one).
-  TransferClient(const std::string& driver, const CurveKeys* keys, TransferOptions options,
-                 ChunkFetcher::Verify verify);
+  // `keys`: the actor's CURVE keys when the driver requires them, else null.
+  TransferClient(const std::string& driver, const CurveKeys* keys, TransferOptions options);
   ~TransferClient();
   TransferClient(const TransferClient&) = delete;
   TransferClient& operator=(const TransferClient&) = delete;
 
-  // Pulls `name` from the driver's store into `local_path`. The future gives `local_path`, or
-  // throws Error saying why the file could not be had.
-  std::future<std::string> fetch(const std::string& name, const std::string& local_path);
+  // Pulls `name` from the driver's store into `local_path`. `verify` (on this client's thread)
+  // checks the file before it is handed out and throws for a damaged one, which is fetched
+  // again. The future gives `local_path`, or throws Error saying why the file could not be had.
+  std::future<std::string> fetch(const std::string& name, const std::string& local_path,
+                                 ChunkFetcher::Verify verify = {});
   // Offers the file at `local_path` to the driver's store as `name`. The future gives its path
   // in the store once the driver has it whole and verified, or throws Error.
   std::future<std::string> upload(const std::string& local_path, const std::string& name);
@@ -53,6 +53,7 @@ class TransferClient {
     std::string name;
     std::string local_path;
     std::promise<std::string> done;
+    ChunkFetcher::Verify verify;  // fetches only
   };
 
   void run();
@@ -63,7 +64,6 @@ class TransferClient {
   void wake();
 
   TransferOptions options_;
-  ChunkFetcher::Verify verify_;
   zmq::context_t context_;
   zmq::socket_t socket_;  // the thread's
   zmq::socket_t wake_in_;  // the thread's end of the wake-up pair

@@ -358,17 +358,8 @@ class Driver {
     supervision.log_dir = options_.out_dir + "/logs";
     local_ = std::make_unique<ActorSupervisor>(supervision);
     local_work_dir_ = fresh_work_dir("driver");
-    const std::string exe = self_executable();
     for (int i = 0; i < config_.actors; ++i) {
-      ActorCommand command{{exe, "actor", "--driver", endpoint_, "--node", "0", "--local-index", std::to_string(i),
-                            "--threads", std::to_string(threads), "--work-dir",
-                            local_work_dir_ + "/actor-" + std::to_string(i)},
-                           {}};
-      if (curve_) {
-        command.argv.push_back("--keys");
-        command.argv.push_back(config_.keys);
-      }
-      local_->start(std::move(command));
+      local_->start(actor_command(endpoint_, 0, i, threads, local_work_dir_, curve_ ? config_.keys : ""));
     }
   }
 

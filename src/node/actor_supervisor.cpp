@@ -60,6 +60,19 @@ std::string self_executable() {
   return p.string();
 }
 
+ActorCommand actor_command(const std::string& driver, int node_id, int local_index, int threads,
+                           const std::string& work_dir, const std::string& keys) {
+  ActorCommand command{{self_executable(), "actor", "--driver", driver, "--node", std::to_string(node_id),
+                        "--local-index", std::to_string(local_index), "--threads", std::to_string(threads),
+                        "--work-dir", work_dir + "/actor-" + std::to_string(local_index)},
+                       {}};
+  if (!keys.empty()) {
+    command.argv.push_back("--keys");
+    command.argv.push_back(keys);
+  }
+  return command;
+}
+
 std::string fresh_work_dir(const std::string& owner) {
   std::error_code ec;
   auto base = std::filesystem::temp_directory_path(ec);

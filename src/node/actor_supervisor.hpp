@@ -91,6 +91,12 @@ class ActorSupervisor {
   bool restarting_ = true;
 };
 
+// `packtune actor` for slot `local_index` of node `node_id` (0: the driver's own), as the
+// driver and `packtune node` start it: this executable, its work folder WORK_DIR/actor-I,
+// and the CURVE keys when there are any.
+ActorCommand actor_command(const std::string& driver, int node_id, int local_index, int threads,
+                           const std::string& work_dir, const std::string& keys);
+
 // The path of the running executable, so actors run the same build as their parent.
 std::string self_executable();
 

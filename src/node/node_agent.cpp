@@ -82,16 +82,8 @@ class NodeAgent {
 
     const int cores = std::max(1u, std::thread::hardware_concurrency());
     const int threads = options_.threads > 0 ? options_.threads : std::max(1, cores / std::max(1, slots));
-    const std::string exe = self_executable();
     for (int i = 0; i < slots; ++i) {
-      ActorCommand command{{exe, "actor", "--driver", options_.driver, "--node", std::to_string(node_id_),
-                            "--local-index", std::to_string(i), "--threads", std::to_string(threads), "--work-dir",
-                            work_dir + "/actor-" + std::to_string(i)},
-                           {}};
-      if (!options_.keys.empty()) {
-        command.argv.push_back("--keys");
-        command.argv.push_back(options_.keys);
-      }
+      auto command = actor_command(options_.driver, node_id_, i, threads, work_dir, options_.keys);
       if (!options_.gpus.empty()) command.env.push_back({"CUDA_VISIBLE_DEVICES", options_.gpus[i]});
       supervisor_->start(std::move(command));
     }

@@ -70,7 +70,7 @@ TEST_CASE("an actor's checkpoint reaches the store over tcp and comes back, veri
     if (read_file(path).rfind("CKPT", 0) != 0) throw InputError(path + ": not a checkpoint");
   };
   DriverSide driver(driver_dir.file("checkpoints"), options, verify);
-  TransferClient client(driver.endpoint, nullptr, options, verify);
+  TransferClient client(driver.endpoint, nullptr, options);
 
   const auto bytes = "CKPT" + random_bytes(100'000, 4);
   const auto local = actor_dir.file("trial-1-budget-0.5.h5");
@@ -83,7 +83,7 @@ TEST_CASE("an actor's checkpoint reaches the store over tcp and comes back, veri
   CHECK(read_file(path) == bytes);
   CHECK(driver.store.bytes_received() == static_cast<std::int64_t>(bytes.size()));
 
-  auto fetched = client.fetch("trial-1-budget-0.5.h5", actor_dir.file("back.h5"));
+  auto fetched = client.fetch("trial-1-budget-0.5.h5", actor_dir.file("back.h5"), verify);
   driver.serve_until(fetched);
   CHECK(read_file(fetched.get()) == bytes);
   CHECK(verified == 2);
