@@ -5,14 +5,7 @@
 # ours is left running afterwards.
 set -euo pipefail
 packtune="$1"
-work="$(mktemp -d)"
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source "$(dirname "$0")/background.sh"
 
 config() {  # $1: trials, $2: budget.max
   cat <<JSON

@@ -6,14 +6,7 @@
 # share the store and copy nothing), within 2e-3.
 set -euo pipefail
 packtune="$1"
-work="$(mktemp -d)"
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source "$(dirname "$0")/background.sh"
 
 if ! unshare --mount --propagation private true 2>/dev/null; then
   echo "SKIPPED: this test needs a mount namespace (unshare --mount, as root)"
@@ -61,19 +54,6 @@ fetched=$(grep -c "fetched from the driver" "$work/actors.log" || true)
 leftover=$(find "$work/node" -name '*.h5*' | wc -l)
 [ "$leftover" -eq 0 ] || fail "the node's work folder kept $leftover checkpoint file(s)"
 
-/usr/bin/python3 - "$work/local/results.jsonl" "$work/remote/results.jsonl" <<'PY'
-import json, sys
-def reports(path):
-    rows = [json.loads(l) for l in open(path)]
-    return {(r["trial"], r["budget"]): r for r in rows}
-local, remote = reports(sys.argv[1]), reports(sys.argv[2])
-assert local.keys() == remote.keys(), f"different reports: {sorted(local.keys() ^ remote.keys())}"
-worst = 0.0
-for key, a in local.items():
-    for m in ("val_accuracy", "val_loss"):
-        worst = max(worst, abs(a[m] - remote[key][m]))
-assert worst <= 2e-3, f"metrics differ by {worst}"
-resumed = sum(1 for (t, b), r in remote.items() if r.get("final") and b > 0.25)
-print(f"{len(local)} reports equal within {worst:.1e}; {resumed} jobs ended past the lowest budget")
-PY
+/usr/bin/python3 "$(dirname "$0")/../../scripts/compare_results.py" "$work/local/results.jsonl" \
+  "$work/remote/results.jsonl" --tolerance 2e-3 || fail "the remote run's reports differ from the local run's"
 echo "sent $sent checkpoint(s) to the driver and fetched $fetched over ZeroMQ"
