@@ -11,20 +11,20 @@
 #include <set>
 #include <thread>
 
+#include "actor/transfer_client.hpp"
 #include "actors/checkpoint_file.hpp"
 #include "actors/device.hpp"
 #include "actors/memory_meter.hpp"
 #include "actors/memory_profile.hpp"
 #include "actors/pack_executor.hpp"
 #include "actors/throughput_profile.hpp"
-#include "actor/transfer_client.hpp"
-#include "protocol/curve_keys.hpp"
 #include "datasets/batch_stream.hpp"
+#include "experiment/trial_shape.hpp"
 #include "logging.hpp"
 #include "node/actor_supervisor.hpp"
 #include "node/node_agent.hpp"
 #include "packtune/error.hpp"
-#include "experiment/trial_shape.hpp"
+#include "protocol/curve_keys.hpp"
 #include "protocol/zmq_channel.hpp"
 
 namespace packtune {

@@ -19,16 +19,16 @@
 #include "driver/checkpoint_store.hpp"
 #include "driver/profile_gate.hpp"
 #include "driver/trial_book.hpp"
-#include "protocol/curve_keys.hpp"
+#include "experiment/results_writer.hpp"
+#include "experiment/trial_shape.hpp"
 #include "node/actor_supervisor.hpp"
 #include "node/node_agent.hpp"
 #include "packing/memory_model.hpp"
 #include "packing/planner.hpp"
 #include "packtune/error.hpp"
-#include "experiment/results_writer.hpp"
-#include "experiment/trial_shape.hpp"
-#include "tuners/tuner_registry.hpp"
+#include "protocol/curve_keys.hpp"
 #include "protocol/zmq_channel.hpp"
+#include "tuners/tuner_registry.hpp"
 
 namespace packtune {
 namespace {
