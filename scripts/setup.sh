@@ -37,6 +37,9 @@ packages=(
 # the system's services are kept from starting (see below).
 daemon_packages=(slurmd slurmctld munge openssh-server)
 packages+=("${daemon_packages[@]}" slurm-client openssh-client iproute2)
+# The fault tests (label faults): inotifywait kills a driver the moment a checkpoint is being
+# written; util-linux's unshare/mount give a small tmpfs for a disk that fills.
+packages+=(inotify-tools util-linux)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -23,6 +23,13 @@ ParamValue param_from_json(const nlohmann::json& value, const std::string& where
                    std::string(value.type_name()));
 }
 
+TrialConfig config_from_json(const nlohmann::json& value, const std::string& where) {
+  if (!value.is_object()) throw InputError(where + ": expected an object, got " + std::string(value.type_name()));
+  TrialConfig config;
+  for (const auto& [name, v] : value.items()) config[name] = param_from_json(v, where + "." + name);
+  return config;
+}
+
 double as_number(const ParamValue& value, const std::string& name) {
   if (const auto* b = std::get_if<bool>(&value)) return *b ? 1.0 : 0.0;
   if (const auto* i = std::get_if<std::int64_t>(&value)) return static_cast<double>(*i);

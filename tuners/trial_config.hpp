@@ -18,6 +18,8 @@ nlohmann::json to_json(const ParamValue& value);
 nlohmann::json to_json(const TrialConfig& config);
 // Throws InputError naming `where` when the JSON value is not a scalar.
 ParamValue param_from_json(const nlohmann::json& value, const std::string& where);
+// The inverse of to_json(TrialConfig); throws InputError naming `where` for anything else.
+TrialConfig config_from_json(const nlohmann::json& value, const std::string& where);
 
 // Numeric view of a value (bool -> 0/1); throws InputError for strings.
 double as_number(const ParamValue& value, const std::string& name);

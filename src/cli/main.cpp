@@ -14,6 +14,7 @@
 #include "cli/command_line.hpp"
 #include "protocol/curve_keys.hpp"
 #include "driver/driver.hpp"
+#include "driver/journal.hpp"
 #include "experiment/experiment_config.hpp"
 #include "cli/inspect_command.hpp"
 #include "packtune/error.hpp"
@@ -32,6 +33,7 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  run CONFIG [--out DIR]        run a tuning experiment (driver + local actors)\n"
+    "  run --resume DIR              continue an experiment whose driver was killed or stopped\n"
     "  node --driver ENDPOINT        start and supervise this machine's actors for a driver\n"
     "  actor --driver ENDPOINT       start an actor that joins a running driver\n"
     "  plan CONFIG [--actors SPEC]   show how the first rung's trials pack onto actors\n"
@@ -49,12 +51,46 @@ std::string default_out_dir(const std::string& name) {
   return "runs/" + name + "-" + stamp;
 }
 
+// `packtune run --resume DIR [CONFIG]`: the config comes from the journal's header; a CONFIG or
+// an override given anyway must not change what the experiment is.
+packtune::ExperimentConfig resumed_config(const std::string& dir, const po::variables_map& vm,
+                                          const packtune::Overrides& overrides) {
+  const auto journal = packtune::journal_path(dir);
+  if (!std::filesystem::exists(journal)) {
+    throw packtune::InputError("--resume " + dir + ": no journal.jsonl there; is it the --out of a packtune run?");
+  }
+  const auto entries = packtune::Journal::read(journal);
+  if (entries.empty() || !entries.front().contains("config")) {
+    throw packtune::InputError("--resume " + dir + ": journal.jsonl has no header; the experiment cannot be resumed");
+  }
+  const auto& ran = entries.front()["config"];
+  packtune::ExperimentConfig config;
+  if (vm.count("config")) {
+    config = packtune::load_config(vm["config"].as<std::string>());
+    packtune::apply_overrides(config, overrides);
+  } else {
+    config = packtune::parse_config(ran, dir + "/journal.jsonl");
+    packtune::apply_overrides(config, overrides);
+  }
+  packtune::record_as_run(config);
+  const auto differ = packtune::resume_differences(ran, config.source);
+  if (!differ.empty()) {
+    std::string keys;
+    for (const auto& k : differ) keys += (keys.empty() ? "" : ", ") + k;
+    throw packtune::InputError("--resume " + dir + ": the config differs from the one the experiment ran with in " +
+                               keys + "; resume with the same config, or start a new experiment with another --out");
+  }
+  return config;
+}
+
 int run_command(const std::vector<std::string>& args) {
-  po::options_description options("packtune run CONFIG [options]");
+  po::options_description options("packtune run CONFIG [options] | packtune run --resume DIR [options]");
   options.add_options()
       ("help,h", "show this help")
       ("config", po::value<std::string>(), "the experiment config (JSON)")
       ("out,o", po::value<std::string>(), "results directory (default runs/NAME-TIME)")
+      ("resume", po::value<std::string>(), "continue the experiment whose results are in DIR (its driver was killed or "
+                                           "stopped); CONFIG may be left out")
       ("trials", po::value<std::int64_t>(), "override tuner.trials")
       ("actors", po::value<int>(), "override the number of local actors (0: only nodes and actors that join)")
       ("listen", po::value<std::string>(), "override listen: ipc, tcp or an endpoint such as tcp://0.0.0.0:5555")
@@ -74,15 +110,17 @@ int run_command(const std::vector<std::string>& args) {
     std::cout << options;
     return 0;
   }
-  if (!vm.count("config")) throw packtune::InputError("run: missing CONFIG; usage: packtune run CONFIG [--out DIR]");
+  const bool resume = vm.count("resume") > 0;
+  if (!vm.count("config") && !resume) {
+    throw packtune::InputError("run: missing CONFIG; usage: packtune run CONFIG [--out DIR] or packtune run --resume DIR");
+  }
+  if (resume && vm.count("out") && vm["out"].as<std::string>() != vm["resume"].as<std::string>()) {
+    throw packtune::InputError("run: --resume DIR continues the experiment in DIR; leave --out out");
+  }
   if (vm.count("tuner-plugin")) {
     for (const auto& path : vm["tuner-plugin"].as<std::vector<std::string>>()) {
       packtune::tuners::load_tuner_plugin(path);
     }
-  }
-  auto config = packtune::load_config(vm["config"].as<std::string>());
-  if (!config.tuner_plugin.empty() && !vm.count("tuner-plugin")) {
-    packtune::tuners::load_tuner_plugin(config.tuner_plugin);
   }
   packtune::Overrides overrides;
   if (vm.count("trials")) overrides.trials = vm["trials"].as<std::int64_t>();
@@ -95,28 +133,25 @@ int run_command(const std::vector<std::string>& args) {
   if (vm.count("max-pack")) overrides.max_pack = vm["max-pack"].as<int>();
   if (vm.count("fuse")) overrides.fuse = vm["fuse"].as<std::string>();
   if (vm.count("keep-checkpoints")) overrides.keep_checkpoints = vm["keep-checkpoints"].as<std::string>();
-  packtune::apply_overrides(config, overrides);
-  packtune::validate(config);
-  // The config as run, overrides included, for the results directory.
-  config.source["seed"] = config.seed;
-  config.source["actors"] = config.actors;
-  config.source["listen"] = config.listen;
-  if (!config.keys.empty()) config.source["keys"] = config.keys;
-  config.source["device"] = config.device;
-  config.source["max_pack"] = config.max_pack;
-  config.source["fuse"] = config.fuse;
-  config.source["keep_checkpoints"] = config.keep_checkpoints;
-  if (config.source.contains("tuner") && config.source["tuner"].is_object()) {
-    config.source["tuner"]["name"] = config.tuner;
-    config.source["tuner"]["trials"] = config.trials;
-  } else {
-    config.source["tuner"] = {{"name", config.tuner}, {"trials", config.trials}};
-  }
 
   packtune::DriverOptions driver;
-  driver.out_dir = vm.count("out") ? vm["out"].as<std::string>() : default_out_dir(config.name);
   driver.quiet = vm.count("quiet") > 0;
-  packtune::ResultsWriter::check_fresh(driver.out_dir);
+  packtune::ExperimentConfig config;
+  if (resume) {
+    driver.out_dir = vm["resume"].as<std::string>();
+    driver.resume = true;
+    config = resumed_config(driver.out_dir, vm, overrides);
+  } else {
+    config = packtune::load_config(vm["config"].as<std::string>());
+    packtune::apply_overrides(config, overrides);
+    packtune::record_as_run(config);
+    driver.out_dir = vm.count("out") ? vm["out"].as<std::string>() : default_out_dir(config.name);
+  }
+  if (!config.tuner_plugin.empty() && !vm.count("tuner-plugin")) {
+    packtune::tuners::load_tuner_plugin(config.tuner_plugin);
+  }
+  packtune::validate(config);
+  if (!resume) packtune::ResultsWriter::check_fresh(driver.out_dir);
   return packtune::run_experiment(config, driver);
 }
 

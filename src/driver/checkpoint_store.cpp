@@ -1,6 +1,7 @@
 #include "driver/checkpoint_store.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <set>
 #include <fstream>
@@ -151,6 +152,35 @@ void CheckpointStore::record(TrialId trial, const std::string& path, double budg
     held.clear();
   }
   held.push_back({path, budget});
+}
+
+void CheckpointStore::recover(const std::vector<Recorded>& recorded) {
+  namespace fs = std::filesystem;
+  remove_partial_files();
+  for (const auto& r : recorded) record(r.trial, path_of(fs::path(r.path).filename().string()), r.budget);
+  std::error_code ec;
+  for (auto& [trial, held] : held_) {
+    held.erase(std::remove_if(held.begin(), held.end(), [&](const Held& h) { return !fs::exists(h.path, ec); }),
+               held.end());
+  }
+  std::vector<Recorded> newer;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    long long trial = -1;
+    double budget = 0;
+    char tail = 0;
+    const auto name = entry.path().filename().string();
+    // The names actors::checkpoint_path gives: trial-T-budget-B.h5.
+    if (std::sscanf(name.c_str(), "trial-%lld-budget-%lf.h%c", &trial, &budget, &tail) != 3 || tail != '5' ||
+        !is_transfer_name(name)) {
+      continue;
+    }
+    if (!has(trial) || budget > newest_budget(trial) * (1 + 1e-9)) newer.push_back({trial, path_of(name), budget});
+  }
+  std::sort(newer.begin(), newer.end(), [](const Recorded& a, const Recorded& b) { return a.budget < b.budget; });
+  for (const auto& r : newer) {
+    spdlog::info("checkpoint store: trial {} also has {} (written after the journal's last entry)", r.trial, r.path);
+    record(r.trial, r.path, r.budget);
+  }
 }
 
 bool CheckpointStore::has(TrialId trial) const {

@@ -51,6 +51,16 @@ class CheckpointStore {
   void set_keep_all(bool keep_all) { keep_all_ = keep_all; }
   // A job's final report named `path`, written at `budget`.
   void record(TrialId trial, const std::string& path, double budget);
+  // A resumed experiment: `recorded` are the records its journal holds, oldest first (only
+  // file names count, so a moved results folder still resumes). Records whose files are
+  // gone are dropped, and a trial's checkpoint that is newer than its last record (written
+  // after the journal's last commit) is taken too.
+  struct Recorded {
+    TrialId trial = -1;
+    std::string path;
+    double budget = 0;
+  };
+  void recover(const std::vector<Recorded>& recorded);
   bool has(TrialId trial) const;
   std::vector<std::string> newest_first(TrialId trial) const;
   double newest_budget(TrialId trial) const;  // 0 without a checkpoint

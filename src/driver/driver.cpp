@@ -17,8 +17,10 @@
 #include "actors/trial_spec.hpp"
 #include "driver/actor_registry.hpp"
 #include "driver/checkpoint_store.hpp"
+#include "driver/journal.hpp"
 #include "driver/profile_gate.hpp"
 #include "driver/trial_book.hpp"
+#include "driver/tuner_journal.hpp"
 #include "experiment/results_writer.hpp"
 #include "experiment/trial_shape.hpp"
 #include "node/actor_supervisor.hpp"
@@ -59,6 +61,7 @@ class Driver {
       : config_(config),
         options_(options),
         tuner_(tuners::TunerRegistry::instance().create(config.tuner, tuner_context(config))),
+        tuning_(*tuner_, nullptr),
         planner_({}, plan_options(config)),
         registry_({config.actor_timeout_seconds, config.actor_timeout_seconds}),
         profiles_(planner_, plan_, registry_, {config.fuse == "auto" && config.max_pack > 1, config.max_pack}),
@@ -91,8 +94,22 @@ class Driver {
       throw InputError("listen: cannot bind " + config_.listen + " (" + e.what() + ")");
     }
     endpoint_ = router_.get(zmq::sockopt::last_endpoint);
-    results_ = std::make_unique<ResultsWriter>(options_.out_dir, config_.source, config_.metric,
-                                               config_.mode);
+    std::optional<TunerJournal::Recovered> recovered;
+    if (options_.resume) {
+      recovered = tuning_.replay(Journal::read(journal_path(options_.out_dir)));
+      if (recovered->finished) {
+        std::printf("%s in %s finished already (%lld jobs); nothing to resume\n", config_.name.c_str(),
+                    options_.out_dir.c_str(), static_cast<long long>(recovered->finished_jobs));
+        return 0;
+      }
+      journal_ = std::make_unique<Journal>(Journal::reopen(journal_path(options_.out_dir)));
+      results_ = std::make_unique<ResultsWriter>(options_.out_dir, recovered->rows, config_.metric, config_.mode);
+    } else {
+      results_ = std::make_unique<ResultsWriter>(options_.out_dir, config_.source, config_.metric, config_.mode);
+      journal_ = std::make_unique<Journal>(Journal::create(
+          journal_path(options_.out_dir), {{"packtune_journal", 1}, {"name", config_.name}, {"config", config_.source}}));
+    }
+    tuning_.set_journal(journal_.get());
     const int cores = std::max(1u, std::thread::hardware_concurrency());
     const int threads = config_.threads_per_actor > 0 ? config_.threads_per_actor
                                                        : std::max(1, cores / std::max(1, config_.actors));
@@ -104,6 +121,7 @@ class Driver {
                                                [](const std::string& path) { actors::read_checkpoint(path); });
     store_->set_keep_all(config_.keep_checkpoints == "all");
     start_ = Clock::now();
+    if (recovered) restore(*recovered);
     start_local_actors(threads);
 
     auto previous_int = std::signal(SIGINT, on_interrupt);
@@ -113,7 +131,13 @@ class Driver {
       code = loop();
     } catch (...) {
       shutdown_actors();
-      results_->write_best();
+      try {
+        // What the journal took so far is kept for --resume; a full disk may refuse even that.
+        commit();
+        results_->write_best();
+      } catch (const Error& e) {
+        spdlog::warn("{}", e.what());
+      }
       std::signal(SIGINT, previous_int);
       std::signal(SIGTERM, previous_term);
       throw;
@@ -121,10 +145,13 @@ class Driver {
     // Signals stay caught until best.json is written: scancel signals the driver and the batch
     // script, which passes SIGTERM on too, and that second signal must not cut the stop short.
     shutdown_actors();
+    if (code == 0) tuning_.on_finished(book_.completed_jobs());
+    commit();
     results_->write_best();
     std::signal(SIGINT, previous_int);
     std::signal(SIGTERM, previous_term);
     summarize();
+    if (code != 0) std::printf("continue it with: packtune run --resume %s\n", options_.out_dir.c_str());
     return code;
   }
 
@@ -134,7 +161,8 @@ class Driver {
     auto last_heartbeat = Clock::now();
     while (true) {
       if (interrupted) {
-        spdlog::warn("interrupted: stopping the actors; results so far are in {}", options_.out_dir);
+        spdlog::warn("interrupted: stopping the actors; results so far are in {}; continue with `packtune run "
+                     "--resume {}`", options_.out_dir, options_.out_dir);
         return 130;
       }
       while (true) {
@@ -154,7 +182,9 @@ class Driver {
       poll_local_actors();
       check_heartbeats();
       release(profiles_.expire(Clock::now()));
-      if (dispatch()) return 0;
+      const bool over = dispatch();
+      commit();
+      if (over) return 0;
       const auto now = Clock::now();
       if (now - last_heartbeat > std::chrono::duration<double>(config_.heartbeat_seconds)) {
         for (auto& [identity, actor] : registry_.actors()) {
@@ -281,6 +311,36 @@ class Driver {
     if (!found) return;  // stale: stopped or moved
     TrialState& trial = *found;
     check_resumed(report, trial);
+    trial.reached = report.budget;
+    auto metric = report.metrics.find(config_.metric);
+    trial.last_metric = metric == report.metrics.end() ? std::numeric_limits<double>::quiet_NaN()
+                                                       : metric->second;
+    // A job that restarted below what its trial reported before (its actor died, the driver
+    // was resumed) trains through budgets the results and the tuner have already seen.
+    const bool seen = report.budget <= trial.reported + 1e-9 * std::max(1.0, report.budget);
+    nlohmann::json row;
+    if (!seen) {
+      row = ResultsWriter::line(report_row(actor, report), trial.full);
+      results_->append(row);
+      trial.reported = report.budget;
+    }
+    if (report.final) {
+      if (!report.checkpoint.empty()) {
+        store_->record(report.trial, report.checkpoint, report.budget);
+        tuning_.on_checkpoint(report.trial, report.checkpoint, report.budget);
+      }
+      finish_job(actor, report.trial, false, row);
+      return;
+    }
+    if (seen) return;
+    if (tuning_.on_report(report.trial, report.budget, trial.last_metric, row) == tuners::Decision::Stop) {
+      send(actor, proto::Stop{report.trial});
+      spdlog::info("trial {} stopped early by the tuner at budget {}", report.trial, report.budget);
+      finish_job(actor, report.trial);
+    }
+  }
+
+  ReportRow report_row(const ActorState& actor, const proto::Report& report) const {
     ReportRow row;
     row.trial = report.trial;
     row.budget = report.budget;
@@ -290,24 +350,11 @@ class Driver {
     row.train_seconds = report.train_seconds;
     row.actor = actor.id;
     row.unit_size = report.unit_size;
-    results_->write(row, trial.full);
-    trial.reached = report.budget;
-    auto metric = report.metrics.find(config_.metric);
-    trial.last_metric = metric == report.metrics.end() ? std::numeric_limits<double>::quiet_NaN()
-                                                       : metric->second;
-    if (report.final) {
-      if (!report.checkpoint.empty()) store_->record(report.trial, report.checkpoint, report.budget);
-      finish_job(actor, report.trial);
-      return;
-    }
-    if (tuner_->on_report(report.trial, report.budget, trial.last_metric) == tuners::Decision::Stop) {
-      send(actor, proto::Stop{report.trial});
-      spdlog::info("trial {} stopped early by the tuner at budget {}", report.trial, report.budget);
-      finish_job(actor, report.trial);
-    }
+    return row;
   }
 
-  void finish_job(ActorState& actor, TrialId id, bool failed = false) {
+  // `row`: the final report's results line, if it has one.
+  void finish_job(ActorState& actor, TrialId id, bool failed = false, const nlohmann::json& row = nullptr) {
     const TrialState& trial = book_.finish(id, failed);
     actor.running.erase(id);
     planner_.remove(plan_, id);
@@ -317,7 +364,7 @@ class Driver {
                    id, trial.reached, config_.metric, trial.last_metric, best ? best->value : NAN,
                    best ? best->trial : -1, book_.completed_jobs(), running_jobs());
     }
-    tuner_->on_result(id, trial.reached, trial.last_metric);
+    tuning_.on_result(id, trial.reached, trial.last_metric, row, failed);
   }
 
   void on_trial_failed(ActorState& actor, TrialId id, const std::string& message) {
@@ -338,13 +385,57 @@ class Driver {
 
   // The trial cannot go on: the tuner hears a failed result.
   void tell_failed(const std::optional<TrialBook::Failure>& failure) {
-    if (failure) tuner_->on_result(failure->trial, failure->budget, std::numeric_limits<double>::quiet_NaN());
+    if (failure) {
+      tuning_.on_result(failure->trial, failure->budget, std::numeric_limits<double>::quiet_NaN(), nullptr, true);
+    }
   }
 
   // The budget of the trial's newest checkpoint, if it has one: where it resumes.
   std::optional<double> checkpoint_of(TrialId id) const {
     if (!store_->has(id)) return std::nullopt;
     return store_->newest_budget(id);
+  }
+
+  // --- resuming (docs/faults.md) ----------------------------------------------------------
+
+  // The tuner has replayed the journal; the books, the store and the clock follow it. Jobs
+  // that had no result go back to the queue, each from its trial's newest checkpoint.
+  void restore(const TunerJournal::Recovered& r) {
+    std::vector<CheckpointStore::Recorded> recorded;
+    for (const auto& c : r.checkpoints) recorded.push_back({c.trial, c.path, c.budget});
+    store_->recover(recorded);
+    for (const auto& [id, progress] : r.trials) {
+      TrialState* trial = book_.remember(progress.job);
+      if (!trial) continue;
+      trial->reported = progress.reported;
+      trial->reached = std::max(0.0, progress.reported);
+      trial->last_metric = progress.last_metric;
+      trial->job_budget = progress.job.budget;
+    }
+    book_.restore_counts(r.results, r.failed);
+    start_ -= std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(r.wall_time));
+    int requeued = 0;
+    for (const auto& job : r.in_flight) {
+      const auto& progress = r.trials.at(job.trial);
+      if (progress.stopped) {
+        // The tuner stopped it and the driver died before passing on the result.
+        book_.finish(job.trial);
+        tuning_.on_result(job.trial, std::max(0.0, progress.reported), progress.last_metric, nullptr, false);
+        continue;
+      }
+      book_.enqueue(job);
+      ++requeued;
+    }
+    commit();
+    spdlog::info("resuming {} from {}: {} report(s) and {} finished job(s) kept, {} job(s) go back to the queue",
+                 config_.name, journal_path(options_.out_dir), r.rows.size(), r.results, requeued);
+  }
+
+  // Makes what the journal took durable, then writes the results rows it holds: results.jsonl
+  // never has a line a resumed run would write again.
+  void commit() {
+    if (journal_) journal_->commit();
+    if (results_) results_->flush();
   }
 
   // --- nodes: the driver's own actors (node 0) and `packtune node`s ------------------------
@@ -495,7 +586,7 @@ class Driver {
         // Jobs held for a profile wait seconds at most; drawing more than the actors can take
         // meanwhile would pull a sweep of 100,000 trials into memory in one call.
         if (profiles_.held_jobs() >= std::max(64, 2 * slots)) break;
-        Job job = tuner_->next_job();
+        Job job = tuning_.next_job();
         if (job.kind == Job::Kind::Wait) break;
         if (job.kind == Job::Kind::Finished) {
           if (running_jobs() == 0 && profiles_.held_jobs() == 0) return true;
@@ -637,7 +728,8 @@ class Driver {
   void check_resumed(const proto::Report& report, TrialState& trial) {
     if (trial.start_checked) return;
     trial.start_checked = true;
-    if (report.start_budget == trial.resume_budget) return;
+    // Budgets recovered from file names (CheckpointStore::recover) carry six digits.
+    if (std::abs(report.start_budget - trial.resume_budget) <= 1e-6 * std::max(1.0, trial.resume_budget)) return;
     spdlog::warn("trial {} could not resume from its checkpoint at budget {:g} and started from {}; see the "
                  "actor's log",
                  report.trial, trial.resume_budget,
@@ -659,6 +751,8 @@ class Driver {
   ExperimentConfig config_;
   DriverOptions options_;
   std::unique_ptr<tuners::Tuner> tuner_;
+  TunerJournal tuning_;  // every call to the tuner goes through the journal
+  std::unique_ptr<Journal> journal_;
   packing::Planner planner_;
   packing::Plan plan_;  // the live actors and the units they train now
   ActorRegistry registry_;
@@ -678,6 +772,10 @@ class Driver {
 };
 
 }  // namespace
+
+std::string journal_path(const std::string& out_dir) {
+  return (std::filesystem::path(out_dir) / "journal.jsonl").string();
+}
 
 int run_experiment(const ExperimentConfig& config, const DriverOptions& options) {
   Driver driver(config, options);

@@ -10,7 +10,13 @@ namespace packtune {
 struct DriverOptions {
   std::string out_dir;
   bool quiet = false;  // no progress lines, only the final summary
+  // Continue the experiment in out_dir from its journal (docs/faults.md); the caller checked
+  // that `config` is the one it ran with.
+  bool resume = false;
 };
+
+// The journal of an experiment's results folder, DIR/journal.jsonl.
+std::string journal_path(const std::string& out_dir);
 
 // Returns the process exit code. Throws Error for failures that end the experiment.
 int run_experiment(const ExperimentConfig& config, const DriverOptions& options);

@@ -26,23 +26,37 @@ TrialBook::Job TrialBook::take_next() {
   return job;
 }
 
-TrialBook::Opened TrialBook::open_next() {
-  const Job& job = queue_.front();
+bool TrialBook::make(const Job& job, TrialState*& out, std::string& why) {
   auto [it, fresh] = trials_.try_emplace(job.trial);
   TrialState& trial = it->second;
-  if (fresh) {
-    trial.sampled = job.config;
-    trial.full = model_;
-    for (const auto& [k, v] : job.config) trial.full[k] = v;
-    trial.seed = trial_seed(seed_, job.trial);
-    try {
-      trial.shape = shape_of_(trial.full);
-    } catch (const InputError& e) {
-      queue_.pop_front();
-      return {nullptr, give_up(it->first, std::string("has an invalid config: ") + e.what())};
-    }
+  out = &trial;
+  if (!fresh) return true;
+  trial.sampled = job.config;
+  trial.full = model_;
+  for (const auto& [k, v] : job.config) trial.full[k] = v;
+  trial.seed = trial_seed(seed_, job.trial);
+  try {
+    trial.shape = shape_of_(trial.full);
+  } catch (const InputError& e) {
+    why = std::string("has an invalid config: ") + e.what();
+    return false;
   }
-  return {&trial, std::nullopt};
+  return true;
+}
+
+TrialBook::Opened TrialBook::open_next() {
+  TrialState* trial = nullptr;
+  std::string why;
+  if (make(queue_.front(), trial, why)) return {trial, std::nullopt};
+  const auto id = queue_.front().trial;
+  queue_.pop_front();
+  return {nullptr, give_up(id, why)};
+}
+
+TrialState* TrialBook::remember(const Job& job) {
+  TrialState* trial = nullptr;
+  std::string why;
+  return make(job, trial, why) ? trial : nullptr;
 }
 
 TrialBook::Job TrialBook::start_next(int actor) {

@@ -27,6 +27,7 @@ struct TrialState {
   int actor = -1;             // where its job runs; -1: none does
   double job_budget = 0;
   double reached = 0;
+  double reported = -1;  // the highest budget it has a row in results.jsonl for; -1: none
   double last_metric = std::numeric_limits<double>::quiet_NaN();
   int restarts = 0;
   double resume_budget = 0;  // the checkpoint budget the running job should start from
@@ -78,6 +79,14 @@ class TrialBook {
   // The trial of the next job, made when it is first seen: the fixed model overlaid with the
   // sample, its seed, its shape.
   Opened open_next();
+  // A trial a resumed experiment knows from its journal: made as open_next() would make it,
+  // without a job in the queue. nullptr when its config is no model.
+  TrialState* remember(const Job& job);
+  // The counts of a resumed experiment's journal.
+  void restore_counts(std::int64_t completed_jobs, int failed_trials) {
+    completed_jobs_ = completed_jobs;
+    failed_trials_ = failed_trials;
+  }
   // The next job leaves the queue to run on `actor`, from scratch unless the caller says
   // otherwise (TrialState::reached).
   Job start_next(int actor);
@@ -105,6 +114,8 @@ class TrialBook {
 
  private:
   void requeue(TrialId id, const TrialState& trial, bool from_checkpoint);
+  // The trial's state, made on first sight; false when its config is no model (`why`).
+  bool make(const Job& job, TrialState*& trial, std::string& why);
 
   tuners::TrialConfig model_;
   std::uint64_t seed_;

@@ -315,3 +315,59 @@ void validate(const ExperimentConfig& c) {
 }
 
 }  // namespace packtune
+
+namespace packtune {
+
+void record_as_run(ExperimentConfig& config) {
+  auto& source = config.source;
+  source["name"] = config.name;
+  source["seed"] = config.seed;
+  source["actors"] = config.actors;
+  source["listen"] = config.listen;
+  if (!config.keys.empty()) source["keys"] = config.keys;
+  source["device"] = config.device;
+  source["max_pack"] = config.max_pack;
+  source["fuse"] = config.fuse;
+  source["keep_checkpoints"] = config.keep_checkpoints;
+  if (source.contains("tuner") && source["tuner"].is_object()) {
+    source["tuner"]["name"] = config.tuner;
+    source["tuner"]["trials"] = config.trials;
+  } else {
+    source["tuner"] = {{"name", config.tuner}, {"trials", config.trials}};
+  }
+}
+
+namespace {
+
+void collect_differences(const json& a, const json& b, const std::string& where, std::vector<std::string>& out) {
+  if (a.is_object() && b.is_object()) {
+    std::set<std::string> keys;
+    for (const auto& [k, v] : a.items()) keys.insert(k);
+    for (const auto& [k, v] : b.items()) keys.insert(k);
+    for (const auto& k : keys) {
+      const std::string path = where.empty() ? k : where + "." + k;
+      if (!a.contains(k) || !b.contains(k)) {
+        out.push_back(path);
+      } else {
+        collect_differences(a[k], b[k], path, out);
+      }
+    }
+  } else if (a != b) {
+    out.push_back(where);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> resume_differences(const json& ran, const json& now) {
+  static const std::set<std::string> may_change = {"actors", "listen", "keys", "insecure", "join_timeout_seconds",
+                                                   "threads_per_actor"};
+  std::vector<std::string> all, out;
+  collect_differences(ran, now, "", all);
+  for (const auto& key : all) {
+    if (!may_change.count(key)) out.push_back(key);
+  }
+  return out;
+}
+
+}  // namespace packtune

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -85,5 +86,13 @@ void check_fuse_mode(const std::string& mode, const std::string& where);
 void validate(const ExperimentConfig& config);
 
 tuners::TunerContext tuner_context(const ExperimentConfig& config);
+
+// Writes the values the overrides may have changed into `config.source`, which becomes the
+// config as run (config.json, the journal's header).
+void record_as_run(ExperimentConfig& config);
+// The keys (dotted paths, e.g. "tuner.eta") whose values differ between two configs as run,
+// leaving out those a resumed experiment may change: where its actors are and how they join
+// ("actors", "listen", "keys", "insecure", "join_timeout_seconds", "threads_per_actor").
+std::vector<std::string> resume_differences(const nlohmann::json& ran, const nlohmann::json& now);
 
 }  // namespace packtune

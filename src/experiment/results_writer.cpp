@@ -1,35 +1,95 @@
 #include "experiment/results_writer.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "packtune/error.hpp"
 
 namespace packtune {
 namespace fs = std::filesystem;
 
+namespace {
+
+// Writes a file whole or throws Error naming it: through a temporary and a rename, so a reader
+// (or a resume) never sees half of it.
+void write_file(const fs::path& path, const std::string& text) {
+  const auto tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw Error(path.string() + ": cannot write (" + std::strerror(errno) + "); is the disk full?");
+    }
+  }
+  fs::rename(tmp, path);
+}
+
+}  // namespace
+
 void ResultsWriter::check_fresh(const std::string& dir) {
   if (fs::exists(fs::path(dir) / "results.jsonl")) {
-    throw InputError("--out " + dir + ": already holds results.jsonl; choose another --out or "
-                     "remove the old results");
+    throw InputError("--out " + dir + ": already holds results.jsonl; choose another --out, remove the old "
+                     "results, or continue them with `packtune run --resume " + dir + "`");
   }
   if (fs::exists(dir) && !fs::is_directory(dir)) {
     throw InputError("--out " + dir + ": exists and is not a directory");
   }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw InputError("--out " + dir + ": cannot create the directory (" + ec.message() + ")");
+  // Permissions alone do not tell (root ignores them; a read-only mount does not): try.
+  const auto probe = (fs::path(dir) / ".packtune-probe").string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int error = fd < 0 ? errno : (::write(fd, "ok\n", 3) == 3 ? 0 : errno);
+  if (fd >= 0) ::close(fd);
+  fs::remove(probe, ec);
+  if (error != 0) throw InputError("--out " + dir + ": cannot write there (" + std::strerror(error) + ")");
 }
 
 ResultsWriter::ResultsWriter(const std::string& dir, const nlohmann::json& config_as_run,
                              std::string metric, tuners::Mode mode)
-    : dir_(dir), metric_(std::move(metric)), mode_(mode) {
+    : dir_(dir), path_((fs::path(dir) / "results.jsonl").string()), metric_(std::move(metric)), mode_(mode) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) throw Error("--out " + dir_ + ": cannot create the directory (" + ec.message() + ")");
-  std::ofstream(fs::path(dir_) / "config.json") << config_as_run.dump(2) << "\n";
-  results_.open(fs::path(dir_) / "results.jsonl", std::ios::out | std::ios::trunc);
-  if (!results_) throw Error(dir_ + "/results.jsonl: cannot open for writing");
+  write_file(fs::path(dir_) / "config.json", config_as_run.dump(2) + "\n");
+  open(O_TRUNC);
 }
 
-void ResultsWriter::write(const ReportRow& row, const tuners::TrialConfig& config) {
+ResultsWriter::ResultsWriter(const std::string& dir, const std::vector<nlohmann::json>& rows, std::string metric,
+                             tuners::Mode mode)
+    : dir_(dir), path_((fs::path(dir) / "results.jsonl").string()), metric_(std::move(metric)), mode_(mode) {
+  std::string text;
+  for (const auto& row : rows) text += row.dump() + "\n";
+  write_file(path_, text);
+  open(O_APPEND);
+  size_ = static_cast<long long>(text.size());
+  for (const auto& row : rows) {
+    pending_.clear();
+    append(row);
+  }
+  pending_.clear();
+}
+
+ResultsWriter::~ResultsWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ResultsWriter::open(int flags) {
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | flags, 0644);
+  if (fd_ < 0) throw Error(path_ + ": cannot open for writing (" + std::strerror(errno) + ")");
+}
+
+nlohmann::json ResultsWriter::line(const ReportRow& row, const tuners::TrialConfig& config) {
   nlohmann::json line;
   line["trial"] = row.trial;
   line["budget"] = row.budget;
@@ -45,17 +105,40 @@ void ResultsWriter::write(const ReportRow& row, const tuners::TrialConfig& confi
   // Every trial's hyper-parameters (fixed and sampled), not only the best's: enough to re-run any trial elsewhere
   // (bench/peer_bench trains the same trials in a plain PyTorch loop from these).
   line["config"] = tuners::to_json(config);
-  results_ << line.dump() << "\n";
-  results_.flush();
-  if (!results_) throw Error(dir_ + "/results.jsonl: write failed (disk full?)");
-  ++rows_;
+  return line;
+}
 
-  auto it = row.metrics.find(metric_);
-  if (it == row.metrics.end()) return;
-  if (!best_ || tuners::better(it->second, best_->value, mode_) ||
-      (it->second == best_->value && row.budget > best_->budget)) {
-    best_ = Best{row.trial, it->second, row.budget, config};
+void ResultsWriter::append(const nlohmann::json& line) {
+  pending_ += line.dump();
+  pending_ += '\n';
+  ++rows_;
+  auto it = line.find(metric_);
+  if (it == line.end() || !it->is_number()) return;
+  const double value = it->get<double>();
+  const double budget = line.at("budget").get<double>();
+  if (!best_ || tuners::better(value, best_->value, mode_) || (value == best_->value && budget > best_->budget)) {
+    best_ = Best{line.at("trial").get<tuners::TrialId>(), value, budget,
+                 tuners::config_from_json(line.at("config"), "results.jsonl: config")};
   }
+}
+
+void ResultsWriter::flush() {
+  if (pending_.empty()) return;
+  std::size_t done = 0;
+  while (done < pending_.size()) {
+    const ssize_t n = ::write(fd_, pending_.data() + done, pending_.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      // If even that fails, a resume rewrites the file from the journal.
+      (void)!::ftruncate(fd_, size_);
+      throw Error(path_ + ": cannot write (" + std::strerror(error) + "); free space there, then continue with "
+                  "`packtune run --resume " + dir_ + "`");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  size_ += static_cast<long long>(pending_.size());
+  pending_.clear();
 }
 
 void ResultsWriter::write_best() const {
@@ -66,9 +149,7 @@ void ResultsWriter::write_best() const {
   out["metric"] = metric_;
   out["value"] = best_->value;
   out["budget"] = best_->budget;
-  const auto tmp = fs::path(dir_) / "best.json.tmp";
-  std::ofstream(tmp) << out.dump(2) << "\n";
-  fs::rename(tmp, fs::path(dir_) / "best.json");
+  write_file(fs::path(dir_) / "best.json", out.dump(2) + "\n");
 }
 
 }  // namespace packtune

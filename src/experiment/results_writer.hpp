@@ -1,11 +1,13 @@
 #pragma once
-// The results directory: results.jsonl (one line per report, flushed as it comes, so a
-// crash loses nothing already reported), best.json, and config.json (the config as run).
+// The results directory: results.jsonl (one line per report), best.json, and config.json (the
+// config as run). The driver appends a report's line, journals it (driver/journal.hpp), and
+// flushes results.jsonl after the journal's commit: the file only ever holds whole lines, and
+// only reports a resumed run will not redo.
 #include <cstdint>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -27,13 +29,31 @@ struct ReportRow {
 
 class ResultsWriter {
  public:
-  // Throws InputError when `dir` already holds results: a new run never overwrites one.
+  // Throws InputError when `dir` already holds results (a new run never overwrites one), or
+  // when it cannot be created or written: before any actor starts, not at the first report.
   static void check_fresh(const std::string& dir);
 
+  // A new run: writes config.json and an empty results.jsonl.
   ResultsWriter(const std::string& dir, const nlohmann::json& config_as_run,
                 std::string metric, tuners::Mode mode);
+  // A resumed run: results.jsonl is rewritten to hold exactly `rows`, the journal's.
+  ResultsWriter(const std::string& dir, const std::vector<nlohmann::json>& rows, std::string metric,
+                tuners::Mode mode);
+  ~ResultsWriter();
+  ResultsWriter(const ResultsWriter&) = delete;
+  ResultsWriter& operator=(const ResultsWriter&) = delete;
 
-  void write(const ReportRow& row, const tuners::TrialConfig& config);
+  // The results.jsonl line of a report.
+  static nlohmann::json line(const ReportRow& row, const tuners::TrialConfig& config);
+  // Takes the line (best() sees it at once); flush() writes it.
+  void append(const nlohmann::json& line);
+  // Writes the lines appended since the last flush. On a failure (a full disk) the file is
+  // cut back to its last whole line and Error names it.
+  void flush();
+  void write(const ReportRow& row, const tuners::TrialConfig& config) {
+    append(line(row, config));
+    flush();
+  }
 
   struct Best {
     tuners::TrialId trial = -1;
@@ -41,16 +61,22 @@ class ResultsWriter {
     double budget = 0;
     tuners::TrialConfig config;
   };
-  // The best final report so far under the experiment's metric and mode.
+  // The best report so far under the experiment's metric and mode.
   const std::optional<Best>& best() const { return best_; }
   void write_best() const;
   std::int64_t rows() const { return rows_; }
+  const std::string& path() const { return path_; }
 
  private:
+  void open(int flags);
+
   std::string dir_;
+  std::string path_;
   std::string metric_;
   tuners::Mode mode_;
-  std::ofstream results_;
+  int fd_ = -1;
+  long long size_ = 0;  // bytes of whole lines written
+  std::string pending_;
   std::optional<Best> best_;
   std::int64_t rows_ = 0;
 };

@@ -1,0 +1,160 @@
+#include "driver/tuner_journal.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "packtune/error.hpp"
+
+namespace packtune {
+namespace {
+
+using json = nlohmann::json;
+
+// JSON has no NaN: a failed or diverged trial's metric is null.
+json metric_json(double metric) { return std::isfinite(metric) ? json(metric) : json(nullptr); }
+double metric_of(const json& value) {
+  return value.is_number() ? value.get<double>() : std::numeric_limits<double>::quiet_NaN();
+}
+
+const char* kind_name(tuners::Job::Kind kind) {
+  switch (kind) {
+    case tuners::Job::Kind::Start: return "start";
+    case tuners::Job::Kind::Resume: return "resume";
+    case tuners::Job::Kind::Wait: return "wait";
+    case tuners::Job::Kind::Finished: return "finished";
+  }
+  return "?";
+}
+
+std::string describe(const tuners::Job& job) {
+  if (job.kind != tuners::Job::Kind::Start && job.kind != tuners::Job::Kind::Resume) return kind_name(job.kind);
+  return fmt::format("{} trial {} to budget {:g} with {}", kind_name(job.kind), job.trial, job.budget,
+                     tuners::to_json(job.config).dump());
+}
+
+}  // namespace
+
+tuners::Job TunerJournal::next_job() {
+  Job job = tuner_.next_job();
+  if (job.kind == Job::Kind::Start || job.kind == Job::Kind::Resume) {
+    write({{"job",
+            {{"kind", kind_name(job.kind)},
+             {"trial", job.trial},
+             {"budget", job.budget},
+             {"config", tuners::to_json(job.config)}}}});
+  }
+  return job;
+}
+
+tuners::Decision TunerJournal::on_report(TrialId trial, double budget, double metric, const json& row) {
+  const auto decision = tuner_.on_report(trial, budget, metric);
+  write({{"report",
+          {{"trial", trial}, {"budget", budget}, {"metric", metric_json(metric)},
+           {"stop", decision == tuners::Decision::Stop}}},
+         {"row", row}});
+  return decision;
+}
+
+void TunerJournal::on_result(TrialId trial, double budget, double metric, const json& row, bool failed) {
+  tuner_.on_result(trial, budget, metric);
+  json entry = {{"result", {{"trial", trial}, {"budget", budget}, {"metric", metric_json(metric)}}}};
+  if (failed) entry["result"]["failed"] = true;
+  if (!row.is_null()) entry["row"] = row;
+  write(entry);
+}
+
+void TunerJournal::on_checkpoint(TrialId trial, const std::string& path, double budget) {
+  write({{"checkpoint", {{"trial", trial}, {"path", path}, {"budget", budget}}}});
+}
+
+void TunerJournal::on_finished(std::int64_t jobs) { write({{"finished", {{"jobs", jobs}}}}); }
+
+TunerJournal::Recovered TunerJournal::replay(const std::vector<json>& entries) {
+  Recovered r;
+  auto add_row = [&r](const json& row) {
+    r.rows.push_back(row);
+    r.wall_time = std::max(r.wall_time, row.value("wall_time", 0.0));
+    auto& t = r.trials[row.at("trial").get<TrialId>()];
+    t.reported = std::max(t.reported, row.at("budget").get<double>());
+  };
+  std::size_t index = 0;
+  try {
+    for (const auto& entry : entries) {
+      ++index;
+      if (entry.contains("job")) {
+        const auto& j = entry["job"];
+        Job expected;
+        expected.kind = j.at("kind") == "resume" ? Job::Kind::Resume : Job::Kind::Start;
+        expected.trial = j.at("trial").get<TrialId>();
+        expected.budget = j.at("budget").get<double>();
+        expected.config = tuners::config_from_json(j.at("config"), "journal: config");
+        Job job = tuner_.next_job();
+        if (job.kind != expected.kind || job.trial != expected.trial || job.budget != expected.budget ||
+            job.config != expected.config) {
+          throw Error(fmt::format("the tuner did not repeat its decisions: entry {} of the journal is \"{}\" but "
+                                  "the tuner now says \"{}\"; --resume needs a tuner that gives the same jobs for "
+                                  "the same seed and results (docs/tuners.md)",
+                                  index, describe(expected), describe(job)));
+        }
+        auto& t = r.trials[job.trial];
+        t.job = job;
+        t.running = true;
+        t.stopped = false;
+      } else if (entry.contains("report")) {
+        const auto& e = entry["report"];
+        const auto trial = e.at("trial").get<TrialId>();
+        const double metric = metric_of(e.at("metric"));
+        const auto decision = tuner_.on_report(trial, e.at("budget").get<double>(), metric);
+        const bool stop = e.at("stop").get<bool>();
+        if ((decision == tuners::Decision::Stop) != stop) {
+          throw Error(fmt::format("the tuner did not repeat its decisions: at entry {} of the journal it {} trial {} "
+                                  "and now it {} it; --resume needs a deterministic tuner (docs/tuners.md)",
+                                  index, stop ? "stopped" : "continued", trial, stop ? "continues" : "stops"));
+        }
+        add_row(entry.at("row"));
+        auto& t = r.trials[trial];
+        t.last_metric = metric;
+        t.stopped = stop;
+      } else if (entry.contains("result")) {
+        const auto& e = entry["result"];
+        const auto trial = e.at("trial").get<TrialId>();
+        const double metric = metric_of(e.at("metric"));
+        tuner_.on_result(trial, e.at("budget").get<double>(), metric);
+        if (entry.contains("row")) add_row(entry["row"]);
+        auto& t = r.trials[trial];
+        t.running = false;
+        t.stopped = false;
+        t.last_metric = metric;
+        ++r.results;
+        if (e.value("failed", false)) ++r.failed;
+      } else if (entry.contains("checkpoint")) {
+        const auto& e = entry["checkpoint"];
+        r.checkpoints.push_back({e.at("trial").get<TrialId>(), e.at("path").get<std::string>(),
+                                 e.at("budget").get<double>()});
+      } else if (entry.contains("finished")) {
+        r.finished = true;
+        r.finished_jobs = entry["finished"].value("jobs", std::int64_t{0});
+      }
+    }
+  } catch (const json::exception& e) {
+    throw InputError(fmt::format("journal entry {} is not one packtune writes ({}); the experiment cannot be resumed",
+                                 index, e.what()));
+  }
+  // In the order the tuner gave them: the queue a resumed driver starts from.
+  std::vector<std::pair<std::size_t, TrialId>> order;
+  index = 0;
+  for (const auto& entry : entries) {
+    ++index;
+    if (entry.contains("job")) order.emplace_back(index, entry["job"].at("trial").get<TrialId>());
+  }
+  std::map<TrialId, std::size_t> last_job;
+  for (const auto& [i, trial] : order) last_job[trial] = i;
+  for (const auto& [i, trial] : order) {
+    const auto& t = r.trials.at(trial);
+    if (t.running && last_job[trial] == i) r.in_flight.push_back(t.job);
+  }
+  return r;
+}
+
+}  // namespace packtune

@@ -1,0 +1,80 @@
+#pragma once
+// The tuner as the driver sees it during a run that can be resumed: every job it gives and
+// every report and result it hears go through here into the Journal, with the results.jsonl
+// row each report produced and each checkpoint the store recorded.
+//
+// replay() feeds a journal to a fresh tuner made with the same config and seed: the jobs it
+// gives again must be the jobs the journal holds, so the tuner ends in the state the killed
+// driver's was in. That asks two things of a tuner (docs/tuners.md): the same calls give the
+// same answers (randomness from its seed only), and a next_job() that returns Wait or
+// Finished changes nothing, because those calls are not journaled (a waiting driver asks
+// twenty times a second).
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "driver/journal.hpp"
+#include "tuners/tuner.hpp"
+
+namespace packtune {
+
+class TunerJournal {
+ public:
+  using TrialId = tuners::TrialId;
+  using Job = tuners::Job;
+
+  // Both must outlive this. `journal` may be null: nothing is written (packtune simulate).
+  TunerJournal(tuners::Tuner& tuner, Journal* journal) : tuner_(tuner), journal_(journal) {}
+  void set_journal(Journal* journal) { journal_ = journal; }
+
+  Job next_job();
+  // `row` is the results.jsonl line of the report.
+  tuners::Decision on_report(TrialId trial, double budget, double metric, const nlohmann::json& row);
+  // `row`: the final report's line, or null (a stopped trial's last report was journaled
+  // already; a failed job has none). `failed`: the trial cannot go on.
+  void on_result(TrialId trial, double budget, double metric, const nlohmann::json& row, bool failed);
+  // The store holds `path`, the trial's checkpoint at `budget`.
+  void on_checkpoint(TrialId trial, const std::string& path, double budget);
+  // The experiment ended: resuming it has nothing left to do.
+  void on_finished(std::int64_t jobs);
+
+  struct TrialProgress {
+    Job job;                  // its last job (config, target budget)
+    bool running = false;     // the job has no result yet
+    double reported = -1;     // the highest budget it has a row for; -1: none
+    double last_metric = std::numeric_limits<double>::quiet_NaN();
+    bool stopped = false;     // its last report made the tuner stop it, and no result followed
+  };
+  struct Checkpoint {
+    TrialId trial = -1;
+    std::string path;
+    double budget = 0;
+  };
+  struct Recovered {
+    std::map<TrialId, TrialProgress> trials;  // every trial the tuner started
+    std::vector<Job> in_flight;               // jobs without a result, in the order given
+    std::vector<nlohmann::json> rows;         // results.jsonl as the journal has it
+    std::vector<Checkpoint> checkpoints;      // in the order the store recorded them
+    std::int64_t results = 0;                 // jobs that ended
+    int failed = 0;                           // of them, failed trials
+    double wall_time = 0;                     // the last row's
+    bool finished = false;
+    std::int64_t finished_jobs = 0;
+  };
+  // Replays `entries` (Journal::read, the header first) into the tuner without writing them
+  // again. Throws Error when the tuner answers otherwise than the journal says it did.
+  Recovered replay(const std::vector<nlohmann::json>& entries);
+
+ private:
+  void write(const nlohmann::json& entry) {
+    if (journal_) journal_->append(entry);
+  }
+
+  tuners::Tuner& tuner_;
+  Journal* journal_;
+};
+
+}  // namespace packtune

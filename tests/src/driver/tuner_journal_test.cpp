@@ -1,0 +1,159 @@
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <set>
+#include <tuple>
+
+#include "../../temp_dir.hpp"
+#include "../../tuners/tuner_test_support.hpp"
+#include "driver/tuner_journal.hpp"
+#include "packtune/error.hpp"
+
+using namespace packtune;
+using tuners::Job;
+using tuners::testing::HashObjective;
+using tuners::testing::make_context;
+
+namespace {
+
+using Result = std::tuple<tuners::TrialId, double, double>;  // trial, budget, metric
+
+// Runs a tuner to the end on `slots` workers, from the jobs `running` already holds; results
+// arrive in an order drawn from `order_seed`, each a pure function of (trial, budget).
+std::vector<Result> run_to_end(TunerJournal& tuning, std::vector<Job> running, int slots, unsigned order_seed) {
+  HashObjective objective(5);
+  std::mt19937 rng(order_seed);
+  std::vector<Result> results;
+  while (true) {
+    bool finished = false;
+    while (static_cast<int>(running.size()) < slots) {
+      Job job = tuning.next_job();
+      if (job.kind == Job::Kind::Start || job.kind == Job::Kind::Resume) {
+        running.push_back(job);
+        continue;
+      }
+      finished = job.kind == Job::Kind::Finished;
+      break;
+    }
+    if (running.empty()) {
+      REQUIRE(finished);
+      return results;
+    }
+    const auto pick = rng() % running.size();
+    const Job job = running[pick];
+    running.erase(running.begin() + static_cast<long>(pick));
+    const double metric = objective.evaluate(job.trial, job.config, job.budget);
+    nlohmann::json row = {{"trial", job.trial}, {"budget", job.budget}, {"wall_time", 1.0 * results.size()}};
+    tuning.on_result(job.trial, job.budget, metric, row, false);
+    results.emplace_back(job.trial, job.budget, metric);
+  }
+}
+
+std::set<Result> as_set(const std::vector<Result>& v) { return {v.begin(), v.end()}; }
+
+}  // namespace
+
+TEST_CASE("a tuner resumed from any prefix of its journal ends with the same jobs and results") {
+  const std::string name = GENERATE(as<std::string>{}, "hyperband", "sha", "random", "grid");
+  CAPTURE(name);
+  auto context = make_context(1, 9, name == "grid" || name == "random" ? 12 : 0, tuners::Mode::Max);
+  if (name == "grid") {
+    context.space = tuners::SearchSpace::from_json(
+        nlohmann::json::parse(R"({"lr": {"type": "choice", "values": [0.1, 0.03, 0.01, 0.003, 0.001, 0.0003]}})"));
+  }
+  context.seed = 11;
+  testing::TempDir dir;
+  const auto path = dir.file("journal.jsonl");
+
+  std::vector<Result> whole;
+  {
+    auto tuner = tuners::TunerRegistry::instance().create(name, context);
+    auto journal = Journal::create(path, {{"header", 1}});
+    TunerJournal tuning(*tuner, &journal);
+    whole = run_to_end(tuning, {}, 3, 1);
+    journal.commit();
+  }
+  const auto entries = Journal::read(path);
+  REQUIRE(entries.size() > 10);
+
+  // A driver killed after any entry: the tuner replays the prefix, the jobs without a result
+  // run again, and the experiment ends as the uninterrupted one did.
+  for (std::size_t cut = 1; cut <= entries.size(); ++cut) {
+    CAPTURE(cut);
+    auto tuner = tuners::TunerRegistry::instance().create(name, context);
+    TunerJournal tuning(*tuner, nullptr);
+    const std::vector<nlohmann::json> prefix(entries.begin(), entries.begin() + static_cast<long>(cut));
+    const auto recovered = tuning.replay(prefix);
+    std::vector<Result> done;
+    for (const auto& row : recovered.rows) {
+      const auto trial = row["trial"].get<tuners::TrialId>();
+      const double budget = row["budget"].get<double>();
+      done.emplace_back(trial, budget, HashObjective(5).evaluate(trial, {}, budget));
+    }
+    CHECK(static_cast<std::int64_t>(done.size()) == recovered.results);
+    auto rest = run_to_end(tuning, recovered.in_flight, 3, static_cast<unsigned>(cut));
+    done.insert(done.end(), rest.begin(), rest.end());
+    REQUIRE(done.size() == whole.size());
+    CHECK(as_set(done) == as_set(whole));
+  }
+}
+
+TEST_CASE("replay refuses a tuner that does not repeat its decisions") {
+  auto context = make_context(1, 9, 6, tuners::Mode::Max);
+  context.seed = 1;
+  std::vector<nlohmann::json> entries;
+  {
+    auto tuner = tuners::TunerRegistry::instance().create("random", context);
+    testing::TempDir dir;
+    auto journal = Journal::create(dir.file("j"), {{"header", 1}});
+    TunerJournal tuning(*tuner, &journal);
+    tuning.next_job();
+    tuning.next_job();
+    journal.commit();
+    entries = Journal::read(dir.file("j"));
+  }
+  context.seed = 2;  // another seed samples other configs
+  auto tuner = tuners::TunerRegistry::instance().create("random", context);
+  TunerJournal tuning(*tuner, nullptr);
+  try {
+    tuning.replay(entries);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("did not repeat its decisions: entry 2"));
+  }
+}
+
+TEST_CASE("replay recovers rows, checkpoints, stopped trials and the end of an experiment") {
+  auto context = make_context(1, 9, 2, tuners::Mode::Max);
+  auto tuner = tuners::TunerRegistry::instance().create("random", context);
+  TunerJournal tuning(*tuner, nullptr);
+  const Job a = tuner->next_job();
+  const Job b = tuner->next_job();
+  auto job_entry = [](const Job& j) {
+    return nlohmann::json{{"job", {{"kind", "start"}, {"trial", j.trial}, {"budget", j.budget},
+                                   {"config", tuners::to_json(j.config)}}}};
+  };
+  auto fresh = tuners::TunerRegistry::instance().create("random", context);
+  TunerJournal replaying(*fresh, nullptr);
+  const std::vector<nlohmann::json> entries = {
+      {{"header", 1}},
+      job_entry(a),
+      job_entry(b),
+      {{"report", {{"trial", a.trial}, {"budget", 3}, {"metric", 0.5}, {"stop", false}}},
+       {"row", {{"trial", a.trial}, {"budget", 3}, {"wall_time", 2.5}}}},
+      {{"checkpoint", {{"trial", b.trial}, {"path", "/x/trial-1-budget-9.h5"}, {"budget", 9}}}},
+      {{"result", {{"trial", b.trial}, {"budget", 9}, {"metric", nullptr}, {"failed", true}}}},
+  };
+  const auto r = replaying.replay(entries);
+  CHECK(r.rows.size() == 1);
+  CHECK(r.wall_time == 2.5);
+  CHECK(r.results == 1);
+  CHECK(r.failed == 1);
+  REQUIRE(r.in_flight.size() == 1);
+  CHECK(r.in_flight[0].trial == a.trial);
+  CHECK(r.trials.at(a.trial).reported == 3);
+  CHECK(r.trials.at(a.trial).last_metric == 0.5);
+  REQUIRE(r.checkpoints.size() == 1);
+  CHECK(r.checkpoints[0].budget == 9);
+  CHECK_FALSE(r.finished);
+}
