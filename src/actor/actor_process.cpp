@@ -1,5 +1,6 @@
 #include "actor/actor_process.hpp"
 
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -392,22 +393,28 @@ class Actor {
     }
     // The tensors are already host copies: the pack trains on while a thread writes them,
     // and the final report goes out once the file is in place.
-    std::future<std::string> saved;
+    std::future<Saved> saved;
     if (event.checkpoint) {
       saved = std::async(std::launch::async, [this, checkpoint = event.checkpoint] { return save(*checkpoint); });
     } else {
-      std::promise<std::string> none;
-      none.set_value("");
+      std::promise<Saved> none;
+      none.set_value({});
       saved = none.get_future();
     }
     saves_.push_back({std::move(report), std::move(saved)});
     send_saved(false);
   }
 
+  struct Saved {
+    std::string path;   // in the store; empty when it could not be written
+    std::string error;  // why not
+    bool disk_full = false;
+  };
+
   // Writes the checkpoint into the store, or into the work folder and then over to the driver's
   // store; returns its path in the store. The final report waits for it: a checkpoint the
   // driver does not hold yet cannot be promoted, so a dead actor loses none that could be.
-  std::string save(const actors::TrialCheckpoint& checkpoint) const {
+  Saved save(const actors::TrialCheckpoint& checkpoint) const {
     const auto path = actors::checkpoint_path(local_checkpoints_, checkpoint.trial, checkpoint.budget);
     try {
       const auto start = Clock::now();
@@ -418,7 +425,7 @@ class Actor {
       if (!transfer_) {
         logging::info("actor {}: trial {} checkpoint at budget {:g}: {} ({:.1f} MiB in {:.2f} s)", id_,
                       checkpoint.trial, checkpoint.budget, path, mib, written);
-        return path;
+        return {path};
       }
       const auto sent = Clock::now();
       std::string stored;
@@ -434,10 +441,21 @@ class Actor {
       logging::info("actor {}: trial {} checkpoint at budget {:g}: {} ({:.1f} MiB written in {:.2f} s, sent to the "
                     "driver in {:.2f} s)", id_, checkpoint.trial, checkpoint.budget, stored, mib, written,
                     std::chrono::duration<double>(Clock::now() - sent).count());
-      return stored;
+      return {stored};
     } catch (const std::exception& e) {
       logging::warn("actor {}: trial {}: cannot write its checkpoint: {}", id_, checkpoint.trial, e.what());
-      return "";
+      // HDF5's messages do not say ENOSPC; the file system does.
+      struct statvfs fs {};
+      const auto needs = checkpoint.bytes() + (std::int64_t{1} << 20);
+      if (::statvfs(local_checkpoints_.c_str(), &fs) == 0 &&
+          static_cast<std::int64_t>(fs.f_bavail) * static_cast<std::int64_t>(fs.f_frsize) < needs) {
+        return {"", fmt::format("no space left on the disk of {} for trial {}'s checkpoint ({} MiB free, it needs {} MiB)",
+                                local_checkpoints_, checkpoint.trial,
+                                static_cast<std::int64_t>(fs.f_bavail) * static_cast<std::int64_t>(fs.f_frsize) >> 20,
+                                needs >> 20),
+                true};
+      }
+      return {"", e.what()};
     }
   }
 
@@ -447,7 +465,10 @@ class Actor {
     while (!saves_.empty() &&
            (wait || saves_.front().path.wait_for(std::chrono::seconds(0)) == std::future_status::ready)) {
       auto& front = saves_.front();
-      front.report.checkpoint = front.path.get();
+      const Saved saved = front.path.get();
+      front.report.checkpoint = saved.path;
+      front.report.checkpoint_error = saved.error;
+      front.report.disk_full = saved.disk_full;
       send_message(socket_, front.report);
       saves_.pop_front();
       sent = true;
@@ -457,7 +478,7 @@ class Actor {
 
   struct PendingSave {
     proto::Report report;
-    std::future<std::string> path;
+    std::future<Saved> path;
   };
 
   ActorOptions options_;

@@ -311,6 +311,11 @@ class Driver {
     if (!found) return;  // stale: stopped or moved
     TrialState& trial = *found;
     check_resumed(report, trial);
+    if (report.final && report.disk_full) {
+      // The job's report waits for its checkpoint; a resume re-runs the job from its last one.
+      throw Error(report.checkpoint_error + "; the experiment stops: free space there, then continue with "
+                  "`packtune run --resume " + options_.out_dir + "`");
+    }
     trial.reached = report.budget;
     auto metric = report.metrics.find(config_.metric);
     trial.last_metric = metric == report.metrics.end() ? std::numeric_limits<double>::quiet_NaN()

@@ -12,7 +12,7 @@
 
 namespace packtune::protocol {
 
-constexpr std::uint32_t kProtocolVersion = 4;
+constexpr std::uint32_t kProtocolVersion = 5;
 
 // What every actor of an experiment needs to know, sent once in Welcome.
 struct ExperimentSpec {
@@ -170,9 +170,15 @@ struct Report {
   std::string checkpoint;   // a final report: the checkpoint written at `budget`, or ""
   double start_budget = 0;  // the budget the job started from: a checkpoint's, 0 from scratch
   std::int32_t unit_size = 1;  // members of its fused unit when the reported step trained
+  // A final report whose checkpoint could not be written: why. `disk_full`: its disk has no
+  // room for it, and the experiment stops (docs/faults.md).
+  std::string checkpoint_error;
+  bool disk_full = false;
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(trial, budget, metrics, final, train_seconds, checkpoint, start_budget, unit_size); }
+  void serialize(Archive& ar) {
+    ar(trial, budget, metrics, final, train_seconds, checkpoint, start_budget, unit_size, checkpoint_error, disk_full);
+  }
 };
 
 // actor -> driver: `trial` could not be trained; the message says why.

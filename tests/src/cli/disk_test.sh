@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Disks: an --out that cannot be written is refused before any actor starts (exit 2); a disk
+# that fills mid-run (a 2 MiB tmpfs as --out) stops the experiment with one error line naming
+# the path, results.jsonl keeps only whole lines, and after space is freed `--resume` ends the
+# experiment as a run that never lacked space did. Needs root for a mount namespace (skipped,
+# exit 77, without).
+set -euo pipefail
+packtune="$1"
+here="$(cd "$(dirname "$0")" && pwd)"
+compare="$here/../../scripts/compare_results.py"
+source "$here/background.sh"
+echo "work: $work"
+if [ "$(id -u)" -ne 0 ] || ! unshare -m true 2> /dev/null; then
+  echo "SKIP: needs root and mount namespaces"; exit 77
+fi
+
+cat > "$work/config.json" <<'JSON'
+{
+  "seed": 5,
+  "budget": {"unit": "epochs", "min": 0.25, "max": 2.25, "report_every": 0.25},
+  "tuner": {"name": "hyperband", "trials": 17, "eta": 3},
+  "actors": 2,
+  "max_pack": 4,
+  "data": {"train_size": 1500, "validation_size": 500},
+  "model": {"family": "mlp", "depth": 1, "width": 32, "batch_size": 64, "optimizer": "adam"},
+  "space": {
+    "lr": {"type": "loguniform", "low": 0.0005, "high": 0.02},
+    "dropout": {"type": "uniform", "low": 0.0, "high": 0.3}
+  }
+}
+JSON
+
+# Not writable: a path through a file, and (below) a read-only mount.
+set +e
+"$packtune" run "$work/config.json" --out "$work/config.json/run" > "$work/through_file.out" 2>&1
+code=$?
+set -e
+[ "$code" -eq 2 ] && grep -q "cannot create the directory" "$work/through_file.out" || {
+  echo "FAIL: an --out through a file was not refused with exit 2"; cat "$work/through_file.out"; exit 1; }
+
+"$packtune" run "$work/config.json" --out "$work/ref" --quiet > "$work/ref.out" 2>&1
+
+mkdir -p "$work/small" "$work/readonly"
+# The mounts live and die with this namespace: nothing is left mounted whatever happens.
+unshare -m --propagation private bash -euo pipefail -s "$packtune" "$work" <<'INNER'
+packtune="$1"; work="$2"
+mount -t tmpfs -o ro,size=1m tmpfs "$work/readonly"
+set +e
+"$packtune" run "$work/config.json" --out "$work/readonly/run" > "$work/readonly.out" 2>&1
+code=$?
+set -e
+[ "$code" -eq 2 ] && grep -q "readonly/run: cannot" "$work/readonly.out" || {
+  echo "FAIL: a read-only --out was not refused with exit 2"; cat "$work/readonly.out"; exit 1; }
+[ ! -e "$work/readonly/run/logs" ] || { echo "FAIL: actors started on a read-only --out"; exit 1; }
+
+mount -t tmpfs -o size=2m tmpfs "$work/small"
+set +e
+"$packtune" run "$work/config.json" --out "$work/small/run" --quiet > "$work/full.out" 2> "$work/full.err"
+code=$?
+set -e
+echo "a full disk: exit $code"; cat "$work/full.err"
+[ "$code" -eq 1 ] || { echo "FAIL: a full disk did not stop the run with exit 1"; cat "$work/full.out"; exit 1; }
+errors="$(grep -c "^packtune: error: " "$work/full.err")"
+[ "$errors" -eq 1 ] && grep "^packtune: error: " "$work/full.err" | grep -q "$work/small/run" || {
+  echo "FAIL: not one error line naming the path"; exit 1; }
+python3 - "$work/small/run/results.jsonl" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read()
+assert text == "" or text.endswith("\n"), "results.jsonl ends in a torn line"
+rows = [json.loads(line) for line in text.splitlines()]
+print(f"results.jsonl: {len(rows)} whole line(s) when the disk filled")
+PY
+# Space is freed: the experiment goes on from where it stopped.
+mount -o remount,size=64m "$work/small"
+"$packtune" run --resume "$work/small/run" --quiet > "$work/resumed.out" 2>&1 || {
+  echo "FAIL: resume after freeing space"; cat "$work/resumed.out"; exit 1; }
+grep "resuming" "$work/resumed.out"
+cp "$work/small/run/results.jsonl" "$work/resumed.jsonl"
+INNER
+python3 "$compare" "$work/ref/results.jsonl" "$work/resumed.jsonl"
+echo "PASS"

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# A driver killed with kill -9 and resumed with `packtune run --resume DIR` ends with the
+# reports of a run that was never interrupted (same trials, same promotions, metrics within
+# 2e-3), killed at three points: right after the first promotion (the first rung is over),
+# in the middle of the sweep, and while an actor writes a checkpoint. Also: a killed actor is
+# restarted and its trials resume; resuming a finished experiment says so; a changed config is
+# refused with the key named; a folder without a journal is refused.
+set -euo pipefail
+packtune="$1"
+here="$(cd "$(dirname "$0")" && pwd)"
+compare="$here/../../scripts/compare_results.py"
+source "$here/background.sh"
+echo "work: $work"
+command -v inotifywait > /dev/null || { echo "inotifywait not found: run scripts/setup.sh (inotify-tools)"; exit 1; }
+
+# One Hyperband sweep (eta 3, 0.25 to 2.25 epochs: 17 trials, 22 jobs) on a small slice.
+cat > "$work/config.json" <<'JSON'
+{
+  "seed": 5,
+  "budget": {"unit": "epochs", "min": 0.25, "max": 2.25, "report_every": 0.25},
+  "tuner": {"name": "hyperband", "trials": 17, "eta": 3},
+  "actors": 2,
+  "max_pack": 4,
+  "data": {"train_size": 1500, "validation_size": 500},
+  "model": {"family": "mlp", "depth": 1, "width": 32, "batch_size": 64, "optimizer": "adam"},
+  "space": {
+    "lr": {"type": "loguniform", "low": 0.0005, "high": 0.02},
+    "dropout": {"type": "uniform", "low": 0.0, "high": 0.3}
+  }
+}
+JSON
+
+"$packtune" run "$work/config.json" --out "$work/ref" --quiet > "$work/ref.out" 2>&1
+
+# No process of a killed driver may outlive it: its actors die with it.
+no_actors_of() {
+  for _ in $(seq 1 100); do
+    pgrep -f "packtune-$1|$work/$2" > /dev/null || return 0
+    sleep 0.1
+  done
+  echo "processes of the killed driver are left:"; pgrep -af "$work/$2" || true
+  return 1
+}
+
+# Starts a run in $work/$1, waits until the command $2 says "now", kills the driver with -9,
+# resumes it and compares it with the reference.
+kill_and_resume() {
+  local name="$1" when="$2"
+  "$packtune" run "$work/config.json" --out "$work/$name" --quiet > "$work/$name.out" 2>&1 &
+  local driver=$!
+  pids+=("$driver")
+  for _ in $(seq 1 600); do
+    [ -d "$work/$name/checkpoints" ] && break
+    sleep 0.05
+  done
+  if ! "$when" "$work/$name"; then
+    echo "FAIL $name: the run ended before the point to kill it at"; cat "$work/$name.out"; exit 1
+  fi
+  kill -9 "$driver"
+  wait "$driver" 2>/dev/null || true
+  no_actors_of "$driver" "$name"
+  local before
+  before="$(wc -l < "$work/$name/results.jsonl")"
+  grep -q '"finished"' "$work/$name/journal.jsonl" && { echo "FAIL $name: killed after the end"; exit 1; }
+  "$packtune" run --resume "$work/$name" --quiet > "$work/$name.resumed" 2>&1 || {
+    echo "FAIL $name: resume failed"; cat "$work/$name.resumed"; exit 1; }
+  grep -q "resuming" "$work/$name.resumed"
+  echo "$name: killed with $before report(s) written; resumed:"
+  grep "resuming" "$work/$name.resumed"
+  python3 "$compare" "$work/ref/results.jsonl" "$work/$name/results.jsonl"
+  cmp <(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["trial"])' "$work/ref/best.json") \
+      <(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["trial"])' "$work/$name/best.json")
+}
+
+# After the first rung: the tuner's first promotion is in the journal.
+after_first_rung() {
+  for _ in $(seq 1 1200); do
+    grep -q '"kind":"resume"' "$1/journal.jsonl" 2>/dev/null && return 0
+    sleep 0.02
+  done
+  return 1
+}
+# Mid-sweep: 30 of the 69 reports are written.
+mid_sweep() {
+  for _ in $(seq 1 1200); do
+    [ "$(wc -l < "$1/results.jsonl" 2>/dev/null || echo 0)" -ge 30 ] && return 0
+    sleep 0.02
+  done
+  return 1
+}
+# While a checkpoint is being written: the fifth temporary checkpoint file appears.
+writing_checkpoint() {
+  timeout 60 inotifywait -q -m -e create --format '%f' "$1/checkpoints" 2> /dev/null |
+    grep --line-buffered -m 5 '\.h5\.tmp-' > "$1.tmpfiles" || true
+  [ "$(wc -l < "$1.tmpfiles")" -ge 5 ]
+}
+
+kill_and_resume first_rung after_first_rung
+kill_and_resume mid_sweep mid_sweep
+kill_and_resume checkpoint writing_checkpoint
+
+# Finished: nothing to do, and nothing changed.
+cp "$work/mid_sweep/results.jsonl" "$work/finished.before"
+"$packtune" run --resume "$work/mid_sweep" > "$work/again.out" 2>&1
+grep -q "finished already" "$work/again.out"
+cmp "$work/finished.before" "$work/mid_sweep/results.jsonl"
+
+# A changed config is refused, naming what changed; where the actors are may change.
+set +e
+"$packtune" run "$work/config.json" --resume "$work/first_rung" --seed 6 > "$work/changed.out" 2>&1
+code=$?
+"$packtune" run --resume "$work/nothing-here" > "$work/none.out" 2>&1
+none=$?
+set -e
+[ "$code" -eq 2 ] && grep -q "differs from the one the experiment ran with in seed;" "$work/changed.out" || {
+  echo "FAIL: a changed seed was not refused"; cat "$work/changed.out"; exit 1; }
+[ "$none" -eq 2 ] && grep -q "no journal.jsonl" "$work/none.out" || {
+  echo "FAIL: a folder without a journal was not refused"; cat "$work/none.out"; exit 1; }
+"$packtune" run "$work/config.json" --resume "$work/first_rung" --actors 1 > "$work/actors.out" 2>&1
+grep -q "finished already" "$work/actors.out"
+
+# An actor killed with -9 mid-sweep: its node restarts it, its trials resume, nothing is lost.
+"$packtune" run "$work/config.json" --out "$work/actor_killed" --quiet > "$work/actor_killed.out" 2>&1 &
+driver=$!
+pids+=("$driver")
+mid_sweep "$work/actor_killed"
+pkill -9 -P "$driver" -f "packtune actor .*--local-index 1 "
+wait "$driver"
+grep -q "restarting" "$work/actor_killed.out" || { echo "FAIL: the killed actor was not restarted"; cat "$work/actor_killed.out"; exit 1; }
+python3 "$compare" "$work/ref/results.jsonl" "$work/actor_killed/results.jsonl"
+echo "PASS"
