@@ -14,21 +14,7 @@ if [ "$(id -u)" -ne 0 ] || ! unshare -m true 2> /dev/null; then
   echo "SKIP: needs root and mount namespaces"; exit 77
 fi
 
-cat > "$work/config.json" <<'JSON'
-{
-  "seed": 5,
-  "budget": {"unit": "epochs", "min": 0.25, "max": 2.25, "report_every": 0.25},
-  "tuner": {"name": "hyperband", "trials": 17, "eta": 3},
-  "actors": 2,
-  "max_pack": 4,
-  "data": {"train_size": 1500, "validation_size": 500},
-  "model": {"family": "mlp", "depth": 1, "width": 32, "batch_size": 64, "optimizer": "adam"},
-  "space": {
-    "lr": {"type": "loguniform", "low": 0.0005, "high": 0.02},
-    "dropout": {"type": "uniform", "low": 0.0, "high": 0.3}
-  }
-}
-JSON
+cp "$here/hyperband_sweep.json" "$work/config.json"
 
 # Not writable: a path through a file, and (below) a read-only mount.
 set +e

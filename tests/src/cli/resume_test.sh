@@ -14,21 +14,7 @@ echo "work: $work"
 command -v inotifywait > /dev/null || { echo "inotifywait not found: run scripts/setup.sh (inotify-tools)"; exit 1; }
 
 # One Hyperband sweep (eta 3, 0.25 to 2.25 epochs: 17 trials, 22 jobs) on a small slice.
-cat > "$work/config.json" <<'JSON'
-{
-  "seed": 5,
-  "budget": {"unit": "epochs", "min": 0.25, "max": 2.25, "report_every": 0.25},
-  "tuner": {"name": "hyperband", "trials": 17, "eta": 3},
-  "actors": 2,
-  "max_pack": 4,
-  "data": {"train_size": 1500, "validation_size": 500},
-  "model": {"family": "mlp", "depth": 1, "width": 32, "batch_size": 64, "optimizer": "adam"},
-  "space": {
-    "lr": {"type": "loguniform", "low": 0.0005, "high": 0.02},
-    "dropout": {"type": "uniform", "low": 0.0, "high": 0.3}
-  }
-}
-JSON
+cp "$here/hyperband_sweep.json" "$work/config.json"
 
 "$packtune" run "$work/config.json" --out "$work/ref" --quiet > "$work/ref.out" 2>&1
 
