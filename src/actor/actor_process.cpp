@@ -51,7 +51,7 @@ class Actor {
     }
     const int threads = options_.threads > 0 ? options_.threads
                                               : static_cast<int>(std::thread::hardware_concurrency());
-    proto::Hello hello;
+    proto::Hello& hello = hello_;
     hello.host = host_name();
     hello.pid = getpid();
     hello.local_index = options_.local_index;
@@ -78,7 +78,7 @@ class Actor {
 
     std::unique_ptr<datasets::BatchStream> stream;
     std::string device;
-    proto::Ready ready;
+    proto::Ready& ready = ready_;
     try {
       // Counts every CPU tensor from here on: the data set is the actor's base, the rest
       // is what its trials hold (the planner's currency).
@@ -131,6 +131,13 @@ class Actor {
         } else if (auto* stop = std::get_if<proto::Stop>(&*message)) {
           pack.remove(stop->trial);
           resumes_.remove_if([&](const Resume& r) { return r.job.trial == stop->trial; });
+          leases_.erase(stop->trial);
+        } else if (auto* rejoin = std::get_if<proto::Rejoin>(&*message)) {
+          join_again(pack, rejoin->reason);
+        } else if (auto* welcome = std::get_if<proto::Welcome>(&*message)) {
+          logging::info("actor {}: joined again as actor {}", id_, welcome->actor_id);
+          id_ = welcome->actor_id;
+          send_message(socket_, ready_);
         } else if (auto* profile = std::get_if<proto::Profile>(&*message)) {
           queue_profile(*profile);
         }
@@ -143,10 +150,11 @@ class Actor {
           if (event.out_of_memory) {
             // The driver re-places these with a larger memory figure; not a trial failure.
             out_of_memory.trials.push_back(event.trial);
+            out_of_memory.leases.push_back(lease_of(event.trial, true));
             out_of_memory.message = event.error;
           } else if (!event.error.empty()) {
             logging::warn("actor {}: trial {} failed: {}", id_, event.trial, event.error);
-            send_message(socket_, proto::TrialFailed{event.trial, event.error});
+            send_message(socket_, proto::TrialFailed{event.trial, event.error, lease_of(event.trial, true)});
           } else {
             report(event);
           }
@@ -171,7 +179,31 @@ class Actor {
     }
   }
 
+  // The lease of the trial's job (Assign.lease); `ended`: the job is over, forget it.
+  std::uint64_t lease_of(tuners::TrialId trial, bool ended) {
+    auto it = leases_.find(trial);
+    if (it == leases_.end()) return 0;
+    const auto lease = it->second;
+    if (ended) leases_.erase(it);
+    return lease;
+  }
+
+  // The driver retired this actor while it could not hear it and gave its jobs to others:
+  // they are dropped (their reports would be refused) and the actor says Hello again.
+  void join_again(actors::PackExecutor& pack, const std::string& reason) {
+    logging::warn("actor {}: the driver retired this actor ({}); dropping {} job(s) and joining again", id_, reason,
+                  leases_.size());
+    for (const auto& [trial, lease] : leases_) pack.remove(trial);
+    leases_.clear();
+    start_budget_.clear();
+    resumes_.clear();
+    profiles_.clear();
+    saves_.clear();  // waits for checkpoints being written; their reports are not sent
+    send_message(socket_, hello_);
+  }
+
   void start_trial(actors::PackExecutor& pack, const proto::Assign& assign) {
+    leases_[assign.trial] = assign.lease;
     try {
       actors::PackJob job;
       job.trial = assign.trial;
@@ -193,7 +225,8 @@ class Actor {
       logging::info("actor {}: trial {} joins the pack ({} members) for budget {}", id_,
                    assign.trial, pack.size(), assign.budget);
     } catch (const std::exception& e) {
-      send_message(socket_, proto::TrialFailed{assign.trial, actors::error_message(e)});
+      leases_.erase(assign.trial);
+      send_message(socket_, proto::TrialFailed{assign.trial, actors::error_message(e), assign.lease});
     }
   }
 
@@ -307,7 +340,7 @@ class Actor {
       try {
         done = advance_resume(pack, *it);
       } catch (const std::exception& e) {
-        send_message(socket_, proto::TrialFailed{it->job.trial, actors::error_message(e)});
+        send_message(socket_, proto::TrialFailed{it->job.trial, actors::error_message(e), lease_of(it->job.trial, true)});
       }
       it = done ? resumes_.erase(it) : std::next(it);
     }
@@ -380,6 +413,7 @@ class Actor {
 
   void report(const actors::PackEvent& event) {
     proto::Report report{event.trial, event.budget, event.metrics, event.final, event.train_seconds};
+    report.lease = lease_of(event.trial, event.final);
     report.start_budget = start_budget_[event.trial];
     report.unit_size = event.unit_size;
     if (!event.final) {
@@ -487,6 +521,9 @@ class Actor {
   int id_ = -1;
   proto::ExperimentSpec spec_;
   std::map<tuners::TrialId, double> start_budget_;  // budget each running job started from
+  std::map<tuners::TrialId, std::uint64_t> leases_;  // each job's Assign.lease
+  proto::Hello hello_;  // said again to rejoin
+  proto::Ready ready_;
   std::string pack_device_ = "cpu";
   actors::InputShape input_;
   std::set<std::string> profiled_;  // shape keys whose memory was measured or queued

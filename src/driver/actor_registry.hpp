@@ -30,6 +30,7 @@ struct ActorState {
   bool capacity_shared = true;
   std::int64_t base_bytes = 0;
   std::set<tuners::TrialId> running;
+  bool asked_to_rejoin = false;  // retired, heard again, and told to join anew
   std::chrono::steady_clock::time_point last_heard;
 };
 
@@ -90,6 +91,8 @@ class ActorRegistry {
   std::vector<ActorState*> silent_actors(Clock::time_point now);
   std::vector<NodeState*> silent_nodes(Clock::time_point now);
   void mark_node_dead(NodeState& node) { node.dead = true; }
+  // A node declared dead speaks again (a partition healed): it counts as live.
+  void revive_node(NodeState& node) { node.dead = false; }
 
   int live_actors() const;
   int running_jobs() const;

@@ -237,7 +237,11 @@ class Driver {
     }
     if (auto* node = registry_.node(identity)) {
       node->last_heard = Clock::now();
-      if (!node->dead) on_node_message(*node, message);
+      if (node->dead) {
+        registry_.revive_node(*node);
+        spdlog::warn("node {} on {} is heard again", node->id, node->host);
+      }
+      on_node_message(*node, message);
       return;
     }
     if (auto* hello = std::get_if<proto::Hello>(&message)) {
@@ -258,7 +262,10 @@ class Driver {
     }
     ActorState& actor = *found;
     actor.last_heard = Clock::now();
-    if (actor.dead) return;
+    if (actor.dead) {
+      ask_to_rejoin(actor, message);
+      return;
+    }
     std::visit(
         [&](const auto& m) {
           using T = std::decay_t<decltype(m)>;
@@ -269,7 +276,7 @@ class Driver {
           } else if constexpr (std::is_same_v<T, proto::Report>) {
             on_report(actor, m);
           } else if constexpr (std::is_same_v<T, proto::TrialFailed>) {
-            on_trial_failed(actor, m.trial, m.message);
+            on_trial_failed(actor, m);
           } else if constexpr (std::is_same_v<T, proto::ActorFailed>) {
             actor_failures_.push_back(m.message);
             spdlog::error("actor {} failed: {}", actor.id, m.message);
@@ -307,8 +314,8 @@ class Driver {
   }
 
   void on_report(ActorState& actor, const proto::Report& report) {
-    TrialState* found = book_.running_on(report.trial, actor.id);
-    if (!found) return;  // stale: stopped or moved
+    TrialState* found = book_.running_on(report.trial, actor.id, report.lease);
+    if (!found) return;  // stale: stopped, or given to another actor since
     TrialState& trial = *found;
     check_resumed(report, trial);
     if (report.final && report.disk_full) {
@@ -372,10 +379,25 @@ class Driver {
     tuning_.on_result(id, trial.reached, trial.last_metric, row, failed);
   }
 
-  void on_trial_failed(ActorState& actor, TrialId id, const std::string& message) {
-    if (!book_.running_on(id, actor.id)) return;
-    spdlog::warn("trial {} failed on actor {}: {}", id, actor.id, message);
-    finish_job(actor, id, true);
+  void on_trial_failed(ActorState& actor, const proto::TrialFailed& m) {
+    if (!book_.running_on(m.trial, actor.id, m.lease)) return;
+    spdlog::warn("trial {} failed on actor {}: {}", m.trial, actor.id, m.message);
+    finish_job(actor, m.trial, true);
+  }
+
+  // A retired actor speaks again: a partition healed, or it was only slow. Its jobs run
+  // elsewhere now, so what it says of them is refused; it drops them and joins anew.
+  void ask_to_rejoin(ActorState& actor, const proto::Message& message) {
+    if (std::holds_alternative<proto::Report>(message) || std::holds_alternative<proto::TrialFailed>(message)) {
+      ++refused_reports_;
+      spdlog::info("refusing {} from retired actor {}: its jobs were given to other actors", proto::verb(message),
+                   actor.id);
+    }
+    if (actor.asked_to_rejoin) return;
+    actor.asked_to_rejoin = true;
+    spdlog::warn("actor {} on {} is heard again after it was retired; it drops its pack and rejoins", actor.id,
+                 actor.host);
+    send(actor, proto::Rejoin{"it was silent for more than actor_timeout_seconds; its jobs were given to other actors"});
   }
 
   // Takes an actor out of service; its trials go back to the queue and start again.
@@ -552,8 +574,9 @@ class Driver {
   // last checkpoint, if any, is where they resume.
   void on_out_of_memory(ActorState& actor, const proto::OutOfMemory& m) {
     bool corrected = false;
-    for (auto id : m.trials) {
-      const TrialState* trial = book_.running_on(id, actor.id);
+    for (std::size_t i = 0; i < m.trials.size(); ++i) {
+      const auto id = m.trials[i];
+      const TrialState* trial = i < m.leases.size() ? book_.running_on(id, actor.id, m.leases[i]) : nullptr;
       if (!trial) continue;
       if (!corrected) {
         planner_.memory_model().correct_upward(trial->shape.key, 2.0);
@@ -683,6 +706,10 @@ class Driver {
     std::printf("finished %s in %.1f s: %lld jobs, %d failed trials; results in %s\n",
                 config_.name.c_str(), seconds_since_start(), static_cast<long long>(book_.completed_jobs()),
                 book_.failed_trials(), options_.out_dir.c_str());
+    if (refused_reports_ > 0) {
+      std::printf("%lld report(s) from actors retired after a partition were refused\n",
+                  static_cast<long long>(refused_reports_));
+    }
     if (best) {
       std::printf("best trial %lld: %s = %.4f at budget %g\n  config: %s\n",
                   static_cast<long long>(best->trial), config_.metric.c_str(), best->value, best->budget,
@@ -714,6 +741,7 @@ class Driver {
   // The Assign of a job; a promotion or a restart names the trial's checkpoints, newest first.
   proto::Assign make_assign(const Job& job, TrialState& trial) {
     proto::Assign assign{job.trial, trial.full, job.budget, trial.seed};
+    assign.lease = trial.lease;
     assign.resume_from = store_->newest_first(job.trial);
     trial.resume_budget = store_->newest_budget(job.trial);
     trial.start_checked = false;
@@ -772,6 +800,7 @@ class Driver {
   std::unique_ptr<ActorSupervisor> local_;  // node 0's actors; none with "actors": 0
   std::string local_work_dir_;               // their work folders, removed at the end
   std::vector<std::string> actor_failures_;
+  std::int64_t refused_reports_ = 0;  // from retired actors, after a partition
   bool settled_ = false;
   Clock::time_point start_;
 };

@@ -65,7 +65,13 @@ TrialBook::Job TrialBook::start_next(int actor) {
   trial.actor = actor;
   trial.job_budget = job.budget;
   trial.reached = 0;
+  trial.lease = ++next_lease_;
   return job;
+}
+
+TrialState* TrialBook::running_on(TrialId id, int actor, std::uint64_t lease) {
+  TrialState* trial = running_on(id, actor);
+  return trial && trial->lease == lease ? trial : nullptr;
 }
 
 TrialState* TrialBook::running_on(TrialId id, int actor) {

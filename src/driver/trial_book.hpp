@@ -30,6 +30,7 @@ struct TrialState {
   double reported = -1;  // the highest budget it has a row in results.jsonl for; -1: none
   double last_metric = std::numeric_limits<double>::quiet_NaN();
   int restarts = 0;
+  std::uint64_t lease = 0;   // the running job's Assign.lease
   double resume_budget = 0;  // the checkpoint budget the running job should start from
   bool start_checked = true;  // whether the running job's first report was checked
 };
@@ -91,7 +92,9 @@ class TrialBook {
   // otherwise (TrialState::reached).
   Job start_next(int actor);
 
-  // The trial whose job runs on `actor`, or nullptr: a report of a job stopped or moved.
+  // The trial whose job runs on `actor` under `lease`, or nullptr: a report of a job that
+  // was stopped or given to another actor since.
+  TrialState* running_on(TrialId id, int actor, std::uint64_t lease);
   TrialState* running_on(TrialId id, int actor);
   const TrialState& at(TrialId id) const { return trials_.at(id); }
   const std::map<TrialId, TrialState>& trials() const { return trials_; }
@@ -124,6 +127,7 @@ class TrialBook {
   std::map<TrialId, TrialState> trials_;
   std::deque<Job> queue_;
   std::int64_t completed_jobs_ = 0;
+  std::uint64_t next_lease_ = 0;
   int failed_trials_ = 0;
 };
 

@@ -102,9 +102,10 @@ struct Measured {
 struct OutOfMemory {
   std::vector<tuners::TrialId> trials;
   std::string message;
+  std::vector<std::uint64_t> leases;  // each trial's Assign.lease
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(trials, message); }
+  void serialize(Archive& ar) { ar(trials, message, leases); }
 };
 
 // driver -> actor: train `trial` until `budget` (a new trial, or a promotion).
@@ -122,9 +123,13 @@ struct Assign {
   std::string unit;
   // Capture a checkpoint at `budget`: false when no tuner decision can resume the trial.
   bool checkpoint = true;
+  // The driver's number for this assignment. Everything the actor says of the job carries it:
+  // a report of a job the driver has given to another actor since (after a partition, a
+  // stop, a restart) names an older lease and is refused.
+  std::uint64_t lease = 0;
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(trial, config, budget, seed, max_fused, resume_from, unit, checkpoint); }
+  void serialize(Archive& ar) { ar(trial, config, budget, seed, max_fused, resume_from, unit, checkpoint, lease); }
 };
 
 // driver -> actor: time fused steps of this shape (a trial's full hyper-parameters) for
@@ -174,10 +179,12 @@ struct Report {
   // room for it, and the experiment stops (docs/faults.md).
   std::string checkpoint_error;
   bool disk_full = false;
+  std::uint64_t lease = 0;  // the job's Assign.lease
 
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(trial, budget, metrics, final, train_seconds, checkpoint, start_budget, unit_size, checkpoint_error, disk_full);
+    ar(trial, budget, metrics, final, train_seconds, checkpoint, start_budget, unit_size, checkpoint_error, disk_full,
+       lease);
   }
 };
 
@@ -185,9 +192,10 @@ struct Report {
 struct TrialFailed {
   tuners::TrialId trial = -1;
   std::string message;
+  std::uint64_t lease = 0;
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(trial, message); }
+  void serialize(Archive& ar) { ar(trial, message, lease); }
 };
 
 // actor -> driver: the actor cannot go on at all (no data, no device).
@@ -202,6 +210,15 @@ struct ActorFailed {
 struct Heartbeat {
   template <class Archive>
   void serialize(Archive&) {}
+};
+
+// driver -> actor: the driver retired this actor (it was silent too long: a partition) and
+// gave its jobs to others; it drops its pack and says Hello again, to get new work.
+struct Rejoin {
+  std::string reason;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(reason); }
 };
 
 // driver -> actor: the experiment is over; exit.
@@ -311,7 +328,7 @@ struct Stored {
 // New verbs go at the end: a verb's index is its tag on the wire.
 using Message = std::variant<Hello, Welcome, Reject, Ready, Assign, Stop, Report, TrialFailed,
                              ActorFailed, Heartbeat, Shutdown, Measured, OutOfMemory, Profile, Profiled,
-                             NodeHello, NodeWelcome, ActorExited, FetchChunk, Chunk, Offer, Stored>;
+                             NodeHello, NodeWelcome, ActorExited, FetchChunk, Chunk, Offer, Stored, Rejoin>;
 
 std::string encode(const Message& message);
 // Throws protocol::ProtocolError (an Error) for bytes that are not a message of this version.

@@ -7,9 +7,7 @@
 set -euo pipefail
 packtune="$1"
 here="$(cd "$(dirname "$0")" && pwd)"
-compare="$here/../../scripts/compare_results.py"
 source "$here/background.sh"
-echo "work: $work"
 if [ "$(id -u)" -ne 0 ] || ! unshare -m true 2> /dev/null; then
   echo "SKIP: needs root and mount namespaces"; exit 77
 fi

@@ -8,9 +8,7 @@
 set -euo pipefail
 packtune="$1"
 here="$(cd "$(dirname "$0")" && pwd)"
-compare="$here/../../scripts/compare_results.py"
 source "$here/background.sh"
-echo "work: $work"
 command -v inotifywait > /dev/null || { echo "inotifywait not found: run scripts/setup.sh (inotify-tools)"; exit 1; }
 
 # One Hyperband sweep (eta 3, 0.25 to 2.25 epochs: 17 trials, 22 jobs) on a small slice.
