@@ -160,6 +160,21 @@ std::shared_ptr<TrialCheckpoint> PackExecutor::capture(const Member& m, double b
   return c;
 }
 
+std::shared_ptr<TrialCheckpoint> PackExecutor::checkpoint_now(tuners::TrialId trial) const {
+  for (const auto& m : members_) {
+    if (m.job.trial != trial) continue;
+    const std::int64_t step = step_of(m);
+    const std::int64_t start = m.job.resume ? m.job.resume->step : 0;
+    if (step <= start) return nullptr;
+    const double budget = unit_ == BudgetUnit::Steps
+                              ? static_cast<double>(step)
+                              : static_cast<double>(step) /
+                                    static_cast<double>(stream_.steps_per_epoch(m.job.spec.batch_size));
+    return capture(m, budget);
+  }
+  return nullptr;
+}
+
 void PackExecutor::fail(std::vector<PackEvent>& events, tuners::TrialId trial, const std::exception& e) {
   // One member's failure (a bad shape, out of memory) must not take the pack down.
   PackEvent failed;

@@ -77,6 +77,12 @@ class PackExecutor {
 
   std::int64_t steps_for(double budget, int batch_size) const;
 
+  // A checkpoint of the member as it is now, between rounds (checkpoint_every): its budget is
+  // the steps it took in the experiment's unit, a fraction of an epoch as often as not. A
+  // restart from it is as exact as one from the end of a job. nullptr when the trial is not a
+  // member or has not stepped since it joined.
+  std::shared_ptr<TrialCheckpoint> checkpoint_now(tuners::TrialId trial) const;
+
   // How many fused groups and solo trials the pack holds now.
   std::size_t fused_groups() const { return groups_.size(); }
   // A member's parameters and buffers under solo state-dict names.

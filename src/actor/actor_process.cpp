@@ -131,7 +131,7 @@ class Actor {
         } else if (auto* stop = std::get_if<proto::Stop>(&*message)) {
           pack.remove(stop->trial);
           resumes_.remove_if([&](const Resume& r) { return r.job.trial == stop->trial; });
-          leases_.erase(stop->trial);
+          lease_of(stop->trial, true);
         } else if (auto* rejoin = std::get_if<proto::Rejoin>(&*message)) {
           join_again(pack, rejoin->reason);
         } else if (auto* welcome = std::get_if<proto::Welcome>(&*message)) {
@@ -166,6 +166,7 @@ class Actor {
           send_message(socket_, out_of_memory);
         }
       }
+      checkpoint_long_jobs(pack);
       if (advance_profiles()) last_sent = Clock::now();
       if (send_saved(false)) last_sent = Clock::now();
       const auto now = Clock::now();
@@ -184,7 +185,10 @@ class Actor {
     auto it = leases_.find(trial);
     if (it == leases_.end()) return 0;
     const auto lease = it->second;
-    if (ended) leases_.erase(it);
+    if (ended) {
+      leases_.erase(it);
+      last_saved_.erase(trial);
+    }
     return lease;
   }
 
@@ -195,6 +199,7 @@ class Actor {
                   leases_.size());
     for (const auto& [trial, lease] : leases_) pack.remove(trial);
     leases_.clear();
+    last_saved_.clear();
     start_budget_.clear();
     resumes_.clear();
     profiles_.clear();
@@ -202,8 +207,31 @@ class Actor {
     send_message(socket_, hello_);
   }
 
+  // checkpoint_every: a member that trained that long since it joined or was last saved is
+  // saved now, while the pack trains on, and the driver hears of it once the file is stored.
+  void checkpoint_long_jobs(const actors::PackExecutor& pack) {
+    if (!(spec_.checkpoint_every_seconds > 0) || local_checkpoints_.empty()) return;
+    const auto now = Clock::now();
+    const auto every = std::chrono::duration<double>(spec_.checkpoint_every_seconds);
+    for (auto& [trial, lease] : leases_) {
+      auto [since, fresh] = last_saved_.try_emplace(trial, now);
+      if (fresh || now - since->second < every) continue;
+      since->second = now;
+      auto checkpoint = pack.checkpoint_now(trial);
+      if (!checkpoint) continue;
+      PendingSave pending;
+      pending.report.trial = trial;
+      pending.report.lease = lease;
+      pending.report.budget = checkpoint->budget;
+      pending.inside_job = true;
+      pending.path = std::async(std::launch::async, [this, checkpoint] { return save(*checkpoint); });
+      saves_.push_back(std::move(pending));
+    }
+  }
+
   void start_trial(actors::PackExecutor& pack, const proto::Assign& assign) {
     leases_[assign.trial] = assign.lease;
+    last_saved_.erase(assign.trial);
     try {
       actors::PackJob job;
       job.trial = assign.trial;
@@ -225,7 +253,7 @@ class Actor {
       logging::info("actor {}: trial {} joins the pack ({} members) for budget {}", id_,
                    assign.trial, pack.size(), assign.budget);
     } catch (const std::exception& e) {
-      leases_.erase(assign.trial);
+      lease_of(assign.trial, true);
       send_message(socket_, proto::TrialFailed{assign.trial, actors::error_message(e), assign.lease});
     }
   }
@@ -500,6 +528,16 @@ class Actor {
            (wait || saves_.front().path.wait_for(std::chrono::seconds(0)) == std::future_status::ready)) {
       auto& front = saves_.front();
       const Saved saved = front.path.get();
+      if (front.inside_job) {
+        // A checkpoint that failed inside a job costs only the restart it would have shortened.
+        if (!saved.path.empty()) {
+          send_message(socket_, proto::Checkpointed{front.report.trial, front.report.lease, saved.path,
+                                                    front.report.budget});
+        }
+        saves_.pop_front();
+        sent = true;
+        continue;
+      }
       front.report.checkpoint = saved.path;
       front.report.checkpoint_error = saved.error;
       front.report.disk_full = saved.disk_full;
@@ -513,6 +551,7 @@ class Actor {
   struct PendingSave {
     proto::Report report;
     std::future<Saved> path;
+    bool inside_job = false;  // checkpoint_every's: the driver gets Checkpointed, not the report
   };
 
   ActorOptions options_;
@@ -522,6 +561,7 @@ class Actor {
   proto::ExperimentSpec spec_;
   std::map<tuners::TrialId, double> start_budget_;  // budget each running job started from
   std::map<tuners::TrialId, std::uint64_t> leases_;  // each job's Assign.lease
+  std::map<tuners::TrialId, Clock::time_point> last_saved_;  // checkpoint_every's clock per job
   proto::Hello hello_;  // said again to rejoin
   proto::Ready ready_;
   std::string pack_device_ = "cpu";

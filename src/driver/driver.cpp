@@ -285,6 +285,8 @@ class Driver {
             on_measured(actor, m);
           } else if constexpr (std::is_same_v<T, proto::OutOfMemory>) {
             on_out_of_memory(actor, m);
+          } else if constexpr (std::is_same_v<T, proto::Checkpointed>) {
+            on_checkpointed(actor, m);
           } else if constexpr (std::is_same_v<T, proto::Profiled>) {
             release(profiles_.on_profiled(actor.id, m));
           } else if constexpr (std::is_same_v<T, proto::Heartbeat>) {
@@ -310,6 +312,7 @@ class Driver {
     s.checkpoint_dir = store_->dir();
     s.store_token = store_->token();
     s.actor_memory_bytes = config_.actor_memory;
+    s.checkpoint_every_seconds = config_.checkpoint_every;
     return s;
   }
 
@@ -377,6 +380,14 @@ class Driver {
                    best ? best->trial : -1, book_.completed_jobs(), running_jobs());
     }
     tuning_.on_result(id, trial.reached, trial.last_metric, row, failed);
+  }
+
+  // A checkpoint inside a running job: a restart of the job resumes from it.
+  void on_checkpointed(const ActorState& actor, const proto::Checkpointed& m) {
+    if (!book_.running_on(m.trial, actor.id, m.lease)) return;
+    store_->record(m.trial, m.path, m.budget);
+    tuning_.on_checkpoint(m.trial, m.path, m.budget);
+    spdlog::debug("trial {} checkpointed at budget {:g} on actor {}", m.trial, m.budget, actor.id);
   }
 
   void on_trial_failed(ActorState& actor, const proto::TrialFailed& m) {

@@ -116,7 +116,7 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
   c.name = std::filesystem::path(path).stem().string();
   Fields top(root, "");
   top.allow("name, seed, metric, mode, budget, tuner, tuner_plugin, actors, device, max_pack, fuse, "
-            "threads_per_actor, listen, keys, insecure, heartbeat_seconds, actor_timeout_seconds, join_timeout_seconds, keep_checkpoints, actor_memory, "
+            "threads_per_actor, listen, keys, insecure, heartbeat_seconds, actor_timeout_seconds, join_timeout_seconds, keep_checkpoints, checkpoint_every, actor_memory, "
             "memory_estimate_scale, data, model, space");
   top.string("name", c.name);
   top.integer("seed", c.seed, 0, std::numeric_limits<std::int64_t>::max());
@@ -193,6 +193,7 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
   top.number("actor_timeout_seconds", c.actor_timeout_seconds, 0, true);
   top.number("join_timeout_seconds", c.join_timeout_seconds, 0, true);
   top.string("keep_checkpoints", c.keep_checkpoints);
+  top.number("checkpoint_every", c.checkpoint_every, 0, false);
   if (top.has("actor_memory")) {
     const auto& v = top.get("actor_memory", json::value_t::string, "a memory size such as \"600MiB\"");
     c.actor_memory = parse_byte_size(v.get<std::string>(), "actor_memory");

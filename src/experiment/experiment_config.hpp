@@ -63,6 +63,9 @@ struct ExperimentConfig {
   // Trial checkpoints in DIR/checkpoints: "needed" deletes those no promotion or restart can
   // use and keeps the best trials' last ones; "all" keeps every one (docs/checkpoints.md).
   std::string keep_checkpoints = "needed";
+  // Seconds between the checkpoints an actor writes inside a long job, so that a dead actor
+  // or host loses at most that much training; 0: only at the end of a job.
+  double checkpoint_every = 300;
   // Memory each actor may fill with trials (0: its device's share). On the CPU the actor
   // enforces it: a pack that needs more runs out of memory and is split by the planner.
   std::int64_t actor_memory = 0;

@@ -32,11 +32,12 @@ struct ExperimentSpec {
   std::string checkpoint_dir;
   std::string store_token;
   std::int64_t actor_memory_bytes = 0;  // each actor's memory budget for trials; 0: the device's
+  double checkpoint_every_seconds = 0;    // checkpoints inside a job this often; 0: none
 
   template <class Archive>
   void serialize(Archive& ar) {
     ar(data_name, data_dir, train_size, validation_size, device, budget_unit, report_every,
-       data_seed, heartbeat_seconds, fuse, checkpoint_dir, actor_memory_bytes, store_token);
+       data_seed, heartbeat_seconds, fuse, checkpoint_dir, actor_memory_bytes, store_token, checkpoint_every_seconds);
   }
 };
 
@@ -221,6 +222,18 @@ struct Rejoin {
   void serialize(Archive& ar) { ar(reason); }
 };
 
+// actor -> driver: a checkpoint inside a job (ExperimentSpec.checkpoint_every_seconds): the
+// store holds `path`, the trial at `budget`, where a restart of the job resumes.
+struct Checkpointed {
+  tuners::TrialId trial = -1;
+  std::uint64_t lease = 0;
+  std::string path;
+  double budget = 0;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(trial, lease, path, budget); }
+};
+
 // driver -> actor: the experiment is over; exit.
 struct Shutdown {
   template <class Archive>
@@ -328,7 +341,7 @@ struct Stored {
 // New verbs go at the end: a verb's index is its tag on the wire.
 using Message = std::variant<Hello, Welcome, Reject, Ready, Assign, Stop, Report, TrialFailed,
                              ActorFailed, Heartbeat, Shutdown, Measured, OutOfMemory, Profile, Profiled,
-                             NodeHello, NodeWelcome, ActorExited, FetchChunk, Chunk, Offer, Stored, Rejoin>;
+                             NodeHello, NodeWelcome, ActorExited, FetchChunk, Chunk, Offer, Stored, Rejoin, Checkpointed>;
 
 std::string encode(const Message& message);
 // Throws protocol::ProtocolError (an Error) for bytes that are not a message of this version.

@@ -180,6 +180,23 @@ TEST_CASE("a paused and resumed trial ends exactly as one trained without pausin
         CHECK(second.fused_groups() == 1);
         check_same(run(second)[0], reference_tail);
       }
+      SECTION("checkpointed inside a job at a step no report falls on, in a fused pack, resumed alone") {
+        // checkpoint_every: the actor saves between rounds; then it dies mid-job.
+        datasets::BatchStream stream(split, torch::kCPU, 3);
+        PackExecutor dying(stream, BudgetUnit::Epochs, true);
+        dying.add(job(8, sibling(c.config), 2));
+        dying.add(job(0, c.config, 2));
+        CHECK(dying.checkpoint_now(0) == nullptr);  // nothing trained yet
+        for (int i = 0; i < 7; ++i) dying.step_round();
+        const auto inside = dying.checkpoint_now(0);
+        REQUIRE(inside);
+        CHECK(inside->step == 7);
+        CHECK(inside->budget == Approx(7.0 / 12));
+        CHECK(inside->metrics.size() == 1);  // the report at 0.5
+        PackExecutor restarted(stream, BudgetUnit::Epochs, false);
+        restarted.add(job(0, c.config, 2, through_file(*inside, dir)));
+        check_same(run(restarted)[0], std::vector<PackEvent>(reference.begin() + 1, reference.end()));
+      }
       SECTION("paused in a mixed pack, resumed fused, and the other way round") {
         datasets::BatchStream stream(split, torch::kCPU, 3);
         PackExecutor mixed(stream, BudgetUnit::Epochs, false);

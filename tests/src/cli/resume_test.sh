@@ -103,13 +103,40 @@ set -e
 "$packtune" run "$work/config.json" --resume "$work/first_rung" --actors 1 > "$work/actors.out" 2>&1
 grep -q "finished already" "$work/actors.out"
 
-# An actor killed with -9 mid-sweep: its node restarts it, its trials resume, nothing is lost.
-"$packtune" run "$work/config.json" --out "$work/actor_killed" --quiet > "$work/actor_killed.out" 2>&1 &
+# An actor killed with -9 inside long jobs (random search, 3 epochs each): its node restarts
+# it, and its jobs resume from the checkpoints checkpoint_every wrote inside them, nothing lost.
+# One thread per actor and no fused units: the jobs run again on the other actor, and the
+# reports are compared with the undisturbed run's.
+python3 - "$work/config.json" "$work/long.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.update({"seed": 8, "tuner": {"name": "random", "trials": 6}, "budget": {"unit": "epochs", "min": 3, "max": 3,
+          "report_every": 0.25}, "checkpoint_every": 1, "threads_per_actor": 1, "fuse": "never", "max_pack": 2})
+c["data"]["train_size"] = 4000
+c["model"].update({"depth": 2, "width": 128})
+json.dump(c, open(sys.argv[2], "w"))
+PY
+start=$(date +%s%N)
+"$packtune" run "$work/long.json" --out "$work/long_ref" --quiet > "$work/long_ref.out" 2>&1
+undisturbed=$((($(date +%s%N) - start) / 1000000))
+start=$(date +%s%N)
+"$packtune" run "$work/long.json" --out "$work/actor_killed" > "$work/actor_killed.out" 2>&1 &
 driver=$!
 pids+=("$driver")
-mid_sweep "$work/actor_killed"
+for _ in $(seq 1 1200); do
+  python3 - "$work/actor_killed/results.jsonl" <<'PY' && break
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+sys.exit(0 if any(r["actor"] == 1 and r["budget"] >= 1.5 for r in rows) else 1)
+PY
+  sleep 0.1
+done
 pkill -9 -P "$driver" -f "packtune actor .*--local-index 1 "
 wait "$driver"
+disturbed=$((($(date +%s%N) - start) / 1000000))
+echo "undisturbed ${undisturbed} ms, with an actor killed ${disturbed} ms"
 grep -q "restarting" "$work/actor_killed.out" || { echo "FAIL: the killed actor was not restarted"; cat "$work/actor_killed.out"; exit 1; }
-python3 "$compare" "$work/ref/results.jsonl" "$work/actor_killed/results.jsonl"
+grep "resumes from its checkpoint at budget" "$work/actor_killed.out" || {
+  echo "FAIL: no job resumed from a checkpoint inside it"; cat "$work/actor_killed.out"; exit 1; }
+python3 "$compare" "$work/long_ref/results.jsonl" "$work/actor_killed/results.jsonl"
 echo "PASS"
