@@ -43,6 +43,9 @@ class PlanIndex {
       double order = 0;       // the actor's seconds less what the members already save by joining
       double scale = 0;       // the magnitude of the terms in `order`, for rounding
       std::int64_t id = -1;
+      int members = 0;
+      double steps = 0;             // the members' steps
+      double per_member_now = 0;    // seconds per step of each member as it is
     };
     double seconds = 0;
     bool open = false;  // a free member slot
@@ -93,6 +96,8 @@ class PlanIndex {
   void place(std::int64_t trial, std::size_t slot) { slot_of_[trial] = slot; }
   void forget(std::int64_t trial) { slot_of_.erase(trial); }
   const std::size_t* slot_of(std::int64_t trial) const;
+  // How the actor was filed last (nullptr: not yet).
+  const Filing* filed(std::size_t slot) const { return slot < filings_.size() ? &filings_[slot] : nullptr; }
 
   // Open actors by estimated seconds, per device kind.
   const std::map<std::string, std::set<Load>>& open() const { return open_; }

@@ -7,6 +7,8 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <string_view>
+#include <tuple>
 #include <unordered_set>
 
 #include "packtune/error.hpp"
@@ -110,8 +112,12 @@ double Planner::step_seconds(const TrialShape& shape, int members, const std::st
 int Planner::useful_members(const TrialShape& shape, const std::string& device) const {
   if (options_.fuse == FuseMode::Never) return 1;
   if (options_.fuse == FuseMode::Always) return 4096;
-  const auto cache_key = device_class(device) + "|" + shape.key + "|" + std::to_string(shape.flops_per_sample);
-  if (auto hit = useful_cache_.find(cache_key); hit != useful_cache_.end()) return hit->second;
+  // Looked up without building a key: the index asks this of every fused unit it files.
+  const auto kind = std::string_view(device).substr(0, device.find(':'));
+  if (auto hit = useful_cache_.find(std::make_tuple(kind, std::string_view(shape.key), shape.flops_per_sample));
+      hit != useful_cache_.end()) {
+    return hit->second;
+  }
   int k = 1;
   // Throughput k / t(k) rises with k while the fixed cost per step still dominates.
   while (k < 4096) {
@@ -120,7 +126,7 @@ int Planner::useful_members(const TrialShape& shape, const std::string& device) 
     if (next < now * (1 + options_.min_gain)) break;
     ++k;
   }
-  useful_cache_[cache_key] = k;
+  useful_cache_.emplace(std::make_tuple(std::string(kind), shape.key, shape.flops_per_sample), k);
   return k;
 }
 
@@ -165,36 +171,51 @@ PlanIndex::Bound Planner::bound(const TrialShape& s) {
           s.weight_decay, s.adaptive};
 }
 
-PlanIndex::Filing Planner::filing(const ActorPlan& a) const {
+PlanIndex::Filing Planner::filing(const ActorPlan& a, const PlanIndex::Filing* before) const {
   PlanIndex::Filing f;
   f.seconds = a.estimated_seconds;
   f.open = a.members() < a.actor.max_members;
   f.kind = device_kind(a.actor.device);
   if (!f.open || options_.fuse == FuseMode::Never) return f;
+  std::size_t hint = 0;
   for (const auto& u : a.units) {
     if (u.solo) continue;
     const int k = static_cast<int>(u.members.size());
     PlanIndex::Filing::Unit entry;
-    entry.key = u.key;
-    // joinable() turns a trial away from a unit at its useful size unless the trial widens it.
-    entry.full = options_.fuse == FuseMode::Auto && k >= useful_members(u.shape, a.actor.device);
-    entry.bound = bound(u.shape);
-    entry.group = f.kind + '|' + u.shape.key + '|' + u.shape.fusion + '|' + std::to_string(u.shape.batch_size) + '|' +
-                  std::to_string(k);
-    for (const auto& part : {u.shape.parameters, u.shape.largest_parameter, u.shape.activations_per_sample,
-                             u.shape.flops_per_sample, std::int64_t{u.shape.optimizer_slots}}) {
-      entry.group += '|' + std::to_string(part);
+    // A unit filed before with as many members is the same unit (every change is filed, or
+    // the index rebuilt): only the actor's seconds moved.
+    const PlanIndex::Filing::Unit* same = nullptr;
+    if (before) {
+      for (std::size_t n = 0; n < before->units.size() && !same; ++n, ++hint) {
+        const auto& b = before->units[hint % before->units.size()];
+        if (b.id == u.id && b.members == k) same = &b;
+      }
     }
-    entry.group += u.shape.weight_decay ? "|d" : "|-";
-    entry.group += u.shape.adaptive ? "a" : "-";
-    // unit_seconds(grown) - unit_seconds(unit) = (S + s) * next - S * now, for S the
-    // members' steps and s the trial's.
-    const double steps = total_steps(u.members);
-    const double now = step_seconds(u.shape, k, a.actor.device) / k;
-    entry.per_member = step_seconds(u.shape, k + 1, a.actor.device) / (k + 1);
-    entry.order = a.estimated_seconds + steps * (entry.per_member - now);
-    entry.scale = std::abs(a.estimated_seconds) + steps * (entry.per_member + now) + 1;
-    entry.id = u.id;
+    if (same) {
+      entry = *same;
+    } else {
+      entry.key = u.key;
+      entry.members = k;
+      entry.id = u.id;
+      // joinable() turns a trial away from a unit at its useful size unless the trial widens it.
+      entry.full = options_.fuse == FuseMode::Auto && k >= useful_members(u.shape, a.actor.device);
+      entry.bound = bound(u.shape);
+      entry.group = f.kind + '|' + u.shape.key + '|' + u.shape.fusion + '|' + std::to_string(u.shape.batch_size) + '|' +
+                    std::to_string(k);
+      for (const auto& part : {u.shape.parameters, u.shape.largest_parameter, u.shape.activations_per_sample,
+                               u.shape.flops_per_sample, std::int64_t{u.shape.optimizer_slots}}) {
+        entry.group += '|' + std::to_string(part);
+      }
+      entry.group += u.shape.weight_decay ? "|d" : "|-";
+      entry.group += u.shape.adaptive ? "a" : "-";
+      // unit_seconds(grown) - unit_seconds(unit) = (S + s) * next - S * now, for S the
+      // members' steps and s the trial's.
+      entry.steps = total_steps(u.members);
+      entry.per_member_now = step_seconds(u.shape, k, a.actor.device) / k;
+      entry.per_member = step_seconds(u.shape, k + 1, a.actor.device) / (k + 1);
+    }
+    entry.order = a.estimated_seconds + entry.steps * (entry.per_member - entry.per_member_now);
+    entry.scale = std::abs(a.estimated_seconds) + entry.steps * (entry.per_member + entry.per_member_now) + 1;
     f.units.push_back(std::move(entry));
   }
   return f;
@@ -202,7 +223,7 @@ PlanIndex::Filing Planner::filing(const ActorPlan& a) const {
 
 void Planner::refit(Plan& plan, std::size_t actor) const {
   derive(plan.actors[actor]);
-  plan.index.file(actor, filing(plan.actors[actor]));
+  plan.index.file(actor, filing(plan.actors[actor], plan.index.filed(actor)));
 }
 
 void Planner::index(Plan& plan) const {
@@ -264,7 +285,7 @@ void Planner::add(Plan& plan, std::size_t actor_index, int unit, std::vector<Tri
   }
   // Online, the model may have changed since the actor's other units were estimated.
   derive(actor, mode == Mode::Online ? kEveryUnit : changed);
-  if (mode != Mode::Unfiled) plan.index.file(actor_index, filing(actor));
+  if (mode != Mode::Unfiled) plan.index.file(actor_index, filing(actor, plan.index.filed(actor_index)));
 }
 
 int Planner::joinable(const ActorPlan& a, const std::vector<TrialDemand>& item) const {
@@ -658,22 +679,33 @@ void Planner::balance(Plan& plan) const {
       }
     }
     if (!target) return;
-    ActorPlan trial_from = from;
+    // The busiest actor's seconds without the part, summed as derive() would (no copy of it).
+    double from_after = 0;
     if (unit >= 0) {
-      trial_from.units.erase(trial_from.units.begin() + unit);
+      for (std::size_t u = 0; u < from.units.size(); ++u) {
+        if (static_cast<int>(u) != unit) from_after += unit_seconds(from.units[u], from.actor.device);
+      }
     } else {
-      trial_from.units.front().members.resize(trial_from.units.front().members.size() - part.size());
+      PlannedUnit rest;
+      const auto& members = from.units.front().members;
+      rest.members.assign(members.begin(), members.end() - static_cast<std::ptrdiff_t>(part.size()));
+      rest.shape = padded_shape(rest.members);
+      from_after += unit_seconds(rest, from.actor.device);
     }
-    derive(trial_from, unit >= 0 ? kNoUnit : 0);
     PlannedUnit moved;
     moved.members = part;
     moved.shape = padded_shape(part);
     const double target_after =
         plan.actors[*target].estimated_seconds + unit_seconds(moved, plan.actors[*target].actor.device);
-    if (std::max(trial_from.estimated_seconds, target_after) >= from.estimated_seconds - 1e-12) return;
+    if (std::max(from_after, target_after) >= from.estimated_seconds - 1e-12) return;
     unfile(busiest);
     unfile(*target);
-    from = std::move(trial_from);
+    if (unit >= 0) {
+      from.units.erase(from.units.begin() + unit);
+    } else {
+      from.units.front().members.resize(from.units.front().members.size() - part.size());
+    }
+    derive(from, unit >= 0 ? kNoUnit : 0);
     add(plan, *target, -1, std::move(part), Mode::Unfiled);
     file(busiest);
     file(*target);

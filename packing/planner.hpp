@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "packing/memory_model.hpp"
@@ -160,14 +161,16 @@ class Planner {
   static constexpr int kEveryUnit = -2, kNoUnit = -1;
   void derive(ActorPlan& actor, int stale = kEveryUnit) const;
   void refit(Plan& plan, std::size_t actor) const;  // derive, then file in the index
-  PlanIndex::Filing filing(const ActorPlan& actor) const;
+  // `before`: how the actor was filed last, whose unchanged units need not be priced again.
+  PlanIndex::Filing filing(const ActorPlan& actor, const PlanIndex::Filing* before = nullptr) const;
   void index(Plan& plan) const;  // rebuilds plan.index unless it is current
   static PlanIndex::Bound bound(const TrialShape& shape);
 
   MemoryModel model_;
   PlanOptions options_;
   ThroughputModel throughput_;
-  mutable std::map<std::string, int> useful_cache_;  // device kind, shape key and FLOPs
+  // device kind, shape key and FLOPs
+  mutable std::map<std::tuple<std::string, std::string, std::int64_t>, int, std::less<>> useful_cache_;
   std::uint64_t id_;  // tells the plan indices it filed from those of other planners
 };
 
