@@ -1,10 +1,15 @@
 #include "packing/planner.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <map>
 #include <set>
+#include <string_view>
+#include <tuple>
+#include <unordered_set>
 
 #include "packtune/error.hpp"
 
@@ -13,6 +18,15 @@ namespace {
 
 std::string mib(std::int64_t bytes) {
   return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
+}
+
+// Actors whose devices are of one kind price a unit alike (ThroughputModel looks up by kind;
+// an empty device means any kind).
+std::string device_kind(const std::string& device) { return device.empty() ? std::string() : "=" + device_class(device); }
+
+std::uint64_t next_planner_id() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
 }
 
 double total_steps(const std::vector<TrialDemand>& members) {
@@ -39,11 +53,14 @@ int Plan::actors_used() const {
 Planner::Planner(MemoryModel model, PlanOptions options)
     : model_(std::move(model)),
       options_(options),
-      throughput_(options.step_overhead_seconds, options.device_flops) {}
+      throughput_(options.step_overhead_seconds, options.device_flops),
+      id_(next_planner_id()) {}
 
 void Planner::record_profile(const std::string& device, const TrialShape& shape, StepProfile profile) {
   throughput_.record(device, shape, std::move(profile));
   useful_cache_.clear();
+  // Which units are at their useful size may have changed.
+  PlanIndex::invalidate_all();
 }
 
 const std::string& Planner::fusion_key(const TrialShape& shape) {
@@ -68,11 +85,21 @@ TrialShape Planner::padded_shape(const std::vector<TrialDemand>& members) {
 }
 
 const PlannedUnit* Planner::unit_of(const Plan& plan, std::int64_t trial) {
+  auto holds = [&](const PlannedUnit& u) {
+    return std::any_of(u.members.begin(), u.members.end(), [&](const TrialDemand& m) { return m.trial == trial; });
+  };
+  if (plan.index.tracks(plan.actors.size())) {
+    const auto* slot = plan.index.slot_of(trial);
+    if (!slot) return nullptr;
+    for (const auto& u : plan.actors[*slot].units) {
+      if (holds(u)) return &u;
+    }
+    return nullptr;
+  }
+  // Changed outside the planner since it was indexed: look everywhere.
   for (const auto& a : plan.actors) {
     for (const auto& u : a.units) {
-      for (const auto& m : u.members) {
-        if (m.trial == trial) return &u;
-      }
+      if (holds(u)) return &u;
     }
   }
   return nullptr;
@@ -85,8 +112,12 @@ double Planner::step_seconds(const TrialShape& shape, int members, const std::st
 int Planner::useful_members(const TrialShape& shape, const std::string& device) const {
   if (options_.fuse == FuseMode::Never) return 1;
   if (options_.fuse == FuseMode::Always) return 4096;
-  const auto cache_key = device_class(device) + "|" + shape.key + "|" + std::to_string(shape.flops_per_sample);
-  if (auto hit = useful_cache_.find(cache_key); hit != useful_cache_.end()) return hit->second;
+  // Looked up without building a key: the index asks this of every fused unit it files.
+  const auto kind = std::string_view(device).substr(0, device.find(':'));
+  if (auto hit = useful_cache_.find(std::make_tuple(kind, std::string_view(shape.key), shape.flops_per_sample));
+      hit != useful_cache_.end()) {
+    return hit->second;
+  }
   int k = 1;
   // Throughput k / t(k) rises with k while the fixed cost per step still dominates.
   while (k < 4096) {
@@ -95,7 +126,7 @@ int Planner::useful_members(const TrialShape& shape, const std::string& device) 
     if (next < now * (1 + options_.min_gain)) break;
     ++k;
   }
-  useful_cache_[cache_key] = k;
+  useful_cache_.emplace(std::make_tuple(std::string(kind), shape.key, shape.flops_per_sample), k);
   return k;
 }
 
@@ -111,19 +142,105 @@ std::int64_t Planner::usable(const ActorSpec& actor) const {
 }
 
 void Planner::refresh(ActorPlan& actor) const {
+  derive(actor);
+  // The plan this actor belongs to is out of the planner's sight: every index rebuilds.
+  PlanIndex::invalidate_all();
+}
+
+void Planner::derive(ActorPlan& actor, int stale) const {
   actor.persistent_bytes = 0;
   actor.largest_transient = 0;
   actor.estimated_seconds = 0;
   actor.member_count = 0;
-  for (auto& unit : actor.units) {
+  for (std::size_t u = 0; u < actor.units.size(); ++u) {
+    auto& unit = actor.units[u];
     actor.member_count += static_cast<int>(unit.members.size());
-    unit.shape = padded_shape(unit.members);
-    unit.estimate = model_.estimate(unit.shape, static_cast<int>(unit.members.size()));
+    if (stale == kEveryUnit || static_cast<std::size_t>(stale) == u) {
+      unit.shape = padded_shape(unit.members);
+      unit.estimate = model_.estimate(unit.shape, static_cast<int>(unit.members.size()));
+    }
     actor.persistent_bytes += unit.estimate.persistent;
     actor.largest_transient = std::max(actor.largest_transient, unit.estimate.transient);
     actor.estimated_seconds += unit_seconds(unit, actor.actor.device);
   }
   actor.estimated_bytes = actor.actor.base_bytes + actor.persistent_bytes + actor.largest_transient;
+}
+
+PlanIndex::Bound Planner::bound(const TrialShape& s) {
+  return {s.parameters, s.largest_parameter, s.activations_per_sample, s.flops_per_sample, s.optimizer_slots,
+          s.weight_decay, s.adaptive};
+}
+
+PlanIndex::Filing Planner::filing(const ActorPlan& a, const PlanIndex::Filing* before) const {
+  PlanIndex::Filing f;
+  f.seconds = a.estimated_seconds;
+  f.open = a.members() < a.actor.max_members;
+  f.kind = device_kind(a.actor.device);
+  if (!f.open || options_.fuse == FuseMode::Never) return f;
+  std::size_t hint = 0;
+  for (const auto& u : a.units) {
+    if (u.solo) continue;
+    const int k = static_cast<int>(u.members.size());
+    PlanIndex::Filing::Unit entry;
+    // A unit filed before with as many members is the same unit (every change is filed, or
+    // the index rebuilt): only the actor's seconds moved.
+    const PlanIndex::Filing::Unit* same = nullptr;
+    if (before) {
+      for (std::size_t n = 0; n < before->units.size() && !same; ++n, ++hint) {
+        const auto& b = before->units[hint % before->units.size()];
+        if (b.id == u.id && b.members == k) same = &b;
+      }
+    }
+    if (same) {
+      entry = *same;
+    } else {
+      entry.key = u.key;
+      entry.members = k;
+      entry.id = u.id;
+      // joinable() turns a trial away from a unit at its useful size unless the trial widens it.
+      entry.full = options_.fuse == FuseMode::Auto && k >= useful_members(u.shape, a.actor.device);
+      entry.bound = bound(u.shape);
+      entry.group = f.kind + '|' + u.shape.key + '|' + u.shape.fusion + '|' + std::to_string(u.shape.batch_size) + '|' +
+                    std::to_string(k);
+      for (const auto& part : {u.shape.parameters, u.shape.largest_parameter, u.shape.activations_per_sample,
+                               u.shape.flops_per_sample, std::int64_t{u.shape.optimizer_slots}}) {
+        entry.group += '|' + std::to_string(part);
+      }
+      entry.group += u.shape.weight_decay ? "|d" : "|-";
+      entry.group += u.shape.adaptive ? "a" : "-";
+      // unit_seconds(grown) - unit_seconds(unit) = (S + s) * next - S * now, for S the
+      // members' steps and s the trial's.
+      entry.steps = total_steps(u.members);
+      entry.per_member_now = step_seconds(u.shape, k, a.actor.device) / k;
+      entry.per_member = step_seconds(u.shape, k + 1, a.actor.device) / (k + 1);
+    }
+    entry.order = a.estimated_seconds + entry.steps * (entry.per_member - entry.per_member_now);
+    entry.scale = std::abs(a.estimated_seconds) + entry.steps * (entry.per_member + entry.per_member_now) + 1;
+    f.units.push_back(std::move(entry));
+  }
+  return f;
+}
+
+void Planner::refit(Plan& plan, std::size_t actor) const {
+  derive(plan.actors[actor]);
+  plan.index.file(actor, filing(plan.actors[actor], plan.index.filed(actor)));
+}
+
+void Planner::index(Plan& plan) const {
+  if (plan.index.tracks(plan.actors.size()) && plan.index.planner == id_) return;
+  auto& index = plan.index;
+  index.reset(plan.actors.size());
+  index.planner = id_;
+  for (std::size_t i = 0; i < plan.actors.size(); ++i) {
+    const auto& a = plan.actors[i];
+    index.file(i, filing(a));
+    for (const auto& u : a.units) {
+      for (const auto& m : u.members) index.place(m.trial, i);
+    }
+    if (a.actor.max_members < 1) continue;
+    index.any_member_slot = true;
+    index.largest_room = std::max(index.largest_room, usable(a.actor) - a.actor.base_bytes);
+  }
 }
 
 bool Planner::fits(const ActorPlan& actor, int unit, const std::vector<TrialDemand>& item,
@@ -147,11 +264,14 @@ bool Planner::fits(const ActorPlan& actor, int unit, const std::vector<TrialDema
   return actor.actor.base_bytes + persistent + added.persistent + transient <= usable(actor.actor);
 }
 
-void Planner::add(Plan& plan, std::size_t actor_index, int unit, std::vector<TrialDemand> item) const {
+void Planner::add(Plan& plan, std::size_t actor_index, int unit, std::vector<TrialDemand> item, Mode mode) const {
   auto& actor = plan.actors[actor_index];
+  int changed = unit;
+  for (const auto& m : item) plan.index.place(m.trial, actor_index);
   if (unit >= 0) {
-    auto& members = actor.units[static_cast<std::size_t>(unit)].members;
-    members.insert(members.end(), item.begin(), item.end());
+    auto& changing = actor.units[static_cast<std::size_t>(unit)];
+    changing.members.insert(changing.members.end(), item.begin(), item.end());
+
   } else {
     PlannedUnit u;
     u.id = plan.next_unit_id++;
@@ -161,8 +281,11 @@ void Planner::add(Plan& plan, std::size_t actor_index, int unit, std::vector<Tri
                                   useful_members(item.front().shape, actor.actor.device) <= 1);
     u.members = std::move(item);
     actor.units.push_back(std::move(u));
+    changed = static_cast<int>(actor.units.size()) - 1;
   }
-  refresh(actor);
+  // Online, the model may have changed since the actor's other units were estimated.
+  derive(actor, mode == Mode::Online ? kEveryUnit : changed);
+  if (mode != Mode::Unfiled) plan.index.file(actor_index, filing(actor, plan.index.filed(actor_index)));
 }
 
 int Planner::joinable(const ActorPlan& a, const std::vector<TrialDemand>& item) const {
@@ -195,56 +318,218 @@ int Planner::joinable(const ActorPlan& a, const std::vector<TrialDemand>& item) 
   return best;
 }
 
-std::optional<Planner::Candidate> Planner::find_room(const Plan& plan, const std::vector<TrialDemand>& item,
-                                                     Policy policy, const std::vector<bool>* opened) const {
-  const int k = static_cast<int>(item.size());
-  const auto alone = model_.estimate(padded_shape(item), k);
-  if (policy == Policy::FirstFit) {
+// The segment tree and the closed actors behind first fit: the first opened actor in order
+// with room for an item is found in O(log actors) instead of by trying each in turn.
+class Planner::FirstFit {
+ public:
+  FirstFit(const Planner& planner, Plan& plan) : planner_(planner), plan_(plan), opened_(plan.actors.size(), false) {
+    while (leaves_ < plan.actors.size()) leaves_ *= 2;
+    room_.assign(2 * leaves_, Room{});
     for (std::size_t i = 0; i < plan.actors.size(); ++i) {
-      if (opened && !(*opened)[i]) continue;
-      const auto& a = plan.actors[i];
-      const int u = joinable(a, item);
-      if (u >= 0 && fits(a, u, item)) return Candidate{i, u};
-      if (fits(a, -1, item, &alone)) return Candidate{i, -1};
+      const auto& spec = plan.actors[i].actor;
+      closed_.insert({-planner_.usable(spec), i});
+      min_base_ = std::min(min_base_, spec.base_bytes);
     }
-    if (!opened) return std::nullopt;
-    // Open the roomiest closed actor that takes it.
-    std::optional<Candidate> best;
-    for (std::size_t i = 0; i < plan.actors.size(); ++i) {
-      if ((*opened)[i] || !fits(plan.actors[i], -1, item, &alone)) continue;
-      if (!best || usable(plan.actors[i].actor) > usable(plan.actors[best->actor].actor)) best = Candidate{i, -1};
-    }
-    return best;
   }
 
-  // LeastLoaded: the earliest estimated finish, counting what the trial adds there.
-  std::optional<Candidate> best;
-  double best_finish = 0;
-  for (std::size_t i = 0; i < plan.actors.size(); ++i) {
+  // Where the item goes, as trying every opened actor in order, then the roomiest closed
+  // one, would find it.
+  std::optional<Candidate> find(const std::vector<TrialDemand>& item) const {
+    const int k = static_cast<int>(item.size());
+    const auto padded = padded_shape(item);
+    const auto alone = planner_.model_.estimate(padded, k);
+    std::size_t own = first(0, k, alone);
+    while (own < plan_.actors.size() && !planner_.fits(plan_.actors[own], -1, item, &alone)) own = first(own + 1, k, alone);
+    if (planner_.options_.fuse != FuseMode::Never) {
+      // An actor in front of `own` that takes it only by joining a unit (a join comes first
+      // on one actor too).
+      for (auto i : plan_.index.fusable(fusion_key(padded), bound(padded))) {
+        if (i > own) break;
+        if (!opened_[i]) continue;
+        const auto& a = plan_.actors[i];
+        const int u = planner_.joinable(a, item);
+        if (u >= 0 && planner_.fits(a, u, item)) return Candidate{i, u};
+      }
+    }
+    if (own < plan_.actors.size()) return Candidate{own, -1};
+    for (const auto& [negative_usable, i] : closed_) {
+      // Ordered by room: past the first too small for the item even without a base, none fits.
+      if (min_base_ >= 0 && -negative_usable < alone.peak()) break;
+      if (planner_.fits(plan_.actors[i], -1, item, &alone)) return Candidate{i, -1};
+    }
+    return std::nullopt;
+  }
+
+  // The actor took an item: it is open now, with less room.
+  void took(std::size_t i) {
+    if (!opened_[i]) {
+      opened_[i] = true;
+      closed_.erase({-planner_.usable(plan_.actors[i].actor), i});
+    }
+    const auto& a = plan_.actors[i];
+    Room r;
+    r.slots = static_cast<std::int64_t>(a.actor.max_members) - a.members();
+    if (a.actor.capacity_bytes <= 0) {
+      r.free = r.beside = kUnbounded;
+    } else {
+      r.free = planner_.usable(a.actor) - a.actor.base_bytes - a.persistent_bytes;
+      r.beside = r.free - a.largest_transient;
+    }
+    std::size_t node = leaves_ + i;
+    room_[node] = r;
+    for (node /= 2; node >= 1; node /= 2) {
+      const auto& l = room_[2 * node];
+      const auto& h = room_[2 * node + 1];
+      room_[node] = {std::max(l.slots, h.slots), std::max(l.free, h.free), std::max(l.beside, h.beside)};
+    }
+  }
+
+ private:
+  static constexpr std::int64_t kUnbounded = std::numeric_limits<std::int64_t>::max() / 4;
+  static constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::min() / 4;
+  // An opened actor's room, or the most of any below a node. It fits a new unit of
+  // persistent p and transient t iff slots >= k, beside >= p and free >= p + t
+  // (base + persistent + p + max(largest transient, t) <= usable, rearranged).
+  struct Room {
+    std::int64_t slots = kNone;
+    std::int64_t free = kNone;   // usable - base - persistent
+    std::int64_t beside = kNone;  // free - the largest transient
+  };
+
+  bool may_fit(const Room& r, int k, const UnitEstimate& e) const {
+    return r.slots >= k && r.beside >= e.persistent && r.free >= e.peak();
+  }
+
+  // The first opened actor from `from` on that may fit, or the number of actors.
+  std::size_t first(std::size_t from, int k, const UnitEstimate& e) const {
+    const auto none = plan_.actors.size();
+    const auto found = first(1, 0, leaves_, from, k, e);
+    return found < none ? found : none;
+  }
+  std::size_t first(std::size_t node, std::size_t lo, std::size_t hi, std::size_t from, int k,
+                    const UnitEstimate& e) const {
+    if (hi <= from || !may_fit(room_[node], k, e)) return leaves_;
+    if (hi - lo == 1) return lo;
+    const auto mid = (lo + hi) / 2;
+    const auto left = first(2 * node, lo, mid, from, k, e);
+    return left < leaves_ ? left : first(2 * node + 1, mid, hi, from, k, e);
+  }
+
+  const Planner& planner_;
+  Plan& plan_;
+  std::vector<bool> opened_;
+  std::size_t leaves_ = 1;
+  std::vector<Room> room_;
+  std::set<std::pair<std::int64_t, std::size_t>> closed_;  // -usable, slot: the roomiest first
+  std::int64_t min_base_ = 0;
+};
+
+std::optional<Planner::Candidate> Planner::least_loaded(const Plan& plan, const TrialDemand& trial) const {
+  // The old scan took, actor by actor (a join before a new unit on one actor), the first
+  // offer whose finish undercut the best so far by more than kTie. Its answer depends only
+  // on the offers below the first gap wider than kTie in the sorted finishes (an offer
+  // above it never displaces one below, and the first below always displaces one above),
+  // and of offers with equal finishes only the first in order can win. So: collect those
+  // offers in order of finish from the indices (joins by a lower bound on their finish,
+  // asked only while that bound is below the gap), then run the old scan over them.
+  constexpr double kTie = 1e-12;
+  const std::vector<TrialDemand> item{trial};
+  struct Offer {
+    double finish;
+    std::size_t actor;
+    int unit;  // -1: a unit of its own
+  };
+  auto offer = [&](std::size_t i) -> std::optional<Offer> {
     const auto& a = plan.actors[i];
     const int u = joinable(a, item);
-    std::vector<int> options{-1};
-    if (u >= 0) options.insert(options.begin(), u);
-    for (int option : options) {
-      if (!fits(a, option, item)) continue;
-      double added;
-      if (option >= 0) {
-        PlannedUnit grown = a.units[static_cast<std::size_t>(option)];
-        grown.members.insert(grown.members.end(), item.begin(), item.end());
-        grown.shape = padded_shape(grown.members);
-        added = unit_seconds(grown, a.actor.device) -
-                unit_seconds(a.units[static_cast<std::size_t>(option)], a.actor.device);
+    if (u < 0 || !fits(a, u, item)) return std::nullopt;
+    const auto& unit = a.units[static_cast<std::size_t>(u)];
+    PlannedUnit grown = unit;
+    grown.members.push_back(trial);
+    grown.shape = padded_shape(grown.members);
+    const double added = unit_seconds(grown, a.actor.device) - unit_seconds(unit, a.actor.device);
+    return Offer{a.estimated_seconds + added, i, u};
+  };
+  auto later = [](const Offer& x, const Offer& y) { return x.finish > y.finish; };
+  std::vector<Offer> joins;  // a min-heap of the joins found so far
+  std::unordered_set<std::size_t> asked;
+  PlanIndex::Joins to_ask;
+  if (options_.fuse != FuseMode::Never) to_ask = plan.index.joins(fusion_key(trial.shape), bound(trial.shape), trial.steps);
+
+  // Per device kind, new units in order of the actor's load: what a new unit adds is the
+  // same on every actor of a kind.
+  const auto alone = model_.estimate(padded_shape(item), 1);
+  struct Stream {
+    const std::set<PlanIndex::Load>* loads;
+    std::set<PlanIndex::Load>::const_iterator at;
+    double added;
+    std::optional<Offer> next;
+  };
+  auto advance = [&](Stream& s) {
+    s.next.reset();
+    while (s.at != s.loads->end() && !s.next) {
+      const double seconds = s.at->first;
+      const auto end = s.loads->upper_bound({seconds, std::numeric_limits<std::size_t>::max()});
+      for (; s.at != end; ++s.at) {
+        if (!fits(plan.actors[s.at->second], -1, item, &alone)) continue;
+        s.next = Offer{seconds + s.added, s.at->second, -1};
+        break;
+      }
+      s.at = end;  // the rest of an equal load finish alike and come later in order
+    }
+  };
+  std::vector<Stream> streams;
+  PlannedUnit own;
+  own.members = item;
+  own.shape = padded_shape(item);
+  for (const auto& [kind, loads] : plan.index.open()) {
+    if (loads.empty()) continue;
+    const auto& device = plan.actors[loads.begin()->second].actor.device;
+    streams.push_back({&loads, loads.begin(), unit_seconds(own, device), std::nullopt});
+    advance(streams.back());
+  }
+
+  std::vector<Offer> low;
+  while (true) {
+    const Offer* next = joins.empty() ? nullptr : &joins.front();
+    Stream* from = nullptr;
+    for (auto& s : streams) {
+      if (s.next && (!next || s.next->finish < next->finish)) {
+        next = &*s.next;
+        from = &s;
+      }
+    }
+    const double unasked = to_ask.done() ? std::numeric_limits<double>::infinity() : to_ask.bound();
+    if (next && next->finish <= unasked) {
+      // No offer still unasked finishes earlier.
+      if (!low.empty() && low.back().finish < next->finish - kTie) break;
+      low.push_back(*next);
+      if (from) {
+        advance(*from);
       } else {
-        PlannedUnit own;
-        own.members = item;
-        own.shape = padded_shape(item);
-        added = unit_seconds(own, a.actor.device);
+        std::pop_heap(joins.begin(), joins.end(), later);
+        joins.pop_back();
       }
-      const double finish = a.estimated_seconds + added;
-      if (!best || finish < best_finish - 1e-12) {
-        best = Candidate{i, option};
-        best_finish = finish;
-      }
+      continue;
+    }
+    if (to_ask.done() || (!low.empty() && low.back().finish < unasked - kTie)) break;
+    const auto i = to_ask.slot();
+    to_ask.next();
+    if (!asked.insert(i).second) continue;
+    if (auto o = offer(i)) {
+      joins.push_back(*o);
+      std::push_heap(joins.begin(), joins.end(), later);
+    }
+  }
+  std::sort(low.begin(), low.end(), [](const Offer& x, const Offer& y) {
+    return x.actor < y.actor || (x.actor == y.actor && x.unit > y.unit);
+  });
+  std::optional<Candidate> best;
+  double best_finish = 0;
+  for (const auto& o : low) {
+    if (!best || o.finish < best_finish - kTie) {
+      best = Candidate{o.actor, o.unit};
+      best_finish = o.finish;
     }
   }
   return best;
@@ -252,12 +537,17 @@ std::optional<Planner::Candidate> Planner::find_room(const Plan& plan, const std
 
 Unplaced Planner::why_unplaced(const Plan& plan, const TrialDemand& trial) const {
   const auto need = model_.solo_bytes(trial.shape);
-  std::int64_t largest = 0;
   bool any_member_slot = false;
-  for (const auto& a : plan.actors) {
-    if (a.actor.max_members < 1) continue;
-    any_member_slot = true;
-    largest = std::max(largest, usable(a.actor) - a.actor.base_bytes);
+  std::int64_t largest = 0;
+  if (plan.index.tracks(plan.actors.size()) && plan.index.planner == id_) {
+    any_member_slot = plan.index.any_member_slot;
+    largest = plan.index.largest_room;
+  } else {
+    for (const auto& a : plan.actors) {
+      if (a.actor.max_members < 1) continue;
+      any_member_slot = true;
+      largest = std::max(largest, usable(a.actor) - a.actor.base_bytes);
+    }
   }
   if (plan.actors.empty() || !any_member_slot) return {trial, "no actor to run it on", false};
   if (need > largest) {
@@ -272,9 +562,10 @@ Plan Planner::plan(const std::vector<ActorSpec>& actors, const std::vector<Trial
   for (const auto& spec : actors) {
     ActorPlan a;
     a.actor = spec;
-    refresh(a);
+    derive(a);
     plan.actors.push_back(std::move(a));
   }
+  index(plan);
   int max_members = 1;
   for (const auto& spec : actors) max_members = std::max(max_members, spec.max_members);
 
@@ -312,13 +603,13 @@ Plan Planner::plan(const std::vector<ActorSpec>& actors, const std::vector<Trial
 
   std::deque<std::vector<TrialDemand>> queue;
   for (auto i : order) queue.push_back(std::move(items[i]));
-  std::vector<bool> opened(plan.actors.size(), false);
+  FirstFit first_fit(*this, plan);
   while (!queue.empty()) {
     auto item = std::move(queue.front());
     queue.pop_front();
-    if (auto c = find_room(plan, item, Policy::FirstFit, &opened)) {
-      opened[c->actor] = true;
-      add(plan, c->actor, c->unit, std::move(item));
+    if (auto c = first_fit.find(item)) {
+      add(plan, c->actor, c->unit, std::move(item), Mode::Planning);
+      first_fit.took(c->actor);
     } else if (item.size() > 1) {
       // Too big as one unit anywhere: two halves, tried next.
       std::vector<TrialDemand> second(item.begin() + static_cast<std::ptrdiff_t>(item.size() / 2), item.end());
@@ -329,20 +620,38 @@ Plan Planner::plan(const std::vector<ActorSpec>& actors, const std::vector<Trial
       plan.unplaced.push_back(why_unplaced(plan, item.front()));
     }
   }
-  if (options_.balance) balance(plan);
+  if (options_.balance) {
+    balance(plan);
+    // Balance files nothing as it goes (it moves work many times over): file it all once.
+    plan.index.reset(0);
+    index(plan);
+  }
   return plan;
 }
 
 void Planner::balance(Plan& plan) const {
   // FLEET's greedy balance: move part of the busiest actor's work to the least busy one
-  // that has room, as long as that lowers the busiest actor's estimated time.
+  // that has room, as long as that lowers the busiest actor's estimated time. Both are
+  // kept in order (ties: the first actor), so a round costs O(log actors).
+  using Load = std::pair<double, std::size_t>;
+  std::set<Load> busy;   // -seconds, slot: actors with at least two members
+  std::set<Load> light;  // seconds, slot: actors with a free member slot
+  std::vector<double> filed(plan.actors.size());
+  auto unfile = [&](std::size_t i) {
+    busy.erase({-filed[i], i});
+    light.erase({filed[i], i});
+  };
+  auto file = [&](std::size_t i) {
+    const auto& a = plan.actors[i];
+    filed[i] = a.estimated_seconds;
+    if (a.members() >= 2) busy.insert({-filed[i], i});
+    if (a.members() < a.actor.max_members) light.insert({filed[i], i});
+  };
+  for (std::size_t i = 0; i < plan.actors.size(); ++i) file(i);
+
   for (std::size_t round = 0; round < plan.actors.size() * 8; ++round) {
-    std::size_t busiest = plan.actors.size();
-    for (std::size_t i = 0; i < plan.actors.size(); ++i) {
-      if (plan.actors[i].members() < 2) continue;
-      if (busiest == plan.actors.size() || plan.actors[i].estimated_seconds > plan.actors[busiest].estimated_seconds) busiest = i;
-    }
-    if (busiest == plan.actors.size()) return;
+    if (busy.empty()) return;
+    const std::size_t busiest = busy.begin()->second;
     auto& from = plan.actors[busiest];
     // The part to move: the unit closest to half the busiest actor's work, or half of its
     // only unit.
@@ -363,69 +672,97 @@ void Planner::balance(Plan& plan) const {
       part.assign(members.begin() + static_cast<std::ptrdiff_t>(members.size() / 2), members.end());
     }
     std::optional<std::size_t> target;
-    for (std::size_t i = 0; i < plan.actors.size(); ++i) {
-      if (i == busiest || !fits(plan.actors[i], -1, part)) continue;
-      if (!target || plan.actors[i].estimated_seconds < plan.actors[*target].estimated_seconds) target = i;
+    for (const auto& [seconds, i] : light) {
+      if (i != busiest && fits(plan.actors[i], -1, part)) {
+        target = i;
+        break;
+      }
     }
     if (!target) return;
-    ActorPlan trial_from = from;
+    // The busiest actor's seconds without the part, summed as derive() would (no copy of it).
+    double from_after = 0;
     if (unit >= 0) {
-      trial_from.units.erase(trial_from.units.begin() + unit);
+      for (std::size_t u = 0; u < from.units.size(); ++u) {
+        if (static_cast<int>(u) != unit) from_after += unit_seconds(from.units[u], from.actor.device);
+      }
     } else {
-      trial_from.units.front().members.resize(trial_from.units.front().members.size() - part.size());
+      PlannedUnit rest;
+      const auto& members = from.units.front().members;
+      rest.members.assign(members.begin(), members.end() - static_cast<std::ptrdiff_t>(part.size()));
+      rest.shape = padded_shape(rest.members);
+      from_after += unit_seconds(rest, from.actor.device);
     }
-    refresh(trial_from);
     PlannedUnit moved;
     moved.members = part;
     moved.shape = padded_shape(part);
     const double target_after =
         plan.actors[*target].estimated_seconds + unit_seconds(moved, plan.actors[*target].actor.device);
-    if (std::max(trial_from.estimated_seconds, target_after) >= from.estimated_seconds - 1e-12) return;
-    from = std::move(trial_from);
-    add(plan, *target, -1, std::move(part));
+    if (std::max(from_after, target_after) >= from.estimated_seconds - 1e-12) return;
+    unfile(busiest);
+    unfile(*target);
+    if (unit >= 0) {
+      from.units.erase(from.units.begin() + unit);
+    } else {
+      from.units.front().members.resize(from.units.front().members.size() - part.size());
+    }
+    derive(from, unit >= 0 ? kNoUnit : 0);
+    add(plan, *target, -1, std::move(part), Mode::Unfiled);
+    file(busiest);
+    file(*target);
   }
 }
 
 std::optional<int> Planner::place(Plan& plan, const TrialDemand& trial, Unplaced* why) const {
-  auto c = find_room(plan, {trial}, Policy::LeastLoaded, nullptr);
+  index(plan);
+  auto c = least_loaded(plan, trial);
   if (!c) {
     if (why) *why = why_unplaced(plan, trial);
     return std::nullopt;
   }
-  add(plan, c->actor, c->unit, {trial});
+  add(plan, c->actor, c->unit, {trial}, Mode::Online);
   return plan.actors[c->actor].actor.id;
 }
 
 bool Planner::remove(Plan& plan, std::int64_t trial) const {
-  for (auto& a : plan.actors) {
-    for (auto u = a.units.begin(); u != a.units.end(); ++u) {
-      auto m = std::find_if(u->members.begin(), u->members.end(), [&](const TrialDemand& d) { return d.trial == trial; });
-      if (m == u->members.end()) continue;
-      u->members.erase(m);
-      if (u->members.empty()) a.units.erase(u);
-      refresh(a);
-      return true;
-    }
+  index(plan);
+  const auto* slot = plan.index.slot_of(trial);
+  if (!slot) return false;
+  const auto i = *slot;
+  auto& a = plan.actors[i];
+  for (auto u = a.units.begin(); u != a.units.end(); ++u) {
+    auto m = std::find_if(u->members.begin(), u->members.end(), [&](const TrialDemand& d) { return d.trial == trial; });
+    if (m == u->members.end()) continue;
+    u->members.erase(m);
+    if (u->members.empty()) a.units.erase(u);
+    plan.index.forget(trial);
+    refit(plan, i);
+    return true;
   }
   return false;
 }
 
 int Planner::remove(Plan& plan, const std::vector<std::int64_t>& trials) const {
+  index(plan);
   const std::set<std::int64_t> gone(trials.begin(), trials.end());
+  std::set<std::size_t> holding;
+  for (auto t : gone) {
+    if (const auto* slot = plan.index.slot_of(t)) holding.insert(*slot);
+  }
   int found = 0;
   auto leaves = [&](const TrialDemand& d) { return gone.count(d.trial) > 0; };
-  for (auto& a : plan.actors) {
-    bool changed = false;
+  for (auto i : holding) {
+    auto& a = plan.actors[i];
     for (auto& u : a.units) {
+      for (const auto& m : u.members) {
+        if (leaves(m)) plan.index.forget(m.trial);
+      }
       const auto before = u.members.size();
       u.members.erase(std::remove_if(u.members.begin(), u.members.end(), leaves), u.members.end());
       found += static_cast<int>(before - u.members.size());
-      changed = changed || before != u.members.size();
     }
-    if (!changed) continue;
     a.units.erase(std::remove_if(a.units.begin(), a.units.end(), [](const PlannedUnit& u) { return u.members.empty(); }),
                   a.units.end());
-    refresh(a);
+    refit(plan, i);
   }
   const auto before = plan.unplaced.size();
   plan.unplaced.erase(std::remove_if(plan.unplaced.begin(), plan.unplaced.end(),
@@ -439,16 +776,19 @@ int Planner::replan(Plan& plan, const std::vector<std::int64_t>& leaving,
   remove(plan, leaving);
   // Corrected figures may put an actor over its capacity: evict its largest units.
   std::vector<TrialDemand> evicted;
-  for (auto& a : plan.actors) {
-    refresh(a);
+  for (std::size_t i = 0; i < plan.actors.size(); ++i) {
+    auto& a = plan.actors[i];
+    derive(a);
     while (!a.units.empty() && a.actor.capacity_bytes > 0 && a.estimated_bytes > usable(a.actor)) {
       auto largest = std::max_element(a.units.begin(), a.units.end(), [](const PlannedUnit& x, const PlannedUnit& y) {
         return x.estimate.peak() < y.estimate.peak();
       });
+      for (const auto& m : largest->members) plan.index.forget(m.trial);
       evicted.insert(evicted.end(), largest->members.begin(), largest->members.end());
       a.units.erase(largest);
-      refresh(a);
+      derive(a);
     }
+    plan.index.file(i, filing(a));
   }
   std::vector<TrialDemand> waiting;
   for (const auto& u : plan.unplaced) waiting.push_back(u.demand);

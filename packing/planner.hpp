@@ -7,9 +7,11 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "packing/memory_model.hpp"
+#include "packing/plan_index.hpp"
 #include "packing/throughput_model.hpp"
 
 namespace packtune::packing {
@@ -61,6 +63,9 @@ struct Plan {
   std::vector<ActorPlan> actors;
   std::vector<Unplaced> unplaced;
   std::int64_t next_unit_id = 0;
+  // The planner's lookups over `actors` (see plan_index.hpp). Change `actors` outside the
+  // planner only through Planner::refresh (or by resizing it): either makes it rebuild this.
+  PlanIndex index;
   int actors_used() const;
 };
 
@@ -123,17 +128,23 @@ class Planner {
   int remove(Plan& plan, const std::vector<std::int64_t>& trials) const;
 
   // Re-derives an actor's estimates after its units changed or the model was corrected.
+  // Call it after changing a plan's actors outside the planner: it marks plan indices stale.
   void refresh(ActorPlan& actor) const;
 
  private:
-  enum class Policy { FirstFit, LeastLoaded };
+  friend class ReferencePlanner;  // tests/packing: the scanning planner this one must agree with
   struct Candidate {
     std::size_t actor;
     int unit;  // the unit it joins, -1 for a new unit
   };
-  std::optional<Candidate> find_room(const Plan& plan, const std::vector<TrialDemand>& item,
-                                     Policy policy, const std::vector<bool>* opened) const;
-  void add(Plan& plan, std::size_t actor, int unit, std::vector<TrialDemand> item) const;
+  // First fit (plan): the first opened actor in order that takes the item.
+  class FirstFit;
+  // The earliest estimated finish (place), as a scan of every actor in order would find it.
+  std::optional<Candidate> least_loaded(const Plan& plan, const TrialDemand& trial) const;
+  // Online: re-estimate every unit of the actor (the model may have changed since); else
+  // (inside plan) only the one that changed, and Unfiled leaves the index to the caller.
+  enum class Mode { Online, Planning, Unfiled };
+  void add(Plan& plan, std::size_t actor, int unit, std::vector<TrialDemand> item, Mode mode) const;
   // The unit of `actor` this item should join, -1 for none (a unit of its own).
   int joinable(const ActorPlan& actor, const std::vector<TrialDemand>& item) const;
   // `alone`: the item's own estimate as a new unit, when the caller has it already.
@@ -144,10 +155,23 @@ class Planner {
   Unplaced why_unplaced(const Plan& plan, const TrialDemand& trial) const;
   void balance(Plan& plan) const;
 
+  // refresh without marking indices stale: for the planner's own changes, which it files.
+  // `stale`: the one unit whose members changed (the others' figures are current), or
+  // every unit, or none.
+  static constexpr int kEveryUnit = -2, kNoUnit = -1;
+  void derive(ActorPlan& actor, int stale = kEveryUnit) const;
+  void refit(Plan& plan, std::size_t actor) const;  // derive, then file in the index
+  // `before`: how the actor was filed last, whose unchanged units need not be priced again.
+  PlanIndex::Filing filing(const ActorPlan& actor, const PlanIndex::Filing* before = nullptr) const;
+  void index(Plan& plan) const;  // rebuilds plan.index unless it is current
+  static PlanIndex::Bound bound(const TrialShape& shape);
+
   MemoryModel model_;
   PlanOptions options_;
   ThroughputModel throughput_;
-  mutable std::map<std::string, int> useful_cache_;  // device kind, shape key and FLOPs
+  // device kind, shape key and FLOPs
+  mutable std::map<std::tuple<std::string, std::string, std::int64_t>, int, std::less<>> useful_cache_;
+  std::uint64_t id_;  // tells the plan indices it filed from those of other planners
 };
 
 }  // namespace packtune::packing

@@ -2,12 +2,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "packtune/error.hpp"
 
 namespace packtune::packing {
 
 std::string device_class(const std::string& device) { return device.substr(0, device.find(':')); }
+
+namespace {
+
+std::string_view kind_of(const std::string& device) {
+  return std::string_view(device).substr(0, device.find(':'));
+}
+
+}  // namespace
 
 ThroughputModel::ThroughputModel(double prior_step_overhead_seconds, double prior_device_flops)
     : overhead_(prior_step_overhead_seconds), flops_(prior_device_flops) {}
@@ -25,7 +34,7 @@ bool ThroughputModel::profiled(const std::string& device, const std::string& key
   if (device.empty()) {
     return std::any_of(tables_.begin(), tables_.end(), [&](const auto& kind) { return kind.second.count(key) > 0; });
   }
-  auto d = tables_.find(device_class(device));
+  auto d = tables_.find(kind_of(device));
   return d != tables_.end() && d->second.count(key) > 0;
 }
 
@@ -34,7 +43,7 @@ bool ThroughputModel::covered(const std::string& device, const TrialShape& shape
 }
 
 StepProfile ThroughputModel::profile(const std::string& device, const std::string& key) const {
-  auto d = tables_.find(device_class(device));
+  auto d = tables_.find(kind_of(device));
   if (d == tables_.end()) return {};
   auto t = d->second.find(key);
   return t == d->second.end() ? StepProfile{} : t->second.points;
@@ -58,8 +67,9 @@ const ThroughputModel::Table* ThroughputModel::table_for(const std::string& devi
     }
     return best;
   };
+  if (tables_.empty()) return nullptr;
   if (!device.empty()) {
-    auto d = tables_.find(device_class(device));
+    auto d = tables_.find(kind_of(device));
     return d == tables_.end() ? nullptr : lookup(d->second);
   }
   for (const auto& [kind, tables] : tables_) {

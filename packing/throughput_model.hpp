@@ -8,6 +8,7 @@
 // per step plus the members' FLOPs at a nominal rate. Between measured K the step time is
 // interpolated linearly; past the last measured K it grows with the last segment's slope
 // (the profile stops where throughput saturates, so that slope is the per-member cost).
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -53,7 +54,8 @@ class ThroughputModel {
 
   double overhead_;
   double flops_;
-  std::map<std::string, std::map<std::string, Table>> tables_;  // device kind -> shape key
+  // device kind -> shape key; looked up by kind without building a string (the planner asks often)
+  std::map<std::string, std::map<std::string, Table>, std::less<>> tables_;
 };
 
 }  // namespace packtune::packing

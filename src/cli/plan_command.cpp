@@ -126,13 +126,11 @@ int run_plan_command(const std::vector<std::string>& args) {
   auto tuner = tuners::TunerRegistry::instance().create(config.tuner, tuner_context(config));
   std::vector<packing::TrialDemand> trials;
   std::vector<packing::Unplaced> invalid;
-  std::map<std::int64_t, tuners::TrialConfig> configs;
   while (static_cast<std::int64_t>(trials.size() + invalid.size()) < config.trials) {
     const auto job = tuner->next_job();
     if (job.kind != tuners::Job::Kind::Start) break;
     auto full = config.model;
     for (const auto& [k, v] : job.config) full[k] = v;
-    configs[job.trial] = job.config;
     try {
       const auto spec = actors::parse_trial_spec(full, "trial");
       trials.push_back({job.trial, trial_shape(spec, dims), job_steps(config, job.budget, spec.batch_size)});
