@@ -43,6 +43,9 @@ extern "C" void on_interrupt(int) { interrupted = true; }
 
 // With keep_checkpoints "needed", the last checkpoints of this many best trials survive a run.
 constexpr int kKeepBestCheckpoints = 3;
+// Messages handled between two dispatches at most: a flood of them (1,000 actors) must not
+// hold back the jobs they free.
+constexpr int kReceiveBatch = 256;
 
 std::string make_endpoint(const std::string& listen) {
   if (listen == "ipc") {
@@ -137,10 +140,13 @@ class Driver {
         spdlog::warn("interrupted: stopping the actors; results so far are in {}", options_.out_dir);
         return 130;
       }
-      while (true) {
+      // Waits up to 50 ms for a message, then takes only those already queued: under load
+      // messages never pause for 50 ms, and jobs go out after each batch, not after a pause.
+      long wait_ms = 50;
+      for (int taken = 0; taken < kReceiveBatch; ++taken, wait_ms = 0) {
         std::optional<Routed> routed;
         try {
-          routed = receive_routed(router_, 50);
+          routed = receive_routed(router_, wait_ms);
         } catch (const Error& e) {
           // Bytes that are not a message (a stranger on an open port) must not end the run.
           spdlog::warn("ignoring a message: {}", e.what());
@@ -157,8 +163,11 @@ class Driver {
       if (dispatch()) return 0;
       const auto now = Clock::now();
       if (now - last_heartbeat > std::chrono::duration<double>(config_.heartbeat_seconds)) {
+        // An actor that got an Assign or anything else since the last round needs no heartbeat.
         for (auto& [identity, actor] : registry_.actors()) {
-          if (!actor.dead) send(actor, proto::Heartbeat{});
+          if (!actor.dead && now - actor.last_sent > std::chrono::duration<double>(config_.heartbeat_seconds)) {
+            send(actor, proto::Heartbeat{});
+          }
         }
         for (const auto& [id, node] : registry_.nodes()) {
           if (id != 0 && !node.dead) send_to(node.identity, proto::Heartbeat{}, "node " + std::to_string(id));
@@ -174,6 +183,7 @@ class Driver {
 
   void send(ActorState& actor, const proto::Message& message) {
     send_to(actor.identity, message, "actor " + std::to_string(actor.id));
+    actor.last_sent = Clock::now();
   }
 
   void send_to(const std::string& identity, const proto::Message& message, const std::string& whom) {
@@ -552,7 +562,7 @@ class Driver {
     return false;
   }
 
-  int running_jobs() const { return registry_.running_jobs(); }
+  int running_jobs() const { return book_.running(); }
 
   int live_actors() const { return registry_.live_actors(); }
 
