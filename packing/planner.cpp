@@ -218,15 +218,23 @@ std::optional<Planner::Candidate> Planner::find_room(const Plan& plan, const std
   }
 
   // LeastLoaded: the earliest estimated finish, counting what the trial adds there.
+  // The driver places every job this way, over every actor: what does not depend on the
+  // actor is computed once, and a full actor costs a comparison.
   std::optional<Candidate> best;
   double best_finish = 0;
+  PlannedUnit own;
+  own.members = item;
+  own.shape = padded_shape(item);
+  const std::string* own_device = nullptr;  // the device own_seconds is for
+  double own_seconds = 0;
   for (std::size_t i = 0; i < plan.actors.size(); ++i) {
     const auto& a = plan.actors[i];
+    if (a.members() + k > a.actor.max_members) continue;
     const int u = joinable(a, item);
-    std::vector<int> options{-1};
-    if (u >= 0) options.insert(options.begin(), u);
-    for (int option : options) {
-      if (!fits(a, option, item)) continue;
+    // Joining unit u first, if any, then a unit of its own.
+    for (int pass = u >= 0 ? 0 : 1; pass < 2; ++pass) {
+      const int option = pass == 0 ? u : -1;
+      if (!fits(a, option, item, option < 0 ? &alone : nullptr)) continue;
       double added;
       if (option >= 0) {
         PlannedUnit grown = a.units[static_cast<std::size_t>(option)];
@@ -235,10 +243,11 @@ std::optional<Planner::Candidate> Planner::find_room(const Plan& plan, const std
         added = unit_seconds(grown, a.actor.device) -
                 unit_seconds(a.units[static_cast<std::size_t>(option)], a.actor.device);
       } else {
-        PlannedUnit own;
-        own.members = item;
-        own.shape = padded_shape(item);
-        added = unit_seconds(own, a.actor.device);
+        if (!own_device || *own_device != a.actor.device) {
+          own_seconds = unit_seconds(own, a.actor.device);
+          own_device = &a.actor.device;
+        }
+        added = own_seconds;
       }
       const double finish = a.estimated_seconds + added;
       if (!best || finish < best_finish - 1e-12) {
