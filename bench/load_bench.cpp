@@ -333,6 +333,7 @@ struct SimActor {
   Clock::time_point last_sent;
   Clock::time_point idle_since;  // its last job ended, nothing runs: the driver owes it work
   bool idle = true;
+  bool assigned = false;  // got a job yet
 };
 
 // A job's next report, in wall time.
@@ -418,6 +419,8 @@ class Fleet {
   const Counters& counters() const { return counters_; }
   Clock::time_point ready_at() const { return ready_at_; }
   std::optional<Clock::time_point> first_assign() const { return first_assign_; }
+  // When the last actor got its first job; nullopt if some never did.
+  std::optional<Clock::time_point> all_assigned() const { return all_assigned_; }
   Clock::time_point shutdown_at() const { return shutdown_at_; }
   // Driver CPU and messages when the first Assign came (the window's start).
   const CpuTimes& cpu_at_first_assign() const { return cpu_at_first_assign_; }
@@ -520,6 +523,8 @@ class Fleet {
     }
     ++counters_.assigns;
     auto& a = actors_[static_cast<std::size_t>(i)];
+    if (!a.assigned && ++assigned_actors_ == options_.actors) all_assigned_ = now;
+    a.assigned = true;
     if (a.idle && a.idle_since.time_since_epoch().count() != 0) idle_gaps_.push_back(seconds(now - a.idle_since));
     a.idle = false;
     Job job;
@@ -653,6 +658,8 @@ class Fleet {
   CpuTimes cpu_at_first_assign_;
   Clock::time_point ready_at_;
   std::optional<Clock::time_point> first_assign_;
+  std::optional<Clock::time_point> all_assigned_;
+  int assigned_actors_ = 0;
   Clock::time_point shutdown_at_;
   Clock::time_point next_sweep_;
   std::vector<double> idle_gaps_;
@@ -792,6 +799,7 @@ int run(const Options& o) {
   out["driver_total_cpu_seconds"] = round_to(driver_cpu_total, 2);
   out["join_seconds"] = round_to(seconds(joined - started), 3);
   out["ready_to_first_assign_seconds"] = round_to(seconds(*fleet.first_assign() - fleet.ready_at()), 3);
+  if (fleet.all_assigned()) out["first_to_last_start_seconds"] = round_to(seconds(*fleet.all_assigned() - *fleet.first_assign()), 3);
   out["shutdown_to_exit_seconds"] = round_to(seconds(driver.exited_at() - fleet.shutdown_at()), 3);
   const auto& gaps = fleet.idle_gaps();
   double gap_sum = 0;

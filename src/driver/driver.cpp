@@ -244,7 +244,9 @@ class Driver {
           using T = std::decay_t<decltype(m)>;
           if constexpr (std::is_same_v<T, proto::Ready>) {
             registry_.mark_ready(actor, m);
-            update_capacities();
+            // Once per batch, before the next dispatch: 1,000 actors say Ready at once, and each
+            // update goes over every actor.
+            capacities_stale_ = true;
             spdlog::info("actor {} ready on {}", actor.id, m.device);
           } else if constexpr (std::is_same_v<T, proto::Report>) {
             on_report(actor, m);
@@ -438,6 +440,7 @@ class Driver {
   // The planner's view of the live actors (ActorRegistry::capacities); an actor keeps the
   // units it trains now.
   void update_capacities() {
+    capacities_stale_ = false;
     std::map<int, packing::ActorPlan> previous;
     for (auto& a : plan_.actors) previous[a.actor.id] = std::move(a);
     plan_.actors.clear();
@@ -497,6 +500,7 @@ class Driver {
 
   // Hands out work while actors have room. Returns true when the experiment is over.
   bool dispatch() {
+    if (capacities_stale_) update_capacities();
     while (local_actors_settled()) {
       bool room = false;
       int slots = 0;
@@ -688,6 +692,7 @@ class Driver {
   std::string local_work_dir_;               // their work folders, removed at the end
   std::vector<std::string> actor_failures_;
   bool settled_ = false;
+  bool capacities_stale_ = false;  // an actor got ready since the plan's actors were updated
   Clock::time_point start_;
   Clock::time_point next_silence_check_;
 };
