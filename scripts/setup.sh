@@ -31,6 +31,7 @@ packages=(
   zlib1g-dev
   dataset-fashion-mnist
   python3-torch
+  linux-perf  # profiling the driver under bench/load_bench (docs/benchmarks.md)
 )
 # For the cluster tests (tests/scripts/): a private Slurm and munged, sshd in network
 # namespaces. The tests start their own daemons with their own configs, ports and sockets;

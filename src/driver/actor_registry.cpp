@@ -53,8 +53,11 @@ NodeState* ActorRegistry::node_by_id(int id) {
 
 ActorState& ActorRegistry::add_actor(const std::string& identity, const protocol::Hello& hello,
                                      Clock::time_point now) {
-  ActorState& actor = actors_[identity] = ActorState{};
+  ActorState& actor = actors_[identity];
+  if (actor.id >= 0) by_id_[static_cast<std::size_t>(actor.id)] = nullptr;
+  actor = ActorState{};
   actor.id = next_actor_id_++;
+  by_id_.push_back(&actor);
   actor.identity = identity;
   actor.host = hello.host;
   actor.pid = hello.pid;
@@ -71,10 +74,7 @@ ActorState* ActorRegistry::actor(const std::string& identity) {
 }
 
 const ActorState* ActorRegistry::actor_by_id(int id) const {
-  for (const auto& [identity, actor] : actors_) {
-    if (actor.id == id) return &actor;
-  }
-  return nullptr;
+  return id >= 0 && id < static_cast<int>(by_id_.size()) ? by_id_[static_cast<std::size_t>(id)] : nullptr;
 }
 
 ActorState* ActorRegistry::actor_by_id(int id) {

@@ -32,6 +32,7 @@ struct ActorState {
   std::set<tuners::TrialId> running;
   bool asked_to_rejoin = false;  // retired, heard again, and told to join anew
   std::chrono::steady_clock::time_point last_heard;
+  std::chrono::steady_clock::time_point last_sent;  // by the driver: any message is a sign of life
 };
 
 struct NodeState {
@@ -61,6 +62,9 @@ class ActorRegistry {
   };
 
   explicit ActorRegistry(Timeouts timeouts) : timeouts_(timeouts) {}
+  // by_id_ points into actors_.
+  ActorRegistry(const ActorRegistry&) = delete;
+  ActorRegistry& operator=(const ActorRegistry&) = delete;
 
   // Node 0: the actors the driver starts itself, on its own machine.
   NodeState& add_local_node(const std::string& host, int actors, Clock::time_point now);
@@ -114,6 +118,9 @@ class ActorRegistry {
 
   Timeouts timeouts_;
   std::map<std::string, ActorState> actors_;  // by ZeroMQ identity
+  // By actor id (ids count up from 0): the driver looks one up for every job it sends.
+  // Null for an id whose identity said Hello again. Map nodes do not move, so these stay valid.
+  std::vector<ActorState*> by_id_;
   std::map<int, NodeState> nodes_;            // by node id
   int next_actor_id_ = 0;
   int next_node_id_ = 1;  // 0 is the driver's own

@@ -210,19 +210,20 @@ CheckpointStore::Usage CheckpointStore::finish(int keep_best, const std::functio
   remove_partial_files();
   std::error_code ec;
   if (!keep_all_) {
-    std::vector<TrialId> ranked;
+    // Only the first keep_best are wanted: a partial sort, with each trial's newest checkpoint
+    // at hand. Sorting all of a 100,000-trial sweep by map lookups took seconds.
+    std::vector<std::pair<TrialId, const Held*>> ranked;
     for (const auto& [trial, held] : held_) {
-      if (!held.empty()) ranked.push_back(trial);
+      if (!held.empty()) ranked.emplace_back(trial, &held.back());
     }
-    std::sort(ranked.begin(), ranked.end(), [&](TrialId a, TrialId b) {
-      const double budget_a = newest_budget(a), budget_b = newest_budget(b);
-      if (budget_a != budget_b) return budget_a > budget_b;
-      return better(a, b);
-    });
+    const auto first = std::min(ranked.size(), static_cast<std::size_t>(std::max(0, keep_best)));
+    std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(first), ranked.end(),
+                      [&](const auto& a, const auto& b) {
+                        if (a.second->budget != b.second->budget) return a.second->budget > b.second->budget;
+                        return better(a.first, b.first);
+                      });
     std::set<std::string> keep;
-    for (std::size_t i = 0; i < ranked.size() && i < static_cast<std::size_t>(keep_best); ++i) {
-      keep.insert(held_.at(ranked[i]).back().path);
-    }
+    for (std::size_t i = 0; i < first; ++i) keep.insert(ranked[i].second->path);
     for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
       if (!keep.count(entry.path().string()) && entry.path().extension() == ".h5") remove(entry.path().string());
     }

@@ -45,6 +45,9 @@ extern "C" void on_interrupt(int) { interrupted = true; }
 
 // With keep_checkpoints "needed", the last checkpoints of this many best trials survive a run.
 constexpr int kKeepBestCheckpoints = 3;
+// Messages handled between two dispatches at most: a flood of them (1,000 actors) must not
+// hold back the jobs they free.
+constexpr int kReceiveBatch = 64;
 
 std::string make_endpoint(const std::string& listen) {
   if (listen == "ipc") {
@@ -165,10 +168,13 @@ class Driver {
                      "--resume {}`", options_.out_dir, options_.out_dir);
         return 130;
       }
-      while (true) {
+      // Waits up to 50 ms for a message, then takes only those already queued: under load
+      // messages never pause for 50 ms, and jobs go out after each batch, not after a pause.
+      long wait_ms = 50;
+      for (int taken = 0; taken < kReceiveBatch; ++taken, wait_ms = 0) {
         std::optional<Routed> routed;
         try {
-          routed = receive_routed(router_, 50);
+          routed = receive_routed(router_, wait_ms);
         } catch (const Error& e) {
           // Bytes that are not a message (a stranger on an open port) must not end the run.
           spdlog::warn("ignoring a message: {}", e.what());
@@ -187,8 +193,11 @@ class Driver {
       if (over) return 0;
       const auto now = Clock::now();
       if (now - last_heartbeat > std::chrono::duration<double>(config_.heartbeat_seconds)) {
+        // An actor that got an Assign or anything else since the last round needs no heartbeat.
         for (auto& [identity, actor] : registry_.actors()) {
-          if (!actor.dead) send(actor, proto::Heartbeat{});
+          if (!actor.dead && now - actor.last_sent > std::chrono::duration<double>(config_.heartbeat_seconds)) {
+            send(actor, proto::Heartbeat{});
+          }
         }
         for (const auto& [id, node] : registry_.nodes()) {
           if (id != 0 && !node.dead) send_to(node.identity, proto::Heartbeat{}, "node " + std::to_string(id));
@@ -204,6 +213,7 @@ class Driver {
 
   void send(ActorState& actor, const proto::Message& message) {
     send_to(actor.identity, message, "actor " + std::to_string(actor.id));
+    actor.last_sent = Clock::now();
   }
 
   void send_to(const std::string& identity, const proto::Message& message, const std::string& whom) {
@@ -271,7 +281,9 @@ class Driver {
           using T = std::decay_t<decltype(m)>;
           if constexpr (std::is_same_v<T, proto::Ready>) {
             registry_.mark_ready(actor, m);
-            update_capacities();
+            // Once per batch, before the next dispatch: 1,000 actors say Ready at once, and each
+            // update goes over every actor.
+            capacities_stale_ = true;
             spdlog::info("actor {} ready on {}", actor.id, m.device);
           } else if constexpr (std::is_same_v<T, proto::Report>) {
             on_report(actor, m);
@@ -531,6 +543,10 @@ class Driver {
 
   void check_heartbeats() {
     const auto now = Clock::now();
+    // Timeouts are tens of seconds: ten looks a second are plenty, and under load the loop
+    // comes here after every batch of messages.
+    if (now < next_silence_check_) return;
+    next_silence_check_ = now + std::chrono::milliseconds(100);
     for (auto* actor : registry_.silent_actors(now)) {
       retire(*actor, "no message for " + std::to_string(static_cast<int>(config_.actor_timeout_seconds)) + " s");
     }
@@ -553,6 +569,7 @@ class Driver {
   // The planner's view of the live actors (ActorRegistry::capacities); an actor keeps the
   // units it trains now.
   void update_capacities() {
+    capacities_stale_ = false;
     std::map<int, packing::ActorPlan> previous;
     for (auto& a : plan_.actors) previous[a.actor.id] = std::move(a);
     plan_.actors.clear();
@@ -613,6 +630,7 @@ class Driver {
 
   // Hands out work while actors have room. Returns true when the experiment is over.
   bool dispatch() {
+    if (capacities_stale_) update_capacities();
     while (local_actors_settled()) {
       bool room = false;
       int slots = 0;
@@ -682,7 +700,7 @@ class Driver {
     return false;
   }
 
-  int running_jobs() const { return registry_.running_jobs(); }
+  int running_jobs() const { return book_.running(); }
 
   int live_actors() const { return registry_.live_actors(); }
 
@@ -813,7 +831,9 @@ class Driver {
   std::vector<std::string> actor_failures_;
   std::int64_t refused_reports_ = 0;  // from retired actors, after a partition
   bool settled_ = false;
+  bool capacities_stale_ = false;  // an actor got ready since the plan's actors were updated
   Clock::time_point start_;
+  Clock::time_point next_silence_check_;
 };
 
 }  // namespace

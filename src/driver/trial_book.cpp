@@ -62,6 +62,7 @@ TrialState* TrialBook::remember(const Job& job) {
 TrialBook::Job TrialBook::start_next(int actor) {
   Job job = take_next();
   TrialState& trial = trials_.at(job.trial);
+  if (trial.actor < 0) ++running_;
   trial.actor = actor;
   trial.job_budget = job.budget;
   trial.reached = 0;
@@ -85,14 +86,14 @@ TrialState& TrialBook::finish(TrialId id, bool failed) {
     ++failed_trials_;
     trial.last_metric = std::numeric_limits<double>::quiet_NaN();
   }
-  trial.actor = -1;
+  leave_actor(trial);
   ++completed_jobs_;
   return trial;
 }
 
 std::optional<TrialBook::Failure> TrialBook::lost_actor(TrialId id, std::optional<double> checkpoint) {
   TrialState& trial = trials_.at(id);
-  trial.actor = -1;
+  leave_actor(trial);
   if (++trial.restarts > limits_.max_restarts) {
     return give_up(id, "lost its actor " + std::to_string(trial.restarts) + " times");
   }
@@ -104,7 +105,7 @@ std::optional<TrialBook::Failure> TrialBook::lost_actor(TrialId id, std::optiona
 
 std::optional<TrialBook::Failure> TrialBook::out_of_memory(TrialId id, std::optional<double> checkpoint) {
   TrialState& trial = trials_.at(id);
-  trial.actor = -1;
+  leave_actor(trial);
   if (++trial.out_of_memory > limits_.max_out_of_memory) {
     return give_up(id, "ran out of memory " + std::to_string(trial.out_of_memory) + " times");
   }
@@ -124,10 +125,9 @@ TrialBook::Failure TrialBook::give_up(TrialId id, const std::string& why) {
   return {id, trials_.at(id).reached};
 }
 
-int TrialBook::running() const {
-  int n = 0;
-  for (const auto& [id, trial] : trials_) n += trial.actor >= 0 ? 1 : 0;
-  return n;
+void TrialBook::leave_actor(TrialState& trial) {
+  if (trial.actor >= 0) --running_;
+  trial.actor = -1;
 }
 
 }  // namespace packtune

@@ -113,12 +113,15 @@ class TrialBook {
 
   std::int64_t completed_jobs() const { return completed_jobs_; }
   int failed_trials() const { return failed_trials_; }
-  int running() const;
+  // Jobs on actors now; counted as they start and end, as the driver asks after every job.
+  int running() const { return running_; }
 
  private:
   void requeue(TrialId id, const TrialState& trial, bool from_checkpoint);
   // The trial's state, made on first sight; false when its config is no model (`why`).
   bool make(const Job& job, TrialState*& trial, std::string& why);
+  // The trial's job no longer runs on an actor.
+  void leave_actor(TrialState& trial);
 
   tuners::TrialConfig model_;
   std::uint64_t seed_;
@@ -129,6 +132,7 @@ class TrialBook {
   std::int64_t completed_jobs_ = 0;
   std::uint64_t next_lease_ = 0;
   int failed_trials_ = 0;
+  int running_ = 0;
 };
 
 }  // namespace packtune

@@ -95,7 +95,9 @@ std::optional<Received> receive_with_payload(zmq::socket_t& dealer, long timeout
 }
 
 std::optional<Routed> receive_routed(zmq::socket_t& router, long timeout_ms) {
-  if (!wait_readable(router, timeout_ms)) return std::nullopt;
+  // Without a timeout the non-blocking receive below answers alone: no poll call per message
+  // while a busy driver drains its queue.
+  if (timeout_ms > 0 && !wait_readable(router, timeout_ms)) return std::nullopt;
   std::size_t count = 0;
   auto frames = receive_frames(router, 3, count);
   if (count == 0) return std::nullopt;

@@ -139,3 +139,20 @@ TEST_CASE("open slots and settling: what may still bring an actor, and when the 
   registry.slot_exited(0, 5, true);  // no such slot: ignored
   CHECK(registry.open_slots() == 1);
 }
+
+TEST_CASE("actors are found by id; a Hello again from the same identity takes a new id and drops the old") {
+  const auto t0 = Clock::now();
+  ActorRegistry registry({60, 60, 30});
+  const int a = registry.add_actor("a", hello("h", -1, -1, 1), t0).id;
+  const int b = registry.add_actor("b", hello("h", -1, -1, 2), t0).id;
+  REQUIRE(registry.actor_by_id(a) != nullptr);
+  CHECK(registry.actor_by_id(a)->identity == "a");
+  CHECK(registry.actor_by_id(b)->pid == 2);
+  const int again = registry.add_actor("a", hello("h", -1, -1, 3), t0).id;
+  CHECK(again != a);
+  CHECK(registry.actor_by_id(a) == nullptr);
+  REQUIRE(registry.actor_by_id(again) != nullptr);
+  CHECK(registry.actor_by_id(again)->pid == 3);
+  CHECK(registry.actor_by_id(-1) == nullptr);
+  CHECK(registry.actor_by_id(again + 1) == nullptr);
+}
