@@ -29,34 +29,47 @@ void read_exact(gzFile file, void* out, std::size_t n, const std::string& path) 
   }
 }
 
-}  // namespace
 
-IdxArray read_idx(const std::string& path, std::uint32_t limit) {
+GzFile open_idx(const std::string& path) {
   if (!std::filesystem::is_regular_file(path)) {
     throw InputError(path + ": data file not found; install dataset-fashion-mnist "
                             "(scripts/setup.sh) or set data.dir in the config");
   }
   GzFile file(gzopen(path.c_str(), "rb"));
   if (!file) throw InputError(path + ": cannot open data file");
+  return file;
+}
+
+std::vector<std::uint32_t> read_dims(gzFile file, const std::string& path) {
   std::uint8_t magic[4];
-  read_exact(file.get(), magic, 4, path);
+  read_exact(file, magic, 4, path);
   if (magic[0] != 0 || magic[1] != 0 || magic[2] != 0x08 || magic[3] == 0 || magic[3] > 4) {
     throw InputError(path + ": not an unsigned-byte IDX file (bad magic number)");
   }
-  IdxArray out;
-  std::size_t total = 1;
+  std::vector<std::uint32_t> dims;
   for (int i = 0; i < magic[3]; ++i) {
     std::uint8_t b[4];
-    read_exact(file.get(), b, 4, path);
-    const std::uint32_t d = (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) |
-                            (std::uint32_t{b[2]} << 8) | std::uint32_t{b[3]};
-    if (i == 0 && limit > 0 && d > limit) {
-      out.dims.push_back(limit);
-    } else {
-      out.dims.push_back(d);
-    }
-    total *= out.dims.back();
+    read_exact(file, b, 4, path);
+    dims.push_back((std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) | (std::uint32_t{b[2]} << 8) |
+                   std::uint32_t{b[3]});
   }
+  return dims;
+}
+
+}  // namespace
+
+std::vector<std::uint32_t> read_idx_dims(const std::string& path) {
+  auto file = open_idx(path);
+  return read_dims(file.get(), path);
+}
+
+IdxArray read_idx(const std::string& path, std::uint32_t limit) {
+  auto file = open_idx(path);
+  IdxArray out;
+  out.dims = read_dims(file.get(), path);
+  if (limit > 0 && out.dims[0] > limit) out.dims[0] = limit;
+  std::size_t total = 1;
+  for (const auto d : out.dims) total *= d;
   if (total > (std::size_t{1} << 34)) throw InputError(path + ": IDX dimensions are implausibly large");
   out.data.resize(total);
   read_exact(file.get(), out.data.data(), total, path);

@@ -39,6 +39,17 @@ std::vector<std::string> data_files(const DataOptions& options) {
           find_file(options.dir, "train-labels-idx1-ubyte")};
 }
 
+std::uint32_t train_images(const DataOptions& options) {
+  const auto dims = read_idx_dims(data_files(options)[0]);
+  const std::uint32_t n = dims.empty() ? 0 : dims[0];
+  if (options.validation_size >= n) {
+    throw InputError("data.validation_size: " + std::to_string(options.validation_size) +
+                     " leaves no training examples out of " + std::to_string(n));
+  }
+  const std::uint32_t rest = n - options.validation_size;
+  return options.train_size > 0 ? std::min(options.train_size, rest) : rest;
+}
+
 DataSplit load_image_split(const DataOptions& options) {
   const auto files = data_files(options);
   std::uint32_t wanted = 0;

@@ -68,9 +68,8 @@ std::vector<packing::ActorSpec> parse_actors(const std::string& text, const Expe
 
 // The data set every actor holds before its first trial: training images as bytes,
 // validation images as floats (datasets::BatchStream).
-std::int64_t data_bytes(const ExperimentConfig& config, const InputDims& dims) {
+std::int64_t data_bytes(const ExperimentConfig& config, const InputDims& dims, std::int64_t train) {
   const std::int64_t image = std::int64_t{dims.channels} * dims.height * dims.width;
-  const std::int64_t train = config.data.train_size > 0 ? config.data.train_size : 60000 - config.data.validation_size;
   return train * image + std::int64_t{config.data.validation_size} * image * 4;
 }
 
@@ -117,8 +116,10 @@ int run_plan_command(const std::vector<std::string>& args) {
       actors.push_back(a);
     }
   }
+  // From the training file's header: data sets other than Fashion-MNIST's 60,000 images plan right.
+  const std::int64_t train = datasets::train_images(config.data);
   for (auto& a : actors) {
-    a.base_bytes = data_bytes(config, dims);
+    a.base_bytes = data_bytes(config, dims, train);
     a.max_members = config.max_pack;
   }
 
@@ -133,7 +134,7 @@ int run_plan_command(const std::vector<std::string>& args) {
     for (const auto& [k, v] : job.config) full[k] = v;
     try {
       const auto spec = actors::parse_trial_spec(full, "trial");
-      trials.push_back({job.trial, trial_shape(spec, dims), job_steps(config, job.budget, spec.batch_size)});
+      trials.push_back({job.trial, trial_shape(spec, dims), job_steps(config, train, job.budget, spec.batch_size)});
     } catch (const InputError& e) {
       packing::Unplaced u;
       u.demand.trial = job.trial;

@@ -72,6 +72,7 @@ class Driver {
         context_(1),
         router_(context_, zmq::socket_type::router) {
     planner_.memory_model().set_scale(config.memory_estimate_scale);
+    train_images_ = training_images(config);
   }
 
   int run() {
@@ -663,7 +664,7 @@ class Driver {
         continue;
       }
       packing::Unplaced why;
-      const double steps = job_steps(config_, job.budget, trial.shape.batch_size);
+      const double steps = job_steps(config_, train_images_, job.budget, trial.shape.batch_size);
       auto target = planner_.place(plan_, {job.trial, trial.shape, steps}, &why);
       if (!target) {
         if (!why.waits) {
@@ -829,7 +830,8 @@ class Driver {
   std::unique_ptr<ActorSupervisor> local_;  // node 0's actors; none with "actors": 0
   std::string local_work_dir_;               // their work folders, removed at the end
   std::vector<std::string> actor_failures_;
-  std::int64_t refused_reports_ = 0;  // from retired actors, after a partition
+  std::int64_t refused_reports_ = 0;
+  std::int64_t train_images_ = 0;  // an epoch's images, from the data file's header  // from retired actors, after a partition
   bool settled_ = false;
   bool capacities_stale_ = false;  // an actor got ready since the plan's actors were updated
   Clock::time_point start_;

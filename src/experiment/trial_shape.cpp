@@ -24,10 +24,13 @@ packing::TrialShape trial_shape(const actors::TrialSpec& spec, const InputDims& 
   return s;
 }
 
-double job_steps(const ExperimentConfig& config, double budget, int batch_size) {
+double job_steps(const ExperimentConfig& config, std::int64_t train_images, double budget, int batch_size) {
   if (config.budget_unit == "steps") return budget;
-  const double train = config.data.train_size > 0 ? config.data.train_size : 60000.0 - config.data.validation_size;
-  return budget * std::floor(train / batch_size);
+  return budget * std::floor(static_cast<double>(train_images) / batch_size);
+}
+
+std::int64_t training_images(const ExperimentConfig& config) {
+  return config.budget_unit == "steps" ? 0 : datasets::train_images(config.data);
 }
 
 std::int64_t available_memory_bytes() {

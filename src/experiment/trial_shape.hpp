@@ -17,9 +17,12 @@ struct InputDims {
 
 packing::TrialShape trial_shape(const actors::TrialSpec& spec, const InputDims& input = {});
 
-// The training steps of a job to `budget`: the planner's measure of work. Without a
-// train_size the training file is taken to hold 60,000 images (Fashion-MNIST, MNIST).
-double job_steps(const ExperimentConfig& config, double budget, int batch_size);
+// The training steps of a job to `budget`: the planner's measure of work. `train_images`:
+// training_images(config), read once.
+double job_steps(const ExperimentConfig& config, std::int64_t train_images, double budget, int batch_size);
+// The images an epoch has: datasets::train_images from the data file's header; 0 when the
+// budget is in steps (nothing to read).
+std::int64_t training_images(const ExperimentConfig& config);
 
 // The memory this machine can give without swapping (MemAvailable), 0 if unknown: what the
 // CPU actors on it share.

@@ -65,3 +65,21 @@ TEST_CASE("bad data sets are input errors") {
   options.validation_size = 2;
   CHECK_THROWS_WITH(load_image_split(options), Catch::Contains("out of range"));
 }
+
+TEST_CASE("train_images reads the training set's size from the file's header, as the split loads it") {
+  TempDir dir;
+  write_set(dir, 300);
+  DataOptions options;
+  options.dir = dir.path().string();
+  options.validation_size = 100;
+  for (const std::uint32_t train_size : {0u, 150u, 200u, 500u}) {
+    CAPTURE(train_size);
+    options.train_size = train_size;
+    CHECK(train_images(options) == load_image_split(options).train.count);
+  }
+  options.train_size = 0;
+  CHECK(train_images(options) == 200);
+  CHECK(read_idx_dims(dir.file("train-images-idx3-ubyte.gz")) == std::vector<std::uint32_t>{300, 4, 4});
+  options.validation_size = 300;
+  CHECK_THROWS_AS(train_images(options), packtune::InputError);
+}
