@@ -31,7 +31,8 @@ ip netns exec "$ns" ip addr add "$node_ip/30" dev "${veth}n"
 ip netns exec "$ns" ip link set "${veth}n" up
 ip netns exec "$ns" ip link set lo up
 
-# Random search, 8 trials of 3 epochs, one thread per actor everywhere and no fused units (BLAS
+# Random search, 16 trials of 3 epochs (enough that the run outlasts the cut and TCP's
+# retransmission back-off after it), one thread per actor everywhere and no fused units (BLAS
 # and a fused unit sum in another order, and the reports are compared with a run of two local
 # actors).
 port=$((20000 + $$ % 20000))
@@ -39,7 +40,7 @@ cat > "$work/config.json" <<JSON
 {
   "seed": 8,
   "budget": {"unit": "epochs", "min": 3, "max": 3, "report_every": 0.25},
-  "tuner": {"name": "random", "trials": 8},
+  "tuner": {"name": "random", "trials": 16},
   "actors": 1,
   "threads_per_actor": 1,
   "max_pack": 2,
@@ -82,7 +83,7 @@ for _ in $(seq 1 200); do
   grep -q "actor $node_actor is out of service" "$work/cut.out" && break
   sleep 0.1
 done
-sleep 3  # the cut-off actor trains on and queues reports the driver will refuse
+sleep 1  # the cut-off actor trains on and queues reports the driver will refuse
 ip link set "$veth" up
 echo "link up again"
 wait "$driver"
