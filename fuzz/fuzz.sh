@@ -74,20 +74,26 @@ run_one() {
 }
 
 # A checkpoint crash is HDF5's own when the report's first frame outside the sanitizers'
-# runtime is in libhdf5, and the driver's path for uploads (verify_checkpoint, in a child
-# process) refuses the same input with an InputError. Those move to DIR/hdf5/; the rest stay
-# in DIR/crashes/ and fail the run.
+# runtime (frames of the fuzz binary without a source file) is in libhdf5, and the driver's
+# path for uploads (verify_checkpoint, in a child process) refuses the same input with an
+# InputError. Those move to DIR/hdf5/. A crash, an oom or a leak that the input alone does
+# not reproduce (HDF5 keeps state between the files of one process; packtune's reader keeps
+# none) and that verify_checkpoint refuses too moves to DIR/unreproduced/. The rest stay in
+# DIR/crashes/ and fail the run.
 judge_hdf5_crashes() {
-  local dir=$1 input frame
-  mkdir -p "$dir/hdf5"
+  local dir=$1 input report frame
+  mkdir -p "$dir/hdf5" "$dir/unreproduced"
   for input in "$dir"/crashes/*; do
     [ -f "$input" ] || continue
-    frame=$(PACKTUNE_FUZZ_DIR="$dir" "$build/fuzz/fuzz_checkpoint" -rss_limit_mb=2048 -timeout=10 "$input" 2>&1 |
-      grep -E '^ +#[0-9]+ ' | grep -vE 'libclang_rt|libc\.so|interceptor|__asan|__sanitizer|__lsan|fuzzer::|(in|^) *(malloc|calloc|realloc|operator new)' |
-      head -1 || true)
-    if [[ "$frame" == *libhdf5* ]] &&
-      PACKTUNE_FUZZ_VERIFY=1 PACKTUNE_FUZZ_DIR="$dir" "$build/fuzz/fuzz_checkpoint" -timeout=30 "$input" >"$input.verify.log" 2>&1; then
+    report=$(PACKTUNE_FUZZ_DIR="$dir" "$build/fuzz/fuzz_checkpoint" -rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=10 \
+      "$input" 2>&1 || true)
+    frame=$(grep -E '^ +#[0-9]+ ' <<<"$report" | grep -vE 'libclang_rt|libc\.so|sysdeps/|fuzz_checkpoint\+0x' | head -1 || true)
+    PACKTUNE_FUZZ_VERIFY=1 PACKTUNE_FUZZ_DIR="$dir" "$build/fuzz/fuzz_checkpoint" -timeout=30 "$input" >"$input.verify.log" 2>&1 ||
+      continue
+    if [[ "$frame" == *libhdf5* ]]; then
       mv "$input" "$input.verify.log" "$dir/hdf5/"
+    elif ! grep -qE 'ERROR: |runtime error' <<<"$report"; then
+      mv "$input" "$input.verify.log" "$dir/unreproduced/"
     fi
   done
 }
@@ -114,7 +120,9 @@ for t in "${targets[@]}"; do
   corp=$(sed -nE 's/.* corp: ([0-9]+)\/.*/\1/p' <<<"$status")
   crashes=$(find "$dir/crashes" -type f ! -name '*.log' | wc -l)
   hdf5=0
+  unreproduced=0
   [ -d "$dir/hdf5" ] && hdf5=$(find "$dir/hdf5" -type f ! -name '*.log' | wc -l)
+  [ -d "$dir/unreproduced" ] && unreproduced=$(find "$dir/unreproduced" -type f ! -name '*.log' | wc -l)
   rc=$(cat "$dir/rc")
   # Fork mode exits with a crashed job's code after crashes it went on from; they are judged
   # one by one instead. A run that did not get to its end still fails.
@@ -139,7 +147,7 @@ for t in "${targets[@]}"; do
   json+="\"$t\": {\"runs\": ${executed:-null}, \"seconds\": $(cat "$dir/seconds"),"
   json+=" \"execs_per_second\": ${speed:-null}, \"coverage_edges\": ${cov:-null}, \"features\": ${ft:-null},"
   json+=" \"corpus\": ${corp:-null}, \"peak_rss_mb\": ${rss:-null}, \"crashes\": $crashes"
-  [ "$t" = checkpoint ] && json+=", \"hdf5_crashes_contained\": $hdf5"
+  [ "$t" = checkpoint ] && json+=", \"hdf5_crashes_contained\": $hdf5, \"unreproduced\": $unreproduced"
   json+="}"
 done
 json+="}"
