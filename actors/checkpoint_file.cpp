@@ -1,10 +1,15 @@
 #include "actors/checkpoint_file.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -44,6 +49,14 @@ class Handle {
   hid_t id_;
   herr_t (*close_)(hid_t);
 };
+
+// verify_checkpoint's child exits with this when read_checkpoint refused the file (its
+// message on the pipe); 0 is a good file, anything else a crash.
+constexpr int kVerifyRefused = 3;
+
+// The longest fixed-length string attribute read: the writer's strings are variable-length,
+// and a fixed length comes from the file.
+constexpr std::size_t kMaxTextBytes = std::size_t{64} << 20;
 
 // HDF5 prints its whole error stack to stderr by default; packtune reports one line itself.
 void silence_hdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
@@ -231,12 +244,33 @@ class Reader {
     throw InputError("checkpoint " + path_ + ": " + what);
   }
 
+  void set_file_bytes(std::uint64_t bytes) { file_bytes_ = bytes; }
+
+  // A checkpoint's datasets are plain: contiguous (or compact) bytes in the file itself. A
+  // forged file could otherwise make the reader inflate a compressed dataset without bound,
+  // or read another file of this machine (HDF5's external storage, virtual datasets).
+  void check_storage(hid_t ds, const std::string& path) const {
+    Handle plist(H5Dget_create_plist(ds), H5Pclose);
+    if (!plist.ok()) fail("cannot read the storage of " + path);
+    const auto layout = H5Pget_layout(plist.get());
+    if ((layout != H5D_CONTIGUOUS && layout != H5D_COMPACT) || H5Pget_external_count(plist.get()) != 0 ||
+        H5Pget_nfilters(plist.get()) != 0) {
+      fail(path + " is not stored as a packtune checkpoint stores its tensors (chunked, filtered or external)");
+    }
+  }
+
   bool has_attribute(hid_t where, const char* name) const { return H5Aexists(where, name) > 0; }
 
   Handle open_attribute(hid_t where, const char* name, const std::string& owner) const {
     if (!has_attribute(where, name)) fail(owner + " has no attribute \"" + name + "\"");
     Handle attr(H5Aopen(where, name, H5P_DEFAULT), H5Aclose);
     if (!attr.ok()) fail("cannot read attribute " + owner + "@" + name + " (corrupt file?)");
+    // H5Aread writes every element: an array where one value belongs overflowed the variable
+    // it was read into.
+    Handle space(H5Aget_space(attr.get()), H5Sclose);
+    if (!space.ok() || H5Sget_simple_extent_npoints(space.get()) != 1) {
+      fail("attribute " + owner + "@" + name + " is not a single value");
+    }
     return attr;
   }
 
@@ -268,6 +302,7 @@ class Reader {
       return out;
     }
     const std::size_t size = H5Tget_size(type.get());
+    if (size == 0 || size > kMaxTextBytes) fail("attribute " + owner + "@" + name + " has an impossible size");
     std::string out(size, '\0');
     if (H5Aread(attr.get(), type.get(), out.data()) < 0) fail("cannot read attribute " + owner + "@" + name);
     out.resize(std::strlen(out.c_str()));
@@ -320,13 +355,29 @@ class Reader {
     } else {
       fail(path + " is neither float32 nor int64");
     }
+    check_storage(ds.get(), path);
     Handle space(H5Dget_space(ds.get()), H5Sclose);
+    const auto kind = H5Sget_simple_extent_type(space.get());
     const int rank = H5Sget_simple_extent_ndims(space.get());
-    if (rank < 0) fail("cannot read the shape of " + path);
+    if ((kind != H5S_SIMPLE && kind != H5S_SCALAR) || rank < 0) fail("cannot read the shape of " + path);
     std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
-    H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+    if (H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0) fail("cannot read the shape of " + path);
+    // The shape comes from the file: its size is checked before anything is allocated for it.
+    // A file's own datasets are contiguous and written whole, so a tensor is never larger
+    // than the file, and HDF5 must hold exactly its bytes.
+    std::uint64_t bytes = element_size(t.type);
+    for (auto d : dims) {
+      if (d != 0 && bytes > file_bytes_ / d) fail(path + " has a shape larger than the file");
+      bytes *= d;
+    }
+    if (bytes > file_bytes_) fail(path + " has a shape larger than the file");
+    const auto stored_bytes = H5Dget_storage_size(ds.get());
+    if (stored_bytes != bytes) {
+      fail(path + " holds " + std::to_string(stored_bytes) + " bytes, not the " + std::to_string(bytes) +
+           " its shape needs (truncated or corrupt file)");
+    }
     t.shape.assign(dims.begin(), dims.end());
-    t.bytes = TensorBytes(static_cast<std::size_t>(t.elements()) * element_size(t.type));
+    t.bytes = TensorBytes(static_cast<std::size_t>(bytes));
     if (t.bytes.size() > 0 &&
         H5Dread(ds.get(), memory_type(t.type), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.bytes.data()) < 0) {
       fail("cannot read " + path + " (truncated or corrupt file)");
@@ -340,6 +391,7 @@ class Reader {
 
  private:
   std::string path_;
+  std::uint64_t file_bytes_ = 0;
 };
 
 }  // namespace
@@ -411,6 +463,8 @@ TrialCheckpoint read_checkpoint(const std::string& path) {
   Reader r(path);
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) r.fail("no such file");
+  r.set_file_bytes(fs::file_size(path, ec));
+  if (ec) r.fail("cannot read its size (" + ec.message() + ")");
   const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
   if (is_hdf5 <= 0) r.fail("not an HDF5 file");
   Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
@@ -469,6 +523,75 @@ TrialCheckpoint read_checkpoint(const std::string& path) {
     r.fail("corrupt: the root checksum does not match its attributes and tensors");
   }
   return c;
+}
+
+void verify_checkpoint(const std::string& path, double timeout_seconds) {
+  if (timeout_seconds <= 0) {
+    std::error_code ec;
+    const auto bytes = fs::file_size(path, ec);
+    timeout_seconds = 10 + (ec ? 0.0 : static_cast<double>(bytes) / 50e6);
+  }
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw Error("checkpoint " + path + ": cannot verify it (pipe: " + std::strerror(errno) + ")");
+  const pid_t child = ::fork();
+  if (child < 0) {
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    throw Error("checkpoint " + path + ": cannot verify it (fork: " + std::strerror(errno) + ")");
+  }
+  if (child == 0) {
+    // Only this thread exists here; nothing is flushed or destroyed on the way out (_exit).
+    ::close(pipe_fds[0]);
+    std::string message;
+    int code = 0;
+    try {
+      read_checkpoint(path);
+    } catch (const std::exception& e) {
+      message = e.what();
+      code = kVerifyRefused;
+    }
+    for (std::size_t done = 0; done < message.size();) {
+      const auto n = ::write(pipe_fds[1], message.data() + done, message.size() - done);
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    ::_exit(code);
+  }
+  ::close(pipe_fds[1]);
+  std::string message;
+  bool timed_out = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd item{pipe_fds[0], POLLIN, 0};
+    const int ready = left.count() > 0 ? ::poll(&item, 1, static_cast<int>(std::min<long long>(left.count(), 1000))) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) {
+      if (left.count() > 0) continue;
+      timed_out = true;
+      ::kill(child, SIGKILL);
+      break;
+    }
+    char buffer[4096];
+    const auto n = ::read(pipe_fds[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    message.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(pipe_fds[0]);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) {
+    throw InputError("checkpoint " + path + ": reading it took more than " + std::to_string(static_cast<int>(timeout_seconds)) +
+                     " s (a damaged or forged file?)");
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kVerifyRefused && !message.empty()) throw InputError(message);
+  throw InputError("checkpoint " + path + ": the HDF5 library crashed reading it (" +
+                   (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                                        : "exit code " + std::to_string(WEXITSTATUS(status))) +
+                   "): a damaged or forged file");
 }
 
 std::string checkpoint_path(const std::string& dir, std::int64_t trial, double budget) {

@@ -77,6 +77,13 @@ void write_checkpoint(const std::string& path, const TrialCheckpoint& checkpoint
 // missing, non-HDF5, foreign, truncated or corrupt file; it never returns a damaged one.
 TrialCheckpoint read_checkpoint(const std::string& path);
 
+// read_checkpoint in a child process, for a file that came from elsewhere (a peer's upload):
+// Debian's HDF5 (1.10) itself crashes or corrupts its memory on some damaged files
+// (docs/fuzzing.md), and then only the child dies. Throws InputError as read_checkpoint does,
+// also when the child crashed or ran past `timeout_seconds` (it is then killed; 0: 10 s and
+// 1 s more per 50 MB, for HDF5 also loops on some damaged files while the driver waits).
+void verify_checkpoint(const std::string& path, double timeout_seconds = 0);
+
 // `DIR/trial-<trial>-budget-<budget>.h5`.
 std::string checkpoint_path(const std::string& dir, std::int64_t trial, double budget);
 

@@ -4,7 +4,6 @@
 #include <malloc.h>
 
 #include <mutex>
-#include <regex>
 
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
@@ -12,13 +11,6 @@
 #include "packtune/error.hpp"
 
 namespace packtune::actors {
-
-void check_device_syntax(const std::string& device) {
-  static const std::regex pattern("cpu|auto|cuda(:[0-9]+)?");
-  if (!std::regex_match(device, pattern)) {
-    throw InputError("device: unknown device \"" + device + "\"; expected cpu, cuda, cuda:N or auto");
-  }
-}
 
 int cuda_device_count() {
   return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;

@@ -2,10 +2,9 @@
 // Devices and CPU threads for an actor. Header free of LibTorch so the driver can validate.
 #include <string>
 
-namespace packtune::actors {
+#include "actors/device_syntax.hpp"
 
-// Checks the syntax of a device string: cpu, cuda, cuda:N or auto. Throws InputError.
-void check_device_syntax(const std::string& device);
+namespace packtune::actors {
 
 // The concrete device the actor with index `actor_index` trains on: "cpu" or "cuda:N".
 // "cuda" spreads actors over the visible GPUs; "auto" picks CUDA when available. Throws

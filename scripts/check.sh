@@ -6,15 +6,19 @@
 #                          $PACKTUNE_TORCH2_VENV (default ~/.cache/packtune/torch2-venv): the CUDA
 #                          code compiles and links against the toolkit in /usr/local/cuda, and the
 #                          suite runs on the CPU (no GPU needed)
-# Usage: scripts/check.sh [debian|torch2]...   (both by default). PACKTUNE_JOBS sets the build's
-# and the suite's parallelism (default: the number of cores).
+# and runs the fuzz targets a short while:
+#   fuzz    build-fuzz/    the libFuzzer targets of fuzz/, built with clang under AddressSanitizer
+#                          and UndefinedBehaviorSanitizer, each run $PACKTUNE_FUZZ_SECONDS (default
+#                          20) from its seeds; any crash fails the check (docs/fuzzing.md)
+# Usage: scripts/check.sh [debian|torch2|fuzz]...   (all three by default). PACKTUNE_JOBS sets the
+# build's and the suite's parallelism (default: the number of cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 venv="${PACKTUNE_TORCH2_VENV:-$HOME/.cache/packtune/torch2-venv}"
 jobs="${PACKTUNE_JOBS:-$(nproc)}"
 builds=("$@")
-[ ${#builds[@]} -gt 0 ] || builds=(debian torch2)
+[ ${#builds[@]} -gt 0 ] || builds=(debian torch2 fuzz)
 
 check() {  # name, build dir, the Torch_DIR it must use, cmake arguments...
   local name=$1 dir=$2 torch_dir=$3
@@ -38,6 +42,24 @@ check() {  # name, build dir, the Torch_DIR it must use, cmake arguments...
   echo "check: $name passed in $((SECONDS - start)) s"
 }
 
+# Not a CTest label of the other builds: the fuzz targets need clang and instrument every
+# library they link, so they get a build folder of their own, and the two suites stay free of
+# clang-only options.
+fuzz() {
+  local dir=build-fuzz start=$SECONDS
+  echo "check: fuzz: build and run the fuzz targets in $dir/"
+  command -v clang++ >/dev/null || { echo "check: no clang++; run scripts/setup.sh" >&2; return 1; }
+  mkdir -p "$dir"
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DPACKTUNE_BUILD_FUZZ=ON -DPACKTUNE_BUILD_TESTS=OFF -DPACKTUNE_BUILD_BENCH=OFF >"$dir/configure.log" 2>&1 || {
+    cat "$dir/configure.log"
+    return 1
+  }
+  cmake --build "$dir" -j"$jobs" --target fuzz
+  fuzz/fuzz.sh --build "$dir" --seconds "${PACKTUNE_FUZZ_SECONDS:-20}" --jobs "$jobs"
+  echo "check: fuzz passed in $((SECONDS - start)) s"
+}
+
 for build in "${builds[@]}"; do
   case "$build" in
     debian)
@@ -53,8 +75,11 @@ print(os.path.join(os.path.dirname(importlib.util.find_spec('torch').origin), 's
       }
       check torch2 build-torch2 "$prefix/Torch" -DCMAKE_PREFIX_PATH="$prefix"
       ;;
+    fuzz)
+      fuzz
+      ;;
     *)
-      echo "usage: scripts/check.sh [debian|torch2]..." >&2
+      echo "usage: scripts/check.sh [debian|torch2|fuzz]..." >&2
       exit 2
       ;;
   esac

@@ -29,6 +29,7 @@ packages=(
   python3-torch python3-venv
   libspdlog-dev
   zlib1g-dev
+  clang libclang-rt-14-dev  # the fuzz targets: libFuzzer and the sanitizers' runtimes (fuzz/)
   dataset-fashion-mnist
   python3-torch
   linux-perf  # profiling the driver under bench/load_bench (docs/benchmarks.md)

@@ -100,6 +100,8 @@ int run_inspect_command(const std::vector<std::string>& args) {
   }
   if (!vm.count("file")) throw InputError("inspect: missing FILE; usage: packtune inspect FILE.h5 [--json]");
   const auto path = vm["file"].as<std::string>();
+  // The file may come from anywhere: HDF5 first reads it in a child, which a damaged file may crash.
+  actors::verify_checkpoint(path);
   const auto checkpoint = actors::read_checkpoint(path);
   if (vm.count("json")) {
     print_json(path, checkpoint);

@@ -121,8 +121,9 @@ class Driver {
                  config_.name, config_.tuner, config_.trials, config_.actors, config_.device, threads);
     spdlog::info("driver listening on {}; machines join with: packtune node --driver {}{}", endpoint_, endpoint_,
                  curve_ ? " --keys DIR" : "");
+    // Uploads come from peers: HDF5 reads them in a child process, which a damaged file may crash.
     store_ = std::make_unique<CheckpointStore>(checkpoint_dir(), TransferOptions{},
-                                               [](const std::string& path) { actors::read_checkpoint(path); });
+                                               [](const std::string& path) { actors::verify_checkpoint(path); });
     store_->set_keep_all(config_.keep_checkpoints == "all");
     start_ = Clock::now();
     if (recovered) restore(*recovered);
@@ -227,18 +228,18 @@ class Driver {
   }
 
   // A peer of another protocol version is refused before anything else is read from it.
-  bool refuse_version(const std::string& identity, std::uint32_t version) {
-    if (version == proto::kProtocolVersion) return false;
-    send_to(identity,
-            proto::Reject{"protocol version " + std::to_string(version) + " is not this driver's " +
-                          std::to_string(proto::kProtocolVersion) + "; run the same packtune build on both ends"},
-            "a peer of another version");
+  template <class FirstMessage>
+  bool refuse(const std::string& identity, const FirstMessage& hello) {
+    const auto why = proto::refusal(hello);
+    if (why.empty()) return false;
+    spdlog::warn("refused a {} from {}: {}", proto::verb(proto::Message{hello}), hello.host, why);
+    send_to(identity, proto::Reject{why}, "a refused peer");
     return true;
   }
 
   void handle(const std::string& identity, const proto::Message& message) {
     if (auto* hello = std::get_if<proto::NodeHello>(&message)) {
-      if (refuse_version(identity, hello->protocol_version)) return;
+      if (refuse(identity, *hello)) return;
       const auto& node = registry_.add_node(identity, *hello, Clock::now());
       send_to(identity, proto::NodeWelcome{proto::kProtocolVersion, node.id, config_.heartbeat_seconds},
               "node " + std::to_string(node.id));
@@ -256,7 +257,7 @@ class Driver {
       return;
     }
     if (auto* hello = std::get_if<proto::Hello>(&message)) {
-      if (refuse_version(identity, hello->protocol_version)) return;
+      if (refuse(identity, *hello)) return;
       auto& actor = registry_.add_actor(identity, *hello, Clock::now());
       proto::Welcome welcome;
       welcome.actor_id = actor.id;
@@ -281,6 +282,10 @@ class Driver {
         [&](const auto& m) {
           using T = std::decay_t<decltype(m)>;
           if constexpr (std::is_same_v<T, proto::Ready>) {
+            if (const auto why = proto::refusal(m); !why.empty()) {
+              retire(actor, "its Ready was refused: " + why);
+              return;
+            }
             registry_.mark_ready(actor, m);
             // Once per batch, before the next dispatch: 1,000 actors say Ready at once, and each
             // update goes over every actor.
@@ -295,7 +300,11 @@ class Driver {
             spdlog::error("actor {} failed: {}", actor.id, m.message);
             retire(actor, "it failed: " + m.message);
           } else if constexpr (std::is_same_v<T, proto::Measured>) {
-            on_measured(actor, m);
+            if (const auto why = proto::refusal(m); !why.empty()) {
+              spdlog::warn("ignoring a measurement of actor {}: {}", actor.id, why);
+            } else {
+              on_measured(actor, m);
+            }
           } else if constexpr (std::is_same_v<T, proto::OutOfMemory>) {
             on_out_of_memory(actor, m);
           } else if constexpr (std::is_same_v<T, proto::Checkpointed>) {

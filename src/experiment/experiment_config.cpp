@@ -4,10 +4,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <set>
 
-#include "actors/device.hpp"
+#include "actors/device_syntax.hpp"
 #include "actors/trial_spec.hpp"
 #include "packtune/error.hpp"
 #include "experiment/trial_shape.hpp"
@@ -229,11 +230,17 @@ ExperimentConfig load_config(const std::string& path) {
   if (!std::filesystem::is_regular_file(path)) {
     throw InputError(path + ": config file not found");
   }
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return parse_config_text(text, path);
+}
+
+ExperimentConfig parse_config_text(const std::string& text, const std::string& path) {
   json root;
   try {
-    root = json::parse(in);
-  } catch (const json::parse_error& e) {
+    root = json::parse(text);
+  } catch (const json::exception& e) {
+    // Not only parse_error: a number too large for a double ("1e400") is an out_of_range.
     throw InputError(path + ": not valid JSON (" + std::string(e.what()) + ")");
   }
   return parse_config(root, path);

@@ -79,6 +79,8 @@ struct ExperimentConfig {
 
 // Parses and validates. `path` is used in messages and for the default name.
 ExperimentConfig parse_config(const nlohmann::json& json, const std::string& path);
+// The text of a config file: not JSON is an InputError too.
+ExperimentConfig parse_config_text(const std::string& text, const std::string& path);
 ExperimentConfig load_config(const std::string& path);
 void apply_overrides(ExperimentConfig& config, const Overrides& overrides);
 // auto | always | never, else an InputError naming `where`.

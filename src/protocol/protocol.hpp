@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "packtune/error.hpp"
 #include "tuners/trial_config.hpp"
 
 namespace packtune::protocol {
@@ -343,10 +344,30 @@ using Message = std::variant<Hello, Welcome, Reject, Ready, Assign, Stop, Report
                              ActorFailed, Heartbeat, Shutdown, Measured, OutOfMemory, Profile, Profiled,
                              NodeHello, NodeWelcome, ActorExited, FetchChunk, Chunk, Offer, Stored, Rejoin, Checkpointed>;
 
+// Bytes from a peer that are not a message of this protocol version.
+class ProtocolError : public Error {
+ public:
+  using Error::Error;
+};
+
 std::string encode(const Message& message);
-// Throws protocol::ProtocolError (an Error) for bytes that are not a message of this version.
+// Throws ProtocolError for bytes that are not a message of this version: truncated, trailing
+// bytes, an unknown verb, a length longer than the bytes left, a bool other than 0 or 1.
 Message decode(const void* data, std::size_t size);
 
 const char* verb(const Message& message);
+
+// What a peer may declare. The driver's planner adds and multiplies these numbers: beyond the
+// limits a message is refused, so that no sum of them overflows.
+constexpr std::int32_t kMaxNodeActors = 4096;                   // as the config's "actors"
+constexpr std::int64_t kMaxMemoryBytes = std::int64_t{1} << 50;  // 1 PiB: any machine's or device's
+constexpr std::int32_t kMaxMeasuredMembers = 1 << 20;
+
+// Why the driver refuses a peer's message (another protocol version, a count or a size out of
+// range), or "" to take it.
+std::string refusal(const Hello& hello);
+std::string refusal(const NodeHello& hello);
+std::string refusal(const Ready& ready);
+std::string refusal(const Measured& measured);
 
 }  // namespace packtune::protocol

@@ -37,7 +37,7 @@ std::vector<zmq::message_t> receive_frames(zmq::socket_t& socket, std::size_t li
 }
 
 // A payload frame belongs to a Chunk only; anything else with one is malformed.
-Received decode_frames(std::vector<zmq::message_t>& frames, std::size_t first, std::size_t count) {
+Received decode_message_frames(std::vector<zmq::message_t>& frames, std::size_t first, std::size_t count) {
   const std::size_t parts = count - first;
   if (parts < 1 || parts > 2) {
     throw Error("malformed protocol message (" + std::to_string(parts) + " frames after the identity)");
@@ -53,6 +53,16 @@ Received decode_frames(std::vector<zmq::message_t>& frames, std::size_t first, s
 }
 
 }  // namespace
+
+Received decode_frames(std::vector<zmq::message_t>& frames, std::size_t count) {
+  return decode_message_frames(frames, 0, count);
+}
+
+Routed decode_routed_frames(std::vector<zmq::message_t>& frames, std::size_t count) {
+  if (count < 2) throw Error("malformed protocol message (no frame after the identity)");
+  auto r = decode_message_frames(frames, 1, count);
+  return Routed{frames[0].to_string(), std::move(r.message), std::move(r.payload)};
+}
 
 void send_message(zmq::socket_t& dealer, const protocol::Message& message) {
   const auto bytes = protocol::encode(message);
@@ -91,7 +101,7 @@ std::optional<Received> receive_with_payload(zmq::socket_t& dealer, long timeout
   std::size_t count = 0;
   auto frames = receive_frames(dealer, 2, count);
   if (count == 0) return std::nullopt;
-  return decode_frames(frames, 0, count);
+  return decode_frames(frames, count);
 }
 
 std::optional<Routed> receive_routed(zmq::socket_t& router, long timeout_ms) {
@@ -101,9 +111,7 @@ std::optional<Routed> receive_routed(zmq::socket_t& router, long timeout_ms) {
   std::size_t count = 0;
   auto frames = receive_frames(router, 3, count);
   if (count == 0) return std::nullopt;
-  if (count < 2) throw Error("malformed protocol message (no frame after the identity)");
-  auto r = decode_frames(frames, 1, count);
-  return Routed{frames[0].to_string(), std::move(r.message), std::move(r.payload)};
+  return decode_routed_frames(frames, count);
 }
 
 }  // namespace packtune

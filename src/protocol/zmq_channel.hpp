@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <zmq.hpp>
 
@@ -32,6 +33,13 @@ struct Routed {
   protocol::Message message;
   zmq::message_t payload;
 };
+
+// The checks receive_with_payload and receive_routed make on the frames of one multipart
+// message, apart from the socket so that they can be tested and fuzzed without one: `frames`
+// holds the first frames (receive keeps at most one more than a message may have, and drains
+// the rest), `count` says how many arrived in all. Throw Error on a malformed message.
+Received decode_frames(std::vector<zmq::message_t>& frames, std::size_t count);
+Routed decode_routed_frames(std::vector<zmq::message_t>& frames, std::size_t count);
 
 // Waits up to `timeout_ms` (0: do not wait) for a message. Throws Error on a malformed one.
 std::optional<protocol::Message> receive_message(zmq::socket_t& dealer, long timeout_ms);

@@ -209,3 +209,109 @@ TEST_CASE("truncated, foreign, non-HDF5 and missing files are refused with one c
     CHECK_THROWS_WITH(read_checkpoint(dir.path().string()), Catch::Contains("no such file"));
   }
 }
+
+namespace {
+
+// Replaces /model/0.bias by a float32 dataset made by `create` (with a crc32 attribute, as the
+// reader expects one).
+template <class Create>
+void replace_bias(const std::string& path, Create create) {
+  edit(path, [&](hid_t file) {
+    REQUIRE(H5Ldelete(file, "/model/0.bias", H5P_DEFAULT) >= 0);
+    const hid_t ds = create(file);
+    REQUIRE(ds >= 0);
+    const hid_t space = H5Screate(H5S_SCALAR);
+    const hid_t attr = H5Acreate2(ds, "crc32", H5T_STD_U32LE, space, H5P_DEFAULT, H5P_DEFAULT);
+    const std::uint32_t crc = 0;
+    H5Awrite(attr, H5T_NATIVE_UINT32, &crc);
+    H5Aclose(attr);
+    H5Sclose(space);
+    H5Dclose(ds);
+  });
+}
+
+}  // namespace
+
+// Found reading fuzz/fuzz_checkpoint's inputs: H5Aread writes every element of an attribute,
+// so an array where the reader expects one value wrote past the variable it was read into.
+TEST_CASE("an attribute that is an array where one value belongs is refused") {
+  TempDir dir;
+  const auto path = dir.file("c.h5");
+  write_checkpoint(path, sample());
+  edit(path, [](hid_t file) {
+    REQUIRE(H5Adelete(file, "trial") >= 0);
+    const hsize_t dims[1] = {64};
+    const hid_t space = H5Screate_simple(1, dims, nullptr);
+    const hid_t attr = H5Acreate2(file, "trial", H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT);
+    const std::vector<std::int64_t> values(64, 7);
+    H5Awrite(attr, H5T_NATIVE_INT64, values.data());
+    H5Aclose(attr);
+    H5Sclose(space);
+  });
+  CHECK_THROWS_WITH(read_checkpoint(path), Catch::Contains("@trial is not a single value"));
+}
+
+TEST_CASE("a tensor's shape is checked against the file before anything is allocated for it") {
+  TempDir dir;
+  const auto path = dir.file("c.h5");
+  write_checkpoint(path, sample());
+  // A float32 dataset of this shape, never written: HDF5 holds no bytes for it.
+  auto unwritten = [](std::vector<hsize_t> dims) {
+    return [dims](hid_t file) {
+      const hid_t space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+      const hid_t ds = H5Dcreate2(file, "/model/0.bias", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+      H5Sclose(space);
+      return ds;
+    };
+  };
+  SECTION("a dataset of 2^40 floats that holds no bytes (the reader allocated 4 TiB for it)") {
+    replace_bias(path, unwritten({hsize_t{1} << 40}));
+    CHECK_THROWS_WITH(read_checkpoint(path), Catch::Contains("/model/0.bias has a shape larger than the file"));
+  }
+  SECTION("a shape of 2^60 floats, 4 EiB") {
+    replace_bias(path, unwritten({hsize_t{1} << 30, hsize_t{1} << 30}));
+    CHECK_THROWS_WITH(read_checkpoint(path), Catch::Contains("has a shape larger than the file"));
+  }
+  SECTION("a dataset of the right shape that holds no bytes") {
+    replace_bias(path, unwritten({3}));
+    CHECK_THROWS_WITH(read_checkpoint(path), Catch::Contains("holds 0 bytes, not the 12 its shape needs"));
+  }
+  SECTION("a compressed dataset: a small file could inflate without bound") {
+    replace_bias(path, [](hid_t file) {
+      const hsize_t dims[1] = {3};
+      const hid_t space = H5Screate_simple(1, dims, nullptr);
+      const hid_t plist = H5Pcreate(H5P_DATASET_CREATE);
+      H5Pset_chunk(plist, 1, dims);
+      H5Pset_deflate(plist, 6);
+      const hid_t ds = H5Dcreate2(file, "/model/0.bias", H5T_IEEE_F32LE, space, H5P_DEFAULT, plist, H5P_DEFAULT);
+      const float values[3] = {-1.0f, -0.75f, -0.5f};
+      H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values);
+      H5Pclose(plist);
+      H5Sclose(space);
+      return ds;
+    });
+    CHECK_THROWS_WITH(read_checkpoint(path), Catch::Contains("chunked, filtered or external"));
+  }
+}
+
+// Found by fuzz/fuzz_checkpoint: Debian's HDF5 1.10.8 itself crashes on these damaged
+// checkpoints (a variable-length string whose global-heap object claims 3.5e18 bytes; a
+// corrupt object header; a metadata-cache entry of absurd size; a global heap it loops in). Read in process they end the
+// reader (SIGSEGV, heap overflow); verify_checkpoint reads in a child and refuses them.
+TEST_CASE("files that crash HDF5 itself are refused by verify_checkpoint, in a child process") {
+  const std::string data = PACKTUNE_TEST_DATA_DIR "/fuzz/";
+  for (const char* name : {"checkpoint-global-heap-crash.h5", "checkpoint-object-header-crash.h5",
+                           "checkpoint-metadata-cache-oom.h5"}) {
+    INFO(name);
+    CHECK_THROWS_AS(verify_checkpoint(data + name, 60), InputError);
+  }
+  // HDF5 loops in its global heap on this one (longer than libFuzzer's 10 s): the child is
+  // killed at the timeout.
+  CHECK_THROWS_AS(verify_checkpoint(data + "checkpoint-global-heap-hang.h5", 2), InputError);
+  TempDir dir;
+  const auto path = dir.file("c.h5");
+  write_checkpoint(path, sample());
+  CHECK_NOTHROW(verify_checkpoint(path));
+  spit(path + ".cut", slurp(path).substr(0, 2000));
+  CHECK_THROWS_WITH(verify_checkpoint(path + ".cut"), Catch::Contains("c.h5.cut"));
+}

@@ -120,6 +120,9 @@ open(sys.argv[2], "wb").write(data)
 PY
 refused corrupt "corrupt" "$work/flipped.h5"
 refused missing "no such file" "$work/none.h5"
+# Found by fuzz/fuzz_checkpoint: this file crashes HDF5 1.10 itself (SIGSEGV); inspect reads it
+# in a child first.
+refused hdf5_crash "the HDF5 library crashed" "$(cd "$(dirname "$0")/../../data/fuzz" && pwd)/checkpoint-global-heap-crash.h5"
 
 # The default keeps what is needed: at most the best three trials' last checkpoints.
 "$packtune" run "$work/config.json" --out "$work/needed" --trials 6 --quiet > "$work/needed.stdout" 2>&1

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "actors/device_syntax.hpp"
 #include "experiment/experiment_config.hpp"
 #include "packtune/error.hpp"
 
@@ -115,6 +116,8 @@ TEST_CASE("bad configs name the field and what is expected") {
   CHECK_THAT(with("/tuner/name", "bayes"), Catch::Contains("unknown tuner \"bayes\""));
   CHECK_THAT(with("/tuner/trials", 0), Catch::Contains("tuner.trials"));
   CHECK_THAT(with("/device", "tpu"), Catch::Contains("device") && Catch::Contains("cuda:N"));
+  // An index that does not fit an int ended in std::out_of_range where the actor resolved it.
+  CHECK_THAT(with("/device", "cuda:99999999999"), Catch::Contains("device") && Catch::Contains("cuda:N"));
   CHECK_THAT(with("/model/family", "resnet"), Catch::Contains("model.family") && Catch::Contains("mlp"));
   CHECK_THAT(with("/model/colour", "red"), Catch::Contains("model.colour: unknown hyper-parameter"));
   CHECK_THAT(with("/space/lr/high", 1e-5), Catch::Contains("space.lr") && Catch::Contains("empty range"));
@@ -127,8 +130,26 @@ TEST_CASE("bad configs name the field and what is expected") {
   CHECK_THAT(with("/seed", -3), Catch::Contains("seed"));
 }
 
+TEST_CASE("a device index is at most 9 digits, so that it fits the int the actor makes of it") {
+  CHECK_NOTHROW(packtune::actors::check_device_syntax("cuda:123456789"));
+  CHECK_THROWS_AS(packtune::actors::check_device_syntax("cuda:1234567890"), InputError);
+  CHECK_THROWS_AS(packtune::actors::check_device_syntax("cuda:"), InputError);
+}
+
 TEST_CASE("missing and malformed config files are input errors") {
   CHECK_THROWS_WITH(packtune::load_config("/nonexistent/config.json"), Catch::Contains("not found"));
+  CHECK_THROWS_AS(packtune::parse_config_text("{\"seed\": ", "x.json"), InputError);
+}
+
+// Found by fuzz/fuzz_config: nlohmann's parser throws out_of_range, not parse_error, for a
+// number beyond a double's range, and it escaped as neither an InputError nor a line naming
+// the file (the input is the fuzzer's, cut where it went wrong).
+TEST_CASE("a number too large for a double is not valid JSON, an input error") {
+  const std::string text = R"({"budget": {"min": 1, "max": 81}, "tuner": {"nameight_decay": {"type": "loguniform", )"
+                           R"("low": 1e-6, "high": 1e22222222222222222222222222222222222222222222222222222222)";
+  CHECK_THROWS_WITH(packtune::parse_config_text(text, "x.json"),
+                    Catch::Contains("x.json: not valid JSON") && Catch::Contains("number overflow"));
+  CHECK_THROWS_AS(packtune::parse_config_text(R"({"seed": 1e400})", "x.json"), InputError);
 }
 
 namespace {

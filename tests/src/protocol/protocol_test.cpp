@@ -126,6 +126,143 @@ TEST_CASE("garbage and truncated messages are errors, not crashes") {
   CHECK_THROWS_AS(decode(extra.data(), extra.size()), packtune::Error);
 }
 
+namespace {
+std::string error_of(const std::string& bytes) {
+  try {
+    decode(bytes.data(), bytes.size());
+  } catch (const ProtocolError& e) {
+    return e.what();
+  }
+  return "decoded";
+}
+}  // namespace
+
+// Found by fuzz/fuzz_message: cereal resized a string to the length the bytes claimed before
+// reading it, so these few bytes made the receiver allocate (and zero) a terabyte, or throw
+// std::bad_alloc; a length between 1 and 3 GiB was allocated for real.
+TEST_CASE("a length beyond the bytes left is refused before anything is allocated") {
+  // A Reject whose reason claims 0xff00000029 bytes.
+  const std::string reject("\x01\x02\x00\x00\x00\x29\x00\x00\x00\xff\x00\x00\x00protocol version 3 is not this driver's 4", 54);
+  CHECK_THAT(error_of(reject), Catch::Contains("a length of 1095216660521 with 41 bytes left"));
+  // A FetchChunk whose name claims 0x50000001216 bytes.
+  const std::string fetch(
+      "\x01\x12\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x16\x12\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x16"
+      "\x00\x00\x00\x00\x00\x00\x00trial-17-budge\x00\x00\x00\x00\x00\x10\x00", 55);
+  CHECK_THAT(error_of(fetch), Catch::Contains("a length of 5497558143510 with 34 bytes left"));
+  // A vector of devices: each takes at least 16 bytes, so no length can be more than the bytes.
+  NodeHello node;
+  node.devices = {{"a", 1}};
+  auto bytes = encode(Message{node});
+  const auto at = bytes.size() - (8 + 8 + 1 + 8 + 4);  // the devices' length, before one device and actors
+  bytes[at + 7] = '\x01';                           // 2^56 devices
+  CHECK_THAT(error_of(bytes), Catch::Contains("a length of"));
+}
+
+TEST_CASE("a bool is 0 or 1: any other byte is refused (loading it into a bool is undefined)") {
+  auto bytes = encode(Message{Ready{"cpu", 1 << 20, true, 0}});
+  const auto at = bytes.size() - 9;  // capacity_shared, then base_bytes
+  REQUIRE(bytes[at] == '\x01');
+  bytes[at] = '\x02';
+  CHECK_THAT(error_of(bytes), Catch::Contains("a bool of value 2"));
+  bytes[at] = '\x00';
+  CHECK(error_of(bytes) == "decoded");
+}
+
+// Found by fuzz/fuzz_message under UBSan: an empty vector's data() is null, and the decoder
+// passed it to memcpy (undefined even for no bytes).
+TEST_CASE("empty vectors decode") {
+  const auto back = round_trip(Profiled{"mlp-784-256-10", "cuda:0", {}, {}, "out of memory"});
+  CHECK(back.members.empty());
+  CHECK(back.seconds.empty());
+  CHECK(back.error == "out of memory");
+  CHECK(round_trip(OutOfMemory{{}, ""}).trials.empty());
+}
+
+TEST_CASE("a message written big-endian decodes as the little-endian one") {
+  Report report{17, 1.5, {{"val_loss", 0.25}}, true, 3.0};
+  report.unit_size = 4;
+  const auto little = encode(Message{report});
+  // The same message as a big-endian machine's cereal writes it: its flag byte 0, every
+  // number's bytes reversed.
+  std::string big;
+  big += '\x00';
+  auto number = [&](const void* p, std::size_t n) {
+    const auto* b = static_cast<const char*>(p);
+    for (std::size_t i = n; i > 0; --i) big += b[i - 1];
+  };
+  auto text = [&](const std::string& s) {
+    const std::uint64_t n = s.size();
+    number(&n, 8);
+    big += s;
+  };
+  const std::int32_t index = 6;
+  number(&index, 4);
+  number(&report.trial, 8);
+  number(&report.budget, 8);
+  const std::uint64_t metrics = 1;
+  number(&metrics, 8);
+  text("val_loss");
+  number(&report.metrics["val_loss"], 8);
+  big += '\x01';
+  number(&report.train_seconds, 8);
+  text("");
+  number(&report.start_budget, 8);
+  number(&report.unit_size, 4);
+  text("");      // checkpoint_error
+  big += '\x00';  // disk_full
+  number(&report.lease, 8);
+  REQUIRE(big.size() == little.size());
+  auto back = decode(big.data(), big.size());
+  REQUIRE(std::holds_alternative<Report>(back));
+  CHECK(encode(back) == little);
+}
+
+// Found by fuzz/fuzz_handshake: an actor's Measured of 7.7e18 peak bytes for 2 members made the
+// memory model's correction so large that the planner's sum of an actor's bytes overflowed
+// (signed overflow: undefined behaviour). The driver now refuses sizes no machine has.
+TEST_CASE("the driver refuses a measurement no machine can make") {
+  const std::string bytes("\x01\x0b\x00\x00\x00\x0e\x00\x00\x00\x00\x00\x00\x00mlp-784-256-10"
+                          "\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x6b", 39);
+  const auto message = decode(bytes.data(), bytes.size());
+  REQUIRE(std::holds_alternative<Measured>(message));
+  CHECK_THAT(refusal(std::get<Measured>(message)), Catch::Contains("peak_bytes 7710162562058289152 is out of range"));
+  CHECK(refusal(Measured{"mlp", 2, std::int64_t{300} << 20}).empty());
+  CHECK_THAT(refusal(Measured{"mlp", 0, 1}), Catch::Contains("members 0"));
+  CHECK_THAT(refusal(Measured{"mlp", 1, -1}), Catch::Contains("peak_bytes -1"));
+}
+
+TEST_CASE("the driver refuses a first message of another version or with counts out of range") {
+  Hello hello;
+  hello.host = "laptop";
+  CHECK(refusal(hello).empty());
+  hello.node_id = 2;
+  hello.local_index = 3;
+  CHECK(refusal(hello).empty());
+  hello.protocol_version = kProtocolVersion + 1;
+  CHECK_THAT(refusal(hello), Catch::Contains("protocol version " + std::to_string(kProtocolVersion + 1)));
+  hello.protocol_version = kProtocolVersion;
+  hello.local_index = -7;
+  CHECK_THAT(refusal(hello), Catch::Contains("local_index -7"));
+
+  NodeHello node;
+  node.actors = 8;
+  node.memory_bytes = std::int64_t{2} << 40;
+  node.devices = {{"NVIDIA H200", std::int64_t{141} << 30}};
+  CHECK(refusal(node).empty());
+  node.actors = kMaxNodeActors + 1;
+  CHECK_THAT(refusal(node), Catch::Contains("actors 4097 is out of range"));
+  node.actors = 8;
+  node.devices[0].memory_bytes = -1;
+  CHECK_THAT(refusal(node), Catch::Contains("a device's memory_bytes -1"));
+  node.devices[0].memory_bytes = 0;
+  node.memory_bytes = kMaxMemoryBytes + 1;
+  CHECK_THAT(refusal(node), Catch::Contains("memory_bytes"));
+
+  CHECK(refusal(Ready{"cuda:0", std::int64_t{80} << 30, false, std::int64_t{1} << 30}).empty());
+  CHECK_THAT(refusal(Ready{"cpu", -5, true, 0}), Catch::Contains("capacity_bytes -5"));
+  CHECK_THAT(refusal(Ready{"cpu", 0, true, std::int64_t{6906755512877674496}}), Catch::Contains("base_bytes"));
+}
+
 TEST_CASE("the verb of a message is its struct name") {
   CHECK(std::string(verb(Message{Assign{}})) == "Assign");
   CHECK(std::string(verb(Message{Shutdown{}})) == "Shutdown");
