@@ -59,8 +59,10 @@ grep -q "node 1 slot 1" "$work/plain.driver.log" || fail "actors not linked to t
 check_results plain 4
 test -s "$work/plain.logs/actor-0.log" && test -s "$work/plain.logs/actor-1.log"
 
-# 2. SIGKILL one actor once training reports: the node restarts it and tells the driver.
-run_pair killed 8 2
+# 2. SIGKILL one actor once training reports: the node restarts it and tells the driver. Enough
+# trials that the run outlasts the 1 s restart: with 8, the other actor could finish them all
+# first, and the node was told to shut down before it restarted anything.
+run_pair killed 16 2
 for _ in $(seq 600); do
   [ -s "$work/killed/results.jsonl" ] && break
   sleep 0.05
@@ -78,7 +80,7 @@ grep -q "restart 1 of 3 (the previous process killed by signal 9)" "$work/killed
   fail "the actor's log does not mark the restart" "$work/killed.logs/actor-0.log"
 grep -q "its process killed by signal 9, restarting" "$work/killed.driver.log" ||
   fail "the driver did not retire the actor on the node's word" "$work/killed.driver.log"
-check_results killed 8
+check_results killed 16
 
 # 3. With no actor and no node, the driver gives up after join_timeout_seconds, saying how.
 config 2 0.5 | sed 's/"join_timeout_seconds": 30/"join_timeout_seconds": 1/' > "$work/alone.json"
