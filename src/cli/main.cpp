@@ -59,11 +59,11 @@ packtune::ExperimentConfig resumed_config(const std::string& dir, const po::vari
   if (!std::filesystem::exists(journal)) {
     throw packtune::InputError("--resume " + dir + ": no journal.jsonl there; is it the --out of a packtune run?");
   }
-  const auto entries = packtune::Journal::read(journal);
-  if (entries.empty() || !entries.front().contains("config")) {
+  const auto header = packtune::Journal::read_header(journal);
+  if (!header.contains("config")) {
     throw packtune::InputError("--resume " + dir + ": journal.jsonl has no header; the experiment cannot be resumed");
   }
-  const auto& ran = entries.front()["config"];
+  const auto& ran = header["config"];
   packtune::ExperimentConfig config;
   if (vm.count("config")) {
     config = packtune::load_config(vm["config"].as<std::string>());

@@ -362,10 +362,7 @@ class Driver {
       trial.reported = report.budget;
     }
     if (report.final) {
-      if (!report.checkpoint.empty()) {
-        store_->record(report.trial, report.checkpoint, report.budget);
-        tuning_.on_checkpoint(report.trial, report.checkpoint, report.budget);
-      }
+      if (!report.checkpoint.empty()) record_checkpoint(report.trial, report.checkpoint, report.budget);
       finish_job(actor, report.trial, false, row);
       return;
     }
@@ -404,11 +401,16 @@ class Driver {
     tuning_.on_result(id, trial.reached, trial.last_metric, row, failed);
   }
 
+  // The store holds the trial's checkpoint at `budget`; the journal says so for --resume.
+  void record_checkpoint(TrialId trial, const std::string& path, double budget) {
+    store_->record(trial, path, budget);
+    tuning_.on_checkpoint(trial, path, budget);
+  }
+
   // A checkpoint inside a running job: a restart of the job resumes from it.
   void on_checkpointed(const ActorState& actor, const proto::Checkpointed& m) {
     if (!book_.running_on(m.trial, actor.id, m.lease)) return;
-    store_->record(m.trial, m.path, m.budget);
-    tuning_.on_checkpoint(m.trial, m.path, m.budget);
+    record_checkpoint(m.trial, m.path, m.budget);
     spdlog::debug("trial {} checkpointed at budget {:g} on actor {}", m.trial, m.budget, actor.id);
   }
 

@@ -107,6 +107,19 @@ std::vector<nlohmann::json> Journal::read(const std::string& path) {
   return entries;
 }
 
+nlohmann::json Journal::read_header(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string line;
+  if (!in || !std::getline(in, line) || in.eof()) {
+    throw InputError(path + ": no journal header; is this the results folder of a packtune run?");
+  }
+  try {
+    return nlohmann::json::parse(line);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path + ": line 1 is damaged (" + e.what() + "); the experiment cannot be resumed from it");
+  }
+}
+
 void Journal::append(const nlohmann::json& entry) {
   pending_ += entry.dump();
   pending_ += '\n';

@@ -27,6 +27,8 @@ class Journal {
   // Every whole entry, the header first. A torn last line is skipped; a damaged line before
   // it is an InputError (the file was edited or the disk corrupted it).
   static std::vector<nlohmann::json> read(const std::string& path);
+  // The first entry alone (the experiment's config), without reading the rest.
+  static nlohmann::json read_header(const std::string& path);
 
   Journal(Journal&& other) noexcept;
   Journal& operator=(Journal&& other) noexcept;

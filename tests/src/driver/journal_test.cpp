@@ -75,3 +75,16 @@ TEST_CASE("a journal that cannot be created names its path") {
     CHECK_THAT(e.what(), Catch::Contains("no/such/folder/journal.jsonl"));
   }
 }
+
+TEST_CASE("the header is read alone") {
+  testing::TempDir dir;
+  const auto path = dir.file("journal.jsonl");
+  {
+    auto journal = Journal::create(path, {{"config", {{"seed", 3}}}});
+    journal.append({{"a", 1}});
+    journal.commit();
+  }
+  CHECK(Journal::read_header(path)["config"]["seed"] == 3);
+  std::ofstream(dir.file("torn.jsonl")) << "{\"config\": ";
+  CHECK_THROWS_AS(Journal::read_header(dir.file("torn.jsonl")), InputError);
+}
