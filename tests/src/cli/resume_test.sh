@@ -111,7 +111,7 @@ python3 - "$work/config.json" "$work/long.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
 c.update({"seed": 8, "tuner": {"name": "random", "trials": 6}, "budget": {"unit": "epochs", "min": 3, "max": 3,
-          "report_every": 0.25}, "checkpoint_every": 1, "threads_per_actor": 1, "fuse": "never", "max_pack": 2})
+          "report_every": 0.25}, "checkpoint_every": 0.3, "threads_per_actor": 1, "fuse": "never", "max_pack": 2})
 c["data"]["train_size"] = 4000
 c["model"].update({"depth": 2, "width": 128})
 json.dump(c, open(sys.argv[2], "w"))
