@@ -600,4 +600,15 @@ std::string checkpoint_path(const std::string& dir, std::int64_t trial, double b
   return (fs::path(dir) / name).string();
 }
 
+std::optional<CheckpointName> parse_checkpoint_name(const std::string& file_name) {
+  CheckpointName parsed;
+  int end = 0;
+  // %n after the literal ".h5" is reached only when all of it matched; nothing may follow.
+  if (std::sscanf(file_name.c_str(), "trial-%" SCNd64 "-budget-%lf.h5%n", &parsed.trial, &parsed.budget, &end) != 2 ||
+      end != static_cast<int>(file_name.size()) || parsed.trial < 0) {
+    return std::nullopt;
+  }
+  return parsed;
+}
+
 }  // namespace packtune::actors

@@ -4,6 +4,7 @@
 // without compiling the training engine; actors/checkpoint_tensors.hpp converts to tensors.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,5 +87,13 @@ void verify_checkpoint(const std::string& path, double timeout_seconds = 0);
 
 // `DIR/trial-<trial>-budget-<budget>.h5`.
 std::string checkpoint_path(const std::string& dir, std::int64_t trial, double budget);
+
+// The trial and budget in a file name checkpoint_path gives (the budget as the name rounds
+// it); nullopt for any other name.
+struct CheckpointName {
+  std::int64_t trial = -1;
+  double budget = 0;
+};
+std::optional<CheckpointName> parse_checkpoint_name(const std::string& file_name);
 
 }  // namespace packtune::actors

@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/checkpoint_file.hpp"
 #include "packtune/error.hpp"
 #include "protocol/zmq_channel.hpp"
 
@@ -165,15 +166,10 @@ void CheckpointStore::recover(const std::vector<Recorded>& recorded) {
   }
   std::vector<Recorded> newer;
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {
-    long long trial = -1;
-    double budget = 0;
-    char tail = 0;
     const auto name = entry.path().filename().string();
-    // The names actors::checkpoint_path gives: trial-T-budget-B.h5.
-    if (std::sscanf(name.c_str(), "trial-%lld-budget-%lf.h%c", &trial, &budget, &tail) != 3 || tail != '5' ||
-        !is_transfer_name(name)) {
-      continue;
-    }
+    const auto parsed = actors::parse_checkpoint_name(name);
+    if (!parsed || !is_transfer_name(name)) continue;
+    const auto [trial, budget] = *parsed;
     if (!has(trial) || budget > newest_budget(trial) * (1 + 1e-9)) newer.push_back({trial, path_of(name), budget});
   }
   std::sort(newer.begin(), newer.end(), [](const Recorded& a, const Recorded& b) { return a.budget < b.budget; });

@@ -100,13 +100,14 @@ class Driver {
     endpoint_ = router_.get(zmq::sockopt::last_endpoint);
     std::optional<TunerJournal::Recovered> recovered;
     if (options_.resume) {
-      recovered = tuning_.replay(Journal::read(journal_path(options_.out_dir)));
+      auto reopened = Journal::reopen(journal_path(options_.out_dir));
+      recovered = tuning_.replay(reopened.entries);
       if (recovered->finished) {
         std::printf("%s in %s finished already (%lld jobs); nothing to resume\n", config_.name.c_str(),
                     options_.out_dir.c_str(), static_cast<long long>(recovered->finished_jobs));
         return 0;
       }
-      journal_ = std::make_unique<Journal>(Journal::reopen(journal_path(options_.out_dir)));
+      journal_ = std::make_unique<Journal>(std::move(reopened.journal));
       results_ = std::make_unique<ResultsWriter>(options_.out_dir, recovered->rows, config_.metric, config_.mode);
     } else {
       results_ = std::make_unique<ResultsWriter>(options_.out_dir, config_.source, config_.metric, config_.mode);

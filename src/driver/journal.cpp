@@ -1,11 +1,6 @@
 #include "driver/journal.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "packtune/error.hpp"
@@ -13,88 +8,25 @@
 namespace packtune {
 namespace {
 
-std::string why(int error) { return std::strerror(error); }
-
-// Writes all of `data` at the end of `fd`; returns 0 or the errno of the failure.
-int write_all(int fd, const std::string& data) {
-  std::size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  return 0;
+std::string resume_advice(const std::string& path) {
+  return "free space there, then continue with `packtune run --resume " +
+         std::filesystem::path(path).parent_path().string() + "`";
 }
 
-}  // namespace
-
-Journal::Journal(std::string path, int fd, long long size) : path_(std::move(path)), fd_(fd), size_(size) {}
-
-Journal::Journal(Journal&& other) noexcept
-    : path_(std::move(other.path_)), fd_(other.fd_), size_(other.size_), pending_(std::move(other.pending_)) {
-  other.fd_ = -1;
-}
-
-Journal& Journal::operator=(Journal&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    path_ = std::move(other.path_);
-    fd_ = other.fd_;
-    size_ = other.size_;
-    pending_ = std::move(other.pending_);
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-Journal::~Journal() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-Journal Journal::create(const std::string& path, const nlohmann::json& header) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(path + ": cannot create the journal (" + why(errno) + ")");
-  Journal journal(path, fd, 0);
-  journal.append(header);
-  journal.commit();
-  return journal;
-}
-
-Journal Journal::reopen(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) throw Error(path + ": cannot open the journal (" + why(errno) + ")");
-  // Everything up to the last newline is whole; what follows was being written at a crash.
-  std::ifstream in(path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto last = text.rfind('\n');
-  const long long whole = last == std::string::npos ? 0 : static_cast<long long>(last) + 1;
-  if (whole != static_cast<long long>(text.size()) && ::ftruncate(fd, whole) != 0) {
-    const int error = errno;
-    ::close(fd);
-    throw Error(path + ": cannot cut off its torn last line (" + why(error) + ")");
-  }
-  if (::lseek(fd, whole, SEEK_SET) < 0) {
-    const int error = errno;
-    ::close(fd);
-    throw Error(path + ": cannot seek (" + why(error) + ")");
-  }
-  return Journal(path, fd, whole);
-}
-
-std::vector<nlohmann::json> Journal::read(const std::string& path) {
+std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot read the journal; is this the results folder of a packtune run?");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// The whole lines of `text`, parsed; `whole` is set to the bytes they span. What follows the
+// last newline was being written at a crash and is left out.
+std::vector<nlohmann::json> parse_entries(const std::string& path, const std::string& text, long long& whole) {
   std::vector<nlohmann::json> entries;
   std::size_t begin = 0;
-  int line = 0;
-  while (begin < text.size()) {
+  for (int line = 1;; ++line) {
     const auto end = text.find('\n', begin);
-    ++line;
-    if (end == std::string::npos) break;  // torn: the crash came mid-write
+    if (end == std::string::npos) break;
     try {
       entries.push_back(nlohmann::json::parse(text.begin() + static_cast<long>(begin),
                                               text.begin() + static_cast<long>(end)));
@@ -104,7 +36,28 @@ std::vector<nlohmann::json> Journal::read(const std::string& path) {
     }
     begin = end + 1;
   }
+  whole = static_cast<long long>(begin);
   return entries;
+}
+
+}  // namespace
+
+Journal Journal::create(const std::string& path, const nlohmann::json& header) {
+  Journal journal(LineLog::create(path, resume_advice(path)));
+  journal.append(header);
+  journal.commit();
+  return journal;
+}
+
+Journal::Reopened Journal::reopen(const std::string& path) {
+  long long whole = 0;
+  auto entries = parse_entries(path, read_text(path), whole);
+  return Reopened{Journal(LineLog::reopen(path, whole, resume_advice(path))), std::move(entries)};
+}
+
+std::vector<nlohmann::json> Journal::read(const std::string& path) {
+  long long whole = 0;
+  return parse_entries(path, read_text(path), whole);
 }
 
 nlohmann::json Journal::read_header(const std::string& path) {
@@ -118,25 +71,6 @@ nlohmann::json Journal::read_header(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path + ": line 1 is damaged (" + e.what() + "); the experiment cannot be resumed from it");
   }
-}
-
-void Journal::append(const nlohmann::json& entry) {
-  pending_ += entry.dump();
-  pending_ += '\n';
-}
-
-void Journal::commit() {
-  if (pending_.empty()) return;
-  int error = write_all(fd_, pending_);
-  if (error == 0 && ::fdatasync(fd_) != 0) error = errno;
-  if (error != 0) {
-    // Whole lines only: a resume after space is freed reads every line that is there.
-    if (::ftruncate(fd_, size_) == 0) ::lseek(fd_, size_, SEEK_SET);
-    throw Error(path_ + ": cannot write (" + why(error) + "); free space there, then continue with "
-                "`packtune run --resume " + path_.substr(0, path_.rfind('/')) + "`");
-  }
-  size_ += static_cast<long long>(pending_.size());
-  pending_.clear();
 }
 
 }  // namespace packtune

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "experiment/line_log.hpp"
+
 namespace packtune {
 
 class Journal {
@@ -20,9 +22,11 @@ class Journal {
   // Starts a journal at `path` whose first entry is `header`. Throws Error naming the path
   // when it cannot be written.
   static Journal create(const std::string& path, const nlohmann::json& header);
-  // Continues the journal at `path` after read(): a torn last line (a crash mid-write) is cut
-  // off first, so new entries start on a line of their own.
-  static Journal reopen(const std::string& path);
+  // Continues the journal at `path`: `entries` are its whole entries (as read() gives them),
+  // and a torn last line (a crash mid-write) is cut off, so new entries start on a line of
+  // their own. The file is read once.
+  struct Reopened;
+  static Reopened reopen(const std::string& path);
 
   // Every whole entry, the header first. A torn last line is skipped; a damaged line before
   // it is an InputError (the file was edited or the disk corrupted it).
@@ -30,26 +34,23 @@ class Journal {
   // The first entry alone (the experiment's config), without reading the rest.
   static nlohmann::json read_header(const std::string& path);
 
-  Journal(Journal&& other) noexcept;
-  Journal& operator=(Journal&& other) noexcept;
-  Journal(const Journal&) = delete;
-  Journal& operator=(const Journal&) = delete;
-  ~Journal();
-
-  const std::string& path() const { return path_; }
-  void append(const nlohmann::json& entry);
-  bool dirty() const { return !pending_.empty(); }
+  const std::string& path() const { return log_.path(); }
+  void append(const nlohmann::json& entry) { log_.append(entry); }
+  bool dirty() const { return log_.dirty(); }
   // Writes what was appended since the last commit and waits until it is on the disk. On a
-  // failure (a full disk) the file is cut back to its last whole line and Error is thrown.
-  void commit();
+  // failure (a full disk) the file is cut back to its last whole line, the entries stay
+  // pending, and Error says how to go on.
+  void commit() { log_.flush(true); }
 
  private:
-  Journal(std::string path, int fd, long long size);
+  explicit Journal(LineLog log) : log_(std::move(log)) {}
 
-  std::string path_;
-  int fd_ = -1;
-  long long size_ = 0;  // bytes committed
-  std::string pending_;
+  LineLog log_;
+};
+
+struct Journal::Reopened {
+  Journal journal;
+  std::vector<nlohmann::json> entries;
 };
 
 }  // namespace packtune

@@ -78,6 +78,7 @@ TunerJournal::Recovered TunerJournal::replay(const std::vector<json>& entries) {
     auto& t = r.trials[row.at("trial").get<TrialId>()];
     t.reported = std::max(t.reported, row.at("budget").get<double>());
   };
+  std::map<TrialId, std::size_t> last_job;  // the index of each trial's last job entry
   std::size_t index = 0;
   try {
     for (const auto& entry : entries) {
@@ -97,6 +98,7 @@ TunerJournal::Recovered TunerJournal::replay(const std::vector<json>& entries) {
                                   "the same seed and results (docs/tuners.md)",
                                   index, describe(expected), describe(job)));
         }
+        last_job[job.trial] = index;
         auto& t = r.trials[job.trial];
         t.job = job;
         t.running = true;
@@ -141,18 +143,11 @@ TunerJournal::Recovered TunerJournal::replay(const std::vector<json>& entries) {
     throw InputError(fmt::format("journal entry {} is not one packtune writes ({}); the experiment cannot be resumed",
                                  index, e.what()));
   }
-  // In the order the tuner gave them: the queue a resumed driver starts from.
-  std::vector<std::pair<std::size_t, TrialId>> order;
-  index = 0;
-  for (const auto& entry : entries) {
-    ++index;
-    if (entry.contains("job")) order.emplace_back(index, entry["job"].at("trial").get<TrialId>());
-  }
-  std::map<TrialId, std::size_t> last_job;
-  for (const auto& [i, trial] : order) last_job[trial] = i;
-  for (const auto& [i, trial] : order) {
-    const auto& t = r.trials.at(trial);
-    if (t.running && last_job[trial] == i) r.in_flight.push_back(t.job);
+  // In the order the tuner gave their last jobs: the queue a resumed driver starts from.
+  std::map<std::size_t, TrialId> by_last_job;
+  for (const auto& [trial, last] : last_job) by_last_job.emplace(last, trial);
+  for (const auto& [i, trial] : by_last_job) {
+    if (r.trials.at(trial).running) r.in_flight.push_back(r.trials.at(trial).job);
   }
   return r;
 }

@@ -62,31 +62,25 @@ ResultsWriter::ResultsWriter(const std::string& dir, const nlohmann::json& confi
   fs::create_directories(dir_, ec);
   if (ec) throw Error("--out " + dir_ + ": cannot create the directory (" + ec.message() + ")");
   write_file(fs::path(dir_) / "config.json", config_as_run.dump(2) + "\n");
-  open(O_TRUNC);
+  log_.emplace(LineLog::create(path_, resume_advice()));
 }
 
 ResultsWriter::ResultsWriter(const std::string& dir, const std::vector<nlohmann::json>& rows, std::string metric,
                              tuners::Mode mode)
     : dir_(dir), path_((fs::path(dir) / "results.jsonl").string()), metric_(std::move(metric)), mode_(mode) {
   std::string text;
-  for (const auto& row : rows) text += row.dump() + "\n";
-  write_file(path_, text);
-  open(O_APPEND);
-  size_ = static_cast<long long>(text.size());
   for (const auto& row : rows) {
-    pending_.clear();
-    append(row);
+    text += row.dump() + "\n";
+    take(row);
   }
-  pending_.clear();
+  write_file(path_, text);
+  log_.emplace(LineLog::reopen(path_, static_cast<long long>(text.size()), resume_advice()));
 }
 
-ResultsWriter::~ResultsWriter() {
-  if (fd_ >= 0) ::close(fd_);
-}
+ResultsWriter::~ResultsWriter() = default;
 
-void ResultsWriter::open(int flags) {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | flags, 0644);
-  if (fd_ < 0) throw Error(path_ + ": cannot open for writing (" + std::strerror(errno) + ")");
+std::string ResultsWriter::resume_advice() const {
+  return "free space there, then continue with `packtune run --resume " + dir_ + "`";
 }
 
 nlohmann::json ResultsWriter::line(const ReportRow& row, const tuners::TrialConfig& config) {
@@ -109,8 +103,11 @@ nlohmann::json ResultsWriter::line(const ReportRow& row, const tuners::TrialConf
 }
 
 void ResultsWriter::append(const nlohmann::json& line) {
-  pending_ += line.dump();
-  pending_ += '\n';
+  log_->append(line);
+  take(line);
+}
+
+void ResultsWriter::take(const nlohmann::json& line) {
   ++rows_;
   auto it = line.find(metric_);
   if (it == line.end() || !it->is_number()) return;
@@ -122,24 +119,8 @@ void ResultsWriter::append(const nlohmann::json& line) {
   }
 }
 
-void ResultsWriter::flush() {
-  if (pending_.empty()) return;
-  std::size_t done = 0;
-  while (done < pending_.size()) {
-    const ssize_t n = ::write(fd_, pending_.data() + done, pending_.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int error = errno;
-      // If even that fails, a resume rewrites the file from the journal.
-      (void)!::ftruncate(fd_, size_);
-      throw Error(path_ + ": cannot write (" + std::strerror(error) + "); free space there, then continue with "
-                  "`packtune run --resume " + dir_ + "`");
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  size_ += static_cast<long long>(pending_.size());
-  pending_.clear();
-}
+// results.jsonl is not fsynced: the journal is, and a resume rewrites this file from it.
+void ResultsWriter::flush() { log_->flush(false); }
 
 void ResultsWriter::write_best() const {
   if (!best_) return;

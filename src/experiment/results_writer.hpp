@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "experiment/line_log.hpp"
 #include "tuners/trial_config.hpp"
 #include "tuners/tuner.hpp"
 
@@ -68,15 +69,15 @@ class ResultsWriter {
   const std::string& path() const { return path_; }
 
  private:
-  void open(int flags);
+  // Counts the line and keeps it if it is the best so far.
+  void take(const nlohmann::json& line);
+  std::string resume_advice() const;
 
   std::string dir_;
   std::string path_;
   std::string metric_;
   tuners::Mode mode_;
-  int fd_ = -1;
-  long long size_ = 0;  // bytes of whole lines written
-  std::string pending_;
+  std::optional<LineLog> log_;  // set by each constructor, after config.json is written
   std::optional<Best> best_;
   std::int64_t rows_ = 0;
 };

@@ -81,6 +81,19 @@ void edit(const std::string& path, Edit edit) {
 
 }  // namespace
 
+TEST_CASE("a checkpoint's file name gives back its trial and budget, and no other name parses") {
+  const auto name = std::filesystem::path(checkpoint_path("/runs/x", 17, 2.25)).filename().string();
+  const auto parsed = parse_checkpoint_name(name);
+  REQUIRE(parsed);
+  CHECK(parsed->trial == 17);
+  CHECK(parsed->budget == 2.25);
+  for (const char* other : {"trial-17-budget-2.25.h5.part", "trial-17-budget-2.25.h", "trial-x-budget-1.h5",
+                            "trial--3-budget-1.h5", "best.json", "", "trial-17-budget-.h5"}) {
+    INFO(other);
+    CHECK_FALSE(parse_checkpoint_name(other));
+  }
+}
+
 TEST_CASE("a checkpoint reads back exactly as written") {
   TempDir dir;
   const auto path = checkpoint_path(dir.path().string(), 7, 1.5);

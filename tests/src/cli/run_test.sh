@@ -21,10 +21,11 @@ cat > "$work/config.json" <<'JSON'
 JSON
 # --actors and --trials override the config.
 "$packtune" run "$work/config.json" --out "$work/out" --actors 2 --trials 4 --quiet > "$work/stdout"
+"$packtune" export "$work/out" --csv --output "$work/results.csv"
 
-/usr/bin/python3 - "$work/out" "$work/stdout" <<'PY'
-import json, sys
-out, stdout = sys.argv[1], sys.argv[2]
+/usr/bin/python3 - "$work/out" "$work/stdout" "$work/results.csv" <<'PY'
+import csv, json, sys
+out, stdout, exported = sys.argv[1], sys.argv[2], sys.argv[3]
 rows = [json.loads(l) for l in open(f"{out}/results.jsonl")]
 trials = {r["trial"] for r in rows}
 assert trials == {0, 1, 2, 3}, trials
@@ -45,5 +46,12 @@ assert best["config"]["family"] in ("mlp", "cnn") and "lr" in best["config"]
 assert top > 0.6, f"4 trials on 3000 images should pass 60% accuracy, got {top}"
 text = open(stdout).read()
 assert f"best trial {best['trial']}" in text, text
+# The CSV export: one row per report, the same values, the config in columns of its own.
+table = list(csv.DictReader(open(exported, newline="")))
+assert len(table) == len(rows), (len(table), len(rows))
+for r, c in zip(rows, table):
+    assert int(c["trial"]) == r["trial"] and float(c["budget"]) == r["budget"], (r, c)
+    assert float(c["val_accuracy"]) == r["val_accuracy"] and c["final"] == str(r["final"]).lower(), (r, c)
+    assert float(c["config.lr"]) == r["config"]["lr"] and c["config.family"] == r["config"]["family"], (r, c)
 print(f"1 passed, 0 failed: {len(rows)} reports, best {top:.4f}")
 PY

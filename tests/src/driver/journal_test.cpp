@@ -43,9 +43,10 @@ TEST_CASE("a torn last line is skipped when read and cut off when the journal co
   std::ofstream(path, std::ios::app) << "{\"a\": 1}\n{\"b\": ";  // the crash came mid-write
   CHECK(Journal::read(path).size() == 2);
   {
-    auto journal = Journal::reopen(path);
-    journal.append({{"c", 3}});
-    journal.commit();
+    auto reopened = Journal::reopen(path);
+    CHECK(reopened.entries.size() == 2);
+    reopened.journal.append({{"c", 3}});
+    reopened.journal.commit();
   }
   CHECK(text_of(path) == "{\"header\":1}\n{\"a\": 1}\n{\"c\":3}\n");
   const auto entries = Journal::read(path);

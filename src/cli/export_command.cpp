@@ -1,0 +1,158 @@
+#include "cli/export_command.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/command_line.hpp"
+#include "packtune/error.hpp"
+
+namespace packtune::cli {
+namespace {
+
+namespace fs = std::filesystem;
+namespace po = boost::program_options;
+using json = nlohmann::json;
+
+// The fields every report line has (experiment/results_writer.cpp), first and in this order;
+// any other top-level number or null is a metric.
+const std::vector<std::string> kReportFields = {"trial", "budget", "final", "wall_time", "train_seconds", "actor",
+                                                "unit_size"};
+
+// Columns in the order they first appear, each once.
+class Columns {
+ public:
+  void add(const std::string& name) {
+    if (index_.emplace(name, names_.size()).second) names_.push_back(name);
+  }
+  const std::vector<std::string>& names() const { return names_; }
+
+ private:
+  std::vector<std::string> names_;
+  std::map<std::string, std::size_t> index_;
+};
+
+// A nested config ({"optimizer": {"name": ...}}) becomes config.optimizer.name.
+void flatten(const json& value, const std::string& prefix, std::map<std::string, json>& cells) {
+  if (value.is_object() && !value.empty()) {
+    for (const auto& [key, item] : value.items()) flatten(item, prefix + "." + key, cells);
+  } else {
+    cells[prefix] = value;
+  }
+}
+
+std::string quoted(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos && (text.empty() || (text.front() != ' ' && text.back() != ' '))) {
+    return text;
+  }
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string cell(const json& value) {
+  if (value.is_null()) return "";
+  if (value.is_string()) return quoted(value.get<std::string>());
+  return quoted(value.dump());  // numbers as they round-trip, booleans as true/false, lists as JSON
+}
+
+}  // namespace
+
+void write_results_csv(std::istream& jsonl, const std::string& source, std::ostream& out) {
+  std::vector<std::map<std::string, json>> rows;
+  Columns fields, metrics, config;
+  for (const auto& name : kReportFields) fields.add(name);
+  std::string text;
+  for (int line = 1; std::getline(jsonl, text); ++line) {
+    if (text.empty()) continue;
+    json report;
+    try {
+      report = json::parse(text);
+    } catch (const json::exception& e) {
+      throw InputError(source + ": line " + std::to_string(line) + " is not JSON (" + e.what() + ")");
+    }
+    if (!report.is_object() || !report.contains("trial") || !report.contains("budget")) {
+      throw InputError(source + ": line " + std::to_string(line) +
+                       " is not a report (no trial and budget); is this a packtune results.jsonl?");
+    }
+    std::map<std::string, json> cells;
+    for (const auto& [key, value] : report.items()) {
+      if (key == "config") {
+        flatten(value, "config", cells);
+        continue;
+      }
+      cells[key] = value;
+      const bool is_field =
+          std::find(kReportFields.begin(), kReportFields.end(), key) != kReportFields.end();
+      if (is_field) continue;
+      (value.is_number() || value.is_null() ? metrics : fields).add(key);
+    }
+    // Config columns in the order the first row holding them lists them (json sorts keys).
+    for (const auto& [key, value] : cells) {
+      if (key.rfind("config.", 0) == 0) config.add(key);
+    }
+    rows.push_back(std::move(cells));
+  }
+  std::vector<std::string> header = fields.names();
+  header.insert(header.end(), metrics.names().begin(), metrics.names().end());
+  header.insert(header.end(), config.names().begin(), config.names().end());
+  for (std::size_t i = 0; i < header.size(); ++i) out << (i ? "," : "") << quoted(header[i]);
+  out << "\r\n";
+  for (const auto& row : rows) {
+    for (std::size_t i = 0; i < header.size(); ++i) {
+      auto it = row.find(header[i]);
+      out << (i ? "," : "") << (it == row.end() ? "" : cell(it->second));
+    }
+    out << "\r\n";
+  }
+}
+
+int run_export_command(const std::vector<std::string>& args) {
+  po::options_description options("packtune export DIR [--csv] [--output FILE]");
+  options.add_options()("help,h", "show this help")("dir", po::value<std::string>(), "an experiment's --out")(
+      "csv", "CSV, one row per report (the default and, for now, the only format)")(
+      "output,o", po::value<std::string>(), "write to FILE instead of stdout");
+  po::positional_options_description positional;
+  positional.add("dir", 1);
+  auto vm = parse_command_line("export", args, options, positional);
+  if (vm.count("help")) {
+    std::cout << options;
+    return 0;
+  }
+  if (!vm.count("dir")) throw InputError("export: missing DIR, the --out of a packtune run");
+  const auto path = (fs::path(vm["dir"].as<std::string>()) / "results.jsonl").string();
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot read it; is " + vm["dir"].as<std::string>() + " the --out of a packtune run?");
+  if (!vm.count("output")) {
+    write_results_csv(in, path, std::cout);
+    std::cout.flush();
+    if (!std::cout) throw Error("export: cannot write to stdout");
+    return 0;
+  }
+  // Through a temporary and a rename: a spreadsheet open on FILE never sees half of it.
+  const auto target = vm["output"].as<std::string>();
+  const auto tmp = target + ".tmp";
+  {
+    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
+    if (!file) throw InputError("--output " + target + ": cannot write there");
+    write_results_csv(in, path, file);
+    file.flush();
+    if (!file) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw Error("--output " + target + ": cannot write (is the disk full?)");
+    }
+  }
+  fs::rename(tmp, target);
+  return 0;
+}
+
+}  // namespace packtune::cli
