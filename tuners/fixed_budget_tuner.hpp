@@ -12,6 +12,9 @@ class FixedBudgetTuner : public Tuner {
  public:
   Job next_job() override;
   void on_result(TrialId trial, double budget, double metric) override;
+  std::optional<double> planned_budget() const override {
+    return static_cast<double>(trial_count()) * budget_;
+  }
 
  protected:
   explicit FixedBudgetTuner(double budget) : budget_(budget) {}

@@ -33,17 +33,35 @@ HyperbandTuner::HyperbandTuner(const TunerContext& context, std::string name,
     : context_(context), name_(std::move(name)), sweep_(std::move(sweep)), eta_(eta),
       rng_(context.seed) {}
 
-bool HyperbandTuner::open_bracket() {
+std::optional<Bracket> HyperbandTuner::plan_after(std::size_t opened, std::int64_t planned) const {
   const bool one_sweep = context_.max_trials == 0;
-  if (one_sweep ? next_in_sweep_ >= sweep_.size() : trials_planned_ >= context_.max_trials) {
-    return false;
-  }
-  Bracket plan = sweep_[next_in_sweep_ % sweep_.size()];
-  ++next_in_sweep_;
+  if (one_sweep ? opened >= sweep_.size() : planned >= context_.max_trials) return std::nullopt;
+  Bracket plan = sweep_[opened % sweep_.size()];
   const std::int64_t n = plan.rungs.front().n;
-  if (!one_sweep && trials_planned_ + n > context_.max_trials) {
-    plan = resize_bracket(plan, context_.max_trials - trials_planned_, eta_);
+  if (!one_sweep && planned + n > context_.max_trials) plan = resize_bracket(plan, context_.max_trials - planned, eta_);
+  return plan;
+}
+
+std::optional<double> HyperbandTuner::planned_budget() const {
+  double total = 0;
+  std::int64_t planned = 0;
+  for (std::size_t opened = 0;; ++opened) {
+    const auto plan = plan_after(opened, planned);
+    if (!plan) return total;
+    double below = 0;  // a promoted trial resumes from the rung below
+    for (const auto& rung : plan->rungs) {
+      total += static_cast<double>(rung.n) * (rung.budget - below);
+      below = rung.budget;
+    }
+    planned += plan->rungs.front().n;
   }
+}
+
+bool HyperbandTuner::open_bracket() {
+  const auto next = plan_after(next_in_sweep_, trials_planned_);
+  if (!next) return false;
+  const Bracket plan = *next;
+  ++next_in_sweep_;
   const auto id = next_bracket_++;
   open_.emplace(id, SuccessiveHalvingBracket(plan, trials_planned_, context_.mode));
   by_first_trial_[trials_planned_] = id;

@@ -33,6 +33,7 @@ class HyperbandTuner : public Tuner {
   Job next_job() override;
   void on_result(TrialId trial, double budget, double metric) override;
   std::string name() const override { return name_; }
+  std::optional<double> planned_budget() const override;
 
   // The brackets opened so far, oldest first (finished ones included), for tests and reports.
   std::vector<Bracket> opened_brackets() const;
@@ -42,6 +43,9 @@ class HyperbandTuner : public Tuner {
   HyperbandTuner(const TunerContext& context, std::string name, std::vector<Bracket> sweep,
                  std::int64_t eta);
   bool open_bracket();
+  // The plan of the bracket opened after `opened` brackets holding `planned` trials; nullopt
+  // when the sweep or the trial limit is done.
+  std::optional<Bracket> plan_after(std::size_t opened, std::int64_t planned) const;
   Job with_config(Job job) const;
 
   TunerContext context_;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -86,6 +87,12 @@ class Tuner {
   }
 
   virtual std::string name() const = 0;
+
+  // The budget the whole schedule trains, counting what each job adds to its trial (a
+  // promotion resumes from the trial's checkpoint), when the tuner knows it in advance;
+  // nullopt otherwise (ASHA's promotions depend on results). The driver's status display
+  // estimates the time left from it.
+  virtual std::optional<double> planned_budget() const { return std::nullopt; }
 };
 
 }  // namespace packtune::tuners

@@ -104,7 +104,7 @@ int run_command(const std::vector<std::string>& args) {
       ("fuse", po::value<std::string>(), "override fuse: auto (default) | always | never")
       ("tuner-plugin", po::value<std::vector<std::string>>(), "load tuners from a shared library")
       ("keep-checkpoints", po::value<std::string>(), "all | needed (default): trial checkpoints kept in DIR/checkpoints")
-      ("quiet,q", "no progress lines");
+      ("quiet,q", "warnings and the final summary only: no status table or lines");
   po::positional_options_description positional;
   positional.add("config", 1);
   auto vm = packtune::cli::parse_command_line("run", args, options, positional);

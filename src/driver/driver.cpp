@@ -8,6 +8,7 @@
 #include <csignal>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <random>
 #include <thread>
 
@@ -19,6 +20,7 @@
 #include "driver/checkpoint_store.hpp"
 #include "driver/journal.hpp"
 #include "driver/profile_gate.hpp"
+#include "driver/status_display.hpp"
 #include "driver/trial_book.hpp"
 #include "driver/tuner_journal.hpp"
 #include "experiment/results_writer.hpp"
@@ -115,6 +117,8 @@ class Driver {
           journal_path(options_.out_dir), {{"packtune_journal", 1}, {"name", config_.name}, {"config", config_.source}}));
     }
     tuning_.set_journal(journal_.get());
+    // Before any thread that logs starts: on a terminal the display takes the log's sinks.
+    display_ = std::make_unique<StatusDisplay>(StatusDisplay::choose(options_.quiet));
     const int cores = std::max(1u, std::thread::hardware_concurrency());
     const int threads = config_.threads_per_actor > 0 ? config_.threads_per_actor
                                                        : std::max(1, cores / std::max(1, config_.actors));
@@ -156,6 +160,7 @@ class Driver {
     results_->write_best();
     std::signal(SIGINT, previous_int);
     std::signal(SIGTERM, previous_term);
+    display_->finish(status());
     summarize();
     if (code != 0) std::printf("continue it with: packtune run --resume %s\n", options_.out_dir.c_str());
     return code;
@@ -163,7 +168,6 @@ class Driver {
 
  private:
   int loop() {
-    auto last_progress = Clock::now();
     auto last_heartbeat = Clock::now();
     while (true) {
       if (interrupted) {
@@ -207,10 +211,7 @@ class Driver {
         }
         last_heartbeat = now;
       }
-      if (!options_.quiet && now - last_progress > std::chrono::seconds(15)) {
-        progress();
-        last_progress = now;
-      }
+      if (display_->due(now)) display_->show(status(), now);
     }
   }
 
@@ -393,7 +394,7 @@ class Driver {
     const TrialState& trial = book_.finish(id, failed);
     actor.running.erase(id);
     planner_.remove(plan_, id);
-    if (!options_.quiet) {
+    if (display_->mode() == StatusDisplay::Mode::Lines) {  // the table shows it otherwise
       const auto& best = results_->best();
       spdlog::info("trial {:>3} reached budget {:g}: {} {:.4f} | best {:.4f} (trial {}) | {} jobs done, {} running",
                    id, trial.reached, config_.metric, trial.last_metric, best ? best->value : NAN,
@@ -721,11 +722,64 @@ class Driver {
     return std::chrono::duration<double>(Clock::now() - start_).count();
   }
 
-  void progress() const {
-    const auto& best = results_->best();
-    spdlog::info("[{:.0f} s] {} jobs done, {} running, {} actor(s) live; best {} {:.4f} (trial {})",
-                 seconds_since_start(), book_.completed_jobs(), running_jobs(), live_actors(), config_.metric,
-                 best ? best->value : NAN, best ? best->trial : -1);
+  // What the status display shows (docs/status.md).
+  StatusSnapshot status() const {
+    StatusSnapshot s;
+    s.experiment = config_.name;
+    s.tuner = config_.tuner;
+    s.metric = config_.metric;
+    s.elapsed_seconds = seconds_since_start();
+    s.jobs_done = book_.completed_jobs();
+    s.failed = book_.failed_trials();
+    std::set<TrialId> queued;
+    for (const auto& job : book_.queue()) queued.insert(job.trial);
+    std::map<double, StatusSnapshot::Rung> rungs;
+    double done = 0;  // budget trained so far, as the tuner's plan counts it
+    for (const auto& [id, trial] : book_.trials()) {
+      done += trial.reached;
+      if (trial.job_budget > 0) rungs[trial.job_budget].budget = trial.job_budget;
+      if (trial.actor >= 0) {
+        ++s.running;
+        ++rungs[trial.job_budget].running;
+      } else if (trial.failed) {
+        continue;
+      } else if (queued.erase(id) > 0 || trial.job_budget == 0) {
+        ++s.queued;  // in the queue, or held until its shape's throughput is profiled
+      } else {
+        (trial.reached >= config_.max_budget * (1 - 1e-9) ? s.finished : s.paused) += 1;
+      }
+    }
+    s.queued += static_cast<int>(queued.size());  // jobs of trials not opened yet
+    for (auto& [budget, rung] : rungs) {
+      for (const auto& [id, trial] : book_.trials()) rung.reached += trial.reached >= budget * (1 - 1e-9);
+      s.rungs.push_back(rung);
+    }
+    const auto planned = tuning_.planned_budget();
+    if (planned && done > 0) s.remaining_seconds = s.elapsed_seconds * std::max(0.0, *planned - done) / done;
+    if (const auto& best = results_->best()) {
+      s.best = StatusSnapshot::Best{best->trial, best->value, best->budget, tuners::to_json(best->config).dump()};
+    }
+    std::map<int, const packing::ActorPlan*> plans;
+    for (const auto& a : plan_.actors) plans[a.actor.id] = &a;
+    for (const auto& [identity, actor] : registry_.actors()) {
+      StatusSnapshot::Actor a;
+      a.id = actor.id;
+      a.host = actor.host;
+      a.device = actor.device;
+      a.live = !actor.dead;
+      a.capacity_bytes = actor.capacity_bytes;
+      if (auto it = plans.find(actor.id); it != plans.end()) {
+        a.memory_bytes = it->second->estimated_bytes;
+        for (const auto& unit : it->second->units) {
+          std::vector<TrialId> trials;
+          for (const auto& m : unit.members) trials.push_back(m.trial);
+          if (!trials.empty()) a.units.push_back(std::move(trials));
+        }
+      }
+      s.actors.push_back(std::move(a));
+    }
+    std::sort(s.actors.begin(), s.actors.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+    return s;
   }
 
   void shutdown_actors() {
@@ -828,6 +882,7 @@ class Driver {
   std::unique_ptr<tuners::Tuner> tuner_;
   TunerJournal tuning_;  // every call to the tuner goes through the journal
   std::unique_ptr<Journal> journal_;
+  std::unique_ptr<StatusDisplay> display_;
   packing::Planner planner_;
   packing::Plan plan_;  // the live actors and the units they train now
   ActorRegistry registry_;

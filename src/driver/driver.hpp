@@ -9,7 +9,7 @@ namespace packtune {
 
 struct DriverOptions {
   std::string out_dir;
-  bool quiet = false;  // no progress lines, only the final summary
+  bool quiet = false;  // warnings and the final summary only (docs/status.md)
   // Continue the experiment in out_dir from its journal (docs/faults.md); the caller checked
   // that `config` is the one it ran with.
   bool resume = false;

@@ -84,6 +84,7 @@ TrialState& TrialBook::finish(TrialId id, bool failed) {
   TrialState& trial = trials_.at(id);
   if (failed) {
     ++failed_trials_;
+    trial.failed = true;
     trial.last_metric = std::numeric_limits<double>::quiet_NaN();
   }
   leave_actor(trial);
@@ -122,6 +123,7 @@ TrialBook::Failure TrialBook::give_up(TrialId id, const std::string& why) {
   spdlog::warn("trial {} {}; counting it as failed", id, why);
   ++failed_trials_;
   ++completed_jobs_;
+  trials_.at(id).failed = true;
   return {id, trials_.at(id).reached};
 }
 

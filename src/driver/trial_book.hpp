@@ -33,6 +33,7 @@ struct TrialState {
   std::uint64_t lease = 0;   // the running job's Assign.lease
   double resume_budget = 0;  // the checkpoint budget the running job should start from
   bool start_checked = true;  // whether the running job's first report was checked
+  bool failed = false;        // it cannot go on
 };
 
 class TrialBook {
@@ -67,6 +68,7 @@ class TrialBook {
   std::size_t queued() const { return queue_.size(); }
   void enqueue(Job job) { queue_.push_back(std::move(job)); }
   const Job& next() const { return queue_.front(); }
+  const std::deque<Job>& queue() const { return queue_; }
   Job take_next();
   // Jobs that waited elsewhere (for a throughput profile) go first, in the order given.
   void put_back(const std::vector<Job>& jobs) { queue_.insert(queue_.begin(), jobs.begin(), jobs.end()); }

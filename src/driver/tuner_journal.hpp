@@ -11,6 +11,7 @@
 // twenty times a second).
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@ class TunerJournal {
   // Both must outlive this. `journal` may be null: nothing is written (packtune simulate).
   TunerJournal(tuners::Tuner& tuner, Journal* journal) : tuner_(tuner), journal_(journal) {}
   void set_journal(Journal* journal) { journal_ = journal; }
+  // Reads nothing the journal must hold: no entry.
+  std::optional<double> planned_budget() const { return tuner_.planned_budget(); }
 
   Job next_job();
   // `row` is the results.jsonl line of the report.

@@ -209,3 +209,33 @@ TEST_CASE("successive halving and Hyperband check their settings") {
                Catch::Contains("budget.max"));
   }
 }
+
+TEST_CASE("the planned budget is what the schedule's jobs add, and ASHA does not know it in advance") {
+  struct Case {
+    const char* tuner;
+    double min_budget, max_budget;
+    std::int64_t trials;
+    nlohmann::json settings;
+  };
+  const std::vector<Case> cases = {
+      {"random", 1, 4, 7, {}},
+      {"hyperband", 0.25, 2.25, 0, {{"eta", 3}}},   // one whole sweep
+      {"hyperband", 0.25, 2.25, 10, {{"eta", 3}}},  // the limit cuts the first bracket
+      {"hyperband", 1, 27, 100, {{"eta", 3}}},      // more than one sweep
+      {"sha", 1, 16, 0, {{"eta", 2}}},
+      {"sha", 1, 16, 11, {{"eta", 2}}},
+  };
+  for (const auto& c : cases) {
+    INFO(c.tuner << " trials " << c.trials);
+    auto tuner = TunerRegistry::instance().create(c.tuner, make_context(c.min_budget, c.max_budget, c.trials,
+                                                                         Mode::Max, c.settings));
+    const auto planned = tuner->planned_budget();
+    REQUIRE(planned);
+    HashObjective objective(7);
+    SimulationSummary summary;
+    simulate(*tuner, objective, Mode::Max, 3, &summary);
+    CHECK(*planned == Approx(summary.total_budget));
+  }
+  auto asha = TunerRegistry::instance().create("asha", make_context(1, 9, 20, Mode::Max, {{"eta", 3}}));
+  CHECK_FALSE(asha->planned_budget());
+}

@@ -26,7 +26,7 @@ cat > "$work/config.json" <<'JSON'
   }
 }
 JSON
-"$packtune" run "$work/config.json" --out "$work/all" --keep-checkpoints all --quiet \
+"$packtune" run "$work/config.json" --out "$work/all" --keep-checkpoints all \
   > "$work/all.stdout" 2> "$work/all.stderr"
 
 ls "$work/all/checkpoints"/*.h5 > "$work/files"

@@ -56,7 +56,7 @@ print(f"results.jsonl: {len(rows)} whole line(s) when the disk filled")
 PY
 # Space is freed: the experiment goes on from where it stopped.
 mount -o remount,size=64m "$work/small"
-"$packtune" run --resume "$work/small/run" --quiet > "$work/resumed.out" 2>&1 || {
+"$packtune" run --resume "$work/small/run" > "$work/resumed.out" 2>&1 || {
   echo "FAIL: resume after freeing space"; cat "$work/resumed.out"; exit 1; }
 grep "resuming" "$work/resumed.out"
 cp "$work/small/run/results.jsonl" "$work/resumed.jsonl"

@@ -46,7 +46,7 @@ kill_and_resume() {
   local before
   before="$(wc -l < "$work/$name/results.jsonl")"
   grep -q '"finished"' "$work/$name/journal.jsonl" && { echo "FAIL $name: killed after the end"; exit 1; }
-  "$packtune" run --resume "$work/$name" --quiet > "$work/$name.resumed" 2>&1 || {
+  "$packtune" run --resume "$work/$name" > "$work/$name.resumed" 2>&1 || {
     echo "FAIL $name: resume failed"; cat "$work/$name.resumed"; exit 1; }
   grep -q "resuming" "$work/$name.resumed"
   echo "$name: killed with $before report(s) written; resumed:"
