@@ -57,6 +57,26 @@ std::optional<double> HyperbandTuner::planned_budget() const {
   }
 }
 
+std::vector<std::string> HyperbandTuner::warnings() const {
+  if (name_ != "hyperband" || context_.max_trials == 0) return {};
+  std::int64_t sweep = 0;
+  for (const auto& bracket : sweep_) sweep += bracket.rungs.front().n;
+  std::int64_t planned = 0;
+  for (std::size_t opened = 0;; ++opened) {
+    const auto plan = plan_after(opened, planned);
+    if (!plan) return {};
+    const auto& whole = sweep_[opened % sweep_.size()];
+    if (plan->rungs.front().n < whole.rungs.front().n) {
+      const auto n = [](std::int64_t v) { return std::to_string(v); };
+      return {"tuner.trials " + n(context_.max_trials) + " cuts a Hyperband sweep short: one sweep is " + n(sweep) +
+              " trials in " + n(static_cast<std::int64_t>(sweep_.size())) + " brackets, so bracket s=" + n(whole.s) +
+              " starts " + n(plan->rungs.front().n) + " of its " + n(whole.rungs.front().n) +
+              " trials and promotes fewer; set trials to 0 for one whole sweep, or to a multiple of " + n(sweep)};
+    }
+    planned += plan->rungs.front().n;
+  }
+}
+
 bool HyperbandTuner::open_bracket() {
   const auto next = plan_after(next_in_sweep_, trials_planned_);
   if (!next) return false;

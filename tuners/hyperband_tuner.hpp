@@ -34,6 +34,7 @@ class HyperbandTuner : public Tuner {
   void on_result(TrialId trial, double budget, double metric) override;
   std::string name() const override { return name_; }
   std::optional<double> planned_budget() const override;
+  std::vector<std::string> warnings() const override;
 
   // The brackets opened so far, oldest first (finished ones included), for tests and reports.
   std::vector<Bracket> opened_brackets() const;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -93,6 +94,10 @@ class Tuner {
   // nullopt otherwise (ASHA's promotions depend on results). The driver's status display
   // estimates the time left from it.
   virtual std::optional<double> planned_budget() const { return std::nullopt; }
+
+  // What the user should know about the schedule the settings make, one sentence each (a
+  // trial limit that cuts a Hyperband bracket short); `packtune run` and `simulate` print them.
+  virtual std::vector<std::string> warnings() const { return {}; }
 };
 
 }  // namespace packtune::tuners

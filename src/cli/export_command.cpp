@@ -46,7 +46,8 @@ void flatten(const json& value, const std::string& prefix, std::map<std::string,
   }
 }
 
-std::string quoted(const std::string& text) {
+// Not `quoted`: ADL would pick std::quoted for a non-const std::string.
+std::string csv_field(const std::string& text) {
   if (text.find_first_of(",\"\r\n") == std::string::npos && (text.empty() || (text.front() != ' ' && text.back() != ' '))) {
     return text;
   }
@@ -60,8 +61,8 @@ std::string quoted(const std::string& text) {
 
 std::string cell(const json& value) {
   if (value.is_null()) return "";
-  if (value.is_string()) return quoted(value.get<std::string>());
-  return quoted(value.dump());  // numbers as they round-trip, booleans as true/false, lists as JSON
+  if (value.is_string()) return csv_field(value.get<std::string>());
+  return csv_field(value.dump());  // numbers as they round-trip, booleans as true/false, lists as JSON
 }
 
 }  // namespace
@@ -104,7 +105,7 @@ void write_results_csv(std::istream& jsonl, const std::string& source, std::ostr
   std::vector<std::string> header = fields.names();
   header.insert(header.end(), metrics.names().begin(), metrics.names().end());
   header.insert(header.end(), config.names().begin(), config.names().end());
-  for (std::size_t i = 0; i < header.size(); ++i) out << (i ? "," : "") << quoted(header[i]);
+  for (std::size_t i = 0; i < header.size(); ++i) out << (i ? "," : "") << csv_field(header[i]);
   out << "\r\n";
   for (const auto& row : rows) {
     for (std::size_t i = 0; i < header.size(); ++i) {

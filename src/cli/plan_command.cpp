@@ -127,7 +127,9 @@ int run_plan_command(const std::vector<std::string>& args) {
   auto tuner = tuners::TunerRegistry::instance().create(config.tuner, tuner_context(config));
   std::vector<packing::TrialDemand> trials;
   std::vector<packing::Unplaced> invalid;
-  while (static_cast<std::int64_t>(trials.size() + invalid.size()) < config.trials) {
+  // A limit of 0 (a whole Hyperband sweep) ends where the tuner first waits for results.
+  const auto limit = trial_limit(config);
+  while (limit == 0 || static_cast<std::int64_t>(trials.size() + invalid.size()) < limit) {
     const auto job = tuner->next_job();
     if (job.kind != tuners::Job::Kind::Start) break;
     auto full = config.model;

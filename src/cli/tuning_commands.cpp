@@ -206,8 +206,9 @@ SimulationConfig read_simulation_config(const std::string& path) {
         if (key == "name") {
           c.tuner = config_string(value, "tuner.name");
         } else if (key == "trials") {
-          if (!value.is_number_integer() || value.get<std::int64_t>() < 1) {
-            throw InputError("tuner.trials: expected an integer >= 1, got " + value.dump());
+          if (!value.is_number_integer() || value.get<std::int64_t>() < 0) {
+            throw InputError("tuner.trials: expected an integer >= 0 (0: the tuner's whole schedule), got " +
+                             value.dump());
           }
           c.trials = value.get<std::int64_t>();
         } else {
@@ -283,7 +284,7 @@ int run_simulate_command(const std::vector<std::string>& args) {
       ("eta", po::value<std::string>(), "reduction factor (the same as --tuner-setting eta=E)")
       ("min-budget", po::value<std::string>(), "smallest budget (default: the max budget)")
       ("max-budget", po::value<std::string>(), "largest budget")
-      ("trials", po::value<std::string>(), "trial limit, >= 1 (default: the tuner's own count)")
+      ("trials", po::value<std::string>(), "trial limit; 0 or none: the tuner's own count (one Hyperband sweep)")
       ("mode", po::value<std::string>(), "min or max (default: the config's, else max)")
       ("workers", po::value<std::string>()->default_value("1"), "simulated workers")
       ("seed", po::value<std::string>(), "seed of the tuner and the synthetic objective (default 0)")
@@ -321,7 +322,7 @@ int run_simulate_command(const std::vector<std::string>& args) {
   }
   context.max_budget = *config.max_budget;
   context.min_budget = config.min_budget.value_or(context.max_budget);
-  if (const auto v = integer(vm, "trials", 1)) config.trials = v;
+  if (const auto v = integer(vm, "trials", 0)) config.trials = v;
   context.max_trials = config.trials.value_or(0);
   if (const auto v = integer(vm, "seed", 0)) config.seed = static_cast<std::uint64_t>(*v);
   context.seed = config.seed.value_or(0);
@@ -348,6 +349,7 @@ int run_simulate_command(const std::vector<std::string>& args) {
   for (const auto& p : config.plugins) tuners::load_tuner_plugin(p);
 
   auto tuner = tuners::TunerRegistry::instance().create(config.tuner, context);
+  for (const auto& warning : tuner->warnings()) std::cerr << "packtune: warning: " << warning << "\n";
   auto objective = tuners::make_objective(*objective_spec, context);
   tuners::Simulator simulator(*tuner, *objective, context.mode, sim);
 

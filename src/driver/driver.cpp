@@ -122,8 +122,11 @@ class Driver {
     const int cores = std::max(1u, std::thread::hardware_concurrency());
     const int threads = config_.threads_per_actor > 0 ? config_.threads_per_actor
                                                        : std::max(1, cores / std::max(1, config_.actors));
-    spdlog::info("experiment {}: tuner {}, {} trials, {} local actor(s) on {}, {} thread(s) each",
-                 config_.name, config_.tuner, config_.trials, config_.actors, config_.device, threads);
+    const auto limit = trial_limit(config_);
+    spdlog::info("experiment {}: tuner {}, {}, {} local actor(s) on {}, {} thread(s) each", config_.name,
+                 config_.tuner, limit > 0 ? std::to_string(limit) + " trials" : std::string("its whole schedule"),
+                 config_.actors, config_.device, threads);
+    for (const auto& warning : tuner_->warnings()) spdlog::warn("{}", warning);
     spdlog::info("driver listening on {}; machines join with: packtune node --driver {}{}", endpoint_, endpoint_,
                  curve_ ? " --keys DIR" : "");
     // Uploads come from peers: HDF5 reads them in a child process, which a damaged file may crash.

@@ -163,7 +163,7 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
     } else {
       Fields f(top.object("tuner"), "tuner");
       f.string("name", c.tuner);
-      f.integer("trials", c.trials, 1, 100000000);
+      f.integer("trials", c.trials, 0, 100000000);
       for (const auto& [key, value] : t.items()) {
         if (key != "name" && key != "trials") c.tuner_settings[key] = value;
       }
@@ -248,7 +248,7 @@ ExperimentConfig parse_config_text(const std::string& text, const std::string& p
 
 void apply_overrides(ExperimentConfig& c, const Overrides& o) {
   if (o.trials) {
-    if (*o.trials < 1) throw InputError("--trials: expected at least 1");
+    if (*o.trials < 0) throw InputError("--trials: expected 0 (the tuner's whole schedule, where it has one) or more");
     c.trials = *o.trials;
   }
   if (o.actors) {
@@ -287,10 +287,15 @@ tuners::TunerContext tuner_context(const ExperimentConfig& c) {
   t.mode = c.mode;
   t.min_budget = c.min_budget;
   t.max_budget = c.max_budget;
-  t.max_trials = c.trials;
+  t.max_trials = trial_limit(c);
   t.seed = c.seed;
   t.settings = c.tuner_settings;
   return t;
+}
+
+std::int64_t trial_limit(const ExperimentConfig& c) {
+  if (c.trials >= 0) return c.trials;
+  return c.tuner == "hyperband" || c.tuner == "sha" || c.tuner == "grid" ? 0 : 10;
 }
 
 void validate(const ExperimentConfig& c) {
@@ -339,9 +344,9 @@ void record_as_run(ExperimentConfig& config) {
   source["keep_checkpoints"] = config.keep_checkpoints;
   if (source.contains("tuner") && source["tuner"].is_object()) {
     source["tuner"]["name"] = config.tuner;
-    source["tuner"]["trials"] = config.trials;
+    source["tuner"]["trials"] = trial_limit(config);
   } else {
-    source["tuner"] = {{"name", config.tuner}, {"trials", config.trials}};
+    source["tuner"] = {{"name", config.tuner}, {"trials", trial_limit(config)}};
   }
 }
 

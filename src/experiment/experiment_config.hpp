@@ -40,7 +40,8 @@ struct ExperimentConfig {
   double report_every = 0;
 
   std::string tuner = "random";
-  std::int64_t trials = 10;
+  // The trial limit as given; -1: not given, see trial_limit().
+  std::int64_t trials = -1;
   nlohmann::json tuner_settings = nlohmann::json::object();
   std::string tuner_plugin;  // path of a shared library with more tuners, or empty
 
@@ -91,6 +92,11 @@ void check_fuse_mode(const std::string& mode, const std::string& where);
 void validate(const ExperimentConfig& config);
 
 tuners::TunerContext tuner_context(const ExperimentConfig& config);
+
+// The trial limit the tuner gets: `trials` when given; otherwise 0 (the whole schedule: one
+// Hyperband sweep, the formula's successive-halving bracket, the whole grid) for the tuners
+// that have one, and 10 for the others.
+std::int64_t trial_limit(const ExperimentConfig& config);
 
 // Writes the values the overrides may have changed into `config.source`, which becomes the
 // config as run (config.json, the journal's header).

@@ -239,3 +239,20 @@ TEST_CASE("the planned budget is what the schedule's jobs add, and ASHA does not
   auto asha = TunerRegistry::instance().create("asha", make_context(1, 9, 20, Mode::Max, {{"eta", 3}}));
   CHECK_FALSE(asha->planned_budget());
 }
+
+TEST_CASE("a trial limit that cuts a Hyperband sweep short says so; whole sweeps and other tuners do not") {
+  // eta 3 over 0.25 ... 2.25: brackets of 9 and 5 (and 3) trials, one sweep of 17.
+  auto cut = TunerRegistry::instance().create("hyperband", make_context(0.25, 2.25, 10, Mode::Max, {{"eta", 3}}));
+  const auto warnings = cut->warnings();
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::Contains("tuner.trials 10 cuts a Hyperband sweep short: one sweep is 17 trials") &&
+                              Catch::Contains("starts 1 of its 5 trials") && Catch::Contains("a multiple of 17"));
+  for (std::int64_t trials : {0, 17, 34}) {
+    INFO(trials);
+    CHECK(TunerRegistry::instance()
+              .create("hyperband", make_context(0.25, 2.25, trials, Mode::Max, {{"eta", 3}}))
+              ->warnings()
+              .empty());
+  }
+  CHECK(TunerRegistry::instance().create("sha", make_context(0.25, 2.25, 10, Mode::Max, {{"eta", 3}}))->warnings().empty());
+}

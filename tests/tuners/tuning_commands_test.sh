@@ -73,3 +73,16 @@ expect_input_error "cannot open" simulate --objective "table:$work/missing.csv" 
 expect_input_error "bad.csv:2" simulate --objective "table:$work/bad.csv" --tuner asha --max-budget 9 --trials 3
 expect_input_error "no such file" simulate --objective synthetic --tuner asha --max-budget 9 --trials 3 --tuner-plugin "$work/none.so"
 echo "tuning commands: ok"
+
+# --- whole sweeps: a Hyperband config without trials runs one sweep in simulate, as in run;
+# a limit that cuts a bracket short says so on stderr -----------------------------------
+cat > "$work/sweep.json" <<'JSON'
+{"budget": {"min": 0.25, "max": 2.25}, "tuner": {"name": "hyperband", "eta": 3},
+ "space": {"lr": {"type": "loguniform", "low": 0.001, "high": 0.1}}}
+JSON
+"$packtune" simulate "$work/sweep.json" --objective synthetic > "$work/sweep.out" 2> "$work/sweep.err"
+grep -q "17 trials, 22 jobs" "$work/sweep.out" || fail "one whole sweep: $(cat "$work/sweep.out")"
+[ ! -s "$work/sweep.err" ] || fail "a whole sweep warned: $(cat "$work/sweep.err")"
+"$packtune" simulate "$work/sweep.json" --objective synthetic --trials 10 > "$work/cut.out" 2> "$work/cut.err"
+grep -q "cuts a Hyperband sweep short: one sweep is 17 trials" "$work/cut.err" || fail "no warning for a cut sweep"
+"$packtune" plan "$work/sweep.json" --actors 2x1GiB > "$work/plan.out" 2>&1 || fail "plan of a whole sweep: $(cat "$work/plan.out")"

@@ -12,7 +12,7 @@ cat > "$work/config.json" <<'JSON'
 {
   "seed": 3,
   "budget": {"unit": "epochs", "min": 0.25, "max": 0.75},
-  "tuner": {"name": "hyperband", "trials": 6, "eta": 3},
+  "tuner": {"name": "hyperband", "eta": 3},
   "actors": 2,
   "data": {"train_size": 3000, "validation_size": 500},
   "model": {"family": "mlp", "depth": 1, "width": 64, "batch_size": 64, "optimizer": "adam"},
@@ -48,7 +48,9 @@ best = json.load(open(f"{work}/tty/best.json"))
 rows = [json.loads(l) for l in open(f"{work}/tty/results.jsonl")]
 top = {r["trial"] for r in rows if r["budget"] == 0.75}
 jobs = re.search(r"finished config in [\d.]+ s: (\d+) jobs", text).group(1)
-assert f"trials: 0 running, 0 queued, {6 - len(top)} paused, {len(top)} finished, 0 failed; {jobs} jobs done" in table, table
+trials = len({r["trial"] for r in rows})
+assert trials == 5, f"no trial limit: one whole sweep, 3 + 2 trials in two brackets, not {trials}"
+assert f"trials: 0 running, 0 queued, {trials - len(top)} paused, {len(top)} finished, 0 failed; {jobs} jobs done" in table, table
 assert f"best: trial {best['trial']} val_accuracy" in table, table
 assert f"rungs: | 0.25: {len({r['trial'] for r in rows})} reached | 0.75: {len(top)} reached" in table, table
 assert re.search(r"^0 +\S+ +cpu", table, re.M) and re.search(r"^1 +\S+ +cpu", table, re.M), table
