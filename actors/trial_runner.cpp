@@ -76,10 +76,19 @@ void TrialRunner::train_step(datasets::BatchStream& stream) {
 }
 
 Metrics TrialRunner::evaluate(const datasets::BatchStream& stream) {
+  Metrics m = evaluate_on(stream.validation_inputs(), stream.validation_labels(), "val_");
+  if (loss_count_ > 0) {
+    m["train_loss"] = loss_sum_.item<double>() / static_cast<double>(loss_count_);
+    loss_sum_.zero_();
+    loss_count_ = 0;
+  }
+  return m;
+}
+
+Metrics TrialRunner::evaluate_on(const torch::Tensor& inputs, const torch::Tensor& labels,
+                                 const std::string& prefix) {
   torch::NoGradGuard no_grad;
   model_->eval();
-  const auto& inputs = stream.validation_inputs();
-  const auto& labels = stream.validation_labels();
   const std::int64_t n = inputs.size(0);
   auto loss = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(inputs.device()));
   auto correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kInt64).device(inputs.device()));
@@ -94,13 +103,9 @@ Metrics TrialRunner::evaluate(const datasets::BatchStream& stream) {
     correct += logits.argmax(1).eq(y).sum();
   }
   Metrics m;
-  m["val_loss"] = loss.item<double>() / static_cast<double>(std::max<std::int64_t>(1, n));
-  m["val_accuracy"] = static_cast<double>(correct.item<std::int64_t>()) / static_cast<double>(std::max<std::int64_t>(1, n));
-  if (loss_count_ > 0) {
-    m["train_loss"] = loss_sum_.item<double>() / static_cast<double>(loss_count_);
-    loss_sum_.zero_();
-    loss_count_ = 0;
-  }
+  m[prefix + "loss"] = loss.item<double>() / static_cast<double>(std::max<std::int64_t>(1, n));
+  m[prefix + "accuracy"] =
+      static_cast<double>(correct.item<std::int64_t>()) / static_cast<double>(std::max<std::int64_t>(1, n));
   return m;
 }
 

@@ -40,6 +40,8 @@ class TrialRunner {
   // val_loss, val_accuracy on the stream's validation set, and train_loss: the mean
   // training loss since the previous call.
   Metrics evaluate(const datasets::BatchStream& stream);
+  // PREFIXloss and PREFIXaccuracy on `inputs` (normalised as the stream does) and `labels`.
+  Metrics evaluate_on(const torch::Tensor& inputs, const torch::Tensor& labels, const std::string& prefix);
 
   // Continues where a checkpoint of this trial left off: parameters, buffers, optimizer
   // state, step and the train_loss accumulator. Data order and dropout masks follow from the

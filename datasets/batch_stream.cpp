@@ -34,6 +34,14 @@ BatchStream::BatchStream(const DataSplit& split, torch::Device device, std::uint
   val_labels_ = labels_tensor(split.validation).to(device_);
 }
 
+std::pair<torch::Tensor, torch::Tensor> BatchStream::prepare(const ImageDataset& set) const {
+  if (set.height != static_cast<std::uint32_t>(height()) || set.width != static_cast<std::uint32_t>(width())) {
+    throw InputError("data: the test images are " + std::to_string(set.height) + "x" + std::to_string(set.width) +
+                     ", the training images " + std::to_string(height()) + "x" + std::to_string(width()));
+  }
+  return {decode(pixels_tensor(set).to(device_)), labels_tensor(set).to(device_)};
+}
+
 std::int64_t BatchStream::steps_per_epoch(int batch_size) const {
   return std::max<std::int64_t>(1, train_count() / batch_size);
 }

@@ -28,6 +28,9 @@ class BatchStream {
   void begin_round() { batches_.clear(); }
 
   const torch::Tensor& validation_inputs() const { return val_inputs_; }
+  // Another set (the test split) on the device, normalised with the training set's statistics
+  // as the validation set is: inputs [N, C, H, W] float and labels [N] int64.
+  std::pair<torch::Tensor, torch::Tensor> prepare(const ImageDataset& set) const;
   const torch::Tensor& validation_labels() const { return val_labels_; }
 
   std::int64_t train_count() const { return train_pixels_.size(0); }

@@ -28,6 +28,28 @@ ImageDataset slice(const IdxArray& images, const IdxArray& labels, std::uint32_t
   return d;
 }
 
+struct Labelled {
+  IdxArray images;
+  IdxArray labels;
+  std::uint32_t count = 0;
+};
+
+// The first `wanted` (0: all) images and labels of a pair of IDX files, checked to match.
+Labelled read_labelled(const std::string& images_file, const std::string& labels_file, std::uint32_t wanted) {
+  Labelled l{read_idx(images_file, wanted), read_idx(labels_file, wanted)};
+  if (l.images.dims.size() != 3) throw InputError(images_file + ": expected 3 dimensions (N, H, W)");
+  if (l.labels.dims.size() != 1) throw InputError(labels_file + ": expected 1 dimension (N)");
+  if (l.images.dims[0] != l.labels.dims[0]) {
+    throw InputError(images_file + " and " + labels_file + ": image and label counts differ (" +
+                     std::to_string(l.images.dims[0]) + " vs " + std::to_string(l.labels.dims[0]) + ")");
+  }
+  for (auto label : l.labels.data) {
+    if (label >= 10) throw InputError(labels_file + ": label " + std::to_string(label) + " out of range 0..9");
+  }
+  l.count = l.images.dims[0];
+  return l;
+}
+
 }  // namespace
 
 std::vector<std::string> data_files(const DataOptions& options) {
@@ -54,18 +76,7 @@ DataSplit load_image_split(const DataOptions& options) {
   const auto files = data_files(options);
   std::uint32_t wanted = 0;
   if (options.train_size > 0) wanted = options.train_size + options.validation_size;
-  const auto images = read_idx(files[0], wanted);
-  const auto labels = read_idx(files[1], wanted);
-  if (images.dims.size() != 3) throw InputError(files[0] + ": expected 3 dimensions (N, H, W)");
-  if (labels.dims.size() != 1) throw InputError(files[1] + ": expected 1 dimension (N)");
-  const std::uint32_t n = std::min(images.dims[0], labels.dims[0]);
-  if (images.dims[0] != labels.dims[0]) {
-    throw InputError(files[0] + " and " + files[1] + ": image and label counts differ (" +
-                     std::to_string(images.dims[0]) + " vs " + std::to_string(labels.dims[0]) + ")");
-  }
-  for (auto l : labels.data) {
-    if (l >= 10) throw InputError(files[1] + ": label " + std::to_string(l) + " out of range 0..9");
-  }
+  const auto [images, labels, n] = read_labelled(files[0], files[1], wanted);
   if (options.validation_size >= n) {
     throw InputError("data.validation_size: " + std::to_string(options.validation_size) +
                      " leaves no training examples out of " + std::to_string(n));
@@ -75,6 +86,13 @@ DataSplit load_image_split(const DataOptions& options) {
   split.train = slice(images, labels, 0, train_end);
   split.validation = slice(images, labels, train_end, n);
   return split;
+}
+
+ImageDataset load_test_set(const DataOptions& options) {
+  data_files(options);  // checks the name
+  const auto [images, labels, n] = read_labelled(find_file(options.dir, "t10k-images-idx3-ubyte"),
+                                                 find_file(options.dir, "t10k-labels-idx1-ubyte"), 0);
+  return slice(images, labels, 0, n);
 }
 
 }  // namespace packtune::datasets

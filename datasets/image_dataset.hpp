@@ -38,6 +38,10 @@ std::vector<std::string> data_files(const DataOptions& options);
 // (the test set stays untouched for final evaluation).
 DataSplit load_image_split(const DataOptions& options);
 
+// The whole test split (`t10k-*` IDX files next to the training files): only the best trial's
+// final model is evaluated on it, after selection.
+ImageDataset load_test_set(const DataOptions& options);
+
 // The training images load_image_split() gives, from the files' headers: `train_size`, or what
 // the training file holds beyond the validation set, whichever is fewer.
 std::uint32_t train_images(const DataOptions& options);

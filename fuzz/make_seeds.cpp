@@ -81,7 +81,9 @@ std::vector<proto::Message> messages() {
           proto::FetchChunk{5, "trial-17-budget-1.5.h5", 1 << 20, 1 << 20},
           proto::Chunk{5, 1 << 20, 3 << 20, ""},
           proto::Offer{6, "trial-17-budget-1.5.h5", 3 << 20},
-          proto::Stored{6, "/runs/x/checkpoints/trial-17-budget-1.5.h5", ""}};
+          proto::Stored{6, "/runs/x/checkpoints/trial-17-budget-1.5.h5", ""},
+          proto::Test{17, config, 99, {"/runs/x/checkpoints/trial-17-budget-2.5.h5"}},
+          proto::Tested{17, 2.5, {{"test_accuracy", 0.8512}, {"test_loss", 0.41}}, ""}};
 }
 
 void message_seeds(const fs::path& dir) {

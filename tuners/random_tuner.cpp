@@ -7,7 +7,7 @@ namespace packtune::tuners {
 
 RandomTuner::RandomTuner(const TunerContext& context)
     : FixedBudgetTuner(context.max_budget), context_(context), rng_(context.seed) {
-  if (context_.max_trials < 1) throw InputError("tuner.trials: expected at least 1 trial");
+  check_trials(context_, false);
   check_budgets(context_.min_budget, context_.max_budget);
   if (!context_.settings.empty()) {
     throw InputError("tuner." + context_.settings.begin().key() +

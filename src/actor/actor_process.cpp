@@ -19,6 +19,7 @@
 #include "actors/memory_profile.hpp"
 #include "actors/pack_executor.hpp"
 #include "actors/throughput_profile.hpp"
+#include "actors/trial_runner.hpp"
 #include "datasets/batch_stream.hpp"
 #include "experiment/trial_shape.hpp"
 #include "logging.hpp"
@@ -94,6 +95,7 @@ class Actor {
       const auto start = Clock::now();
       auto split = datasets::load_image_split(data);
       stream = std::make_unique<datasets::BatchStream>(split, torch::Device(device), spec_.data_seed);
+      stream_ = stream.get();
       ready = memory_figures(device, meter);
       logging::info("actor {}: {} training and {} validation images on {} in {:.2f} s, {} threads",
                    id_, split.train.count, split.validation.count, device,
@@ -140,6 +142,8 @@ class Actor {
           send_message(socket_, ready_);
         } else if (auto* profile = std::get_if<proto::Profile>(&*message)) {
           queue_profile(*profile);
+        } else if (auto* test = std::get_if<proto::Test>(&*message)) {
+          send_message(socket_, run_test(*test));
         }
         last_sent = Clock::now();  // replies above count as signs of life
       }
@@ -256,6 +260,63 @@ class Actor {
       lease_of(assign.trial, true);
       send_message(socket_, proto::TrialFailed{assign.trial, actors::error_message(e), assign.lease});
     }
+  }
+
+  // The best trial's final model on the test split (proto::Test): a plain model of its own,
+  // outside the pack, once the tuner is done. The test split is read only now.
+  proto::Tested run_test(const proto::Test& test) {
+    proto::Tested out;
+    out.trial = test.trial;
+    try {
+      datasets::DataOptions data;
+      data.name = spec_.data_name;
+      data.dir = spec_.data_dir;
+      const auto test_set = datasets::load_test_set(data);
+      const auto [inputs, labels] = stream_->prepare(test_set);
+      const auto spec = actors::parse_trial_spec(test.config, "trial " + std::to_string(test.trial));
+      for (const auto& path : test.checkpoints) {
+        try {
+          const auto checkpoint = read_from_store(path);
+          if (checkpoint.trial != test.trial) {
+            throw InputError("checkpoint " + path + ": belongs to trial " + std::to_string(checkpoint.trial));
+          }
+          actors::TrialRunner runner(test.trial, spec, test.seed, *stream_);
+          runner.restore(checkpoint);
+          out.metrics = runner.evaluate_on(inputs, labels, "test_");
+          out.budget = checkpoint.budget;
+          out.error.clear();
+          logging::info("actor {}: trial {} at budget {:g}: test_accuracy {:.4f} on {} test images", id_,
+                        test.trial, checkpoint.budget, out.metrics["test_accuracy"], test_set.count);
+          break;
+        } catch (const Error& e) {
+          out.error = e.what();  // the next, older checkpoint may do
+        }
+      }
+      if (out.metrics.empty() && out.error.empty()) out.error = "the driver holds no checkpoint of it";
+    } catch (const std::exception& e) {
+      out.error = actors::error_message(e);
+    }
+    if (!out.error.empty()) logging::warn("actor {}: no test metrics for trial {}: {}", id_, test.trial, out.error);
+    return out;
+  }
+
+  // A checkpoint in the driver's store: read where it is, or fetched into the work folder first.
+  actors::TrialCheckpoint read_from_store(const std::string& path) {
+    if (!transfer_) return actors::read_checkpoint(path);
+    const auto name = std::filesystem::path(path).filename().string();
+    auto fetched = transfer_->fetch(name, local_checkpoints_ + "/test-" + name, {});
+    if (fetched.wait_for(std::chrono::minutes(5)) != std::future_status::ready) {
+      throw Error("checkpoint " + name + ": not fetched from the driver within 5 minutes");
+    }
+    const auto local = fetched.get();
+    struct Remove {
+      std::string path;
+      ~Remove() {
+        std::error_code ec;
+        std::filesystem::remove(path, ec);
+      }
+    } remove{local};
+    return actors::read_checkpoint(local);
   }
 
   // Whether this actor sees the driver's checkpoint store (a local actor, a shared file
@@ -577,6 +638,7 @@ class Actor {
   std::deque<PendingSave> saves_;                   // final reports waiting for their file
   std::string local_checkpoints_;  // where save() writes: the store itself, or the work folder
   std::unique_ptr<TransferClient> transfer_;  // when the store is not on this machine
+  const datasets::BatchStream* stream_ = nullptr;  // the pack's, once the data is loaded
   std::list<Resume> resumes_;      // trials waiting for a checkpoint from the driver
   std::string owned_work_dir_;     // a temp work folder this actor made, removed at exit
 

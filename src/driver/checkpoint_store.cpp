@@ -179,6 +179,14 @@ void CheckpointStore::recover(const std::vector<Recorded>& recorded) {
   }
 }
 
+void CheckpointStore::drop(TrialId trial) {
+  if (keep_all_) return;
+  auto it = held_.find(trial);
+  if (it == held_.end()) return;
+  for (const auto& h : it->second) remove(h.path);
+  held_.erase(it);
+}
+
 bool CheckpointStore::has(TrialId trial) const {
   auto it = held_.find(trial);
   return it != held_.end() && !it->second.empty();

@@ -62,6 +62,8 @@ class CheckpointStore {
   };
   void recover(const std::vector<Recorded>& recorded);
   bool has(TrialId trial) const;
+  // Deletes every checkpoint of `trial` (unless all are kept): it will never resume or be tested.
+  void drop(TrialId trial);
   std::vector<std::string> newest_first(TrialId trial) const;
   double newest_budget(TrialId trial) const;  // 0 without a checkpoint
   // The trial's resume fell back to `start_budget` (0: scratch): the checkpoints after it

@@ -157,6 +157,7 @@ class Driver {
     }
     // Signals stay caught until best.json is written: scancel signals the driver and the batch
     // script, which passes SIGTERM on too, and that second signal must not cut the stop short.
+    if (code == 0) test_best();
     shutdown_actors();
     if (code == 0) tuning_.on_finished(book_.completed_jobs());
     commit();
@@ -316,6 +317,8 @@ class Driver {
             on_checkpointed(actor, m);
           } else if constexpr (std::is_same_v<T, proto::Profiled>) {
             release(profiles_.on_profiled(actor.id, m));
+          } else if constexpr (std::is_same_v<T, proto::Tested>) {
+            if (testing_ && testing_->actor == actor.id && m.trial == testing_->trial) testing_->answer = m;
           } else if constexpr (std::is_same_v<T, proto::Heartbeat>) {
           } else {
             spdlog::warn("unexpected {} from actor {}", proto::verb(message), actor.id);
@@ -369,6 +372,7 @@ class Driver {
     if (report.final) {
       if (!report.checkpoint.empty()) record_checkpoint(report.trial, report.checkpoint, report.budget);
       finish_job(actor, report.trial, false, row);
+      if (!report.checkpoint.empty()) on_final_checkpoint(report.trial, report.budget);
       return;
     }
     if (seen) return;
@@ -698,7 +702,9 @@ class Driver {
       assign.unit = "u" + std::to_string(unit->id);
       assign.max_fused = unit->solo ? 1 : 0;
       // Nothing can resume a job at the largest budget: its checkpoint would only be deleted.
-      assign.checkpoint = config_.keep_checkpoints == "all" || started.budget < config_.max_budget * (1 - 1e-9);
+      // The final model too when the best trial's is tested at the end (on_final_checkpoint keeps few).
+      assign.checkpoint = config_.keep_checkpoints == "all" || config_.evaluate_test ||
+                          started.budget < config_.max_budget * (1 - 1e-9);
       send(*actor, assign);
     }
     if (running_jobs() == 0 && book_.queue_empty() && live_actors() == 0 && registry_.open_slots() == 0) {
@@ -813,6 +819,11 @@ class Driver {
       std::printf("best trial %lld: %s = %.4f at budget %g\n  config: %s\n",
                   static_cast<long long>(best->trial), config_.metric.c_str(), best->value, best->budget,
                   tuners::to_json(best->config).dump().c_str());
+      if (const auto& test = results_->test(); !test.is_null() && test.contains("test_accuracy")) {
+        std::printf("  test: test_accuracy = %.4f, test_loss = %.4f (its final model, at budget %g, on the test "
+                    "split that selection never saw)\n",
+                    test["test_accuracy"].get<double>(), test.value("test_loss", NAN), test["budget"].get<double>());
+      }
     } else {
       std::printf("no trial reported %s\n", config_.metric.c_str());
     }
@@ -869,6 +880,70 @@ class Driver {
     store_->forget_after(report.trial, report.start_budget);
   }
 
+  // --- the test split (docs/checkpoints.md, Final models) -----------------------------------
+
+  // A trial that finished at the max budget wrote its final model, for the test at the end.
+  // Only the best few finished trials, and the best report's trial, keep theirs: a sweep of
+  // 100,000 trials must not fill the disk with final models nobody will test.
+  void on_final_checkpoint(TrialId id, double budget) {
+    if (config_.keep_checkpoints == "all" || budget < config_.max_budget * (1 - 1e-9)) return;
+    auto ranks = [this](TrialId a, TrialId b) {
+      return tuners::ranks_before(book_.at(a).last_metric, a, book_.at(b).last_metric, b, config_.mode);
+    };
+    best_finished_.insert(std::upper_bound(best_finished_.begin(), best_finished_.end(), id, ranks), id);
+    while (best_finished_.size() > static_cast<std::size_t>(kKeepBestCheckpoints)) {
+      const TrialId out = best_finished_.back();
+      best_finished_.pop_back();
+      const auto& best = results_->best();
+      if (!best || best->trial != out) store_->drop(out);
+    }
+  }
+
+  // Once the tuner is done, before the actors stop: the best trial's final model evaluated on
+  // the test split by one actor, for best.json and the summary.
+  void test_best() {
+    const auto& best = results_->best();
+    if (!config_.evaluate_test || !best) return;
+    const auto paths = store_->newest_first(best->trial);
+    if (paths.empty()) {
+      spdlog::warn("no test accuracy: trial {} has no checkpoint (a job stopped early writes none)", best->trial);
+      return;
+    }
+    const TrialState& trial = book_.at(best->trial);
+    for (auto& [identity, actor] : registry_.actors()) {
+      if (actor.dead || !actor.ready) continue;
+      testing_ = Testing{best->trial, actor.id, std::nullopt};
+      send(actor, proto::Test{best->trial, trial.full, trial.seed, paths});
+      spdlog::info("actor {} evaluates trial {}'s final model on the test split", actor.id, best->trial);
+      const auto deadline = Clock::now() + std::chrono::minutes(10);
+      while (!testing_->answer && !actor.dead && !interrupted && Clock::now() < deadline) {
+        try {
+          if (auto routed = receive_routed(router_, 100)) {
+            if (!store_->handle(router_, *routed)) handle(routed->identity, routed->message);
+          }
+        } catch (const Error& e) {
+          spdlog::warn("ignoring a message: {}", e.what());
+        }
+        store_->tick(router_);
+        poll_local_actors();
+        check_heartbeats();
+      }
+      if (!testing_->answer) continue;  // that actor died or hung: the next one tries
+      const auto answer = std::move(*testing_->answer);
+      testing_.reset();
+      if (!answer.error.empty()) {
+        spdlog::warn("no test accuracy for trial {}: {}", best->trial, answer.error);
+        return;
+      }
+      nlohmann::json test = {{"trial", answer.trial}, {"budget", answer.budget}};
+      for (const auto& [name, value] : answer.metrics) test[name] = value;
+      results_->set_test(test);
+      return;
+    }
+    testing_.reset();
+    spdlog::warn("no test accuracy for trial {}: no actor answered", best->trial);
+  }
+
   // At the end nothing can be promoted any more: the store keeps the best trials' newest
   // checkpoints (all of them with --keep-checkpoints all). Reports disk use.
   void finish_checkpoints() {
@@ -886,6 +961,13 @@ class Driver {
   TunerJournal tuning_;  // every call to the tuner goes through the journal
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<StatusDisplay> display_;
+  std::vector<TrialId> best_finished_;  // trials keeping their final models, best first
+  struct Testing {
+    TrialId trial = -1;
+    int actor = -1;
+    std::optional<proto::Tested> answer;
+  };
+  std::optional<Testing> testing_;  // the test of the best trial, while it runs
   packing::Planner planner_;
   packing::Plan plan_;  // the live actors and the units they train now
   ActorRegistry registry_;

@@ -190,6 +190,7 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
   top.string("listen", c.listen);
   top.string("keys", c.keys);
   top.boolean("insecure", c.insecure);
+  top.boolean("evaluate_test", c.evaluate_test);
   top.number("heartbeat_seconds", c.heartbeat_seconds, 0, true);
   top.number("actor_timeout_seconds", c.actor_timeout_seconds, 0, true);
   top.number("join_timeout_seconds", c.join_timeout_seconds, 0, true);

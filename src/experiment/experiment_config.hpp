@@ -44,6 +44,8 @@ struct ExperimentConfig {
   std::int64_t trials = -1;
   nlohmann::json tuner_settings = nlohmann::json::object();
   std::string tuner_plugin;  // path of a shared library with more tuners, or empty
+  // At the end, the best trial's final model is evaluated on the test split (best.json "test").
+  bool evaluate_test = true;
 
   int actors = 1;                 // 0: none; nodes and actors started elsewhere join
   std::string device = "cpu";

@@ -130,6 +130,7 @@ void ResultsWriter::write_best() const {
   out["metric"] = metric_;
   out["value"] = best_->value;
   out["budget"] = best_->budget;
+  if (!test_.is_null() && test_.value("trial", tuners::TrialId{-1}) == best_->trial) out["test"] = test_;
   write_file(fs::path(dir_) / "best.json", out.dump(2) + "\n");
 }
 

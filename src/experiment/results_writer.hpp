@@ -64,6 +64,9 @@ class ResultsWriter {
   };
   // The best report so far under the experiment's metric and mode.
   const std::optional<Best>& best() const { return best_; }
+  // The best trial's test metrics (trial, budget, test_accuracy, test_loss), for best.json.
+  void set_test(nlohmann::json test) { test_ = std::move(test); }
+  const nlohmann::json& test() const { return test_; }
   void write_best() const;
   std::int64_t rows() const { return rows_; }
   const std::string& path() const { return path_; }
@@ -79,6 +82,7 @@ class ResultsWriter {
   tuners::Mode mode_;
   std::optional<LineLog> log_;  // set by each constructor, after config.json is written
   std::optional<Best> best_;
+  nlohmann::json test_;
   std::int64_t rows_ = 0;
 };
 

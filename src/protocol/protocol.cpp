@@ -43,7 +43,8 @@ const char* verb(const Message& message) {
                                 "ActorFailed", "Heartbeat", "Shutdown", "Measured",
                                 "OutOfMemory", "Profile",   "Profiled",    "NodeHello",
                                 "NodeWelcome", "ActorExited", "FetchChunk", "Chunk",
-                                "Offer",       "Stored",      "Rejoin",      "Checkpointed"};
+                                "Offer",       "Stored",      "Rejoin",      "Checkpointed",
+                                "Test",        "Tested"};
   static_assert(sizeof(names) / sizeof(names[0]) == std::variant_size_v<Message>, "a verb without a name");
   return names[message.index()];
 }

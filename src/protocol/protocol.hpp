@@ -13,7 +13,7 @@
 
 namespace packtune::protocol {
 
-constexpr std::uint32_t kProtocolVersion = 5;
+constexpr std::uint32_t kProtocolVersion = 6;
 
 // What every actor of an experiment needs to know, sent once in Welcome.
 struct ExperimentSpec {
@@ -339,10 +339,36 @@ struct Stored {
   void serialize(Archive& ar) { ar(transfer, path, error); }
 };
 
+// driver -> actor, once the tuner is done: evaluate the best trial's final model on the test
+// split, which selection never saw. `checkpoints` are the trial's, newest first; the first that
+// loads is evaluated. Answered by Tested.
+struct Test {
+  tuners::TrialId trial = -1;
+  tuners::TrialConfig config;  // the full hyper-parameters, as in its Assign
+  std::uint64_t seed = 0;
+  std::vector<std::string> checkpoints;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(trial, config, seed, checkpoints); }
+};
+
+// actor -> driver: the test metrics (test_accuracy, test_loss) of the checkpoint at `budget`,
+// or why there are none.
+struct Tested {
+  tuners::TrialId trial = -1;
+  double budget = 0;
+  std::map<std::string, double> metrics;
+  std::string error;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(trial, budget, metrics, error); }
+};
+
 // New verbs go at the end: a verb's index is its tag on the wire.
 using Message = std::variant<Hello, Welcome, Reject, Ready, Assign, Stop, Report, TrialFailed,
                              ActorFailed, Heartbeat, Shutdown, Measured, OutOfMemory, Profile, Profiled,
-                             NodeHello, NodeWelcome, ActorExited, FetchChunk, Chunk, Offer, Stored, Rejoin, Checkpointed>;
+                             NodeHello, NodeWelcome, ActorExited, FetchChunk, Chunk, Offer, Stored, Rejoin, Checkpointed,
+                             Test, Tested>;
 
 // Bytes from a peer that are not a message of this protocol version.
 class ProtocolError : public Error {

@@ -83,3 +83,21 @@ TEST_CASE("train_images reads the training set's size from the file's header, as
   options.validation_size = 300;
   CHECK_THROWS_AS(train_images(options), packtune::InputError);
 }
+
+TEST_CASE("the test split is the whole t10k pair, checked as the training files are") {
+  TempDir dir;
+  write_set(dir, 20);
+  DataOptions options;
+  options.dir = dir.path().string();
+  CHECK_THROWS_WITH(load_test_set(options), Catch::Contains("t10k-images-idx3-ubyte"));
+  IdxArray images{{3, 4, 4}, std::vector<std::uint8_t>(48, 7)};
+  IdxArray labels{{3}, {1, 2, 3}};
+  write_idx(dir.file("t10k-images-idx3-ubyte"), images);
+  write_idx(dir.file("t10k-labels-idx1-ubyte"), labels);
+  const auto test = load_test_set(options);
+  CHECK(test.count == 3);
+  CHECK(test.height == 4);
+  CHECK(test.labels == std::vector<std::uint8_t>{1, 2, 3});
+  write_idx(dir.file("t10k-labels-idx1-ubyte"), IdxArray{{2}, {1, 2}});
+  CHECK_THROWS_WITH(load_test_set(options), Catch::Contains("counts differ"));
+}
