@@ -649,6 +649,7 @@ void Planner::balance(Plan& plan) const {
   };
   for (std::size_t i = 0; i < plan.actors.size(); ++i) file(i);
 
+  std::vector<double> unit_times;
   for (std::size_t round = 0; round < plan.actors.size() * 8; ++round) {
     if (busy.empty()) return;
     const std::size_t busiest = busy.begin()->second;
@@ -657,10 +658,13 @@ void Planner::balance(Plan& plan) const {
     // only unit.
     std::vector<TrialDemand> part;
     int unit = -1;
+    // Each unit's seconds, summed over its members' steps: asked twice below, computed once.
+    unit_times.clear();
+    for (const auto& u : from.units) unit_times.push_back(unit_seconds(u, from.actor.device));
     if (from.units.size() > 1) {
       double best = std::numeric_limits<double>::max();
       for (std::size_t u = 0; u < from.units.size(); ++u) {
-        const double d = std::abs(unit_seconds(from.units[u], from.actor.device) - from.estimated_seconds / 2);
+        const double d = std::abs(unit_times[u] - from.estimated_seconds / 2);
         if (d < best) {
           best = d;
           unit = static_cast<int>(u);
@@ -683,7 +687,7 @@ void Planner::balance(Plan& plan) const {
     double from_after = 0;
     if (unit >= 0) {
       for (std::size_t u = 0; u < from.units.size(); ++u) {
-        if (static_cast<int>(u) != unit) from_after += unit_seconds(from.units[u], from.actor.device);
+        if (static_cast<int>(u) != unit) from_after += unit_times[u];
       }
     } else {
       PlannedUnit rest;
@@ -743,7 +747,8 @@ bool Planner::remove(Plan& plan, std::int64_t trial) const {
 
 int Planner::remove(Plan& plan, const std::vector<std::int64_t>& trials) const {
   index(plan);
-  const std::set<std::int64_t> gone(trials.begin(), trials.end());
+  // Asked once per member of every holding actor: hashed, not ordered.
+  const std::unordered_set<std::int64_t> gone(trials.begin(), trials.end());
   std::set<std::size_t> holding;
   for (auto t : gone) {
     if (const auto* slot = plan.index.slot_of(t)) holding.insert(*slot);
@@ -788,7 +793,8 @@ int Planner::replan(Plan& plan, const std::vector<std::int64_t>& leaving,
       a.units.erase(largest);
       derive(a);
     }
-    plan.index.file(i, filing(a));
+    // A memory correction changes no unit's shape or step times: what was filed still holds.
+    plan.index.file(i, filing(a, plan.index.filed(i)));
   }
   std::vector<TrialDemand> waiting;
   for (const auto& u : plan.unplaced) waiting.push_back(u.demand);
