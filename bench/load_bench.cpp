@@ -178,6 +178,8 @@ json experiment_config(const Options& o, const std::string& endpoint, const std:
       {"fuse", "never"},
       // Answered as a real actor answers it: its own memory, not a share of the machine's.
       {"actor_memory", "16GiB"},
+      // Simulated actors hold no model to test at the end.
+      {"evaluate_test", false},
       {"data", {{"name", "fashion-mnist"}, {"dir", data_dir}}},
       {"model", {{"family", "mlp"}, {"depth", 2}, {"batch_size", 128}}},
       {"space",

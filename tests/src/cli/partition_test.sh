@@ -31,7 +31,7 @@ ip netns exec "$ns" ip addr add "$node_ip/30" dev "${veth}n"
 ip netns exec "$ns" ip link set "${veth}n" up
 ip netns exec "$ns" ip link set lo up
 
-# Random search, 16 trials of 3 epochs (enough that the run outlasts the cut and TCP's
+# Random search, 48 trials of 3 epochs (enough that the run outlasts the cut and TCP's
 # retransmission back-off after it), one thread per actor everywhere and no fused units (BLAS
 # and a fused unit sum in another order, and the reports are compared with a run of two local
 # actors).
@@ -40,7 +40,7 @@ cat > "$work/config.json" <<JSON
 {
   "seed": 8,
   "budget": {"unit": "epochs", "min": 3, "max": 3, "report_every": 0.25},
-  "tuner": {"name": "random", "trials": 16},
+  "tuner": {"name": "random", "trials": 48},
   "actors": 1,
   "threads_per_actor": 1,
   "max_pack": 2,
@@ -49,7 +49,7 @@ cat > "$work/config.json" <<JSON
   "actor_timeout_seconds": 3,
   "listen": "tcp://$driver_ip:$port",
   "insecure": true,
-  "data": {"train_size": 4000, "validation_size": 500},
+  "data": {"train_size": 6000, "validation_size": 500},
   "model": {"family": "mlp", "depth": 2, "width": 128, "batch_size": 64, "optimizer": "adam"},
   "space": {"lr": {"type": "loguniform", "low": 0.0005, "high": 0.01}}
 }
@@ -64,14 +64,15 @@ ip netns exec "$ns" "$packtune" node --driver "tcp://$driver_ip:$port" --actors 
   --log-dir "$work/node-logs" --driver-timeout 60 > "$work/node.out" 2>&1 &
 pids+=("$!")
 
-# Cut the link once the node's actor has reported for 1 epoch of a trial.
+# Cut the link once the node's actor has reported for half an epoch of a trial: early enough that
+# the driver's own actor cannot finish the other jobs before the link is back.
 node_actor=""
 for _ in $(seq 1 600); do
   node_actor="$(sed -n 's/.*actor \([0-9]*\) joined from .*node 1 slot 0.*/\1/p' "$work/cut.out" | head -1)"
   if [ -n "$node_actor" ] && python3 - "$work/cut/results.jsonl" "$node_actor" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])] if open(sys.argv[1]).read() else []
-sys.exit(0 if any(r["actor"] == int(sys.argv[2]) and r["budget"] >= 1 for r in rows) else 1)
+sys.exit(0 if any(r["actor"] == int(sys.argv[2]) and r["budget"] >= 0.5 for r in rows) else 1)
 PY
   then break; fi
   sleep 0.1
