@@ -77,6 +77,11 @@ class Driver {
     train_images_ = training_images(config);
   }
 
+  // ZeroMQ leaves the socket file of an ipc endpoint behind; one per run piles up in /tmp.
+  ~Driver() {
+    if (!ipc_file_.empty()) ::unlink(ipc_file_.c_str());
+  }
+
   int run() {
     router_.set(zmq::sockopt::linger, 0);
     router_.set(zmq::sockopt::router_mandatory, 1);
@@ -100,6 +105,7 @@ class Driver {
       throw InputError("listen: cannot bind " + config_.listen + " (" + e.what() + ")");
     }
     endpoint_ = router_.get(zmq::sockopt::last_endpoint);
+    if (endpoint_.rfind("ipc://", 0) == 0) ipc_file_ = endpoint_.substr(6);
     std::optional<TunerJournal::Recovered> recovered;
     if (options_.resume) {
       auto reopened = Journal::reopen(journal_path(options_.out_dir));
@@ -961,6 +967,7 @@ class Driver {
   TunerJournal tuning_;  // every call to the tuner goes through the journal
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<StatusDisplay> display_;
+  std::string ipc_file_;  // the socket file of an ipc endpoint, removed at the end
   std::vector<TrialId> best_finished_;  // trials keeping their final models, best first
   struct Testing {
     TrialId trial = -1;

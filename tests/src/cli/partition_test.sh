@@ -61,7 +61,7 @@ JSON
 driver=$!
 pids+=("$driver")
 ip netns exec "$ns" "$packtune" node --driver "tcp://$driver_ip:$port" --actors 1 --threads 1 \
-  --log-dir "$work/node-logs" --driver-timeout 60 > "$work/node.out" 2>&1 &
+  --log-dir "$work/node-logs" --work-dir "$work/node-work" --driver-timeout 60 > "$work/node.out" 2>&1 &
 pids+=("$!")
 
 # Cut the link once the node's actor has reported for half an epoch of a trial: early enough that

@@ -43,6 +43,7 @@ kill_and_resume() {
   kill -9 "$driver"
   wait "$driver" 2>/dev/null || true
   no_actors_of "$driver" "$name"
+  rm -rf "/tmp/packtune-driver-$driver"  # the killed driver's work folder for its actors
   local before
   before="$(wc -l < "$work/$name/results.jsonl")"
   grep -q '"finished"' "$work/$name/journal.jsonl" && { echo "FAIL $name: killed after the end"; exit 1; }
