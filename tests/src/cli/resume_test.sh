@@ -113,7 +113,7 @@ import json, sys
 c = json.load(open(sys.argv[1]))
 c.update({"seed": 8, "tuner": {"name": "random", "trials": 6}, "budget": {"unit": "epochs", "min": 3, "max": 3,
           "report_every": 0.25}, "checkpoint_every": 0.3, "threads_per_actor": 1, "fuse": "never", "max_pack": 2})
-c["data"]["train_size"] = 4000
+c["data"]["train_size"] = 8000
 c["model"].update({"depth": 2, "width": 128})
 json.dump(c, open(sys.argv[2], "w"))
 PY
@@ -124,13 +124,27 @@ start=$(date +%s%N)
 "$packtune" run "$work/long.json" --out "$work/actor_killed" > "$work/actor_killed.out" 2>&1 &
 driver=$!
 pids+=("$driver")
+# Kill slot 1's actor once a job it runs has a checkpoint_every checkpoint and no final report
+# (its actor id is the order it joined in, not its slot).
 for _ in $(seq 1 1200); do
-  python3 - "$work/actor_killed/results.jsonl" <<'PY' && break
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-sys.exit(0 if any(r["actor"] == 1 and r["budget"] >= 1.5 for r in rows) else 1)
+  python3 - "$work/actor_killed" <<'PY' && break
+import json, os, re, sys
+out = sys.argv[1]
+try:
+    log = open(out + ".out").read()
+    rows = [json.loads(l) for l in open(f"{out}/results.jsonl")]
+    journal = [json.loads(l) for l in open(f"{out}/journal.jsonl")]
+except (OSError, ValueError):
+    sys.exit(1)
+m = re.search(r"actor (\d+) joined from .*slot 1\)", log)
+if not m:
+    sys.exit(1)
+actor = int(m.group(1))
+mine = {r["trial"] for r in rows if r["actor"] == actor} - {r["trial"] for r in rows if r["final"]}
+inside = {e["checkpoint"]["trial"] for e in journal if "checkpoint" in e and e["checkpoint"]["budget"] < 3}
+sys.exit(0 if mine & inside else 1)
 PY
-  sleep 0.1
+  sleep 0.05
 done
 pkill -9 -P "$driver" -f "packtune actor .*--local-index 1 "
 wait "$driver"
@@ -138,6 +152,8 @@ disturbed=$((($(date +%s%N) - start) / 1000000))
 echo "undisturbed ${undisturbed} ms, with an actor killed ${disturbed} ms"
 grep -q "restarting" "$work/actor_killed.out" || { echo "FAIL: the killed actor was not restarted"; cat "$work/actor_killed.out"; exit 1; }
 grep "resumes from its checkpoint at budget" "$work/actor_killed.out" || {
-  echo "FAIL: no job resumed from a checkpoint inside it"; cat "$work/actor_killed.out"; exit 1; }
+  echo "FAIL: no job resumed from a checkpoint inside it"; cat "$work/actor_killed.out"
+  echo "checkpoints in the journal:"; grep '"checkpoint"' "$work/actor_killed/journal.jsonl" || true
+  exit 1; }
 python3 "$compare" "$work/long_ref/results.jsonl" "$work/actor_killed/results.jsonl"
 echo "PASS"
