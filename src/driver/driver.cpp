@@ -50,6 +50,11 @@ constexpr int kKeepBestCheckpoints = 3;
 // Messages handled between two dispatches at most: a flood of them (1,000 actors) must not
 // hold back the jobs they free.
 constexpr int kReceiveBatch = 64;
+// The journal is made durable at most this often while the loop is busy (group commit): an
+// fdatasync per loop turn was a fifth of the driver's CPU under 1,000 actors (850 a second in
+// load_bench). A crash loses at most this much more of the journal's suffix, which --resume
+// already tolerates; an idle loop still commits on its first turn.
+constexpr auto kCommitInterval = std::chrono::milliseconds(10);
 
 std::string make_endpoint(const std::string& listen) {
   if (listen == "ipc") {
@@ -188,6 +193,11 @@ class Driver {
       // Waits up to 50 ms for a message, then takes only those already queued: under load
       // messages never pause for 50 ms, and jobs go out after each batch, not after a pause.
       long wait_ms = 50;
+      if (journal_ && journal_->dirty()) {
+        // Entries wait for the next commit: wake for it even if no message comes.
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(last_commit_ + kCommitInterval - Clock::now());
+        wait_ms = std::clamp<long>(static_cast<long>(left.count()), 1, wait_ms);
+      }
       for (int taken = 0; taken < kReceiveBatch; ++taken, wait_ms = 0) {
         std::optional<Routed> routed;
         try {
@@ -206,9 +216,12 @@ class Driver {
       check_heartbeats();
       release(profiles_.expire(Clock::now()));
       const bool over = dispatch();
-      commit();
-      if (over) return 0;
       const auto now = Clock::now();
+      if (over || now - last_commit_ >= kCommitInterval) {
+        commit();
+        last_commit_ = now;
+      }
+      if (over) return 0;
       if (now - last_heartbeat > std::chrono::duration<double>(config_.heartbeat_seconds)) {
         // An actor that got an Assign or anything else since the last round needs no heartbeat.
         for (auto& [identity, actor] : registry_.actors()) {
@@ -995,6 +1008,7 @@ class Driver {
   bool capacities_stale_ = false;  // an actor got ready since the plan's actors were updated
   Clock::time_point start_;
   Clock::time_point next_silence_check_;
+  Clock::time_point last_commit_;  // the loop's last commit (kCommitInterval)
 };
 
 }  // namespace

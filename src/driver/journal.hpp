@@ -4,9 +4,9 @@
 // replays it into a fresh tuner (TunerJournal) to pick the schedule up where a killed driver
 // left it.
 //
-// Entries are buffered and made durable together (commit: one write, one fdatasync) once per
-// turn of the driver's loop, and results.jsonl is written only after the commit that holds
-// its rows. A crash therefore loses at most a suffix of the journal, never a line in the
+// Entries are buffered and made durable together (commit: one write, one fdatasync) by the
+// driver's loop at most every 10 ms while busy (at once on an idle turn, and at the end), and
+// results.jsonl is written only after the commit that holds its rows. A crash therefore loses at most a suffix of the journal, never a line in the
 // middle, and results.jsonl never holds a report the journal lacks.
 #include <string>
 #include <vector>
