@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <malloc.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include <ATen/Parallel.h>
@@ -53,12 +54,17 @@ void configure_cpu_threads(int threads) {
   }
 }
 
-void keep_large_blocks_in_heap() {
+void keep_large_blocks_in_heap(std::int64_t retained_bytes) {
   static std::once_flag once;
-  std::call_once(once, [] {
+  std::call_once(once, [retained_bytes] {
     mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest allowed value
-    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+    mallopt(M_TRIM_THRESHOLD, static_cast<int>(std::clamp<std::int64_t>(retained_bytes, 0, kMaxRetainedHeapBytes)));
   });
+}
+
+std::int64_t retained_heap_bytes(std::int64_t capacity_bytes) {
+  if (capacity_bytes <= 0) return kMaxRetainedHeapBytes;
+  return std::clamp<std::int64_t>(capacity_bytes / 8, std::int64_t{1} << 20, kMaxRetainedHeapBytes);
 }
 
 }  // namespace packtune::actors

@@ -1,10 +1,13 @@
 #pragma once
 // Devices and CPU threads for an actor. Header free of LibTorch so the driver can validate.
+#include <cstdint>
 #include <string>
 
 #include "actors/device_syntax.hpp"
 
 namespace packtune::actors {
+
+inline constexpr std::int64_t kMaxRetainedHeapBytes = std::int64_t{512} << 20;
 
 // The concrete device the actor with index `actor_index` trains on: "cpu" or "cuda:N".
 // "cuda" spreads actors over the visible GPUs; "auto" picks CUDA when available. Throws
@@ -22,7 +25,19 @@ void configure_cpu_threads(int threads);
 // (128 KiB at first) with fresh mappings, returned to the kernel on free. A pack's
 // activations are megabytes, so every step page-faulted and zero-filled them anew: a quarter
 // of the CPU samples of a 16-MLP fused pack under perf, and 1.5x its throughput once freed
-// blocks stay in the heap for reuse. Call once per training process (idempotent).
-void keep_large_blocks_in_heap();
+// blocks stay in the heap for reuse. Call once per training process (later calls keep the
+// first call's figure).
+//
+// What the heap keeps is memory the process holds but no tensor counts, so an actor adds it
+// to its base (what it holds before any trial) and the planner leaves it out of the share
+// for trials: the most glibc keeps free at the top of a heap before giving it back (its trim
+// threshold) is `retained_bytes`.
+void keep_large_blocks_in_heap(std::int64_t retained_bytes = kMaxRetainedHeapBytes);
+
+// The retained heap allowed for an actor whose memory is `capacity_bytes` (0: unknown):
+// an eighth of it, at most 512 MiB, and no less than 1 MiB. Step buffers reused from the
+// heap already pay at a few MiB; more than an eighth of a small actor's memory would crowd
+// out its trials.
+std::int64_t retained_heap_bytes(std::int64_t capacity_bytes);
 
 }  // namespace packtune::actors

@@ -175,12 +175,13 @@ std::shared_ptr<TrialCheckpoint> PackExecutor::checkpoint_now(tuners::TrialId tr
   return nullptr;
 }
 
-void PackExecutor::fail(std::vector<PackEvent>& events, tuners::TrialId trial, const std::exception& e) {
+void PackExecutor::fail(std::vector<PackEvent>& events, tuners::TrialId trial, const std::exception& e,
+                        const char* during) {
   // One member's failure (a bad shape, out of memory) must not take the pack down.
   PackEvent failed;
   failed.trial = trial;
   failed.final = true;
-  failed.error = error_message(e);
+  failed.error = during ? std::string(during) + ": " + error_message(e) : error_message(e);
   failed.out_of_memory = is_out_of_memory(e);
   events.push_back(std::move(failed));
 }
@@ -255,7 +256,7 @@ std::vector<PackEvent> PackExecutor::step_round() {
     } catch (const std::exception& e) {
       // Evaluation can run out of memory as a step can; the members leave the same way.
       for (auto trial : trials) {
-        fail(events, trial, e);
+        fail(events, trial, e, "evaluating");
         failed.insert(trial);
       }
     }
@@ -276,7 +277,7 @@ std::vector<PackEvent> PackExecutor::step_round() {
       try {
         e.metrics = m->runner->evaluate(stream_);
       } catch (const std::exception& error) {
-        fail(events, m->job.trial, error);
+        fail(events, m->job.trial, error, "evaluating");
         failed.insert(m->job.trial);
         continue;
       }

@@ -102,7 +102,9 @@ class PackExecutor {
 
   std::int64_t step_of(const Member& m) const;
   std::shared_ptr<TrialCheckpoint> capture(const Member& m, double budget) const;
-  void fail(std::vector<PackEvent>& events, tuners::TrialId trial, const std::exception& e);
+  // `during`: what the member was doing when it failed, for the error ("evaluating").
+  void fail(std::vector<PackEvent>& events, tuners::TrialId trial, const std::exception& e,
+            const char* during = nullptr);
 
   datasets::BatchStream& stream_;
   BudgetUnit unit_;

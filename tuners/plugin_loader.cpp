@@ -32,8 +32,14 @@ std::vector<std::string> load_tuner_plugin(const std::string& path) {
   const auto before = registry.names();
   void* handle = dlopen(absolute.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
-    const char* reason = dlerror();
-    throw InputError(where + ": cannot be loaded: " + (reason ? reason : "unknown reason"));
+    const char* text = dlerror();
+    const std::string reason = text ? text : "unknown reason";
+    // A plugin built before the registry took an interface version calls a function this
+    // packtune no longer has.
+    const bool stale = reason.find("undefined symbol") != std::string::npos &&
+                       reason.find("TunerRegistry") != std::string::npos;
+    throw InputError(where + ": cannot be loaded: " + reason +
+                     (stale ? "; it was built against another packtune: rebuild it against this one's headers" : ""));
   }
   const auto errors = registry.take_registration_errors();
   if (!errors.empty()) throw InputError(where + ": " + errors.front());

@@ -69,6 +69,13 @@ struct TunerContext {
   nlohmann::json settings = nlohmann::json::object();
 };
 
+// The version of the interface plugins compile against: Tuner's virtual functions and
+// TunerContext's layout. A plugin built against another version would call through a
+// different vtable, so the registry refuses it (PACKTUNE_REGISTER_TUNER records the version
+// the plugin was built with). Raise it whenever either changes.
+//   2: Tuner::planned_budget and Tuner::warnings (2026-11-24)
+inline constexpr int kTunerInterfaceVersion = 2;
+
 class Tuner {
  public:
   virtual ~Tuner() = default;

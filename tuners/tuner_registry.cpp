@@ -17,7 +17,12 @@ TunerRegistry& TunerRegistry::instance() {
   return *registry;
 }
 
-void TunerRegistry::add(const std::string& name, Factory factory) {
+void TunerRegistry::add(const std::string& name, Factory factory, int interface_version) {
+  if (interface_version != kTunerInterfaceVersion) {
+    throw Error("tuner \"" + name + "\" was built against version " + std::to_string(interface_version) +
+                " of packtune's tuner interface, and this packtune has version " +
+                std::to_string(kTunerInterfaceVersion) + "; rebuild the plugin against this packtune's headers");
+  }
   if (factories_.count(name)) {
     throw Error("tuner \"" + name + "\" is registered twice; rename one of them");
   }

@@ -21,7 +21,10 @@ class TunerRegistry {
 
   static TunerRegistry& instance();
 
-  void add(const std::string& name, Factory factory);
+  // `interface_version`: the kTunerInterfaceVersion the factory's code was compiled with
+  // (the caller's, as the default argument is filled in where add is called). A mismatch is
+  // an error saying to rebuild the plugin.
+  void add(const std::string& name, Factory factory, int interface_version = kTunerInterfaceVersion);
   bool contains(const std::string& name) const;
   std::vector<std::string> names() const;
   // Throws InputError listing the known names when `name` is unknown.
@@ -39,9 +42,10 @@ class TunerRegistry {
 };
 
 struct TunerRegistration {
-  TunerRegistration(const std::string& name, TunerRegistry::Factory factory) noexcept {
+  TunerRegistration(const std::string& name, TunerRegistry::Factory factory,
+                    int interface_version = kTunerInterfaceVersion) noexcept {
     try {
-      TunerRegistry::instance().add(name, std::move(factory));
+      TunerRegistry::instance().add(name, std::move(factory), interface_version);
     } catch (const std::exception& e) {
       TunerRegistry::instance().add_registration_error(e.what());
     }

@@ -86,7 +86,13 @@ class Actor {
       auto& meter = actors::MemoryMeter::instance();
       device = actors::resolve_device(spec_.device, options_.local_index >= 0 ? options_.local_index : id_);
       actors::configure_cpu_threads(threads);
-      actors::keep_large_blocks_in_heap();
+      // Before the data set is loaded: its buffers come from the heap whose trim threshold
+      // this sets.
+      const bool cpu = torch::Device(device).is_cpu();
+      retained_heap_bytes_ = cpu ? actors::retained_heap_bytes(spec_.actor_memory_bytes > 0 ? spec_.actor_memory_bytes
+                                                                                           : available_memory_bytes())
+                                 : 0;
+      actors::keep_large_blocks_in_heap(cpu ? retained_heap_bytes_ : actors::kMaxRetainedHeapBytes);
       datasets::DataOptions data;
       data.name = spec_.data_name;
       data.dir = spec_.data_dir;
@@ -439,7 +445,9 @@ class Actor {
   proto::Ready memory_figures(const std::string& device, actors::MemoryMeter& meter) {
     pack_device_ = device;
     proto::Ready r;
-    r.base_bytes = meter.current_bytes();
+    // The heap glibc may keep after a step's buffers are freed is this process's memory
+    // too: on a CPU it comes out of the same share as the trials'.
+    r.base_bytes = meter.current_bytes() + retained_heap_bytes_;
     if (spec_.actor_memory_bytes > 0) {
       r.capacity_bytes = spec_.actor_memory_bytes;
       r.capacity_shared = false;
@@ -626,6 +634,7 @@ class Actor {
   proto::Hello hello_;  // said again to rejoin
   proto::Ready ready_;
   std::string pack_device_ = "cpu";
+  std::int64_t retained_heap_bytes_ = 0;  // counted in Ready.base_bytes on a CPU
   actors::InputShape input_;
   std::set<std::string> profiled_;  // shape keys whose memory was measured or queued
   std::deque<actors::TrialSpec> calibrations_;  // memory calibrations not yet run

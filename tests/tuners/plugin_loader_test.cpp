@@ -48,6 +48,9 @@ TEST_CASE("plugins that cannot be used are input errors saying why") {
              Catch::Contains("registers no tuner") && Catch::Contains("PACKTUNE_REGISTER_TUNER"));
   CHECK_THAT(error_of([] { load_tuner_plugin(PACKTUNE_TEST_PLUGIN_DUPLICATE); }),
              Catch::Contains("\"random\" is registered twice"));
+  CHECK_THAT(error_of([] { load_tuner_plugin(PACKTUNE_TEST_PLUGIN_STALE); }),
+             Catch::Contains("version " + std::to_string(packtune::tuners::kTunerInterfaceVersion - 1) + " of packtune's tuner interface") && Catch::Contains("rebuild the plugin"));
+  CHECK_FALSE(TunerRegistry::instance().contains("stale_random"));
   CHECK_THROWS_AS(load_tuner_plugin(PACKTUNE_TEST_PLUGIN_NONE), packtune::InputError);
   // The built-in is untouched.
   CHECK(TunerRegistry::instance().create("random", make_context(1, 2, 1))->name() == "random");

@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# Out of memory on purpose: the memory model underestimates (memory_estimate_scale 0.3) and
-# the actor holds its trials to 10 MiB, so the first pack runs out of memory. The planner
-# must split it (fuse "always": the six trials start as one fused unit), every trial must finish, and each must report what it reports in a run
+# Out of memory on purpose, in a training step and in an evaluation: the memory model
+# underestimates (memory_estimate_scale) and the actor holds its trials to a few MiB, so the
+# first pack runs out of memory. The planner must split it (fuse "always": the trials start
+# as one fused unit), every trial must finish, and each must report what it reports in a run
 # with memory to spare (a restarted trial trains the same from its seed).
+#
+#   step        six MLPs at batch 32 in 10 MiB: the fused step does not fit.
+#   evaluation  four CNNs at batch 8 in 16 MiB: the fused step (32 images) fits, but the
+#               evaluation takes 64 validation images per member at once (evaluation_chunk),
+#               256 for the unit, and its first convolution alone needs 12 MiB.
 set -euo pipefail
 packtune="$1"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-cat > "$work/tight.json" <<'JSON'
+cat > "$work/step.json" <<'JSON'
 {
   "seed": 3,
   "budget": {"unit": "epochs", "max": 1},
@@ -18,27 +24,51 @@ cat > "$work/tight.json" <<'JSON'
   "fuse": "always",
   "actor_memory": "10MiB",
   "memory_estimate_scale": 0.3,
+  "evaluate_test": false,
   "data": {"train_size": 2000, "validation_size": 500},
   "model": {"family": "mlp", "depth": 1, "width": 64, "batch_size": 32, "optimizer": "adam"},
   "space": {"lr": {"type": "loguniform", "low": 0.001, "high": 0.01}}
 }
 JSON
-grep -v -e actor_memory -e memory_estimate_scale "$work/tight.json" > "$work/roomy.json"
+cat > "$work/evaluation.json" <<'JSON'
+{
+  "seed": 5,
+  "budget": {"unit": "epochs", "max": 1},
+  "tuner": {"name": "random", "trials": 4},
+  "actors": 1,
+  "max_pack": 4,
+  "fuse": "always",
+  "actor_memory": "16MiB",
+  "memory_estimate_scale": 0.2,
+  "evaluate_test": false,
+  "data": {"train_size": 512, "validation_size": 256},
+  "model": {"family": "cnn", "depth": 2, "channels": 16, "kernel": 3, "width": 0, "batch_size": 8, "optimizer": "adam"},
+  "space": {"lr": {"type": "loguniform", "low": 0.001, "high": 0.01}}
+}
+JSON
 
-"$packtune" run "$work/tight.json" --out "$work/tight" > "$work/tight.log" 2>&1
-"$packtune" run "$work/roomy.json" --out "$work/roomy" --quiet > "$work/roomy.log" 2>&1
-
-grep -q "ran out of memory" "$work/tight.log" || { echo "FAILED: no out-of-memory in the tight run"; cat "$work/tight.log"; exit 1; }
-grep -q "the pack is split" "$work/tight.log" || { echo "FAILED: the pack was not split"; exit 1; }
-
-/usr/bin/python3 - "$work/tight" "$work/roomy" <<'PY'
+passed=0
+check() {  # case name, trials, the out-of-memory message the tight run must log
+  local name=$1 trials=$2 expect=$3
+  grep -v -e actor_memory -e memory_estimate_scale "$work/$name.json" > "$work/$name-roomy.json"
+  "$packtune" run "$work/$name.json" --out "$work/$name" > "$work/$name.log" 2>&1
+  "$packtune" run "$work/$name-roomy.json" --out "$work/$name-roomy" --quiet > "$work/$name-roomy.log" 2>&1
+  grep -q "ran out of memory ($expect" "$work/$name.log" ||
+    { echo "FAILED: $name: no '$expect' out-of-memory in the tight run"; cat "$work/$name.log"; exit 1; }
+  grep -q "the pack is split" "$work/$name.log" || { echo "FAILED: $name: the pack was not split"; exit 1; }
+  /usr/bin/python3 - "$name" "$trials" "$work/$name" "$work/$name-roomy" <<'PY'
 import json, sys
+name, trials = sys.argv[1], int(sys.argv[2])
 def finals(d):
     return {r["trial"]: r for r in map(json.loads, open(f"{d}/results.jsonl")) if r["final"]}
-tight, roomy = finals(sys.argv[1]), finals(sys.argv[2])
-assert sorted(tight) == list(range(6)), f"every trial must finish: {sorted(tight)}"
+tight, roomy = finals(sys.argv[3]), finals(sys.argv[4])
+assert sorted(tight) == list(range(trials)), f"{name}: every trial must finish: {sorted(tight)}"
 for t, r in roomy.items():
     for m in ("val_accuracy", "val_loss"):
-        assert abs(tight[t][m] - r[m]) < 1e-3, (t, m, tight[t][m], r[m])
-print("1 passed, 0 failed: the pack ran out of memory, was split, and all 6 trials match the roomy run")
+        assert abs(tight[t][m] - r[m]) < 1e-3, (name, t, m, tight[t][m], r[m])
 PY
+  passed=$((passed + 1))
+}
+check step 6 "out of memory"
+check evaluation 4 "evaluating: out of memory"
+echo "$passed passed, 0 failed: each pack ran out of memory (in a step, in an evaluation), was split, and every trial matches the roomy run"
