@@ -28,7 +28,7 @@ std::unique_ptr<Tuner> AshaTuner::async_hyperband(const TunerContext& context) {
 
 AshaTuner::AshaTuner(const TunerContext& context, std::string name, std::int64_t eta,
                      const std::vector<int>& early_stopping_rates)
-    : context_(context), name_(std::move(name)), rng_(context.seed) {
+    : context_(context), name_(std::move(name)), rng_(context.seed), eta_(eta) {
   check_trials(context_, false);
   top_level_ = max_early_stopping_rate(context_.min_budget, context_.max_budget, eta);
   for (int s : early_stopping_rates) {
@@ -72,6 +72,22 @@ Job AshaTuner::next_job() {
     return Job::start(id, configs_.back(), brackets_[static_cast<std::size_t>(bracket)].budgets[0]);
   }
   return running_ > 0 ? Job::wait() : Job::finished();
+}
+
+std::optional<double> AshaTuner::planned_budget() const {
+  double total = 0;
+  const auto brackets = static_cast<std::int64_t>(brackets_.size());
+  for (std::int64_t b = 0; b < brackets; ++b) {
+    // New trials go to the brackets in turn (next_job).
+    std::int64_t n = context_.max_trials / brackets + (b < context_.max_trials % brackets ? 1 : 0);
+    double below = 0;
+    for (const double budget : brackets_[static_cast<std::size_t>(b)].budgets) {
+      total += static_cast<double>(n) * (budget - below);
+      below = budget;
+      n /= eta_;
+    }
+  }
+  return total;
 }
 
 void AshaTuner::on_result(TrialId trial, double /*budget*/, double metric) {

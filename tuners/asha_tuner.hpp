@@ -33,6 +33,10 @@ class AshaTuner : public Tuner {
   Job next_job() override;
   void on_result(TrialId trial, double budget, double metric) override;
   std::string name() const override { return name_; }
+  // A floor, not an exact figure: each rung promotes at least the best 1/eta of the trials
+  // it completes (all of them are promotable once every result is in), and more when trials
+  // it promoted early fall out of its top 1/eta later.
+  std::optional<double> planned_budget() const override;
 
  private:
   struct AshaBracket {
@@ -56,6 +60,7 @@ class AshaTuner : public Tuner {
   std::vector<TrialState> trials_;
   std::vector<TrialConfig> configs_;
   std::int64_t running_ = 0;
+  std::int64_t eta_ = 3;
 };
 
 }  // namespace packtune::tuners

@@ -210,7 +210,7 @@ TEST_CASE("successive halving and Hyperband check their settings") {
   }
 }
 
-TEST_CASE("the planned budget is what the schedule's jobs add, and ASHA does not know it in advance") {
+TEST_CASE("the planned budget is what the schedule's jobs add; ASHA's is a floor") {
   struct Case {
     const char* tuner;
     double min_budget, max_budget;
@@ -236,8 +236,31 @@ TEST_CASE("the planned budget is what the schedule's jobs add, and ASHA does not
     simulate(*tuner, objective, Mode::Max, 3, &summary);
     CHECK(*planned == Approx(summary.total_budget));
   }
-  auto asha = TunerRegistry::instance().create("asha", make_context(1, 9, 20, Mode::Max, {{"eta", 3}}));
-  CHECK_FALSE(asha->planned_budget());
+  // ASHA promotes the best 1/eta of each rung, and more when early promotions fall out of
+  // the top later: at least the floor, and for these objectives not far above it.
+  const std::vector<Case> asynchronous = {
+      {"asha", 1, 9, 20, {{"eta", 3}}},         // rungs of 20, 6, 2
+      {"asha", 1.5, 13.5, 12, {{"eta", 3}}},    // examples/fashion_mnist_cnn.json
+      {"asha", 1, 27, 50, {{"eta", 3}, {"s", 1}}},
+      {"async_hyperband", 1, 27, 40, {{"eta", 3}}},
+  };
+  for (const auto& c : asynchronous) {
+    for (int workers : {1, 4}) {
+      INFO(c.tuner << " trials " << c.trials << " workers " << workers);
+      auto tuner = TunerRegistry::instance().create(c.tuner, make_context(c.min_budget, c.max_budget, c.trials,
+                                                                           Mode::Max, c.settings));
+      const auto planned = tuner->planned_budget();
+      REQUIRE(planned);
+      HashObjective objective(11);
+      SimulationSummary summary;
+      simulate(*tuner, objective, Mode::Max, workers, &summary);
+      CHECK(summary.total_budget >= *planned - 1e-9);
+      CHECK(summary.total_budget <= *planned * 1.5);
+    }
+  }
+  // 20 trials at 1, 6 go on to 3, 2 to 9: 20 + 6 * 2 + 2 * 6.
+  CHECK(*TunerRegistry::instance().create("asha", make_context(1, 9, 20, Mode::Max, {{"eta", 3}}))->planned_budget() ==
+        Approx(44));
 }
 
 TEST_CASE("a trial limit that cuts a Hyperband sweep short says so; whole sweeps and other tuners do not") {
