@@ -20,6 +20,7 @@
 #include "driver/checkpoint_store.hpp"
 #include "driver/journal.hpp"
 #include "driver/profile_gate.hpp"
+#include "driver/live_report.hpp"
 #include "driver/status_display.hpp"
 #include "driver/trial_book.hpp"
 #include "driver/tuner_journal.hpp"
@@ -130,6 +131,7 @@ class Driver {
     tuning_.set_journal(journal_.get());
     // Before any thread that logs starts: on a terminal the display takes the log's sinks.
     display_ = std::make_unique<StatusDisplay>(StatusDisplay::choose(options_.quiet));
+    report_ = std::make_unique<LiveReport>(options_.out_dir);
     const int cores = std::max(1u, std::thread::hardware_concurrency());
     const int threads = config_.threads_per_actor > 0 ? config_.threads_per_actor
                                                        : std::max(1, cores / std::max(1, config_.actors));
@@ -162,6 +164,7 @@ class Driver {
       } catch (const Error& e) {
         spdlog::warn("{}", e.what());
       }
+      report_->finish();
       std::signal(SIGINT, previous_int);
       std::signal(SIGTERM, previous_term);
       throw;
@@ -173,6 +176,7 @@ class Driver {
     if (code == 0) tuning_.on_finished(book_.completed_jobs());
     commit();
     results_->write_best();
+    report_->finish();
     std::signal(SIGINT, previous_int);
     std::signal(SIGTERM, previous_term);
     display_->finish(status());
@@ -235,6 +239,7 @@ class Driver {
         last_heartbeat = now;
       }
       if (display_->due(now)) display_->show(status(), now);
+      report_->tick(now);
     }
   }
 
@@ -384,7 +389,7 @@ class Driver {
     const bool seen = report.budget <= trial.reported + 1e-9 * std::max(1.0, report.budget);
     nlohmann::json row;
     if (!seen) {
-      row = ResultsWriter::line(report_row(actor, report), trial.full);
+      row = ResultsWriter::line(report_row(actor, trial, report), trial.full);
       results_->append(row);
       trial.reported = report.budget;
     }
@@ -402,7 +407,7 @@ class Driver {
     }
   }
 
-  ReportRow report_row(const ActorState& actor, const proto::Report& report) const {
+  ReportRow report_row(const ActorState& actor, const TrialState& trial, const proto::Report& report) const {
     ReportRow row;
     row.trial = report.trial;
     row.budget = report.budget;
@@ -412,6 +417,8 @@ class Driver {
     row.train_seconds = report.train_seconds;
     row.actor = actor.id;
     row.unit_size = report.unit_size;
+    row.unit = trial.unit;
+    row.job_start = trial.job_start;
     return row;
   }
 
@@ -719,6 +726,8 @@ class Driver {
       auto assign = make_assign(started, trial);
       const auto* unit = planner_.unit_of(plan_, started.trial);
       assign.unit = "u" + std::to_string(unit->id);
+      trial.unit = assign.unit;
+      trial.job_start = seconds_since_start();
       assign.max_fused = unit->solo ? 1 : 0;
       // Nothing can resume a job at the largest budget: its checkpoint would only be deleted.
       // The final model too when the best trial's is tested at the end (on_final_checkpoint keeps few).
@@ -980,6 +989,7 @@ class Driver {
   TunerJournal tuning_;  // every call to the tuner goes through the journal
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<StatusDisplay> display_;
+  std::unique_ptr<LiveReport> report_;  // DIR/report.html, rewritten during the run
   std::string ipc_file_;  // the socket file of an ipc endpoint, removed at the end
   std::vector<TrialId> best_finished_;  // trials keeping their final models, best first
   struct Testing {

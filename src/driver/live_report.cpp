@@ -1,0 +1,75 @@
+#include "driver/live_report.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+
+#include <spdlog/spdlog.h>
+
+#include "experiment/report_page.hpp"
+#include "packtune/error.hpp"
+
+namespace packtune {
+namespace {
+
+// At most this often. A rewrite reads every file of the run again, so it also waits ten times
+// as long as the last one took: a driver with 100,000 trials spends a tenth of a core on it at most.
+constexpr auto kInterval = std::chrono::seconds(5);
+constexpr int kSlowdown = 10;
+// The first page comes sooner, so a user can open it as soon as the run has started.
+constexpr auto kFirst = std::chrono::seconds(2);
+
+}  // namespace
+
+struct LiveReport::Shared {
+  std::atomic<bool> busy{false};
+  std::mutex mutex;
+  LiveReport::Clock::duration took{};
+  std::string last_warning;  // each distinct failure is logged once, not every 5 s
+};
+
+LiveReport::LiveReport(std::string dir)
+    : dir_(std::move(dir)), shared_(std::make_shared<Shared>()), next_(Clock::now() + kFirst) {}
+
+LiveReport::~LiveReport() { join(); }
+
+void LiveReport::join() {
+  if (worker_.joinable()) worker_.join();
+}
+
+void LiveReport::write(const std::string& dir, bool live, Shared& shared) {
+  const auto start = Clock::now();
+  std::string warning;
+  try {
+    report::write_report(dir, "", live);
+  } catch (const std::exception& e) {  // Error, or bad_alloc on a huge run: the run goes on
+    warning = e.what();
+  }
+  std::lock_guard<std::mutex> lock(shared.mutex);
+  shared.took = Clock::now() - start;
+  if (!warning.empty() && warning != shared.last_warning) spdlog::warn("report.html not written: {}", warning);
+  shared.last_warning = warning;
+}
+
+void LiveReport::tick(Clock::time_point now) {
+  if (now < next_ || shared_->busy.load()) return;
+  join();
+  Clock::duration took;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    took = shared_->took;
+  }
+  next_ = now + std::max<Clock::duration>(kInterval, kSlowdown * took);
+  shared_->busy = true;
+  worker_ = std::thread([dir = dir_, shared = shared_] {
+    write(dir, true, *shared);
+    shared->busy = false;
+  });
+}
+
+void LiveReport::finish() {
+  join();
+  write(dir_, false, *shared_);
+}
+
+}  // namespace packtune
