@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <filesystem>
 #include <mutex>
 
 #include <spdlog/spdlog.h>
@@ -18,6 +20,17 @@ constexpr auto kInterval = std::chrono::seconds(5);
 constexpr int kSlowdown = 10;
 // The first page comes sooner, so a user can open it as soon as the run has started.
 constexpr auto kFirst = std::chrono::seconds(2);
+// Free space the journal and checkpoints keep: the report never takes the last of the disk.
+constexpr std::uintmax_t kKeepFree = 256ull << 20;
+// Past this much of results.jsonl and journal.jsonl together (some 50,000 reports) the page
+// is only written at the end: each rewrite would read it all again, and hold it in memory.
+constexpr std::uintmax_t kLiveLimit = 32ull << 20;
+
+std::uintmax_t size_of(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : size;
+}
 
 }  // namespace
 
@@ -41,7 +54,12 @@ void LiveReport::write(const std::string& dir, bool live, Shared& shared) {
   const auto start = Clock::now();
   std::string warning;
   try {
-    report::write_report(dir, "", live);
+    if (live && size_of(std::filesystem::path(dir) / "results.jsonl") +
+                        size_of(std::filesystem::path(dir) / "journal.jsonl") > kLiveLimit) {
+      throw Error("the experiment's files are over " + std::to_string(kLiveLimit >> 20) +
+                  " MiB; it is written at the end only");
+    }
+    report::write_report(dir, "", live, kKeepFree);
   } catch (const std::exception& e) {  // Error, or bad_alloc on a huge run: the run goes on
     warning = e.what();
   }

@@ -88,9 +88,17 @@ std::string render_page(const nlohmann::json& data, bool live) {
                               {"/*packtune:plotly_js*/", plotly_js()}});
 }
 
-std::string write_report(const std::string& dir, const std::string& output, bool live) {
+std::string write_report(const std::string& dir, const std::string& output, bool live, std::uintmax_t keep_free) {
   const std::string target = output.empty() ? (fs::path(dir) / "report.html").string() : output;
   const std::string page = render_page(build_report_data(dir), live);
+  if (keep_free > 0) {
+    std::error_code ec;
+    const auto space = fs::space(fs::path(target).parent_path().empty() ? "." : fs::path(target).parent_path(), ec);
+    if (!ec && space.available < page.size() + keep_free) {
+      throw Error(target + ": left unwritten, the disk is nearly full (" + std::to_string(space.available >> 20) +
+                  " MiB free); `packtune report " + dir + "` writes it later");
+    }
+  }
   // Unique per process: the driver and a `packtune report` may write the same file at once.
   const std::string tmp = target + "." + std::to_string(::getpid()) + ".tmp";
   {
