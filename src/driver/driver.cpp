@@ -132,6 +132,7 @@ class Driver {
     // Before any thread that logs starts: on a terminal the display takes the log's sinks.
     display_ = std::make_unique<StatusDisplay>(StatusDisplay::choose(options_.quiet));
     report_ = std::make_unique<LiveReport>(options_.out_dir);
+    spdlog::info("charts: {}/report.html, rewritten every few seconds while the experiment runs", options_.out_dir);
     const int cores = std::max(1u, std::thread::hardware_concurrency());
     const int threads = config_.threads_per_actor > 0 ? config_.threads_per_actor
                                                        : std::max(1, cores / std::max(1, config_.actors));
@@ -176,7 +177,7 @@ class Driver {
     if (code == 0) tuning_.on_finished(book_.completed_jobs());
     commit();
     results_->write_best();
-    report_->finish();
+    report_written_ = report_->finish();
     std::signal(SIGINT, previous_int);
     std::signal(SIGTERM, previous_term);
     display_->finish(status());
@@ -839,6 +840,7 @@ class Driver {
     std::printf("finished %s in %.1f s: %lld jobs, %d failed trials; results in %s\n",
                 config_.name.c_str(), seconds_since_start(), static_cast<long long>(book_.completed_jobs()),
                 book_.failed_trials(), options_.out_dir.c_str());
+    if (report_written_) std::printf("charts: %s/report.html\n", options_.out_dir.c_str());
     if (refused_reports_ > 0) {
       std::printf("%lld report(s) from actors retired after a partition were refused\n",
                   static_cast<long long>(refused_reports_));
@@ -990,6 +992,7 @@ class Driver {
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<StatusDisplay> display_;
   std::unique_ptr<LiveReport> report_;  // DIR/report.html, rewritten during the run
+  bool report_written_ = false;
   std::string ipc_file_;  // the socket file of an ipc endpoint, removed at the end
   std::vector<TrialId> best_finished_;  // trials keeping their final models, best first
   struct Testing {

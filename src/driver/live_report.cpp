@@ -50,7 +50,7 @@ void LiveReport::join() {
   if (worker_.joinable()) worker_.join();
 }
 
-void LiveReport::write(const std::string& dir, bool live, Shared& shared) {
+bool LiveReport::write(const std::string& dir, bool live, Shared& shared) {
   const auto start = Clock::now();
   std::string warning;
   try {
@@ -67,6 +67,7 @@ void LiveReport::write(const std::string& dir, bool live, Shared& shared) {
   shared.took = Clock::now() - start;
   if (!warning.empty() && warning != shared.last_warning) spdlog::warn("report.html not written: {}", warning);
   shared.last_warning = warning;
+  return warning.empty();
 }
 
 void LiveReport::tick(Clock::time_point now) {
@@ -85,9 +86,9 @@ void LiveReport::tick(Clock::time_point now) {
   });
 }
 
-void LiveReport::finish() {
+bool LiveReport::finish() {
   join();
-  write(dir_, false, *shared_);
+  return write(dir_, false, *shared_);
 }
 
 }  // namespace packtune

@@ -23,11 +23,12 @@ class LiveReport {
   // Starts a rewrite when one is due and none is in progress. Cheap when none is due.
   void tick(Clock::time_point now);
   // Waits for a rewrite in progress, then writes the final page (it no longer reloads itself).
-  void finish();
+  // Returns whether it was written.
+  bool finish();
 
  private:
   struct Shared;
-  static void write(const std::string& dir, bool live, Shared& shared);
+  static bool write(const std::string& dir, bool live, Shared& shared);
   void join();
 
   std::string dir_;

@@ -111,11 +111,22 @@
       'Every trial\'s ' + metric + ' at each report against the budget it had trained (' + unitLabel +
       '), coloured by how far it got: yellow reached the max budget, dark stopped at the lowest rung.');
     var top = isNumber(maxBudget) ? maxBudget : Math.max.apply(null, data.trials.map(function (t) { return t.reached || 0; }));
-    var traces = data.trials.filter(function (t) { return t.budgets.length; }).map(function (t) {
+    // One trace per colour, trials apart by gaps: a trace per trial would make plotly crawl at
+    // thousands of trials.
+    var buckets = viridis.map(function (color) { return { x: [], y: [], text: [], color: color }; });
+    data.trials.forEach(function (t) {
+      if (!t.budgets.length) return;
+      var bucket = buckets[viridis.indexOf(colorAt(t.reached / top))];
+      t.budgets.forEach(function (b, i) {
+        bucket.x.push(b); bucket.y.push(t.values[i]); bucket.text.push('trial ' + t.trial);
+      });
+      bucket.x.push(null); bucket.y.push(null); bucket.text.push('');
+    });
+    var traces = buckets.filter(function (b) { return b.x.length; }).map(function (b) {
       return {
-        type: 'scatter', mode: 'lines', x: t.budgets, y: t.values, name: 'trial ' + t.trial,
-        line: { color: colorAt(t.reached / top), width: 1.5 }, opacity: 0.8, showlegend: false,
-        hovertemplate: 'trial ' + t.trial + '<br>' + unitLabel + ' %{x}<br>' + metric + ' %{y}<extra></extra>'
+        type: 'scatter', mode: 'lines', x: b.x, y: b.y, text: b.text, line: { color: b.color, width: 1.5 },
+        opacity: 0.8, showlegend: false,
+        hovertemplate: '%{text}<br>' + unitLabel + ' %{x}<br>' + metric + ' %{y}<extra></extra>'
       };
     });
     var ends = data.trials.filter(function (t) { return isNumber(t.value); });
