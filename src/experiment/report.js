@@ -86,7 +86,7 @@
     var lines = [];
     lines.push('<b>tuner</b> ' + (data.tuner || '?') + ' · <b>metric</b> ' + metric + ' (' + data.mode + ') · ' +
                data.trials.length + ' trials (' +
-               ['finished', 'running', 'paused', 'stopped'].filter(function (s) { return counts[s]; })
+               ['finished', 'running', 'paused', 'stopped', 'failed'].filter(function (s) { return counts[s]; })
                  .map(function (s) { return counts[s] + ' ' + s; }).join(', ') + ') · ' +
                data.reports + ' reports · ' + seconds(data.elapsed) + ' · ' +
                (data.finished ? 'the experiment finished' : 'still running or stopped before its end'));

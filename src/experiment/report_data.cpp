@@ -115,7 +115,8 @@ struct Trial {
   std::optional<double> bracket;  // the budget its first job trained to
   std::vector<double> job_budgets;  // the journal's jobs, in order
   std::set<double> ended;             // budgets at which one of its jobs ended (a final report)
-  bool stopped = false;
+  bool stopped = false;  // the tuner stopped it early
+  bool failed = false;   // it could not be trained
 };
 
 }  // namespace
@@ -163,6 +164,8 @@ json build_report_data(const std::string& dir) {
       if (it->contains("config")) t.config = (*it)["config"];
     } else if (auto r = entry.find("report"); r != entry.end() && r->is_object() && r->value("stop", false)) {
       trials[r->value("trial", -1LL)].stopped = true;
+    } else if (auto r = entry.find("result"); r != entry.end() && r->is_object() && r->value("failed", false)) {
+      trials[r->value("trial", -1LL)].failed = true;
     } else if (entry.contains("finished")) {
       finished = true;
     }
@@ -245,9 +248,14 @@ json build_report_data(const std::string& dir) {
   for (auto& [id, t] : trials) {
     const double last_job = t.job_budgets.empty() ? t.reached : t.job_budgets.back();
     const bool at_max = std::isfinite(max_budget) && t.reached >= 0 && same_budget(t.reached, max_budget);
-    const bool running = !finished && !t.stopped && (t.reached < 0 || last_job > t.reached) &&
-                         !(t.reached >= 0 && same_budget(last_job, t.reached));
-    const char* state = at_max ? "finished" : running ? "running" : (finished || t.stopped) ? "stopped" : "paused";
+    // A job that asks for more than the trial reported is still training (or was, when the driver stopped).
+    const bool owes = t.reached < 0 || (last_job > t.reached && !same_budget(last_job, t.reached));
+    const bool running = !finished && !t.stopped && !t.failed && owes;
+    const char* state = t.failed    ? "failed"
+                        : at_max    ? "finished"
+                        : running   ? "running"
+                        : (finished || t.stopped) ? "stopped"
+                                                  : "paused";
     if (t.bracket) {
       std::set<double> budgets(t.ended.begin(), t.ended.end());
       budgets.insert(t.job_budgets.begin(), t.job_budgets.end());

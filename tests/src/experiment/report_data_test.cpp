@@ -19,7 +19,8 @@ const char* kConfig = R"({"name": "hand", "metric": "val_accuracy", "budget": {"
   "tuner": {"name": "hyperband", "eta": 3}, "space": {"lr": {"type": "loguniform", "low": 0.001, "high": 0.1}}})";
 
 // A Hyperband-like run caught in the middle: trials 0 and 1 start in the bracket of budget 1,
-// trial 2 in the bracket of budget 3; trial 0 was promoted to 3 and trains to 9 now.
+// trial 2 in the bracket of budget 3; trial 0 was promoted to 3 and trains to 9 now; trial 3
+// failed before its first report.
 std::string hand_written_run(const testing::TempDir& dir) {
   const auto out = dir.file("run");
   std::filesystem::create_directories(out);
@@ -30,7 +31,9 @@ std::string hand_written_run(const testing::TempDir& dir) {
             R"({"job": {"kind": "start", "trial": 1, "budget": 1, "config": {"lr": 0.001}}})" "\n"
             R"({"job": {"kind": "start", "trial": 2, "budget": 3, "config": {"lr": 0.05}}})" "\n"
             R"({"job": {"kind": "resume", "trial": 0, "budget": 3, "config": {"lr": 0.01}}})" "\n"
-            R"({"job": {"kind": "resume", "trial": 0, "budget": 9, "config": {"lr": 0.01}}})" "\n");
+            R"({"job": {"kind": "resume", "trial": 0, "budget": 9, "config": {"lr": 0.01}}})" "\n"
+            R"({"job": {"kind": "start", "trial": 3, "budget": 1, "config": {"lr": 0.09}}})" "\n"
+            R"({"result": {"trial": 3, "budget": 0, "metric": null, "failed": true}})" "\n");
   write(out + "/results.jsonl",
         R"({"trial": 2, "budget": 1, "val_accuracy": 0.3, "final": false, "wall_time": 1.5, "train_seconds": 1, "actor": 1, "unit_size": 1, "unit": "u1", "job_start": 0.2, "config": {"lr": 0.05}})" "\n"
         R"({"trial": 0, "budget": 1, "val_accuracy": 0.5, "final": true, "wall_time": 2, "train_seconds": 1, "actor": 0, "unit_size": 2, "unit": "u0", "job_start": 0, "config": {"lr": 0.01}})" "\n"
@@ -65,7 +68,9 @@ TEST_CASE("the report's data: trials, rungs by bracket with promotions, jobs on 
   CHECK(data["elapsed"] == 4);
   CHECK(data["space"]["lr"]["type"] == "loguniform");
 
-  REQUIRE(data["trials"].size() == 3);
+  REQUIRE(data["trials"].size() == 4);
+  CHECK(trial(data, 3)["state"] == "failed");
+  CHECK(trial(data, 3)["reached"].is_null());
   const auto& t0 = trial(data, 0);
   CHECK(t0["budgets"] == json({1, 3}));
   CHECK(t0["values"] == json({0.5, 0.7}));
