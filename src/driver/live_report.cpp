@@ -1,5 +1,9 @@
 #include "driver/live_report.hpp"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -81,6 +85,9 @@ void LiveReport::tick(Clock::time_point now) {
   next_ = now + std::max<Clock::duration>(kInterval, kSlowdown * took);
   shared_->busy = true;
   worker_ = std::thread([dir = dir_, shared = shared_] {
+    // The lowest priority, for this thread alone (Linux's nice is per thread): on a machine
+    // whose cores the actors fill, the page waits, not the driver's loop or the training.
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
     write(dir, true, *shared);
     shared->busy = false;
   });
