@@ -21,8 +21,9 @@ using json = nlohmann::json;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Budgets come out of the same arithmetic on both sides, but 0.75 may arrive as 0.7500000001.
-bool same_budget(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max({1.0, std::abs(a), std::abs(b)}); }
+// Budgets and times come out of the same arithmetic on both sides, but 0.75 may arrive as
+// 0.7500000001.
+bool same_value(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max({1.0, std::abs(a), std::abs(b)}); }
 
 // The file's JSON lines. A last line without its newline is a write the driver has not
 // finished (the report is rebuilt during the run) and is left out; any other bad line is
@@ -197,7 +198,7 @@ json build_report_data(const std::string& dir) {
     bool fresh = it == open.end();
     if (!fresh) {
       const auto& s = segments[it->second];
-      fresh = s["actor"] != row.actor || (row.job_start >= 0 && !same_budget(s["start"].get<double>(), row.job_start));
+      fresh = s["actor"] != row.actor || (row.job_start >= 0 && !same_value(s["start"].get<double>(), row.job_start));
     }
     if (fresh) {
       const double from = previous_budget.count(row.trial) ? previous_budget[row.trial] : 0.0;
@@ -239,7 +240,7 @@ json build_report_data(const std::string& dir) {
   auto rung_of = [&rungs](double start, double b) -> json& {
     auto& bracket = rungs[start];
     for (auto& [key, rung] : bracket) {
-      if (same_budget(key, b)) return rung;
+      if (same_value(key, b)) return rung;
     }
     return bracket[b] = {{"budget", b}, {"trials", json::array()}, {"values", json::array()},
                          {"promoted", json::array()}, {"training", 0}};
@@ -247,9 +248,9 @@ json build_report_data(const std::string& dir) {
   json trial_list = json::array();
   for (auto& [id, t] : trials) {
     const double last_job = t.job_budgets.empty() ? t.reached : t.job_budgets.back();
-    const bool at_max = std::isfinite(max_budget) && t.reached >= 0 && same_budget(t.reached, max_budget);
+    const bool at_max = std::isfinite(max_budget) && t.reached >= 0 && same_value(t.reached, max_budget);
     // A job that asks for more than the trial reported is still training (or was, when the driver stopped).
-    const bool owes = t.reached < 0 || (last_job > t.reached && !same_budget(last_job, t.reached));
+    const bool owes = t.reached < 0 || (last_job > t.reached && !same_value(last_job, t.reached));
     const bool running = !finished && !t.stopped && !t.failed && owes;
     const char* state = t.failed    ? "failed"
                         : at_max    ? "finished"
@@ -261,18 +262,18 @@ json build_report_data(const std::string& dir) {
       budgets.insert(t.job_budgets.begin(), t.job_budgets.end());
       for (const double b : budgets) {
         auto& rung = rung_of(*t.bracket, b);
-        const bool ended = std::any_of(t.ended.begin(), t.ended.end(), [b](double e) { return same_budget(e, b); });
+        const bool ended = std::any_of(t.ended.begin(), t.ended.end(), [b](double e) { return same_value(e, b); });
         if (!ended) {
-          if (running && same_budget(b, last_job)) rung["training"] = rung["training"].get<int>() + 1;
+          if (running && same_value(b, last_job)) rung["training"] = rung["training"].get<int>() + 1;
           continue;
         }
         double value = kNaN;
         for (std::size_t i = 0; i < t.budgets.size(); ++i) {
-          if (same_budget(t.budgets[i], b)) value = t.values[i];
+          if (same_value(t.budgets[i], b)) value = t.values[i];
         }
         const bool promoted = std::any_of(t.job_budgets.begin(), t.job_budgets.end(),
-                                          [b](double j) { return j > b && !same_budget(j, b); }) ||
-                              (t.reached > b && !same_budget(t.reached, b));
+                                          [b](double j) { return j > b && !same_value(j, b); }) ||
+                              (t.reached > b && !same_value(t.reached, b));
         rung["trials"].push_back(id);
         rung["values"].push_back(number_json(value));
         rung["promoted"].push_back(promoted);
