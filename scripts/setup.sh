@@ -33,6 +33,8 @@ packages=(
   dataset-fashion-mnist
   python3-torch
   linux-perf  # profiling the driver under bench/load_bench (docs/benchmarks.md)
+  python3-plotly  # plotly.js, which `packtune report` embeds into the binary (the build needs it)
+  chromium        # cli/report opens a report in headless Chromium (skipped without it)
 )
 # For the cluster tests (tests/scripts/): a private Slurm and munged, sshd in network
 # namespaces. The tests start their own daemons with their own configs, ports and sockets;

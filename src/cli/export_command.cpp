@@ -23,6 +23,8 @@ using json = nlohmann::json;
 // any other top-level number or null is a metric.
 const std::vector<std::string> kReportFields = {"trial", "budget", "final", "wall_time", "train_seconds", "actor",
                                                 "unit_size"};
+// Fields that later versions added (older files lack them): columns when present, never metrics.
+const std::vector<std::string> kLaterFields = {"unit", "job_start"};
 
 // Columns in the order they first appear, each once.
 class Columns {
@@ -94,6 +96,10 @@ void write_results_csv(std::istream& jsonl, const std::string& source, std::ostr
       const bool is_field =
           std::find(kReportFields.begin(), kReportFields.end(), key) != kReportFields.end();
       if (is_field) continue;
+      if (std::find(kLaterFields.begin(), kLaterFields.end(), key) != kLaterFields.end()) {
+        fields.add(key);
+        continue;
+      }
       (value.is_number() || value.is_null() ? metrics : fields).add(key);
     }
     // Config columns in the order the first row holding them lists them (json sorts keys).

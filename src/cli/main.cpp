@@ -17,6 +17,7 @@
 #include "driver/journal.hpp"
 #include "experiment/experiment_config.hpp"
 #include "cli/export_command.hpp"
+#include "cli/report_command.hpp"
 #include "cli/inspect_command.hpp"
 #include "packtune/error.hpp"
 #include "experiment/results_writer.hpp"
@@ -42,6 +43,7 @@ constexpr const char* kUsage =
     "  simulate [CONFIG] --objective simulate a tuner against a learning-curve objective\n"
     "  inspect FILE.h5 [--json]      show a trial checkpoint: trial, budget, config, tensors\n"
     "  export DIR [--csv]            an experiment's reports as CSV, config flattened into columns\n"
+    "  report DIR [--output FILE]    DIR/report.html: charts of the experiment, one file that opens offline\n"
     "  keys DIR                      make CURVE keys for a driver and actors on other machines\n"
     "\n"
     "run `packtune <command> --help` for the options of a command\n";
@@ -265,6 +267,7 @@ int main(int argc, char** argv) {
     if (command == "simulate") return packtune::cli::run_simulate_command(args);
     if (command == "inspect") return packtune::cli::run_inspect_command(args);
     if (command == "export") return packtune::cli::run_export_command(args);
+    if (command == "report") return packtune::cli::run_report_command(args);
     if (command == "--help" || command == "-h" || command == "help") {
       std::cout << kUsage;
       return 0;

@@ -155,7 +155,8 @@ void CheckpointStore::record(TrialId trial, const std::string& path, double budg
   held.push_back({path, budget});
 }
 
-void CheckpointStore::recover(const std::vector<Recorded>& recorded) {
+void CheckpointStore::recover(const std::vector<Recorded>& recorded,
+                              const std::function<bool(TrialId, double)>& adoptable) {
   namespace fs = std::filesystem;
   remove_partial_files();
   for (const auto& r : recorded) record(r.trial, path_of(fs::path(r.path).filename().string()), r.budget);
@@ -170,7 +171,13 @@ void CheckpointStore::recover(const std::vector<Recorded>& recorded) {
     const auto parsed = actors::parse_checkpoint_name(name);
     if (!parsed || !is_transfer_name(name)) continue;
     const auto [trial, budget] = *parsed;
-    if (!has(trial) || budget > newest_budget(trial) * (1 + 1e-9)) newer.push_back({trial, path_of(name), budget});
+    if (has(trial) && budget <= newest_budget(trial) * (1 + 1e-9)) continue;
+    if (adoptable && !adoptable(trial, budget)) {
+      spdlog::info("checkpoint store: trial {} also has {}, past a report the journal lacks; it resumes from an "
+                   "older one and reports that again", trial, path_of(name));
+      continue;
+    }
+    newer.push_back({trial, path_of(name), budget});
   }
   std::sort(newer.begin(), newer.end(), [](const Recorded& a, const Recorded& b) { return a.budget < b.budget; });
   for (const auto& r : newer) {

@@ -54,13 +54,15 @@ class CheckpointStore {
   // A resumed experiment: `recorded` are the records its journal holds, oldest first (only
   // file names count, so a moved results folder still resumes). Records whose files are
   // gone are dropped, and a trial's checkpoint that is newer than its last record (written
-  // after the journal's last commit) is taken too.
+  // after the journal's last commit) is taken too, if `adoptable(trial, budget)` says so (no
+  // predicate: always): resuming from it must not skip a report the journal lacks.
   struct Recorded {
     TrialId trial = -1;
     std::string path;
     double budget = 0;
   };
-  void recover(const std::vector<Recorded>& recorded);
+  void recover(const std::vector<Recorded>& recorded,
+               const std::function<bool(TrialId, double)>& adoptable = nullptr);
   bool has(TrialId trial) const;
   // Deletes every checkpoint of `trial` (unless all are kept): it will never resume or be tested.
   void drop(TrialId trial);

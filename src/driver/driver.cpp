@@ -20,6 +20,7 @@
 #include "driver/checkpoint_store.hpp"
 #include "driver/journal.hpp"
 #include "driver/profile_gate.hpp"
+#include "driver/live_report.hpp"
 #include "driver/status_display.hpp"
 #include "driver/trial_book.hpp"
 #include "driver/tuner_journal.hpp"
@@ -50,6 +51,15 @@ constexpr int kKeepBestCheckpoints = 3;
 // Messages handled between two dispatches at most: a flood of them (1,000 actors) must not
 // hold back the jobs they free.
 constexpr int kReceiveBatch = 64;
+// The first budget above `reported` at which an actor reports in a job to `job_budget`
+// (pack_executor.cpp: every `report_every` below the job's budget, then at the budget).
+double next_report(double report_every, double reported, double job_budget) {
+  const double eps = 1e-9 * std::max(1.0, job_budget);
+  if (!(report_every > 0)) return job_budget;
+  const double next = (std::floor((reported + eps) / report_every) + 1) * report_every;
+  return next < job_budget - eps ? next : job_budget;
+}
+
 // The journal is made durable at most this often while the loop is busy (group commit): an
 // fdatasync per loop turn was a fifth of the driver's CPU under 1,000 actors (850 a second in
 // load_bench). A crash loses at most this much more of the journal's suffix, which --resume
@@ -130,6 +140,8 @@ class Driver {
     tuning_.set_journal(journal_.get());
     // Before any thread that logs starts: on a terminal the display takes the log's sinks.
     display_ = std::make_unique<StatusDisplay>(StatusDisplay::choose(options_.quiet));
+    report_ = std::make_unique<LiveReport>(options_.out_dir);
+    spdlog::info("charts: {}/report.html, rewritten every few seconds while the experiment runs", options_.out_dir);
     const int cores = std::max(1u, std::thread::hardware_concurrency());
     const int threads = config_.threads_per_actor > 0 ? config_.threads_per_actor
                                                        : std::max(1, cores / std::max(1, config_.actors));
@@ -162,6 +174,7 @@ class Driver {
       } catch (const Error& e) {
         spdlog::warn("{}", e.what());
       }
+      report_->finish();
       std::signal(SIGINT, previous_int);
       std::signal(SIGTERM, previous_term);
       throw;
@@ -173,6 +186,7 @@ class Driver {
     if (code == 0) tuning_.on_finished(book_.completed_jobs());
     commit();
     results_->write_best();
+    report_written_ = report_->finish();
     std::signal(SIGINT, previous_int);
     std::signal(SIGTERM, previous_term);
     display_->finish(status());
@@ -235,6 +249,7 @@ class Driver {
         last_heartbeat = now;
       }
       if (display_->due(now)) display_->show(status(), now);
+      report_->tick(now);
     }
   }
 
@@ -384,7 +399,7 @@ class Driver {
     const bool seen = report.budget <= trial.reported + 1e-9 * std::max(1.0, report.budget);
     nlohmann::json row;
     if (!seen) {
-      row = ResultsWriter::line(report_row(actor, report), trial.full);
+      row = ResultsWriter::line(report_row(actor, trial, report), trial.full);
       results_->append(row);
       trial.reported = report.budget;
     }
@@ -402,7 +417,7 @@ class Driver {
     }
   }
 
-  ReportRow report_row(const ActorState& actor, const proto::Report& report) const {
+  ReportRow report_row(const ActorState& actor, const TrialState& trial, const proto::Report& report) const {
     ReportRow row;
     row.trial = report.trial;
     row.budget = report.budget;
@@ -412,6 +427,8 @@ class Driver {
     row.train_seconds = report.train_seconds;
     row.actor = actor.id;
     row.unit_size = report.unit_size;
+    row.unit = trial.unit;
+    row.job_start = trial.job_start;
     return row;
   }
 
@@ -493,7 +510,18 @@ class Driver {
   void restore(const TunerJournal::Recovered& r) {
     std::vector<CheckpointStore::Recorded> recorded;
     for (const auto& c : r.checkpoints) recorded.push_back({c.trial, c.path, c.budget});
-    store_->recover(recorded);
+    // The journal commits in groups (kCommitInterval), and an actor's checkpoint file may
+    // outlive the reports before it that the killed driver had not committed: resuming from
+    // it would skip them. Such a checkpoint is left, unless it is the next report's own.
+    // A job resumed from a checkpoint reports above it, and at its budget in any case.
+    store_->recover(recorded, [&](TrialId id, double budget) {
+      auto it = r.trials.find(id);
+      if (it == r.trials.end()) return true;
+      const double job_budget = it->second.job.budget;
+      const double eps = 1e-9 * std::max(1.0, job_budget);
+      const double next = next_report(config_.report_every, std::max(0.0, it->second.reported), job_budget);
+      return budget < next - eps || (std::abs(budget - job_budget) <= eps && next >= job_budget - eps);
+    });
     for (const auto& [id, progress] : r.trials) {
       TrialState* trial = book_.remember(progress.job);
       if (!trial) continue;
@@ -719,6 +747,8 @@ class Driver {
       auto assign = make_assign(started, trial);
       const auto* unit = planner_.unit_of(plan_, started.trial);
       assign.unit = "u" + std::to_string(unit->id);
+      trial.unit = assign.unit;
+      trial.job_start = seconds_since_start();
       assign.max_fused = unit->solo ? 1 : 0;
       // Nothing can resume a job at the largest budget: its checkpoint would only be deleted.
       // The final model too when the best trial's is tested at the end (on_final_checkpoint keeps few).
@@ -830,6 +860,7 @@ class Driver {
     std::printf("finished %s in %.1f s: %lld jobs, %d failed trials; results in %s\n",
                 config_.name.c_str(), seconds_since_start(), static_cast<long long>(book_.completed_jobs()),
                 book_.failed_trials(), options_.out_dir.c_str());
+    if (report_written_) std::printf("charts: %s/report.html\n", options_.out_dir.c_str());
     if (refused_reports_ > 0) {
       std::printf("%lld report(s) from actors retired after a partition were refused\n",
                   static_cast<long long>(refused_reports_));
@@ -980,6 +1011,8 @@ class Driver {
   TunerJournal tuning_;  // every call to the tuner goes through the journal
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<StatusDisplay> display_;
+  std::unique_ptr<LiveReport> report_;  // DIR/report.html, rewritten during the run
+  bool report_written_ = false;
   std::string ipc_file_;  // the socket file of an ipc endpoint, removed at the end
   std::vector<TrialId> best_finished_;  // trials keeping their final models, best first
   struct Testing {

@@ -34,6 +34,8 @@ struct TrialState {
   double resume_budget = 0;  // the checkpoint budget the running job should start from
   bool start_checked = true;  // whether the running job's first report was checked
   bool failed = false;        // it cannot go on
+  std::string unit;           // the running job's fused unit (Assign.unit), for results.jsonl
+  double job_start = -1;      // when the running job was assigned, seconds since the experiment started
 };
 
 class TrialBook {

@@ -26,6 +26,10 @@ struct ReportRow {
   double train_seconds = 0;  // seconds the actor spent on this trial in this job
   int actor = -1;
   int unit_size = 1;         // members of the fused unit it trained in (1: alone)
+  // The planner's unit the job trained in ("u12"; members share it) and when the job was
+  // assigned: report.html's timeline. Empty and -1: not known (not written).
+  std::string unit;
+  double job_start = -1;
 };
 
 class ResultsWriter {

@@ -1,0 +1,101 @@
+#include "driver/live_report.hpp"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <mutex>
+
+#include <spdlog/spdlog.h>
+
+#include "experiment/report_page.hpp"
+#include "packtune/error.hpp"
+
+namespace packtune {
+namespace {
+
+// At most this often. A rewrite reads every file of the run again, so it also waits ten times
+// as long as the last one took: a driver with 100,000 trials spends a tenth of a core on it at most.
+constexpr auto kInterval = std::chrono::seconds(5);
+constexpr int kSlowdown = 10;
+// The first page comes sooner, so a user can open it as soon as the run has started.
+constexpr auto kFirst = std::chrono::seconds(2);
+// Free space the journal and checkpoints keep: the report never takes the last of the disk.
+constexpr std::uintmax_t kKeepFree = 256ull << 20;
+// Past this much of results.jsonl and journal.jsonl together (some 50,000 reports) the page
+// is only written at the end: each rewrite would read it all again, and hold it in memory.
+constexpr std::uintmax_t kLiveLimit = 32ull << 20;
+
+std::uintmax_t size_of(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : size;
+}
+
+}  // namespace
+
+struct LiveReport::Shared {
+  std::atomic<bool> busy{false};
+  std::mutex mutex;
+  LiveReport::Clock::duration took{};
+  std::string last_warning;  // each distinct failure is logged once, not every 5 s
+};
+
+LiveReport::LiveReport(std::string dir)
+    : dir_(std::move(dir)), shared_(std::make_shared<Shared>()), next_(Clock::now() + kFirst) {}
+
+LiveReport::~LiveReport() { join(); }
+
+void LiveReport::join() {
+  if (worker_.joinable()) worker_.join();
+}
+
+bool LiveReport::write(const std::string& dir, bool live, Shared& shared) {
+  const auto start = Clock::now();
+  std::string warning;
+  try {
+    if (live && size_of(std::filesystem::path(dir) / "results.jsonl") +
+                        size_of(std::filesystem::path(dir) / "journal.jsonl") > kLiveLimit) {
+      throw Error("the experiment's files are over " + std::to_string(kLiveLimit >> 20) +
+                  " MiB; it is written at the end only");
+    }
+    report::write_report(dir, "", live, kKeepFree);
+  } catch (const std::exception& e) {  // Error, or bad_alloc on a huge run: the run goes on
+    warning = e.what();
+  }
+  std::lock_guard<std::mutex> lock(shared.mutex);
+  shared.took = Clock::now() - start;
+  if (!warning.empty() && warning != shared.last_warning) spdlog::warn("report.html not written: {}", warning);
+  shared.last_warning = warning;
+  return warning.empty();
+}
+
+void LiveReport::tick(Clock::time_point now) {
+  if (now < next_ || shared_->busy.load()) return;
+  join();
+  Clock::duration took;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    took = shared_->took;
+  }
+  next_ = now + std::max<Clock::duration>(kInterval, kSlowdown * took);
+  shared_->busy = true;
+  worker_ = std::thread([dir = dir_, shared = shared_] {
+    // The lowest priority, for this thread alone (Linux's nice is per thread): on a machine
+    // whose cores the actors fill, the page waits, not the driver's loop or the training.
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
+    write(dir, true, *shared);
+    shared->busy = false;
+  });
+}
+
+bool LiveReport::finish() {
+  join();
+  return write(dir_, false, *shared_);
+}
+
+}  // namespace packtune
