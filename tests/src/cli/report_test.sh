@@ -13,9 +13,9 @@ if [ -z "$browser" ]; then
 fi
 work="$(mktemp -d)"
 driver=""
-trap '[ -n "$driver" ] && kill "$driver" 2> /dev/null; rm -rf "$work"' EXIT
+actors=""
+trap '[ -n "$actors" ] && kill -CONT $actors 2> /dev/null; [ -n "$driver" ] && kill "$driver" 2> /dev/null; rm -rf "$work"' EXIT
 
-# Long enough (several seconds of training) for the driver's rewrite every 5 s to happen once.
 cat > "$work/config.json" <<'JSON'
 {
   "name": "report_test",
@@ -25,7 +25,7 @@ cat > "$work/config.json" <<'JSON'
   "actors": 2,
   "max_pack": 4,
   "fuse": "always",
-  "data": {"train_size": 12000, "validation_size": 500},
+  "data": {"train_size": 8000, "validation_size": 500},
   "model": {"family": "mlp", "depth": 1, "batch_size": 64},
   "space": {"lr": {"type": "loguniform", "low": 0.001, "high": 0.01},
             "width": {"type": "choice", "values": [32, 64]},
@@ -34,14 +34,30 @@ cat > "$work/config.json" <<'JSON'
 JSON
 "$packtune" run "$work/config.json" --out "$work/out" --quiet > "$work/run.log" 2>&1 &
 driver=$!
-live=no
-while kill -0 "$driver" 2> /dev/null; do
-  if [ -f "$work/out/report.html" ] && grep -q 'http-equiv="refresh"' "$work/out/report.html"; then live=yes; fi
-  sleep 0.2
+# The live page, whatever the machine's speed: once reports are in, the driver's actors (its
+# children) are held with SIGSTOP until the driver has rewritten the page (every 5 s), then
+# let go. The page must reload itself and hold the reports so far.
+for _ in $(seq 1 600); do
+  [ "$(wc -l < "$work/out/results.jsonl" 2> /dev/null || echo 0)" -ge 3 ] && break
+  sleep 0.05
 done
+actors="$(pgrep -P "$driver" || true)"
+[ -n "$actors" ] || { echo "FAIL: no actor processes under the driver"; cat "$work/run.log"; exit 1; }
+kill -STOP $actors
+live=no
+for _ in $(seq 1 400); do
+  reports="$(grep -o '"reports":[0-9]*' "$work/out/report.html" 2> /dev/null | tail -1 | cut -d: -f2 || true)"
+  if grep -q 'http-equiv="refresh"' "$work/out/report.html" 2> /dev/null && [ "${reports:-0}" -ge 3 ]; then
+    live=yes
+    break
+  fi
+  sleep 0.05
+done
+kill -CONT $actors
+actors=""
 wait "$driver" || { cat "$work/run.log"; exit 1; }
 driver=""
-[ "$live" = yes ] || { echo "FAIL: no report.html that reloads itself appeared during the run"; cat "$work/run.log"; exit 1; }
+[ "$live" = yes ] || { echo "FAIL: no report.html with the reports so far that reloads itself during the run"; exit 1; }
 grep -q 'http-equiv="refresh"' "$work/out/report.html" && { echo "FAIL: the final report.html still reloads itself"; exit 1; }
 cp "$work/out/report.html" "$work/driver.html"
 
