@@ -1,5 +1,7 @@
 #include "cli/command_line.hpp"
 
+#include <iostream>
+
 #include "packtune/error.hpp"
 
 namespace packtune::cli {
@@ -17,6 +19,18 @@ po::variables_map parse_command_line(const std::string& command, const std::vect
     throw InputError(command + ": " + e.what() + "; see packtune " + command + " --help");
   }
   return vm;
+}
+
+int exit_code_of(const std::function<int()>& command) {
+  try {
+    return command();
+  } catch (const InputError& e) {
+    std::cerr << "packtune: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "packtune: error: " << e.what() << "\n";
+    return 1;
+  }
 }
 
 }  // namespace packtune::cli

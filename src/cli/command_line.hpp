@@ -1,6 +1,7 @@
 #pragma once
 // Parsing of one subcommand's options: a malformed command line is an input error naming the
 // command and where its help is.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,5 +13,10 @@ boost::program_options::variables_map parse_command_line(
     const std::string& command, const std::vector<std::string>& args,
     const boost::program_options::options_description& options,
     const boost::program_options::positional_options_description& positional = {});
+
+// Runs one command of `packtune` or `packtune-actor` and returns the process's exit code: the
+// command's own, or 2 after an InputError and 1 after any other exception, each printed as one
+// line on stderr ("packtune: error: ..."), so both executables report errors alike.
+int exit_code_of(const std::function<int()>& command);
 
 }  // namespace packtune::cli

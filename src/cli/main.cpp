@@ -10,7 +10,7 @@
 #include <boost/program_options.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actor/actor_process.hpp"
+#include "cli/actor_launch.hpp"
 #include "cli/command_line.hpp"
 #include "protocol/curve_keys.hpp"
 #include "driver/driver.hpp"
@@ -159,36 +159,6 @@ int run_command(const std::vector<std::string>& args) {
   return packtune::run_experiment(config, driver);
 }
 
-int actor_command(const std::vector<std::string>& args) {
-  po::options_description options("packtune actor --driver ENDPOINT [options]");
-  options.add_options()
-      ("help,h", "show this help")
-      ("driver", po::value<std::string>(), "the driver's ZeroMQ endpoint, e.g. tcp://host:5555")
-      ("threads", po::value<int>()->default_value(0), "CPU threads for training (0 = all cores)")
-      ("node", po::value<int>()->default_value(-1), "set by the node (or driver) that starts the actor")
-      ("local-index", po::value<int>()->default_value(-1), "its slot on that node")
-      ("connect-timeout", po::value<double>()->default_value(30), "seconds to wait for the driver")
-      ("keys", po::value<std::string>(), "CURVE keys from `packtune keys DIR` (the driver's config names the same DIR)")
-      ("work-dir", po::value<std::string>(), "where to keep checkpoints on their way to or from a driver on another "
-                                             "machine (default: a fresh folder in the temp folder)");
-  auto vm = packtune::cli::parse_command_line("actor", args, options);
-  if (vm.count("help")) {
-    std::cout << options;
-    return 0;
-  }
-  if (!vm.count("driver")) throw packtune::InputError("actor: missing --driver ENDPOINT");
-  packtune::ActorOptions actor;
-  actor.driver = vm["driver"].as<std::string>();
-  actor.threads = vm["threads"].as<int>();
-  actor.local_index = vm["local-index"].as<int>();
-  actor.node_id = vm["node"].as<int>();
-  actor.connect_timeout_seconds = vm["connect-timeout"].as<double>();
-  if (vm.count("keys")) actor.keys = vm["keys"].as<std::string>();
-  if (vm.count("work-dir")) actor.work_dir = vm["work-dir"].as<std::string>();
-  if (actor.threads < 0) throw packtune::InputError("--threads: expected 0 or more");
-  return packtune::run_actor(actor);
-}
-
 int node_command(const std::vector<std::string>& args) {
   po::options_description options("packtune node --driver ENDPOINT [options]");
   options.add_options()
@@ -257,9 +227,10 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
-  try {
+  return packtune::cli::exit_code_of([&]() -> int {
     if (command == "run") return run_command(args);
-    if (command == "actor") return actor_command(args);
+    // The actor alone links LibTorch; it is its own executable (cli/actor_launch.hpp).
+    if (command == "actor") packtune::cli::exec_actor(argv[0], args);
     if (command == "node") return node_command(args);
     if (command == "keys") return keys_command(args);
     if (command == "plan") return packtune::cli::run_plan_command(args);
@@ -274,11 +245,5 @@ int main(int argc, char** argv) {
     }
     std::cerr << "packtune: unknown command \"" << command << "\"\n" << kUsage;
     return 2;
-  } catch (const packtune::InputError& e) {
-    std::cerr << "packtune: error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "packtune: error: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

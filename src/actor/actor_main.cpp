@@ -1,0 +1,59 @@
+// packtune-actor: `packtune actor`'s process, the one executable that links LibTorch.
+// `packtune actor ARGS` replaces itself with this executable under the command line
+// `packtune actor ARGS` (cli/actor_launch.hpp), so users, scripts and the node and driver that
+// spawn actors keep calling `packtune actor`. Started directly, `packtune-actor ARGS` works too.
+// Errors as packtune's: one line on stderr, exit 2 for bad input, 1 for any other failure.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actor/actor_process.hpp"
+#include "cli/command_line.hpp"
+#include "packtune/error.hpp"
+
+namespace po = boost::program_options;
+
+namespace {
+
+int actor_command(const std::vector<std::string>& args) {
+  po::options_description options("packtune actor --driver ENDPOINT [options]");
+  options.add_options()
+      ("help,h", "show this help")
+      ("driver", po::value<std::string>(), "the driver's ZeroMQ endpoint, e.g. tcp://host:5555")
+      ("threads", po::value<int>()->default_value(0), "CPU threads for training (0 = all cores)")
+      ("node", po::value<int>()->default_value(-1), "set by the node (or driver) that starts the actor")
+      ("local-index", po::value<int>()->default_value(-1), "its slot on that node")
+      ("connect-timeout", po::value<double>()->default_value(30), "seconds to wait for the driver")
+      ("keys", po::value<std::string>(), "CURVE keys from `packtune keys DIR` (the driver's config names the same DIR)")
+      ("work-dir", po::value<std::string>(), "where to keep checkpoints on their way to or from a driver on another "
+                                             "machine (default: a fresh folder in the temp folder)");
+  auto vm = packtune::cli::parse_command_line("actor", args, options);
+  if (vm.count("help")) {
+    std::cout << options;
+    return 0;
+  }
+  if (!vm.count("driver")) throw packtune::InputError("actor: missing --driver ENDPOINT");
+  packtune::ActorOptions actor;
+  actor.driver = vm["driver"].as<std::string>();
+  actor.threads = vm["threads"].as<int>();
+  actor.local_index = vm["local-index"].as<int>();
+  actor.node_id = vm["node"].as<int>();
+  actor.connect_timeout_seconds = vm["connect-timeout"].as<double>();
+  if (vm.count("keys")) actor.keys = vm["keys"].as<std::string>();
+  if (vm.count("work-dir")) actor.work_dir = vm["work-dir"].as<std::string>();
+  if (actor.threads < 0) throw packtune::InputError("--threads: expected 0 or more");
+  return packtune::run_actor(actor);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spdlog::set_pattern("[%H:%M:%S] %^%l%$ %v");
+  // `actor` first when packtune handed over (its command line kept as it was).
+  const int first = argc > 1 && std::string(argv[1]) == "actor" ? 2 : 1;
+  const std::vector<std::string> args(argv + first, argv + argc);
+  return packtune::cli::exit_code_of([&] { return actor_command(args); });
+}
