@@ -22,7 +22,7 @@ using json = nlohmann::json;
 // The fields every report line has (experiment/results_writer.cpp), first and in this order;
 // any other top-level number or null is a metric.
 const std::vector<std::string> kReportFields = {"trial", "budget", "final", "wall_time", "train_seconds", "actor",
-                                                "unit_size"};
+                                                "unit_size", "unit"};
 
 // Columns in the order they first appear, each once.
 class Columns {

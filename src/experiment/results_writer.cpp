@@ -96,6 +96,7 @@ nlohmann::json ResultsWriter::line(const ReportRow& row, const tuners::TrialConf
   line["train_seconds"] = row.train_seconds;
   line["actor"] = row.actor;
   line["unit_size"] = row.unit_size;
+  line["unit"] = row.unit;
   // Every trial's hyper-parameters (fixed and sampled), not only the best's: enough to re-run any trial elsewhere
   // (bench/peer_bench trains the same trials in a plain PyTorch loop from these).
   line["config"] = tuners::to_json(config);

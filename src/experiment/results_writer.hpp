@@ -26,6 +26,9 @@ struct ReportRow {
   double train_seconds = 0;  // seconds the actor spent on this trial in this job
   int actor = -1;
   int unit_size = 1;         // members of the fused unit it trained in (1: alone)
+  // The planner's id of that unit, unique within the run: a trial keeps its unit for a whole
+  // job (tests check that trials move only at rung boundaries); -1: not known.
+  std::int64_t unit = -1;
 };
 
 class ResultsWriter {

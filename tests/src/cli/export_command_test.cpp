@@ -21,20 +21,20 @@ std::string csv_of(const std::string& jsonl) {
 TEST_CASE("each report is a row; metrics and the flattened config are columns") {
   const std::string jsonl =
       R"({"actor":0,"budget":0.5,"config":{"lr":0.001,"opt":{"name":"adam","betas":[0.9,0.99]}},"final":false,)"
-      R"("train_seconds":1.5,"trial":0,"unit_size":2,"val_accuracy":0.75,"val_loss":0.5,"wall_time":3.25})"
+      R"("train_seconds":1.5,"trial":0,"unit":7,"unit_size":2,"val_accuracy":0.75,"val_loss":0.5,"wall_time":3.25})"
       "\n"
       R"({"actor":1,"budget":1,"config":{"lr":0.01,"note":"a, \"quoted\"\nline"},"final":true,)"
       R"("train_seconds":2,"trial":1,"unit_size":1,"val_accuracy":null,"val_loss":0.25,"wall_time":4})"
       "\n";
   CHECK(csv_of(jsonl) ==
-        "trial,budget,final,wall_time,train_seconds,actor,unit_size,val_accuracy,val_loss,config.lr,"
+        "trial,budget,final,wall_time,train_seconds,actor,unit_size,unit,val_accuracy,val_loss,config.lr,"
         "config.opt.betas,config.opt.name,config.note\r\n"
-        "0,0.5,false,3.25,1.5,0,2,0.75,0.5,0.001,\"[0.9,0.99]\",adam,\r\n"
-        "1,1,true,4,2,1,1,,0.25,0.01,,,\"a, \"\"quoted\"\"\nline\"\r\n");
+        "0,0.5,false,3.25,1.5,0,2,7,0.75,0.5,0.001,\"[0.9,0.99]\",adam,\r\n"
+        "1,1,true,4,2,1,1,,,0.25,0.01,,,\"a, \"\"quoted\"\"\nline\"\r\n");
 }
 
 TEST_CASE("an empty results file is a header alone; a line that is not a report names its number") {
-  CHECK(csv_of("") == "trial,budget,final,wall_time,train_seconds,actor,unit_size\r\n");
+  CHECK(csv_of("") == "trial,budget,final,wall_time,train_seconds,actor,unit_size,unit\r\n");
   try {
     csv_of("{\"trial\":0,\"budget\":1}\n{\"trial\": 1, \"budget\"\n");
     FAIL("no error");
