@@ -8,7 +8,7 @@
 
 The experiment is examples/fashion_mnist.json's model and space under Hyperband (eta 3, 0.25
 to 2.25 epochs: 17 trials, 22 jobs in one sweep). The ways run in turn, --repeat rounds of
-them interleaved (the order rotated each round) (this machine is shared and noisy), each timed from start to exit of
+them interleaved (the order rotated each round, as this machine is shared and noisy), each timed from start to exit of
 `packtune run` (actor start-up and data loading included). Prints each way's wall times and
 median, the median ratios, and the largest difference between the ways' reports (training is
 deterministic per trial given its seed, so they must agree within 2e-3; exit 1 otherwise).
@@ -75,7 +75,11 @@ def write_configs(a, work):
     base["budget"] = {"unit": "epochs", "min": 0.25, "max": 2.25, "report_every": 0.25}
     base["actors"] = a.actors
     base["evaluate_test"] = False  # the same for every way; not what is compared
-    base.setdefault("data", {})["train_size"] = a.train_size
+    data = base.setdefault("data", {})
+    if a.train_size > 0:
+        data["train_size"] = a.train_size
+    else:
+        data.pop("train_size", None)  # every image the validation split leaves
     if a.max_pack is not None:
         base["max_pack"] = a.max_pack
     if a.fuse is not None:
