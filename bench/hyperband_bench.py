@@ -40,6 +40,7 @@ def parse_args(argv):
                    help="config whose model and space are used (default: examples/fashion_mnist.json)")
     p.add_argument("--packtune", default=os.path.join(HERE, "..", "build", "src", "packtune"), help="the packtune binary")
     p.add_argument("--train-size", type=int, help="training images, 0 = all (default 0; --quick 10000)")
+    p.add_argument("--validation-size", type=int, help="validation images (default: the config's; --smoke 1024)")
     p.add_argument("--repeat", type=int, help="rounds of the ways, interleaved (default 3; --quick 1)")
     p.add_argument("--actors", type=int, default=2, help="local actors (default 2)")
     p.add_argument("--max-pack", type=int, help="trials per actor when packed (default: the config's)")
@@ -47,10 +48,14 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=1, help="experiment seed (default 1)")
     p.add_argument("--ways", default=",".join(WAYS), help="comma-separated subset of " + ",".join(WAYS))
     p.add_argument("--quick", action="store_true", help="10,000 training images, one round: a few minutes on 2 cores")
+    p.add_argument("--smoke", action="store_true",
+                   help="2,048 training and 1,024 validation images, one round, fuse never: checks that every way runs and agrees")
     p.add_argument("--json", action="store_true", help="print one JSON object (progress goes to stderr)")
     p.add_argument("--keep", metavar="DIR", help="run in DIR and keep the outputs (default: a temporary folder)")
     a = p.parse_args(argv)
     preset = {"train_size": 10000, "repeat": 1} if a.quick else {"train_size": 0, "repeat": 3}
+    if a.smoke:
+        preset = {"train_size": 2048, "validation_size": 1024, "repeat": 1, "fuse": "never"}
     for key, value in preset.items():
         if getattr(a, key) is None:
             setattr(a, key, value)
@@ -80,6 +85,8 @@ def write_configs(a, work):
         data["train_size"] = a.train_size
     else:
         data.pop("train_size", None)  # every image the validation split leaves
+    if a.validation_size is not None:
+        data["validation_size"] = a.validation_size
     if a.max_pack is not None:
         base["max_pack"] = a.max_pack
     if a.fuse is not None:
