@@ -772,10 +772,11 @@ class Driver {
     }
     std::map<TrialId, Job> jobs;
     std::vector<packing::TrialDemand> demands;
+    std::vector<Job> unknown;  // trials the book never opened: the usual path says why, after the placed
     for (auto& job : promoted) {
       const auto known = book_.trials().find(job.trial);
       if (known == book_.trials().end()) {
-        book_.enqueue(std::move(job));  // unknown to the book: the usual path says why
+        unknown.push_back(std::move(job));
         continue;
       }
       const TrialState& trial = known->second;
@@ -785,6 +786,7 @@ class Driver {
     }
     const auto placement = replan_rung(planner_, plan_, demands);
     for (const auto& p : placement.placed) book_.enqueue(jobs.at(p.trial));
+    for (auto& job : unknown) book_.enqueue(std::move(job));
     for (const auto id : placement.waiting) book_.enqueue(jobs.at(id));
     if (after) book_.enqueue(std::move(*after));
     if (!demands.empty()) {
