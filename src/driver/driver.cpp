@@ -21,6 +21,7 @@
 #include "driver/journal.hpp"
 #include "driver/profile_gate.hpp"
 #include "driver/live_report.hpp"
+#include "driver/rung_replan.hpp"
 #include "driver/status_display.hpp"
 #include "driver/trial_book.hpp"
 #include "driver/tuner_journal.hpp"
@@ -717,6 +718,10 @@ class Driver {
           if (running_jobs() == 0 && profiles_.held_jobs() == 0) return true;
           break;
         }
+        if (config_.replan && job.kind == Job::Kind::Resume) {
+          start_rung(std::move(job));
+          continue;
+        }
         book_.enqueue(std::move(job));
       }
       const Job& job = book_.next();
@@ -741,20 +746,7 @@ class Driver {
         }
         break;
       }
-      ActorState* actor = actor_by_id(*target);
-      const Job started = book_.start_next(actor->id);
-      actor->running.insert(started.trial);
-      auto assign = make_assign(started, trial);
-      const auto* unit = planner_.unit_of(plan_, started.trial);
-      assign.unit = "u" + std::to_string(unit->id);
-      trial.unit = assign.unit;
-      trial.job_start = seconds_since_start();
-      assign.max_fused = unit->solo ? 1 : 0;
-      // Nothing can resume a job at the largest budget: its checkpoint would only be deleted.
-      // The final model too when the best trial's is tested at the end (on_final_checkpoint keeps few).
-      assign.checkpoint = config_.keep_checkpoints == "all" || config_.evaluate_test ||
-                          started.budget < config_.max_budget * (1 - 1e-9);
-      send(*actor, assign);
+      start_next_job(*target, trial);
     }
     if (running_jobs() == 0 && book_.queue_empty() && live_actors() == 0 && registry_.open_slots() == 0) {
       if (!registry_.any_actor_joined()) {
@@ -770,6 +762,72 @@ class Driver {
       throw Error("no actor is left to train on: " + why);
     }
     return false;
+  }
+
+  // The queue's next job starts on the actor the plan put it on.
+  void start_next_job(int actor_id, TrialState& trial) {
+    ActorState* actor = actor_by_id(actor_id);
+    const Job started = book_.start_next(actor->id);
+    actor->running.insert(started.trial);
+    auto assign = make_assign(started, trial);
+    const auto* unit = planner_.unit_of(plan_, started.trial);
+    assign.unit = "u" + std::to_string(unit->id);
+    trial.unit = assign.unit;
+    trial.job_start = seconds_since_start();
+    assign.max_fused = unit->solo ? 1 : 0;
+    // Nothing can resume a job at the largest budget: its checkpoint would only be deleted.
+    // The final model too when the best trial's is tested at the end (on_final_checkpoint keeps few).
+    assign.checkpoint = config_.keep_checkpoints == "all" || config_.evaluate_test ||
+                        started.budget < config_.max_budget * (1 - 1e-9);
+    send(*actor, assign);
+  }
+
+  // A rung boundary (docs/planner.md): the tuner promotes trials, and every promotion it has
+  // now is planned together (rung_replan.hpp) rather than placed as it comes. Called with the
+  // first Resume on an empty queue; the jobs the plan has no room for wait at the queue's
+  // front, and the tuner's next other job (a new trial) behind them.
+  void start_rung(Job first) {
+    std::vector<Job> promoted{std::move(first)};
+    std::optional<Job> after;
+    while (true) {
+      Job job = tuning_.next_job();
+      if (job.kind == Job::Kind::Resume) {
+        promoted.push_back(std::move(job));
+        continue;
+      }
+      // Wait and Finished change nothing in the tuner: the loop asks again later.
+      if (job.kind == Job::Kind::Start) after = std::move(job);
+      break;
+    }
+    std::map<TrialId, Job> jobs;
+    std::vector<packing::TrialDemand> demands;
+    std::vector<Job> unknown;  // trials the book never opened: the usual path says why, after the placed
+    for (auto& job : promoted) {
+      const auto known = book_.trials().find(job.trial);
+      if (known == book_.trials().end()) {
+        unknown.push_back(std::move(job));
+        continue;
+      }
+      const TrialState& trial = known->second;
+      if (hold_for_profile(job, trial)) continue;  // the gate gives it back later
+      demands.push_back({job.trial, trial.shape, job_steps(config_, train_images_, job.budget, trial.shape.batch_size)});
+      jobs.emplace(job.trial, std::move(job));
+    }
+    const auto placement = replan_rung(planner_, plan_, demands);
+    for (const auto& p : placement.placed) book_.enqueue(jobs.at(p.trial));
+    for (auto& job : unknown) book_.enqueue(std::move(job));
+    for (const auto id : placement.waiting) book_.enqueue(jobs.at(id));
+    if (after) book_.enqueue(std::move(*after));
+    if (!demands.empty()) {
+      spdlog::info("rung boundary: {} promoted trial(s) re-planned into {} unit(s) on {} actor(s){}{}",
+                   demands.size(), placement.units, placement.actors,
+                   placement.waiting.empty() ? "" : fmt::format(", {} wait for room", placement.waiting.size()),
+                   placement.replanned ? "" : " (placed one by one: a running unit would have moved)");
+    }
+    for (const auto& p : placement.placed) {
+      const auto opened = book_.open_next();
+      start_next_job(p.actor, *opened.trial);
+    }
   }
 
   int running_jobs() const { return book_.running(); }

@@ -116,7 +116,7 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
   c.source = root;
   c.name = std::filesystem::path(path).stem().string();
   Fields top(root, "");
-  top.allow("name, seed, metric, mode, budget, tuner, tuner_plugin, actors, device, max_pack, fuse, "
+  top.allow("name, seed, metric, mode, budget, tuner, tuner_plugin, actors, device, max_pack, fuse, replan, "
             "threads_per_actor, listen, keys, insecure, heartbeat_seconds, actor_timeout_seconds, join_timeout_seconds, keep_checkpoints, checkpoint_every, actor_memory, "
             "memory_estimate_scale, data, model, space");
   top.string("name", c.name);
@@ -191,6 +191,7 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
   top.string("keys", c.keys);
   top.boolean("insecure", c.insecure);
   top.boolean("evaluate_test", c.evaluate_test);
+  top.boolean("replan", c.replan);
   top.number("heartbeat_seconds", c.heartbeat_seconds, 0, true);
   top.number("actor_timeout_seconds", c.actor_timeout_seconds, 0, true);
   top.number("join_timeout_seconds", c.join_timeout_seconds, 0, true);

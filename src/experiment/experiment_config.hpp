@@ -50,6 +50,9 @@ struct ExperimentConfig {
   int actors = 1;                 // 0: none; nodes and actors started elsewhere join
   std::string device = "cpu";
   int max_pack = 8;               // trials trained at once per actor
+  // At a rung boundary the trials the tuner promotes are planned together (Planner::replan,
+  // docs/planner.md); false: each is placed online as the tuner hands it out.
+  bool replan = true;
   // auto: fuse trials (HFTA, unlike widths and optimizers too) where the throughput the
   // actors measured says it pays; always: as far as memory and max_pack allow; never.
   std::string fuse = "auto";

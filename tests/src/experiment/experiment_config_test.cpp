@@ -49,6 +49,15 @@ TEST_CASE("a valid config parses with its values") {
   CHECK(std::get<std::int64_t>(c.model.at("width")) == 32);
   CHECK(c.mode == packtune::tuners::Mode::Max);
   CHECK(c.space.params().size() == 1);
+  CHECK(c.replan);  // re-planning at rung boundaries is on unless the config turns it off
+}
+
+TEST_CASE("replan is a boolean that turns re-planning at rung boundaries off") {
+  auto j = base();
+  j["replan"] = false;
+  CHECK_FALSE(parse_config(j, "x").replan);
+  j["replan"] = "no";
+  CHECK_THAT(error_of(j), Catch::Contains("replan") && Catch::Contains("true or false"));
 }
 
 TEST_CASE("the metric sets the default mode") {

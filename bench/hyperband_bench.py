@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""hyperband_bench: one Hyperband schedule and seed, packed and one trial per actor.
+
+  packed            packtune run with the config's max_pack (or --max-pack K), re-planning each
+                    rung's promoted trials together ("replan": true, the default)
+  packed_no_replan  the same with "replan": false: promoted trials placed online one by one
+  max_pack_1        the same with --max-pack 1: one trial at a time per actor
+
+The experiment is examples/fashion_mnist.json's model and space under Hyperband (eta 3, 0.25
+to 2.25 epochs: 17 trials, 22 jobs in one sweep). The ways run in turn, --repeat rounds of
+them interleaved (the order rotated each round, as this machine is shared and noisy), each timed from start to exit of
+`packtune run` (actor start-up and data loading included). Prints each way's wall times and
+median, the median ratios, and the largest difference between the ways' reports (training is
+deterministic per trial given its seed, so they must agree within 2e-3; exit 1 otherwise).
+
+Run from the repository root after the build: bench/hyperband_bench.py [--quick]. See
+docs/benchmarks.md.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_bench import BenchError, load_average, read_reports, run_timed  # noqa: E402
+
+WAYS = ("packed", "packed_no_replan", "max_pack_1")
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOLERANCE = 2e-3
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="hyperband_bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--config", default=os.path.join(HERE, "..", "examples", "fashion_mnist.json"),
+                   help="config whose model and space are used (default: examples/fashion_mnist.json)")
+    p.add_argument("--packtune", default=os.path.join(HERE, "..", "build", "src", "packtune"), help="the packtune binary")
+    p.add_argument("--train-size", type=int, help="training images, 0 = all (default 0; --quick 10000)")
+    p.add_argument("--validation-size", type=int, help="validation images (default: the config's; --smoke 1024)")
+    p.add_argument("--repeat", type=int, help="rounds of the ways, interleaved (default 3; --quick 1)")
+    p.add_argument("--actors", type=int, default=2, help="local actors (default 2)")
+    p.add_argument("--max-pack", type=int, help="trials per actor when packed (default: the config's)")
+    p.add_argument("--fuse", help="auto | always | never (default: the config's)")
+    p.add_argument("--seed", type=int, default=1, help="experiment seed (default 1)")
+    p.add_argument("--ways", default=",".join(WAYS), help="comma-separated subset of " + ",".join(WAYS))
+    p.add_argument("--quick", action="store_true", help="10,000 training images, one round: a few minutes on 2 cores")
+    p.add_argument("--smoke", action="store_true",
+                   help="2,048 training and 1,024 validation images, one round, fuse never: checks that every way runs and agrees")
+    p.add_argument("--json", action="store_true", help="print one JSON object (progress goes to stderr)")
+    p.add_argument("--keep", metavar="DIR", help="run in DIR and keep the outputs (default: a temporary folder)")
+    a = p.parse_args(argv)
+    preset = {"train_size": 10000, "repeat": 1} if a.quick else {"train_size": 0, "repeat": 3}
+    if a.smoke:
+        preset = {"train_size": 2048, "validation_size": 1024, "repeat": 1, "fuse": "never"}
+    for key, value in preset.items():
+        if getattr(a, key) is None:
+            setattr(a, key, value)
+    a.ways = [w for w in a.ways.split(",") if w]
+    if any(w not in WAYS for w in a.ways) or not a.ways:
+        p.error(f"--ways: expected some of {','.join(WAYS)}")
+    if a.repeat < 1 or a.actors < 1 or (a.max_pack is not None and a.max_pack < 1):
+        p.error("--repeat, --actors and --max-pack must be >= 1")
+    return a
+
+
+def log(message):
+    print(f"hyperband_bench: {message}", file=sys.stderr, flush=True)
+
+
+def write_configs(a, work):
+    with open(a.config) as f:
+        base = json.load(f)
+    base["name"] = "hyperband_bench"
+    base["seed"] = a.seed
+    base["tuner"] = {"name": "hyperband", "eta": 3, "trials": 17}  # one whole sweep
+    base["budget"] = {"unit": "epochs", "min": 0.25, "max": 2.25, "report_every": 0.25}
+    base["actors"] = a.actors
+    base["evaluate_test"] = False  # the same for every way; not what is compared
+    data = base.setdefault("data", {})
+    if a.train_size > 0:
+        data["train_size"] = a.train_size
+    else:
+        data.pop("train_size", None)  # every image the validation split leaves
+    if a.validation_size is not None:
+        data["validation_size"] = a.validation_size
+    if a.max_pack is not None:
+        base["max_pack"] = a.max_pack
+    if a.fuse is not None:
+        base["fuse"] = a.fuse
+    paths = {}
+    for way in WAYS:
+        config = json.loads(json.dumps(base))
+        if way == "packed_no_replan":
+            config["replan"] = False
+        if way == "max_pack_1":
+            config["max_pack"] = 1
+        paths[way] = os.path.join(work, way + ".json")
+        with open(paths[way], "w") as f:
+            json.dump(config, f, indent=2)
+    return paths, base
+
+
+def largest_difference(a, b):
+    """The largest metric difference between two runs' reports; BenchError if they differ in keys."""
+    ra = {(r["trial"], r["budget"]): r for r in a}
+    rb = {(r["trial"], r["budget"]): r for r in b}
+    if ra.keys() != rb.keys():
+        raise BenchError(f"the runs reported different (trial, budget) pairs: {sorted(set(ra) ^ set(rb))[:10]}")
+    worst, where = 0.0, None
+    for key, r in ra.items():
+        for metric in ("val_accuracy", "val_loss", "train_loss"):
+            if r.get(metric) is None or rb[key].get(metric) is None:
+                if r.get(metric) != rb[key].get(metric):
+                    raise BenchError(f"trial {key[0]} budget {key[1]} {metric}: {r.get(metric)} vs {rb[key].get(metric)}")
+                continue
+            d = abs(r[metric] - rb[key][metric])
+            if d > worst:
+                # The unit sizes say whether fusion (other kernels, other rounding) is why.
+                worst, where = d, {"trial": key[0], "budget": key[1], "metric": metric,
+                                   "unit_sizes": [r.get("unit_size"), rb[key].get("unit_size")]}
+    return worst, where
+
+
+def bench(a):
+    work = a.keep or tempfile.mkdtemp(prefix="hyperband_bench-")
+    os.makedirs(work, exist_ok=True)
+    try:
+        paths, base = write_configs(a, work)
+        walls = {w: [] for w in a.ways}
+        reports = {}
+        loads = []
+        for round_ in range(a.repeat):
+            # Rotated each round: no way always runs first (after the others' page cache warm-up).
+            for way in a.ways[round_ % len(a.ways):] + a.ways[:round_ % len(a.ways)]:
+                out = os.path.join(work, f"{way}-{round_}")
+                command = [a.packtune, "run", paths[way], "--out", out, "--quiet"]
+                log(f"round {round_ + 1}/{a.repeat}, {way}: {' '.join(command)}")
+                loads.append(load_average())
+                wall = run_timed(command, out + ".stdout", out + ".stderr", "packtune run")
+                walls[way].append(wall)
+                rows = read_reports(out)
+                if way not in reports:
+                    reports[way] = rows
+                else:  # every round trains the same trials
+                    reports[way + f"-{round_}"] = rows
+                log(f"{way}: {wall:.1f} s, {len(rows)} reports")
+        first = reports[a.ways[0]]
+        # Against the first way's first round: the largest difference of each other run.
+        differences = {name: largest_difference(first, rows) for name, rows in reports.items() if name != a.ways[0]}
+        worst = max((d for d, _ in differences.values()), default=0.0)
+        # Any trial that trained fused in one run and plain in another (fuse "auto" sizes units
+        # from profiles the actors time, which a loaded machine can tip) differs by more than
+        # rounding: fused kernels add in another order.
+        fused = sorted({r["trial"] for rows in reports.values() for r in rows if r.get("unit_size", 1) > 1})
+        best = max(r["val_accuracy"] for r in first if r.get("val_accuracy") is not None)
+        median = {w: statistics.median(v) for w, v in walls.items()}
+
+        def ratio(x, y):
+            return round(median[x] / median[y], 3) if x in median and y in median else None
+
+        return {
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": f"{platform.node()}, {os.cpu_count()} CPU(s)",
+            "load_average": loads,
+            "schedule": "hyperband eta 3, 0.25 to 2.25 epochs, 17 trials, 22 jobs",
+            "train_size": a.train_size, "actors": a.actors, "max_pack": base.get("max_pack"),
+            "fuse": base.get("fuse", "auto"), "seed": a.seed, "repeat": a.repeat,
+            "wall_seconds": walls, "median_seconds": median,
+            "packed_over_max_pack_1": ratio("packed", "max_pack_1"),
+            "packed_over_packed_no_replan": ratio("packed", "packed_no_replan"),
+            "reports": len(first), "largest_report_difference": worst, "same_reports": worst <= TOLERANCE,
+            "differences": {name: {"largest": d, "at": at} for name, (d, at) in differences.items()},
+            "trials_fused_in_some_run": fused,
+            "best_val_accuracy": best,
+        }
+    finally:
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv=None):
+    a = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        r = bench(a)
+    except BenchError as e:
+        print(f"hyperband_bench: {e}", file=sys.stderr)
+        return 1
+    if a.json:
+        print(json.dumps(r, indent=2))
+    else:
+        print(f"{r['schedule']}, seed {r['seed']}, {r['train_size'] or 'all'} training images, {r['actors']} actors, "
+              f"max_pack {r['max_pack']}, fuse {r['fuse']}; {r['date']}, {r['machine']}")
+        for way, v in r["wall_seconds"].items():
+            print(f"  {way:<17} median {r['median_seconds'][way]:6.1f} s   ({', '.join(f'{x:.1f}' for x in v)})")
+        print(f"  packed / max_pack_1: {r['packed_over_max_pack_1']}   packed / packed_no_replan: "
+              f"{r['packed_over_packed_no_replan']}")
+        print(f"  {r['reports']} reports, largest difference between the ways {r['largest_report_difference']:.2e} "
+              f"({'within' if r['same_reports'] else 'NOT within'} {TOLERANCE}); best val_accuracy {r['best_val_accuracy']:.4f}")
+        for name, d in r["differences"].items():
+            print(f"    {a.ways[0]} vs {name}: {d['largest']:.2e} at {d['at']}")
+        if r["trials_fused_in_some_run"]:
+            print(f"  trials that trained in a fused unit in some run: {r['trials_fused_in_some_run']}")
+    return 0 if r["same_reports"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
