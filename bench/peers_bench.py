@@ -87,7 +87,7 @@ def parse_args(argv, defaults):
                    help="python of the peers' venv (default $PACKTUNE_PEERS_PYTHON, else " + DEFAULT_PEERS_PYTHON + ")")
     p.add_argument("--quick", action="store_true", help="10,000 training images: a few minutes here")
     p.add_argument("--smoke", action="store_true",
-                   help="1,024 training and 512 validation images: under a minute")
+                   help="1,024 training and 512 validation images, 0.25 ... 0.75 epochs (5 trials): checks every way runs")
     p.add_argument("--json", action="store_true", help="print one JSON object (progress goes to stderr)")
     p.add_argument("--keep", metavar="DIR", help="run in DIR and keep the outputs")
     a = p.parse_args(argv)
@@ -95,7 +95,7 @@ def parse_args(argv, defaults):
     if a.quick:
         preset["train_size"] = 10000
     if a.smoke:
-        preset = {"min_epochs": 0.25, "max_epochs": 2.25, "train_size": 1024, "validation_size": 512}
+        preset = {"min_epochs": 0.25, "max_epochs": 0.75, "train_size": 1024, "validation_size": 512}
     for key, value in preset.items():
         if getattr(a, key) is None:
             setattr(a, key, value)
@@ -129,7 +129,10 @@ def problem(a, work):
     config["device"] = "cpu"
     data = config.setdefault("data", {})
     data["dir"] = a.data_dir
-    data["train_size"] = a.train_size
+    if a.train_size:
+        data["train_size"] = a.train_size
+    else:
+        data.pop("train_size", None)
     if a.validation_size is not None:
         data["validation_size"] = a.validation_size
     data.setdefault("validation_size", 10000)
@@ -203,7 +206,7 @@ def run_packtune(a, config_path, work, name, max_pack):
               "trials": len({r["trial"] for r in rows}), "reports": len(rows),
               "best_val_accuracy": max((r["val_accuracy"] for r in reports if r["val_accuracy"] is not None), default=None),
               "best_trial": best.get("trial"), "test_accuracy": test.get("test_accuracy", test.get("accuracy")),
-              "curve": curve(reports)}
+              "curve": curve(reports), "first_report_seconds": min((r["t"] for r in reports), default=None)}
     with open(os.path.join(out_dir, "config.json")) as f:
         result["max_pack"] = json.load(f).get("max_pack")
     log(f"{name}: {wall:.1f} s, best val {result['best_val_accuracy']}, test {result['test_accuracy']}")
@@ -231,7 +234,8 @@ def run_peer(a, name, config_path, trials, work):
               "trials": len({r["trial"] for r in reports}), "reports": len(reports),
               "best_val_accuracy": max((r["val_accuracy"] for r in reports), default=None),
               "best_trial": out.get("best_trial"), "test_accuracy": out.get("test_accuracy"),
-              "curve": curve(reports), "versions": out.get("versions")}
+              "curve": curve(reports), "versions": out.get("versions"),
+              "first_report_seconds": min((r["t"] for r in reports), default=None)}
     log(f"{name}: {wall:.1f} s, best val {result['best_val_accuracy']}, test {result['test_accuracy']}")
     return result
 
@@ -285,7 +289,7 @@ def bench(a):
                          "report_every": a.report_every, "trials": trials,
                          "peers_max_t": round(a.max_epochs / a.report_every),
                          "peers_min_t": round(a.min_epochs / a.report_every)},
-            "train_size": config["data"]["train_size"], "validation_size": config["data"]["validation_size"],
+            "train_size": config["data"].get("train_size", 0), "validation_size": config["data"]["validation_size"],
             "test_size": 10000, "batch_size": config.get("model", {}).get("batch_size"),
             "actors": a.actors, "max_pack": config.get("max_pack"), "peer_workers": a.workers,
             "target": target, "ways": ways, "ratios": ratios,
@@ -505,7 +509,7 @@ def worker_ray(spec, problem, data):
         trainable,
         param_space=ray_space(problem["space"]),
         tune_config=tune.TuneConfig(metric="val_accuracy", mode="max", scheduler=scheduler,
-                                    num_samples=spec["trials"], max_concurrent_trials=spec["workers"],
+                                    num_samples=spec["trials"],
                                     search_alg=BasicVariantGenerator(random_state=problem["seed"])),
         run_config=tune.RunConfig(storage_path=os.path.abspath(spec["work"]), name="ray",
                                   checkpoint_config=tune.CheckpointConfig(num_to_keep=1), verbose=0))
