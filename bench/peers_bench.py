@@ -42,22 +42,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DATA_DIR = "/usr/share/datasets/fashion-mnist"
 DEFAULT_PEERS_PYTHON = os.path.expanduser("~/.cache/packtune/peers-venv/bin/python")
 WAYS = ("packtune", "max_pack_1", "ray_tune", "optuna")
-SKIP_CODE = 77  # CTest's SKIP_RETURN_CODE for the smoke test when the peers' venv is absent
-
-
-class BenchError(Exception):
-    pass
+sys.path.insert(0, HERE)
+from peer_bench import BenchError, load_average  # noqa: E402  (stdlib only, as this side)
 
 
 def log(message):
     print(f"peers_bench: {message}", file=sys.stderr, flush=True)
-
-
-def load_average():
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
 
 
 # ------------------------------------------------------------------------------------------
