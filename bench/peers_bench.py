@@ -1,0 +1,623 @@
+#!/usr/bin/env python3
+"""peers_bench: one Hyperband tuning problem four ways, in one run.
+
+  packtune      packtune run with tuner hyperband, packing as the config says
+  max_pack_1    the same with --max-pack 1
+  ray_tune      Ray Tune, HyperBandScheduler, a PyTorch function trainable (1 CPU per trial,
+                torch.set_num_threads(1), as many concurrent trials as cores)
+  optuna        Optuna, HyperbandPruner, a PyTorch objective that reports and prunes every
+                report_every epochs; one process per core sharing a JournalStorage file
+
+Same space (the config's), same model (bench/peer_loop.py re-implements packtune's `mlp` /
+`cnn` in torch.nn), same batch size and normalisation, same data split (validation_size off
+the end of the training file; test = the t10k files), same Hyperband schedule (eta 3, budgets
+min_epochs ... max_epochs; rungs in training iterations of report_every epochs for the peers:
+max_t / max_resource = max_epochs / report_every). After tuning each way evaluates its best
+trial's last model on the test split (packtune does it itself: best.json "test").
+
+Each way is timed from the start of its process to its exit, as a user waits. Prints per way:
+wall seconds, best val_accuracy, test accuracy of the best trial, the curve of best
+val_accuracy against wall time, the time to reach a target accuracy (default: the lowest of
+the ways' bests) and the ratios against packtune.
+
+The peers run in their own virtual environment (scripts/setup-peers.sh:
+~/.cache/packtune/peers-venv, or $PACKTUNE_PEERS_PYTHON / --peers-python). The build writes
+build/bench/peers_bench with the packtune binary and examples/fashion_mnist.json filled in.
+See docs/benchmarks.md.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_DATA_DIR = "/usr/share/datasets/fashion-mnist"
+DEFAULT_PEERS_PYTHON = os.path.expanduser("~/.cache/packtune/peers-venv/bin/python")
+WAYS = ("packtune", "max_pack_1", "ray_tune", "optuna")
+sys.path.insert(0, HERE)
+from peer_bench import BenchError, load_average  # noqa: E402  (stdlib only, as this side)
+
+
+def log(message):
+    print(f"peers_bench: {message}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------------------
+# The driver side (any python3; no torch needed)
+# ------------------------------------------------------------------------------------------
+
+def parse_args(argv, defaults):
+    p = argparse.ArgumentParser(prog="peers_bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--config", default=defaults.get("config"), help="experiment config (model, space, seed)")
+    p.add_argument("--packtune", default=defaults.get("packtune"), help="the packtune binary")
+    p.add_argument("--min-epochs", type=float, help="Hyperband's min budget (default 0.25)")
+    p.add_argument("--max-epochs", type=float, help="Hyperband's max budget (default 2.25)")
+    p.add_argument("--eta", type=int, default=3, help="reduction factor (default 3)")
+    p.add_argument("--report-every", type=float,
+                   help="epochs between reports, the peers' training iteration (default: min-epochs)")
+    p.add_argument("--train-size", type=int, help="training images, 0 = all the validation split leaves")
+    p.add_argument("--validation-size", type=int, help="validation images (default: the config's)")
+    p.add_argument("--actors", type=int, default=2, help="packtune's local actors (default 2)")
+    p.add_argument("--max-pack", type=int, help="packtune's max_pack (default: the config's)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 2,
+                   help="the peers' concurrent trials / processes (default: the cores)")
+    p.add_argument("--seed", type=int, help="seed (default: the config's)")
+    p.add_argument("--target", type=float, help="target val_accuracy (default: the lowest of the ways' bests)")
+    p.add_argument("--ways", default=",".join(WAYS), help="comma-separated subset of " + ",".join(WAYS))
+    p.add_argument("--data-dir", help="Fashion-MNIST's folder (default $PACKTUNE_DATA_DIR, else " + DEFAULT_DATA_DIR + ")")
+    p.add_argument("--peers-python", default=os.environ.get("PACKTUNE_PEERS_PYTHON", DEFAULT_PEERS_PYTHON),
+                   help="python of the peers' venv (default $PACKTUNE_PEERS_PYTHON, else " + DEFAULT_PEERS_PYTHON + ")")
+    p.add_argument("--quick", action="store_true", help="10,000 training images: a few minutes here")
+    p.add_argument("--smoke", action="store_true",
+                   help="1,024 training and 512 validation images, 0.25 ... 0.75 epochs (5 trials): checks every way runs")
+    p.add_argument("--json", action="store_true", help="print one JSON object (progress goes to stderr)")
+    p.add_argument("--keep", metavar="DIR", help="run in DIR and keep the outputs")
+    a = p.parse_args(argv)
+    preset = {"min_epochs": 0.25, "max_epochs": 2.25, "train_size": 0}
+    if a.quick:
+        preset["train_size"] = 10000
+    if a.smoke:
+        preset = {"min_epochs": 0.25, "max_epochs": 0.75, "train_size": 1024, "validation_size": 512}
+    for key, value in preset.items():
+        if getattr(a, key) is None:
+            setattr(a, key, value)
+    if a.report_every is None:
+        a.report_every = a.min_epochs
+    a.ways = [w for w in a.ways.split(",") if w]
+    for w in a.ways:
+        if w not in WAYS:
+            p.error(f"--ways: unknown way {w!r}; expected some of {','.join(WAYS)}")
+    iterations = a.max_epochs / a.report_every
+    if abs(iterations - round(iterations)) > 1e-6 or abs(a.min_epochs / a.report_every - round(a.min_epochs / a.report_every)) > 1e-6:
+        p.error("--min-epochs and --max-epochs must be multiples of --report-every")
+    for name in ("config", "packtune"):
+        if not getattr(a, name):
+            p.error(f"--{name} is required when run from the source tree; build/bench/peers_bench fills it in")
+    a.data_dir = a.data_dir or os.environ.get("PACKTUNE_DATA_DIR") or DEFAULT_DATA_DIR
+    return a
+
+
+def problem(a, work):
+    """The one problem all four ways tune, as a packtune config; the peers read it too."""
+    with open(a.config) as f:
+        config = json.load(f)
+    config["name"] = "peers_bench"
+    if a.seed is not None:
+        config["seed"] = a.seed
+    config.setdefault("seed", 1)
+    config["tuner"] = {"name": "hyperband", "eta": a.eta}  # no trials: one whole sweep
+    config["budget"] = {"unit": "epochs", "min": a.min_epochs, "max": a.max_epochs, "report_every": a.report_every}
+    config["actors"] = a.actors
+    config["device"] = "cpu"
+    data = config.setdefault("data", {})
+    data["dir"] = a.data_dir
+    if a.train_size:
+        data["train_size"] = a.train_size
+    else:
+        data.pop("train_size", None)
+    if a.validation_size is not None:
+        data["validation_size"] = a.validation_size
+    data.setdefault("validation_size", 10000)
+    if a.max_pack is not None:
+        config["max_pack"] = a.max_pack
+    path = os.path.join(work, "problem.json")
+    with open(path, "w") as f:
+        json.dump(config, f, indent=2)
+    return path, config
+
+
+def schedule(a):
+    out = subprocess.run([a.packtune, "brackets", "--tuner", "hyperband", "--min-budget", repr(a.min_epochs),
+                          "--max-budget", repr(a.max_epochs), "--eta", str(a.eta), "--json"],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise BenchError(f"packtune brackets failed: {out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def sweep_trials(sched):
+    """Configs in the bottom rungs of one sweep (17 for eta 3 over 0.25 ... 2.25)."""
+    total = 0
+    for b in sched.get("brackets", []):
+        rungs = b.get("rungs") or []
+        first = rungs[0] if rungs else b
+        total += int(first.get("configs", first.get("n", 0)))
+    return total
+
+
+def run_timed(command, out_path, err_path, what, env=None):
+    start_wall = time.time()
+    start = time.perf_counter()
+    with open(out_path, "w") as out, open(err_path, "w") as err:
+        rc = subprocess.run(command, stdout=out, stderr=err, env=env).returncode
+    wall = time.perf_counter() - start
+    if rc != 0:
+        with open(err_path) as f:
+            tail = f.read()[-4000:]
+        raise BenchError(f"{what} exited {rc}: {' '.join(command)}\n{tail}")
+    return start_wall, wall
+
+
+def curve(reports):
+    """(seconds, best val_accuracy so far) at each report that raised the best."""
+    out, best = [], None
+    for r in sorted(reports, key=lambda r: r["t"]):
+        if r.get("val_accuracy") is not None and (best is None or r["val_accuracy"] > best):
+            best = r["val_accuracy"]
+            out.append([round(r["t"], 3), best])
+    return out
+
+
+def run_packtune(a, config_path, work, name, max_pack):
+    out_dir = os.path.join(work, name)
+    command = ["nice", a.packtune, "run", config_path, "--out", out_dir]
+    if max_pack is not None:
+        command += ["--max-pack", str(max_pack)]
+    log(f"{name}: {' '.join(command)}  (load {load_average()})")
+    load = load_average()
+    _, wall = run_timed(command, os.path.join(work, name + ".stdout"), os.path.join(work, name + ".stderr"),
+                        "packtune run")
+    with open(os.path.join(out_dir, "results.jsonl")) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    reports = [{"t": r.get("wall_time", 0.0), "trial": r["trial"], "budget": r.get("budget"),
+                "val_accuracy": r.get("val_accuracy")} for r in rows]
+    with open(os.path.join(out_dir, "best.json")) as f:
+        best = json.load(f)
+    test = best.get("test") or {}
+    result = {"wall_seconds": wall, "load_average_before": load, "load_average_after": load_average(),
+              "trials": len({r["trial"] for r in rows}), "reports": len(rows),
+              "best_val_accuracy": max((r["val_accuracy"] for r in reports if r["val_accuracy"] is not None), default=None),
+              "best_trial": best.get("trial"), "test_accuracy": test.get("test_accuracy", test.get("accuracy")),
+              "curve": curve(reports), "first_report_seconds": min((r["t"] for r in reports), default=None)}
+    with open(os.path.join(out_dir, "config.json")) as f:
+        result["max_pack"] = json.load(f).get("max_pack")
+    log(f"{name}: {wall:.1f} s, best val {result['best_val_accuracy']}, test {result['test_accuracy']}")
+    return result
+
+
+def run_peer(a, name, config_path, trials, work):
+    spec = {"problem": config_path, "trials": trials, "workers": a.workers, "work": os.path.join(work, name)}
+    os.makedirs(spec["work"], exist_ok=True)
+    spec_path = os.path.join(work, name + "_spec.json")
+    with open(spec_path, "w") as f:
+        json.dump(spec, f, indent=2)
+    command = ["nice", a.peers_python, os.path.abspath(__file__), "--worker", name, spec_path]
+    env = dict(os.environ)
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as packtune's actors get it
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    load = load_average()
+    log(f"{name}: {' '.join(command)}  (load {load})")
+    start, wall = run_timed(command, os.path.join(work, name + ".stdout"), os.path.join(work, name + ".stderr"),
+                            name, env)
+    with open(os.path.join(work, name + ".stdout")) as f:
+        out = json.loads(f.read().strip().splitlines()[-1])
+    reports = [dict(r, t=r["time"] - start) for r in out["reports"]]
+    result = {"wall_seconds": wall, "load_average_before": load, "load_average_after": load_average(),
+              "trials": len({r["trial"] for r in reports}), "reports": len(reports),
+              "best_val_accuracy": max((r["val_accuracy"] for r in reports), default=None),
+              "best_trial": out.get("best_trial"), "test_accuracy": out.get("test_accuracy"),
+              "curve": curve(reports), "versions": out.get("versions"),
+              "first_report_seconds": min((r["t"] for r in reports), default=None)}
+    log(f"{name}: {wall:.1f} s, best val {result['best_val_accuracy']}, test {result['test_accuracy']}")
+    return result
+
+
+def time_to(curve_points, target):
+    for t, best in curve_points:
+        if best >= target - 1e-12:
+            return t
+    return None
+
+
+def ratio(x, y):
+    return x / y if x is not None and y else None
+
+
+def bench(a):
+    work = a.keep or tempfile.mkdtemp(prefix="peers_bench-")
+    os.makedirs(work, exist_ok=True)
+    try:
+        config_path, config = problem(a, work)
+        sched = schedule(a)
+        trials = sweep_trials(sched)
+        peers = [w for w in a.ways if w in ("ray_tune", "optuna")]
+        if peers and not os.access(a.peers_python, os.X_OK):
+            raise BenchError(f"no peers' python at {a.peers_python}: run scripts/setup-peers.sh, or pass --peers-python")
+        ways = {}
+        for name in a.ways:
+            if name == "packtune":
+                ways[name] = run_packtune(a, config_path, work, name, None)
+            elif name == "max_pack_1":
+                ways[name] = run_packtune(a, config_path, work, name, 1)
+            else:
+                ways[name] = run_peer(a, name, config_path, trials, work)
+        bests = [w["best_val_accuracy"] for w in ways.values() if w["best_val_accuracy"] is not None]
+        target = a.target if a.target is not None else (min(bests) if bests else None)
+        for w in ways.values():
+            w["seconds_to_target"] = time_to(w["curve"], target) if target is not None else None
+        base = ways.get("packtune", {})
+        ratios = {}
+        for name, w in ways.items():
+            if name == "packtune":
+                continue
+            ratios[name] = {"wall_over_packtune": ratio(w["wall_seconds"], base.get("wall_seconds")),
+                            "to_target_over_packtune": ratio(w["seconds_to_target"], base.get("seconds_to_target"))}
+        return {
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "command": " ".join(["peers_bench"] + sys.argv[1:]),
+            "host": platform.node(), "cores": os.cpu_count(),
+            "config": a.config, "seed": config["seed"],
+            "schedule": {"tuner": "hyperband", "eta": a.eta, "min_epochs": a.min_epochs, "max_epochs": a.max_epochs,
+                         "report_every": a.report_every, "trials": trials,
+                         "peers_max_t": round(a.max_epochs / a.report_every),
+                         "peers_min_t": round(a.min_epochs / a.report_every)},
+            "train_size": config["data"].get("train_size", 0), "validation_size": config["data"]["validation_size"],
+            "test_size": 10000, "batch_size": config.get("model", {}).get("batch_size"),
+            "actors": a.actors, "max_pack": config.get("max_pack"), "peer_workers": a.workers,
+            "target": target, "ways": ways, "ratios": ratios,
+            "work_dir": work if a.keep else None,
+        }
+    finally:
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def fmt(x, spec, none="-"):
+    return format(x, spec) if x is not None else none
+
+
+def print_table(r):
+    s = r["schedule"]
+    print(f"Hyperband eta {s['eta']}, {s['min_epochs']:g} ... {s['max_epochs']:g} epochs, {s['trials']} trials, "
+          f"reports every {s['report_every']:g} epochs (peers: max_t {s['peers_max_t']}); "
+          f"train {r['train_size'] or 'all'}, validation {r['validation_size']}, test {r['test_size']}; "
+          f"seed {r['seed']}; packtune {r['actors']} actors, max_pack {r['max_pack']}; peers {r['peer_workers']} workers")
+    print(f"{r['date']}, {r['cores']} cores; target val_accuracy {fmt(r['target'], '.4f')}\n")
+    print(f"{'way':<11} {'wall s':>8} {'/ptune':>7} {'best val':>9} {'test':>7} {'to target s':>12} {'/ptune':>7} "
+          f"{'trials':>6}  load before/after")
+    for name in WAYS:
+        w = r["ways"].get(name)
+        if not w:
+            continue
+        rr = r["ratios"].get(name, {})
+        print(f"{name:<11} {w['wall_seconds']:8.1f} {fmt(rr.get('wall_over_packtune'), '.2f', '1' if name == 'packtune' else '-'):>7} "
+              f"{fmt(w['best_val_accuracy'], '.4f'):>9} {fmt(w['test_accuracy'], '.4f'):>7} "
+              f"{fmt(w['seconds_to_target'], '.1f'):>12} "
+              f"{fmt(rr.get('to_target_over_packtune'), '.2f', '1' if name == 'packtune' else '-'):>7} "
+              f"{w['trials']:>6}  {w['load_average_before'][0] if w['load_average_before'] else '-'}"
+              f"/{w['load_average_after'][0] if w['load_average_after'] else '-'}")
+
+
+def main(argv=None, **defaults):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--worker":
+        return worker(argv[1], argv[2])
+    a = parse_args(argv, defaults)
+    try:
+        result = bench(a)
+    except BenchError as e:
+        print(f"peers_bench: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    if a.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_table(result)
+    return 0
+
+
+# ------------------------------------------------------------------------------------------
+# The peers' side: runs in the peers' venv (torch, ray[tune], optuna)
+# ------------------------------------------------------------------------------------------
+
+def load_data(config):
+    """(train_x, train_y, val_x, val_y, test_x, test_y) as packtune splits and normalises them."""
+    import torch
+    sys.path.insert(0, HERE)
+    import peer_loop
+    data = config["data"]
+    train_size, validation_size = int(data.get("train_size", 0)), int(data.get("validation_size", 10000))
+    wanted = train_size + validation_size if train_size > 0 else 0
+    images = peer_loop.read_idx(peer_loop.find_file(data["dir"], "train-images-idx3-ubyte"), wanted)
+    labels = peer_loop.read_idx(peer_loop.find_file(data["dir"], "train-labels-idx1-ubyte"), wanted)
+    n = min(len(images), len(labels))
+    train_end = n - validation_size
+    pixels, targets = images[:n].unsqueeze(1), labels[:n].long()
+    train = pixels[:train_end].float().div_(255.0)
+    mean, std = train.mean().item(), train.std().item()
+    test_images = peer_loop.read_idx(peer_loop.find_file(data["dir"], "t10k-images-idx3-ubyte"))
+    test_labels = peer_loop.read_idx(peer_loop.find_file(data["dir"], "t10k-labels-idx1-ubyte"))
+
+    def norm(x):
+        return x.float().div_(255.0).sub_(mean).div_(std)
+
+    return (norm(pixels[:train_end]), targets[:train_end], norm(pixels[train_end:n]), targets[train_end:n],
+            norm(test_images.unsqueeze(1)), test_labels.long())
+
+
+class Trainer:
+    """One trial's model trained report_every epochs at a time, as packtune's trial runner
+    (peer_loop.train_trial): an epoch = floor(train / batch) steps, a fresh permutation each
+    epoch, the whole validation split evaluated at each report."""
+
+    def __init__(self, params, config, seed):
+        import torch
+        sys.path.insert(0, HERE)
+        import peer_loop
+        self.torch, self.peer_loop = torch, peer_loop
+        self.c = dict(config.get("model", {}))
+        self.c.update(params)
+        torch.manual_seed(seed)
+        self.model = peer_loop.build_model(self.c)
+        self.optimizer = peer_loop.build_optimizer(self.c, self.model.parameters())
+        self.batch = int(self.c.get("batch_size", 128))
+        self.step, self.perm = 0, None
+
+    def state(self):
+        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "step": self.step,
+                "rng": self.torch.get_rng_state()}
+
+    def load(self, state):
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.step = state["step"]
+        self.torch.set_rng_state(state["rng"])
+
+    def train_to(self, epochs, train_x, train_y):
+        torch, F = self.torch, self.torch.nn.functional
+        n = len(train_x)
+        per_epoch, size = max(1, n // self.batch), min(self.batch, n)
+        until = max(1, round(epochs * per_epoch))
+        while self.step < until:
+            k = self.step % per_epoch
+            if k == 0 or self.perm is None:
+                self.perm = torch.randperm(n)
+            index = self.perm[k * size:(k + 1) * size]
+            loss = F.cross_entropy(self.model(train_x[index]), train_y[index])
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.optimizer.step()
+            self.step += 1
+
+    def accuracy(self, x, y):
+        return self.peer_loop.evaluate(self.model, x, y)[1]
+
+
+def versions():
+    out = {}
+    for name in ("torch", "ray", "optuna"):
+        try:
+            out[name] = __import__(name).__version__
+        except Exception:
+            pass
+    return out
+
+
+def ray_space(space):
+    from ray import tune
+    out = {}
+    for k, d in space.items():
+        t = d["type"]
+        if t == "loguniform":
+            out[k] = tune.loguniform(d["low"], d["high"])
+        elif t == "uniform":
+            out[k] = tune.uniform(d["low"], d["high"])
+        elif t == "choice":
+            out[k] = tune.choice(d["values"])
+        elif t == "randint":
+            out[k] = tune.randint(d["low"], d["high"] + 1)
+        else:
+            raise SystemExit(f"peers_bench: space type {t!r} not mapped for Ray Tune")
+    return out
+
+
+def optuna_params(trial, space):
+    out = {}
+    for k, d in space.items():
+        t = d["type"]
+        if t in ("loguniform", "uniform"):
+            out[k] = trial.suggest_float(k, d["low"], d["high"], log=(t == "loguniform"))
+        elif t == "choice":
+            out[k] = trial.suggest_categorical(k, d["values"])
+        elif t == "randint":
+            out[k] = trial.suggest_int(k, d["low"], d["high"])
+        else:
+            raise SystemExit(f"peers_bench: space type {t!r} not mapped for Optuna")
+    return out
+
+
+def ray_trainable(config, data=None, problem=None):
+    """A function trainable as Ray Tune's docs write one: reports val accuracy every
+    report_every epochs with a checkpoint, and resumes from the checkpoint when
+    HyperBandScheduler unpauses it."""
+    import torch
+    from ray import tune
+    torch.set_num_threads(1)
+    train_x, train_y, val_x, val_y = data
+    budget = problem["budget"]
+    seed = problem["seed"] * 1000 + zlib.crc32(tune.get_context().get_trial_id().encode()) % 1000
+    trainer = Trainer(config, problem, seed)
+    checkpoint = tune.get_checkpoint()
+    if checkpoint:
+        with checkpoint.as_directory() as d:
+            trainer.load(torch.load(os.path.join(d, "state.pt"), weights_only=False))
+    every, iteration = budget["report_every"], 0
+    per_epoch = max(1, len(train_x) // trainer.batch)
+    iteration = round(trainer.step / per_epoch / every) if trainer.step else 0
+    while iteration * every < budget["max"] - 1e-9:
+        iteration += 1
+        trainer.train_to(iteration * every, train_x, train_y)
+        acc = trainer.accuracy(val_x, val_y)
+        with tempfile.TemporaryDirectory() as d:
+            torch.save(trainer.state(), os.path.join(d, "state.pt"))
+            tune.report({"val_accuracy": acc, "epochs": iteration * every, "time": time.time()},
+                        checkpoint=tune.Checkpoint.from_directory(d))
+
+
+def worker_ray(spec, problem, data):
+    import ray
+    import torch
+    from ray import tune
+    from ray.tune.schedulers import HyperBandScheduler
+    from ray.tune.search import BasicVariantGenerator
+    budget = problem["budget"]
+    max_t = round(budget["max"] / budget["report_every"])
+    ray.init(num_cpus=spec["workers"], include_dashboard=False, log_to_driver=False)
+    scheduler = HyperBandScheduler(time_attr="training_iteration", max_t=max_t, reduction_factor=problem["tuner"]["eta"])
+    trainable = tune.with_resources(
+        tune.with_parameters(ray_trainable, data=data[:4], problem=problem), {"cpu": 1})
+    tuner = tune.Tuner(
+        trainable,
+        param_space=ray_space(problem["space"]),
+        tune_config=tune.TuneConfig(metric="val_accuracy", mode="max", scheduler=scheduler,
+                                    num_samples=spec["trials"],
+                                    search_alg=BasicVariantGenerator(random_state=problem["seed"])),
+        run_config=tune.RunConfig(storage_path=os.path.abspath(spec["work"]), name="ray",
+                                  checkpoint_config=tune.CheckpointConfig(num_to_keep=1), verbose=0))
+    results = tuner.fit()
+    reports = []
+    for i, r in enumerate(results):
+        if r.metrics_dataframe is None:
+            continue
+        for _, row in r.metrics_dataframe.iterrows():
+            reports.append({"trial": i, "budget": float(row["epochs"]), "val_accuracy": float(row["val_accuracy"]),
+                            "time": float(row["time"])})
+    best = results.get_best_result(metric="val_accuracy", mode="max", scope="all")
+    torch.set_num_threads(spec["workers"])
+    trainer = Trainer(best.config, problem, 0)
+    with best.checkpoint.as_directory() as d:
+        trainer.load(torch.load(os.path.join(d, "state.pt"), weights_only=False))
+    test = trainer.accuracy(data[4], data[5])
+    best_index = next((i for i, r in enumerate(results) if r.path == best.path), None)
+    ray.shutdown()
+    return {"reports": reports, "best_trial": best_index, "best_config": best.config, "test_accuracy": test}
+
+
+def hyperband_pruner(problem):
+    """Optuna's HyperbandPruner with packtune's schedule, in report_every steps."""
+    import optuna
+    budget = problem["budget"]
+    return optuna.pruners.HyperbandPruner(min_resource=round(budget["min"] / budget["report_every"]),
+                                          max_resource=round(budget["max"] / budget["report_every"]),
+                                          reduction_factor=problem["tuner"]["eta"])
+
+
+def worker_optuna_process(spec_path, index):
+    """One of the Optuna processes sharing the study (Optuna's multi-process optimisation)."""
+    import optuna
+    import torch
+    torch.set_num_threads(1)
+    with open(spec_path) as f:
+        spec = json.load(f)
+    with open(spec["problem"]) as f:
+        problem = json.load(f)
+    train_x, train_y, val_x, val_y, _, _ = load_data(problem)
+    budget = problem["budget"]
+    every, max_r = budget["report_every"], round(budget["max"] / budget["report_every"])
+    storage = optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(os.path.join(spec["work"], "journal.log")))
+    study = optuna.load_study(study_name="peers_bench", storage=storage, pruner=hyperband_pruner(problem),
+                              sampler=optuna.samplers.RandomSampler(seed=problem["seed"] * 1000 + index))
+    log_path = os.path.join(spec["work"], f"reports-{index}.jsonl")
+
+    def objective(trial):
+        params = optuna_params(trial, problem["space"])
+        trainer = Trainer(params, problem, problem["seed"] * 1000 + trial.number)
+        acc = None
+        try:
+            for step in range(1, max_r + 1):
+                trainer.train_to(step * every, train_x, train_y)
+                acc = trainer.accuracy(val_x, val_y)
+                with open(log_path, "a") as f:
+                    f.write(json.dumps({"trial": trial.number, "budget": step * every, "val_accuracy": acc,
+                                        "time": time.time()}) + "\n")
+                trial.report(acc, step)
+                if trial.should_prune():
+                    raise optuna.TrialPruned()
+        finally:
+            torch.save(trainer.model.state_dict(), os.path.join(spec["work"], f"model-{trial.number}.pt"))
+        return acc
+
+    study.optimize(objective, callbacks=[optuna.study.MaxTrialsCallback(
+        spec["trials"], states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED))])
+    return 0
+
+
+def worker_optuna(spec, spec_path, problem, data):
+    import optuna
+    import torch
+    storage = optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(os.path.join(spec["work"], "journal.log")))
+    optuna.create_study(study_name="peers_bench", storage=storage, direction="maximize",
+                        pruner=hyperband_pruner(problem))
+    # The pruner is not stored with the study: each process builds the same one.
+    procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", "optuna_process", spec_path, str(i)])
+             for i in range(spec["workers"])]
+    if any(p.wait() != 0 for p in procs):
+        raise SystemExit("peers_bench: an Optuna process failed")
+    reports = []
+    for i in range(spec["workers"]):
+        path = os.path.join(spec["work"], f"reports-{i}.jsonl")
+        if os.path.exists(path):
+            with open(path) as f:
+                reports += [json.loads(line) for line in f if line.strip()]
+    best_trial = max(reports, key=lambda r: r["val_accuracy"])["trial"]
+    study = optuna.load_study(study_name="peers_bench", storage=storage)
+    params = study.trials[best_trial].params
+    torch.set_num_threads(spec["workers"])
+    trainer = Trainer(params, problem, 0)
+    trainer.model.load_state_dict(torch.load(os.path.join(spec["work"], f"model-{best_trial}.pt")))
+    return {"reports": reports, "best_trial": best_trial, "best_config": params,
+            "test_accuracy": trainer.accuracy(data[4], data[5])}
+
+
+def worker(name, spec_path, *rest):
+    if name == "optuna_process":
+        return worker_optuna_process(spec_path, int(sys.argv[-1]))
+    with open(spec_path) as f:
+        spec = json.load(f)
+    with open(spec["problem"]) as f:
+        problem = json.load(f)
+    data = load_data(problem)
+    if name == "ray_tune":
+        out = worker_ray(spec, problem, data)
+    elif name == "optuna":
+        out = worker_optuna(spec, spec_path, problem, data)
+    else:
+        raise SystemExit(f"peers_bench: unknown worker {name!r}")
+    out["versions"] = versions()
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+# peers_bench --smoke --json must exit 0 and print one JSON object in which every way ran the
+# sweep's trials and reported a wall time, a best val_accuracy and a test accuracy. Figures
+# are not judged. Without the peers' venv (scripts/setup-peers.sh) the test is skipped: cmake
+# -P cannot exit with a code of its own before CMake 3.29, so it prints the line that the
+# test's SKIP_REGULAR_EXPRESSION matches.
+set(python "$ENV{PACKTUNE_PEERS_PYTHON}")
+if(python STREQUAL "")
+  set(python "$ENV{HOME}/.cache/packtune/peers-venv/bin/python")
+endif()
+execute_process(COMMAND ${python} -c "import torch, ray, optuna"
+  RESULT_VARIABLE have_peers OUTPUT_QUIET ERROR_QUIET)
+if(NOT have_peers EQUAL 0)
+  message(STATUS "peers_bench_smoke: SKIPPED, no peers' venv at ${python} (run scripts/setup-peers.sh)")
+  return()
+endif()
+execute_process(COMMAND ${PEERS_BENCH} --smoke --json --peers-python ${python}
+  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "peers_bench --smoke exited ${rc}:\n${err}")
+endif()
+string(JSON trials ERROR_VARIABLE json_error GET "${out}" schedule trials)
+if(json_error)
+  message(FATAL_ERROR "peers_bench --smoke did not print a JSON object with schedule.trials (${json_error}):\n${out}")
+endif()
+foreach(way packtune max_pack_1 ray_tune optuna)
+  foreach(key wall_seconds best_val_accuracy test_accuracy trials)
+    string(JSON value ERROR_VARIABLE key_error GET "${out}" ways ${way} ${key})
+    if(key_error)
+      message(FATAL_ERROR "way ${way} has no \"${key}\":\n${out}")
+    endif()
+    if(NOT value GREATER 0)
+      message(FATAL_ERROR "way ${way}: ${key} is ${value}, expected a positive figure:\n${out}")
+    endif()
+  endforeach()
+  # Optuna's processes may start one trial more than the limit (MaxTrialsCallback is checked
+  # as each trial ends), so at least the sweep's trials.
+  string(JSON done GET "${out}" ways ${way} trials)
+  if(done LESS trials)
+    message(FATAL_ERROR "way ${way} ran ${done} of ${trials} trials:\n${out}")
+  endif()
+endforeach()
+foreach(way max_pack_1 ray_tune optuna)
+  string(JSON value GET "${out}" ratios ${way} wall_over_packtune)
+  if(NOT value GREATER 0)
+    message(FATAL_ERROR "ratio ${way}/packtune is ${value}, expected a positive figure:\n${out}")
+  endif()
+endforeach()
