@@ -43,7 +43,8 @@ DEFAULT_DATA_DIR = "/usr/share/datasets/fashion-mnist"
 DEFAULT_PEERS_PYTHON = os.path.expanduser("~/.cache/packtune/peers-venv/bin/python")
 WAYS = ("packtune", "max_pack_1", "ray_tune", "optuna")
 sys.path.insert(0, HERE)
-from peer_bench import BenchError, load_average  # noqa: E402  (stdlib only, as this side)
+from peer_bench import BenchError, load_average, read_reports  # noqa: E402  (stdlib only, as this side)
+import peer_bench  # noqa: E402
 
 
 def log(message):
@@ -154,16 +155,9 @@ def sweep_trials(sched):
 
 
 def run_timed(command, out_path, err_path, what, env=None):
+    """peer_bench.run_timed, also returning when the command started (epoch seconds)."""
     start_wall = time.time()
-    start = time.perf_counter()
-    with open(out_path, "w") as out, open(err_path, "w") as err:
-        rc = subprocess.run(command, stdout=out, stderr=err, env=env).returncode
-    wall = time.perf_counter() - start
-    if rc != 0:
-        with open(err_path) as f:
-            tail = f.read()[-4000:]
-        raise BenchError(f"{what} exited {rc}: {' '.join(command)}\n{tail}")
-    return start_wall, wall
+    return start_wall, peer_bench.run_timed(command, out_path, err_path, what, env)
 
 
 def curve(reports):
@@ -185,8 +179,7 @@ def run_packtune(a, config_path, work, name, max_pack):
     load = load_average()
     _, wall = run_timed(command, os.path.join(work, name + ".stdout"), os.path.join(work, name + ".stderr"),
                         "packtune run")
-    with open(os.path.join(out_dir, "results.jsonl")) as f:
-        rows = [json.loads(line) for line in f if line.strip()]
+    rows = read_reports(out_dir)
     reports = [{"t": r.get("wall_time", 0.0), "trial": r["trial"], "budget": r.get("budget"),
                 "val_accuracy": r.get("val_accuracy")} for r in rows]
     with open(os.path.join(out_dir, "best.json")) as f:

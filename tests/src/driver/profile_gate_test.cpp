@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "driver/profile_gate.hpp"
+#include "mlp_shape.hpp"
 
 using namespace packtune;
 using Clock = ProfileGate::Clock;
@@ -8,19 +9,9 @@ using tuners::Job;
 
 namespace {
 
-constexpr std::int64_t GiB = std::int64_t{1} << 30;
+using packtune::testing::mlp_shape;
 
-packing::TrialShape mlp_shape(int width) {
-  packing::TrialShape s;
-  s.key = "mlp-" + std::to_string(width);
-  s.fusion = "mlp";  // widths of one architecture fuse
-  s.parameters = 784 * width + width * 10;
-  s.largest_parameter = 784 * width;
-  s.activations_per_sample = 2 * width;
-  s.flops_per_sample = 2 * s.parameters;
-  s.batch_size = 128;
-  return s;
-}
+constexpr std::int64_t GiB = std::int64_t{1} << 30;
 
 // Two ready actors in the registry and the plan; actor 1 has less work planned.
 struct Fixture {

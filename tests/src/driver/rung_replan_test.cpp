@@ -4,24 +4,15 @@
 #include <utility>
 
 #include "driver/rung_replan.hpp"
+#include "mlp_shape.hpp"
 
 using namespace packtune;
 
 namespace {
 
-constexpr std::int64_t MiB = std::int64_t{1} << 20;
+using packtune::testing::mlp_shape;
 
-packing::TrialShape mlp_shape(int width, const std::string& family = "mlp") {
-  packing::TrialShape s;
-  s.key = family + "-" + std::to_string(width);
-  s.fusion = family;  // widths of one architecture fuse
-  s.parameters = 784 * width + width * 10;
-  s.largest_parameter = 784 * width;
-  s.activations_per_sample = 2 * width;
-  s.flops_per_sample = 2 * s.parameters;
-  s.batch_size = 128;
-  return s;
-}
+constexpr std::int64_t MiB = std::int64_t{1} << 20;
 
 packing::TrialDemand demand(std::int64_t trial, int width, const std::string& family = "mlp") {
   return {trial, mlp_shape(width, family), 100};
