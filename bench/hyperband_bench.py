@@ -4,6 +4,9 @@
   packed            packtune run with the config's max_pack (or --max-pack K), re-planning each
                     rung's promoted trials together ("replan": true, the default)
   packed_no_replan  the same with "replan": false: promoted trials placed online one by one
+  mixed_always      packed with "mixed_packs": "always": trials that do not fuse share an actor
+                    side by side on any device (by default, "auto", a CPU actor trains one unit
+                    at a time; on a GPU the two are the same)
   max_pack_1        the same with --max-pack 1: one trial at a time per actor
 
 The experiment is examples/fashion_mnist.json's model and space under Hyperband (eta 3, 0.25
@@ -29,7 +32,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peer_bench import BenchError, load_average, read_reports, run_timed  # noqa: E402
 
-WAYS = ("packed", "packed_no_replan", "max_pack_1")
+WAYS = ("packed", "packed_no_replan", "mixed_always", "max_pack_1")
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOLERANCE = 2e-3
 
@@ -98,6 +101,8 @@ def write_configs(a, work):
             config["replan"] = False
         if way == "max_pack_1":
             config["max_pack"] = 1
+        if way == "mixed_always":
+            config["mixed_packs"] = "always"
         paths[way] = os.path.join(work, way + ".json")
         with open(paths[way], "w") as f:
             json.dump(config, f, indent=2)
@@ -172,6 +177,7 @@ def bench(a):
             "wall_seconds": walls, "median_seconds": median,
             "packed_over_max_pack_1": ratio("packed", "max_pack_1"),
             "packed_over_packed_no_replan": ratio("packed", "packed_no_replan"),
+            "mixed_always_over_max_pack_1": ratio("mixed_always", "max_pack_1"),
             "reports": len(first), "largest_report_difference": worst, "same_reports": worst <= TOLERANCE,
             "differences": {name: {"largest": d, "at": at} for name, (d, at) in differences.items()},
             "trials_fused_in_some_run": fused,
@@ -197,7 +203,8 @@ def main(argv=None):
         for way, v in r["wall_seconds"].items():
             print(f"  {way:<17} median {r['median_seconds'][way]:6.1f} s   ({', '.join(f'{x:.1f}' for x in v)})")
         print(f"  packed / max_pack_1: {r['packed_over_max_pack_1']}   packed / packed_no_replan: "
-              f"{r['packed_over_packed_no_replan']}")
+              f"{r['packed_over_packed_no_replan']}   mixed_always / max_pack_1: "
+              f"{r['mixed_always_over_max_pack_1']}")
         print(f"  {r['reports']} reports, largest difference between the ways {r['largest_report_difference']:.2e} "
               f"({'within' if r['same_reports'] else 'NOT within'} {TOLERANCE}); best val_accuracy {r['best_val_accuracy']:.4f}")
         for name, d in r["differences"].items():

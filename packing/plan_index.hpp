@@ -48,7 +48,7 @@ class PlanIndex {
       double per_member_now = 0;    // seconds per step of each member as it is
     };
     double seconds = 0;
-    bool open = false;  // a free member slot
+    bool open = false;  // takes a new unit: a free member slot and fewer units than max_units
     std::string kind;   // device kind: actors of one kind price a new unit alike
     std::vector<Unit> units;
   };
@@ -99,7 +99,7 @@ class PlanIndex {
   // How the actor was filed last (nullptr: not yet).
   const Filing* filed(std::size_t slot) const { return slot < filings_.size() ? &filings_[slot] : nullptr; }
 
-  // Open actors by estimated seconds, per device kind.
+  // Actors that take a new unit, by estimated seconds, per device kind.
   const std::map<std::string, std::set<Load>>& open() const { return open_; }
   // Open actors (ascending slots) with a fused unit of `key` that a trial of figures `item`
   // might join: every one below its useful size, and full ones the trial would widen.

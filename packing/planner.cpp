@@ -44,6 +44,23 @@ FuseMode parse_fuse_mode(const std::string& text) {
   throw InputError("fuse: unknown value \"" + text + "\"; expected auto, always or never");
 }
 
+MixedPacks parse_mixed_packs(const std::string& text) {
+  if (text == "auto") return MixedPacks::Auto;
+  if (text == "always") return MixedPacks::Always;
+  if (text == "never") return MixedPacks::Never;
+  throw InputError("mixed_packs: unknown value \"" + text + "\"; expected auto, always or never");
+}
+
+int units_per_actor(MixedPacks mode, const std::string& device) {
+  constexpr int kUnlimited = 1 << 30;
+  switch (mode) {
+    case MixedPacks::Always: return kUnlimited;
+    case MixedPacks::Never: return 1;
+    case MixedPacks::Auto: break;
+  }
+  return device_class(device) == "cpu" ? 1 : kUnlimited;
+}
+
 int Plan::actors_used() const {
   int n = 0;
   for (const auto& a : actors) n += !a.units.empty();
@@ -103,6 +120,16 @@ const PlannedUnit* Planner::unit_of(const Plan& plan, std::int64_t trial) {
     }
   }
   return nullptr;
+}
+
+bool Planner::takes_more(const ActorPlan& a) const {
+  if (a.members() >= a.actor.max_members) return false;
+  if (static_cast<int>(a.units.size()) < a.actor.max_units) return true;
+  if (options_.fuse == FuseMode::Never) return false;
+  return std::any_of(a.units.begin(), a.units.end(), [&](const PlannedUnit& u) {
+    return !u.solo && (options_.fuse == FuseMode::Always ||
+                       static_cast<int>(u.members.size()) < useful_members(u.shape, a.actor.device));
+  });
 }
 
 double Planner::step_seconds(const TrialShape& shape, int members, const std::string& device) const {
@@ -174,9 +201,10 @@ PlanIndex::Bound Planner::bound(const TrialShape& s) {
 PlanIndex::Filing Planner::filing(const ActorPlan& a, const PlanIndex::Filing* before) const {
   PlanIndex::Filing f;
   f.seconds = a.estimated_seconds;
-  f.open = a.members() < a.actor.max_members;
+  const bool member_slot = a.members() < a.actor.max_members;
+  f.open = member_slot && static_cast<int>(a.units.size()) < a.actor.max_units;
   f.kind = device_kind(a.actor.device);
-  if (!f.open || options_.fuse == FuseMode::Never) return f;
+  if (!member_slot || options_.fuse == FuseMode::Never) return f;
   std::size_t hint = 0;
   for (const auto& u : a.units) {
     if (u.solo) continue;
@@ -247,6 +275,7 @@ bool Planner::fits(const ActorPlan& actor, int unit, const std::vector<TrialDema
                    const UnitEstimate* alone) const {
   const int k = static_cast<int>(item.size());
   if (actor.members() + k > actor.actor.max_members) return false;
+  if (unit < 0 && static_cast<int>(actor.units.size()) >= actor.actor.max_units) return false;
   if (actor.actor.capacity_bytes <= 0) return true;
   std::int64_t persistent = actor.persistent_bytes;
   UnitEstimate added;
@@ -368,7 +397,10 @@ class Planner::FirstFit {
     }
     const auto& a = plan_.actors[i];
     Room r;
-    r.slots = static_cast<std::int64_t>(a.actor.max_members) - a.members();
+    // A new unit needs a member slot and a unit slot; joins are found through the index.
+    r.slots = static_cast<int>(a.units.size()) >= a.actor.max_units
+                  ? kNone
+                  : static_cast<std::int64_t>(a.actor.max_members) - a.members();
     if (a.actor.capacity_bytes <= 0) {
       r.free = r.beside = kUnbounded;
     } else {
@@ -645,7 +677,10 @@ void Planner::balance(Plan& plan) const {
     const auto& a = plan.actors[i];
     filed[i] = a.estimated_seconds;
     if (a.members() >= 2) busy.insert({-filed[i], i});
-    if (a.members() < a.actor.max_members) light.insert({filed[i], i});
+    // Balance moves work as a unit of its own: only actors that take one are targets.
+    if (a.members() < a.actor.max_members && static_cast<int>(a.units.size()) < a.actor.max_units) {
+      light.insert({filed[i], i});
+    }
   };
   for (std::size_t i = 0; i < plan.actors.size(); ++i) file(i);
 

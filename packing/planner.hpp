@@ -22,7 +22,20 @@ struct ActorSpec {
   std::int64_t capacity_bytes = 0;  // 0: unknown, only the member cap applies
   std::int64_t base_bytes = 0;      // held before any trial: framework, data set
   int max_members = 1 << 30;
+  // Units trained side by side (a fused unit counts once); see MixedPacks.
+  int max_units = 1 << 30;
 };
+
+// Whether an actor trains several units at once (a mixed pack: trials that do not fuse,
+// each a model of its own, on the pack's one data stream). On a GPU each unit steps on a
+// CUDA stream of its own, so small units overlap and fill the device. On a CPU they step
+// one after another on the same cores: a second unit adds no throughput and only delays the
+// first one's results (measured: docs/planner.md, Mixed packs), so `auto` gives CPU actors
+// one unit at a time, and the trials beyond it wait in the driver's queue.
+enum class MixedPacks { Auto, Always, Never };
+MixedPacks parse_mixed_packs(const std::string& text);  // "auto" | "always" | "never"
+// max_units for an actor on `device` ("cpu", "cuda:0", ...).
+int units_per_actor(MixedPacks mode, const std::string& device);
 
 struct TrialDemand {
   std::int64_t trial = -1;
@@ -96,6 +109,10 @@ class Planner {
   const ThroughputModel& throughput_model() const { return throughput_; }
   // Profiles change which units pay; record them here so cached figures follow.
   void record_profile(const std::string& device, const TrialShape& shape, StepProfile profile);
+
+  // Whether the actor may take one more trial: a free member slot, and room for a unit of
+  // its own or a fused unit it could join. The driver draws jobs while some actor does.
+  bool takes_more(const ActorPlan& actor) const;
 
   // The largest fused unit of this shape worth forming on a device of this kind ("" for
   // any): with fuse "auto", where one more member stops adding min_gain of throughput.

@@ -4,17 +4,22 @@
 # PyPI's CUDA torch wheel in a virtual environment at $PACKTUNE_TORCH2_VENV (default
 # ~/.cache/packtune/torch2-venv; --no-torch2 skips it). That build compiles the CUDA code and
 # needs NVIDIA's CUDA toolkit 13 in /usr/local/cuda, which Debian does not package.
+# --minimal: only what building and running packtune needs (the README's Quick start): no
+# second LibTorch, and none of the tools of the test suite, fuzzing and benchmarks.
 # Idempotent: when everything is installed it only checks and exits.
 set -euo pipefail
 
 with_torch2=1
+minimal=0
 for arg in "$@"; do
   case "$arg" in
     --no-torch2) with_torch2=0 ;;
-    *) echo "usage: scripts/setup.sh [--no-torch2]" >&2; exit 2 ;;
+    --minimal) minimal=1; with_torch2=0 ;;
+    *) echo "usage: scripts/setup.sh [--no-torch2 | --minimal]" >&2; exit 2 ;;
   esac
 done
 
+# Building and running packtune.
 packages=(
   build-essential cmake ccache pkg-config
   libtorch-dev
@@ -22,28 +27,31 @@ packages=(
   libzmq3-dev cppzmq-dev
   libcereal-dev
   libboost-program-options-dev
-  catch2
+  catch2  # small; CMake looks for it whenever the tests are configured (the default)
   libhdf5-dev
   nlohmann-json3-dev
-  hdf5-tools python3-h5py
-  python3-torch python3-venv
   libspdlog-dev
   zlib1g-dev
-  clang libclang-rt-14-dev  # the fuzz targets: libFuzzer and the sanitizers' runtimes (fuzz/)
   dataset-fashion-mnist
-  python3-torch
-  linux-perf  # profiling the driver under bench/load_bench (docs/benchmarks.md)
   python3-plotly  # plotly.js, which `packtune report` embeds into the binary (the build needs it)
+)
+# The test suite, fuzzing and benchmarks.
+test_packages=(
+  hdf5-tools python3-h5py
+  python3-torch python3-venv
+  clang libclang-rt-14-dev  # the fuzz targets: libFuzzer and the sanitizers' runtimes (fuzz/)
+  linux-perf  # profiling the driver under bench/load_bench (docs/benchmarks.md)
   chromium        # cli/report opens a report in headless Chromium (skipped without it)
 )
 # For the cluster tests (tests/scripts/): a private Slurm and munged, sshd in network
 # namespaces. The tests start their own daemons with their own configs, ports and sockets;
 # the system's services are kept from starting (see below).
 daemon_packages=(slurmd slurmctld munge openssh-server)
-packages+=("${daemon_packages[@]}" slurm-client openssh-client iproute2)
+test_packages+=("${daemon_packages[@]}" slurm-client openssh-client iproute2)
 # The fault tests (label faults): inotifywait kills a driver the moment a checkpoint is being
 # written; util-linux's unshare/mount give a small tmpfs for a disk that fills.
-packages+=(inotify-tools util-linux)
+test_packages+=(inotify-tools util-linux)
+if [ "$minimal" -eq 0 ]; then packages+=("${test_packages[@]}"); else daemon_packages=(); fi
 
 missing=()
 for p in "${packages[@]}"; do

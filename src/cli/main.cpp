@@ -104,6 +104,7 @@ int run_command(const std::vector<std::string>& args) {
       ("tuner", po::value<std::string>(), "override the tuner by name")
       ("max-pack", po::value<int>(), "override max_pack: trials trained at once per actor")
       ("fuse", po::value<std::string>(), "override fuse: auto (default) | always | never")
+      ("mixed-packs", po::value<std::string>(), "override mixed_packs: auto (default: on GPUs, not on CPUs) | always | never")
       ("tuner-plugin", po::value<std::vector<std::string>>(), "load tuners from a shared library")
       ("keep-checkpoints", po::value<std::string>(), "all | needed (default): trial checkpoints kept in DIR/checkpoints")
       ("quiet,q", "warnings and the final summary only: no status table or lines");
@@ -136,6 +137,7 @@ int run_command(const std::vector<std::string>& args) {
   if (vm.count("tuner")) overrides.tuner = vm["tuner"].as<std::string>();
   if (vm.count("max-pack")) overrides.max_pack = vm["max-pack"].as<int>();
   if (vm.count("fuse")) overrides.fuse = vm["fuse"].as<std::string>();
+  if (vm.count("mixed-packs")) overrides.mixed_packs = vm["mixed-packs"].as<std::string>();
   if (vm.count("keep-checkpoints")) overrides.keep_checkpoints = vm["keep-checkpoints"].as<std::string>();
 
   packtune::DriverOptions driver;

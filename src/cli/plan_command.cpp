@@ -121,6 +121,7 @@ int run_plan_command(const std::vector<std::string>& args) {
   for (auto& a : actors) {
     a.base_bytes = data_bytes(config, dims, train);
     a.max_members = config.max_pack;
+    a.max_units = packing::units_per_actor(packing::parse_mixed_packs(config.mixed_packs), a.device);
   }
 
   // The first rung: every job the tuner hands out before it has to wait for a result.

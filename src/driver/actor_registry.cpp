@@ -172,7 +172,7 @@ int ActorRegistry::sharing(const ActorState& actor) const {
   return std::max(1, seen);
 }
 
-std::vector<packing::ActorSpec> ActorRegistry::capacities(int max_members) const {
+std::vector<packing::ActorSpec> ActorRegistry::capacities(int max_members, packing::MixedPacks mixed) const {
   std::vector<packing::ActorSpec> out;
   for (const auto& [identity, actor] : actors_) {
     if (!actor.ready || actor.dead) continue;
@@ -195,6 +195,7 @@ std::vector<packing::ActorSpec> ActorRegistry::capacities(int max_members) const
     }
     spec.base_bytes = actor.base_bytes;
     spec.max_members = max_members;
+    spec.max_units = packing::units_per_actor(mixed, actor.device);
     out.push_back(spec);
   }
   return out;

@@ -111,7 +111,8 @@ class ActorRegistry {
   // split its memory by the node's declared actors, so a restart does not change the
   // others' share; for actors started by hand (and the driver's own GPUs), by the ready
   // actors seen on that host and device.
-  std::vector<packing::ActorSpec> capacities(int max_members) const;
+  std::vector<packing::ActorSpec> capacities(int max_members,
+                                             packing::MixedPacks mixed = packing::MixedPacks::Always) const;
 
  private:
   int sharing(const ActorState& actor) const;

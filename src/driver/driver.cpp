@@ -332,6 +332,7 @@ class Driver {
             // update goes over every actor.
             capacities_stale_ = true;
             spdlog::info("actor {} ready on {}", actor.id, m.device);
+            explain_units(m.device);
           } else if constexpr (std::is_same_v<T, proto::Report>) {
             on_report(actor, m);
           } else if constexpr (std::is_same_v<T, proto::TrialFailed>) {
@@ -635,6 +636,22 @@ class Driver {
 
   ActorState* actor_by_id(int id) { return registry_.actor_by_id(id); }
 
+  // Says once per kind of device when its actors train one unit at a time although max_pack
+  // allows more: otherwise a user who asked for packs of 8 sees one trial per actor and
+  // cannot tell why.
+  void explain_units(const std::string& device) {
+    const auto kind = packing::device_class(device);
+    if (config_.max_pack <= 1 || !explained_.insert(kind).second) return;
+    const auto mixed = packing::parse_mixed_packs(config_.mixed_packs);
+    if (packing::units_per_actor(mixed, device) > 1) return;
+    spdlog::info("{} actors train one unit (a model, or trials fused into one) at a time, as mixed_packs {} says{}; "
+                 "\"mixed_packs\": \"always\" packs units side by side",
+                 kind, config_.mixed_packs,
+                 mixed == packing::MixedPacks::Auto
+                     ? " (units on a CPU take turns on its cores: a second one adds no throughput and delays the first)"
+                     : "");
+  }
+
   // The planner's view of the live actors (ActorRegistry::capacities); an actor keeps the
   // units it trains now.
   void update_capacities() {
@@ -642,7 +659,7 @@ class Driver {
     std::map<int, packing::ActorPlan> previous;
     for (auto& a : plan_.actors) previous[a.actor.id] = std::move(a);
     plan_.actors.clear();
-    for (const auto& spec : registry_.capacities(config_.max_pack)) {
+    for (const auto& spec : registry_.capacities(config_.max_pack, packing::parse_mixed_packs(config_.mixed_packs))) {
       packing::ActorPlan a = previous.count(spec.id) ? std::move(previous[spec.id]) : packing::ActorPlan{};
       a.actor = spec;
       planner_.refresh(a);
@@ -704,7 +721,7 @@ class Driver {
       bool room = false;
       int slots = 0;
       for (const auto& a : plan_.actors) {
-        room = room || a.members() < a.actor.max_members;
+        room = room || planner_.takes_more(a);
         slots += a.actor.max_members;
       }
       if (!room) break;
@@ -1111,6 +1128,7 @@ class Driver {
   std::int64_t refused_reports_ = 0;
   std::int64_t train_images_ = 0;  // an epoch's images, from the data file's header  // from retired actors, after a partition
   bool settled_ = false;
+  std::set<std::string> explained_;  // device kinds explain_units spoke of
   bool capacities_stale_ = false;  // an actor got ready since the plan's actors were updated
   Clock::time_point start_;
   Clock::time_point next_silence_check_;

@@ -116,7 +116,7 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
   c.source = root;
   c.name = std::filesystem::path(path).stem().string();
   Fields top(root, "");
-  top.allow("name, seed, metric, mode, budget, tuner, tuner_plugin, actors, device, max_pack, fuse, replan, "
+  top.allow("name, seed, metric, mode, budget, tuner, tuner_plugin, actors, device, max_pack, fuse, mixed_packs, replan, "
             "threads_per_actor, listen, keys, insecure, heartbeat_seconds, actor_timeout_seconds, join_timeout_seconds, keep_checkpoints, checkpoint_every, actor_memory, "
             "memory_estimate_scale, data, model, space");
   top.string("name", c.name);
@@ -186,6 +186,8 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
     }
     check_fuse_mode(c.fuse, "fuse");
   }
+  top.string("mixed_packs", c.mixed_packs);
+  check_fuse_mode(c.mixed_packs, "mixed_packs");
   top.integer("threads_per_actor", c.threads_per_actor, 0, 1024);
   top.string("listen", c.listen);
   top.string("keys", c.keys);
@@ -272,6 +274,10 @@ void apply_overrides(ExperimentConfig& c, const Overrides& o) {
     check_fuse_mode(*o.fuse, "--fuse");
     c.fuse = *o.fuse;
   }
+  if (o.mixed_packs) {
+    check_fuse_mode(*o.mixed_packs, "--mixed-packs");
+    c.mixed_packs = *o.mixed_packs;
+  }
   if (o.max_pack) {
     if (*o.max_pack < 1) throw InputError("--max-pack: expected at least 1");
     c.max_pack = *o.max_pack;
@@ -343,6 +349,7 @@ void record_as_run(ExperimentConfig& config) {
   source["device"] = config.device;
   source["max_pack"] = config.max_pack;
   source["fuse"] = config.fuse;
+  source["mixed_packs"] = config.mixed_packs;
   source["keep_checkpoints"] = config.keep_checkpoints;
   if (source.contains("tuner") && source["tuner"].is_object()) {
     source["tuner"]["name"] = config.tuner;

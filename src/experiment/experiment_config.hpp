@@ -24,6 +24,7 @@ struct Overrides {
   std::optional<int> max_pack;
   std::optional<std::string> keep_checkpoints;
   std::optional<std::string> fuse;
+  std::optional<std::string> mixed_packs;
   std::optional<std::string> listen;
   std::optional<std::string> keys;
 };
@@ -56,6 +57,9 @@ struct ExperimentConfig {
   // auto: fuse trials (HFTA, unlike widths and optimizers too) where the throughput the
   // actors measured says it pays; always: as far as memory and max_pack allow; never.
   std::string fuse = "auto";
+  // Whether an actor trains trials that do not fuse side by side (packing::MixedPacks):
+  // auto: on GPUs, not on CPUs, where they only take turns on the same cores; always; never.
+  std::string mixed_packs = "auto";
   int threads_per_actor = 0;      // 0: the cores divided among the local actors
   std::string listen = "ipc";     // ipc | tcp | an explicit ZeroMQ endpoint
   // CURVE keys (`packtune keys DIR`) for a listen endpoint other machines can reach; without

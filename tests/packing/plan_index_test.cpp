@@ -61,6 +61,7 @@ void require_sound(const Planner& planner, const Plan& plan, const std::set<std:
     }
     REQUIRE(members == a.members());
     REQUIRE(a.members() <= a.actor.max_members);
+    REQUIRE(static_cast<int>(a.units.size()) <= a.actor.max_units);
     if (a.actor.capacity_bytes > 0) {
       REQUIRE(a.estimated_bytes <= static_cast<std::int64_t>(a.actor.capacity_bytes * (1 - planner.options().headroom)));
     }
@@ -108,6 +109,8 @@ Instance random_instance(std::mt19937& rng, int trials, int actors) {
     spec.capacity_bytes = rng() % 8 ? one * (2 + static_cast<std::int64_t>(rng() % 30)) : 0;
     spec.base_bytes = rng() % 2 ? one / 4 : 0;
     spec.max_members = rng() % 5 ? 1 + static_cast<int>(rng() % 12) : 64;
+    // A CPU actor under mixed_packs auto takes one unit; some take a few.
+    if (rng() % 3 == 0) spec.max_units = 1 + static_cast<int>(rng() % 3);
     in.actors.push_back(spec);
   }
   for (int t = 0; t < trials; ++t) {

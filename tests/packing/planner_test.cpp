@@ -35,6 +35,7 @@ void check_capacity(const Plan& plan, const Planner& planner) {
   for (const auto& a : plan.actors) {
     if (a.actor.capacity_bytes > 0) CHECK(a.estimated_bytes <= a.actor.capacity_bytes);
     CHECK(a.members() <= a.actor.max_members);
+    CHECK(static_cast<int>(a.units.size()) <= a.actor.max_units);
     for (const auto& u : a.units) {
       CHECK(u.estimate.peak() == planner.memory_model().estimate(u.members.front().shape, static_cast<int>(u.members.size())).peak());
     }
@@ -258,4 +259,74 @@ TEST_CASE("online placement joins a unit of the same shape and respects the memb
   CHECK(why.waits);
   CHECK(planner.remove(plan, 0));
   CHECK(planner.place(plan, {6, s, 10}) == where[0]);
+}
+
+TEST_CASE("mixed_packs: CPU actors take one unit under auto, GPU actors many") {
+  CHECK(parse_mixed_packs("auto") == MixedPacks::Auto);
+  CHECK_THROWS_WITH(parse_mixed_packs("sometimes"), Catch::Contains("expected auto, always or never"));
+  CHECK(units_per_actor(MixedPacks::Auto, "cpu") == 1);
+  CHECK(units_per_actor(MixedPacks::Auto, "cuda:1") > 1000);
+  CHECK(units_per_actor(MixedPacks::Never, "cuda:0") == 1);
+  CHECK(units_per_actor(MixedPacks::Always, "cpu") > 1000);
+}
+
+TEST_CASE("an actor with one unit slot takes no second unit, online or planned") {
+  const auto a_shape = mlp_shape("a");
+  const auto b_shape = mlp_shape("b");
+  auto actors = [](int units) {
+    std::vector<ActorSpec> out;
+    for (int i = 0; i < 2; ++i) {
+      ActorSpec spec{i, "cpu", 0, 0, 8};
+      spec.max_units = units;
+      out.push_back(spec);
+    }
+    return out;
+  };
+  SECTION("online: the third trial waits, and takes the slot its unit left") {
+    PlanOptions o;
+    o.fuse = FuseMode::Never;
+    Planner planner({}, o);
+    Plan plan;
+    for (const auto& spec : actors(1)) plan.actors.push_back(ActorPlan{spec});
+    for (auto& a : plan.actors) planner.refresh(a);
+    REQUIRE(planner.place(plan, {0, a_shape, 10}) == 0);
+    REQUIRE(planner.place(plan, {1, b_shape, 10}) == 1);
+    CHECK_FALSE(planner.takes_more(plan.actors[0]));
+    Unplaced why;
+    CHECK_FALSE(planner.place(plan, {2, a_shape, 10}, &why));
+    CHECK(why.waits);
+    CHECK(planner.remove(plan, 1));
+    CHECK(planner.takes_more(plan.actors[1]));
+    CHECK(planner.place(plan, {2, a_shape, 10}) == 1);
+  }
+  SECTION("fuse always: a same-shape trial still joins the one unit, another shape waits") {
+    PlanOptions o;
+    o.fuse = FuseMode::Always;
+    Planner planner({}, o);
+    Plan plan;
+    plan.actors.push_back(ActorPlan{actors(1).front()});
+    planner.refresh(plan.actors.front());
+    REQUIRE(planner.place(plan, {0, a_shape, 10}) == 0);
+    CHECK(planner.takes_more(plan.actors[0]));
+    CHECK(planner.place(plan, {1, a_shape, 10}) == 0);
+    CHECK(plan.actors[0].units.size() == 1);
+    CHECK_FALSE(planner.place(plan, {2, b_shape, 10}));
+  }
+  SECTION("a plan from scratch and its balance keep to the slots; the rest wait") {
+    PlanOptions o;
+    o.fuse = FuseMode::Never;
+    Planner planner({}, o);
+    std::vector<TrialDemand> trials = demands(3, a_shape);
+    for (auto& t : demands(3, b_shape, 3)) trials.push_back(t);
+    const auto one = planner.plan(actors(1), trials);
+    check_capacity(one, planner);
+    CHECK(placed_ids(one).size() == 2);
+    CHECK(one.unplaced.size() == 4);
+    for (const auto& u : one.unplaced) CHECK(u.waits);
+    const auto two = planner.plan(actors(2), trials);
+    check_capacity(two, planner);
+    CHECK(placed_ids(two).size() == 4);
+    const auto any = planner.plan(actors(1 << 30), trials);
+    CHECK(placed_ids(any).size() == 6);
+  }
 }
