@@ -28,7 +28,6 @@ See docs/benchmarks.md.
 import argparse
 import datetime
 import json
-import math
 import os
 import platform
 import shutil
@@ -72,6 +71,9 @@ def parse_args(argv, defaults):
                    help="the peers' concurrent trials / processes (default: the cores)")
     p.add_argument("--seed", type=int, help="seed (default: the config's)")
     p.add_argument("--target", type=float, help="target val_accuracy (default: the lowest of the ways' bests)")
+    p.add_argument("--own-samplers", action="store_true",
+                   help="each peer draws its own configs (default: the peers evaluate the configs packtune drew, "
+                        "in its trial order: Ray Tune's points_to_evaluate, Optuna's enqueue_trial)")
     p.add_argument("--ways", default=",".join(WAYS), help="comma-separated subset of " + ",".join(WAYS))
     p.add_argument("--data-dir", help="Fashion-MNIST's folder (default $PACKTUNE_DATA_DIR, else " + DEFAULT_DATA_DIR + ")")
     p.add_argument("--peers-python", default=os.environ.get("PACKTUNE_PEERS_PYTHON", DEFAULT_PEERS_PYTHON),
@@ -196,8 +198,20 @@ def run_packtune(a, config_path, work, name, max_pack):
     return result
 
 
-def run_peer(a, name, config_path, trials, work):
+def drawn_configs(out_dir, space, trials):
+    """The sampled part of each trial's config in a packtune run, by trial id."""
+    by_trial = {}
+    for r in read_reports(out_dir):
+        by_trial.setdefault(r["trial"], {k: r["config"][k] for k in space if k in r.get("config", {})})
+    if sorted(by_trial) != list(range(trials)):
+        raise BenchError(f"{out_dir}: expected trials 0 ... {trials - 1} to compare configs, found {sorted(by_trial)}")
+    return [by_trial[t] for t in range(trials)]
+
+
+def run_peer(a, name, config_path, trials, work, configs=None):
     spec = {"problem": config_path, "trials": trials, "workers": a.workers, "work": os.path.join(work, name)}
+    if configs:
+        spec["configs"] = configs
     os.makedirs(spec["work"], exist_ok=True)
     spec_path = os.path.join(work, name + "_spec.json")
     with open(spec_path, "w") as f:
@@ -245,13 +259,16 @@ def bench(a):
         if peers and not os.access(a.peers_python, os.X_OK):
             raise BenchError(f"no peers' python at {a.peers_python}: run scripts/setup-peers.sh, or pass --peers-python")
         ways = {}
+        configs = None  # what packtune drew, for the peers to evaluate
         for name in a.ways:
             if name == "packtune":
                 ways[name] = run_packtune(a, config_path, work, name, None)
+                if not a.own_samplers:
+                    configs = drawn_configs(os.path.join(work, name), config["space"], trials)
             elif name == "max_pack_1":
                 ways[name] = run_packtune(a, config_path, work, name, 1)
             else:
-                ways[name] = run_peer(a, name, config_path, trials, work)
+                ways[name] = run_peer(a, name, config_path, trials, work, configs)
         bests = [w["best_val_accuracy"] for w in ways.values() if w["best_val_accuracy"] is not None]
         target = a.target if a.target is not None else (min(bests) if bests else None)
         for w in ways.values():
@@ -261,8 +278,16 @@ def bench(a):
         for name, w in ways.items():
             if name == "packtune":
                 continue
+            # The issue's measure: packtune's time to this way's own best over this way's time to it
+            # (None where packtune never reached it).
+            own_best = w["best_val_accuracy"]
+            to_own_best = time_to(w["curve"], own_best) if own_best is not None else None
+            packtune_to_it = time_to(base.get("curve", []), own_best) if own_best is not None else None
             ratios[name] = {"wall_over_packtune": ratio(w["wall_seconds"], base.get("wall_seconds")),
-                            "to_target_over_packtune": ratio(w["seconds_to_target"], base.get("seconds_to_target"))}
+                            "to_target_over_packtune": ratio(w["seconds_to_target"], base.get("seconds_to_target")),
+                            "its_best": own_best, "its_seconds_to_its_best": to_own_best,
+                            "packtune_seconds_to_its_best": packtune_to_it,
+                            "packtune_over_it_to_its_best": ratio(packtune_to_it, to_own_best)}
         return {
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "command": " ".join(["peers_bench"] + sys.argv[1:]),
@@ -276,6 +301,7 @@ def bench(a):
             "test_size": 10000, "batch_size": config.get("model", {}).get("batch_size"),
             "actors": a.actors, "max_pack": config.get("max_pack"), "peer_workers": a.workers,
             "target": target, "ways": ways, "ratios": ratios,
+            "same_configs": configs is not None,
             "work_dir": work if a.keep else None,
         }
     finally:
@@ -307,6 +333,13 @@ def print_table(r):
               f"{fmt(rr.get('to_target_over_packtune'), '.2f', '1' if name == 'packtune' else '-'):>7} "
               f"{w['trials']:>6}  {w['load_average_before'][0] if w['load_average_before'] else '-'}"
               f"/{w['load_average_after'][0] if w['load_average_after'] else '-'}")
+    print(f"\nconfigs: {'the ones packtune drew, for every way' if r.get('same_configs') else 'each way its own sampler'}")
+    for name, rr in r["ratios"].items():
+        if name == "max_pack_1" or rr.get("its_best") is None:
+            continue
+        print(f"{name}'s best {rr['its_best']:.4f}: it took {fmt(rr['its_seconds_to_its_best'], '.1f')} s, packtune "
+              + (f"{rr['packtune_seconds_to_its_best']:.1f} s ({rr['packtune_over_it_to_its_best']:.2f} of its time)"
+                 if rr.get("packtune_seconds_to_its_best") is not None else "never reached it"))
 
 
 def main(argv=None, **defaults):
@@ -493,7 +526,8 @@ def worker_ray(spec, problem, data):
         param_space=ray_space(problem["space"]),
         tune_config=tune.TuneConfig(metric="val_accuracy", mode="max", scheduler=scheduler,
                                     num_samples=spec["trials"],
-                                    search_alg=BasicVariantGenerator(random_state=problem["seed"])),
+                                    search_alg=BasicVariantGenerator(points_to_evaluate=spec.get("configs"),
+                                                                     random_state=problem["seed"])),
         run_config=tune.RunConfig(storage_path=os.path.abspath(spec["work"]), name="ray",
                                   checkpoint_config=tune.CheckpointConfig(num_to_keep=1), verbose=0))
     results = tuner.fit()
@@ -570,8 +604,10 @@ def worker_optuna(spec, spec_path, problem, data):
     import torch
     storage = optuna.storages.JournalStorage(
         optuna.storages.journal.JournalFileBackend(os.path.join(spec["work"], "journal.log")))
-    optuna.create_study(study_name="peers_bench", storage=storage, direction="maximize",
-                        pruner=hyperband_pruner(problem))
+    study = optuna.create_study(study_name="peers_bench", storage=storage, direction="maximize",
+                                pruner=hyperband_pruner(problem))
+    for params in spec.get("configs") or []:
+        study.enqueue_trial(params)  # the processes take them in this order, before sampling
     # The pruner is not stored with the study: each process builds the same one.
     procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", "optuna_process", spec_path, str(i)])
              for i in range(spec["workers"])]
