@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `packtune plan`: capacity is never exceeded, every trial that fits is placed, and bad
-# actor specs are input errors (exit 2).
+# `packtune plan`: capacity is never exceeded, every trial that fits is placed, CPU actors
+# take one unit each unless "mixed_packs" says otherwise, and bad actor specs are input errors
+# (exit 2).
 set -euo pipefail
 packtune="$1"
 work="$(mktemp -d)"
@@ -11,6 +12,7 @@ cat > "$work/config.json" <<'JSON'
   "seed": 1,
   "budget": {"unit": "epochs", "max": 1},
   "tuner": {"name": "random", "trials": 40},
+  "mixed_packs": "always",
   "data": {"train_size": 2000, "validation_size": 500},
   "model": {"family": "mlp", "depth": 2, "batch_size": 128, "optimizer": "sgd", "momentum": 0.9},
   "space": {
@@ -21,11 +23,12 @@ cat > "$work/config.json" <<'JSON'
 }
 JSON
 
-check() {  # check PLAN.json EXPECT_ALL_PLACED
-/usr/bin/python3 - "$1" "$2" <<'PY'
+check() {  # check PLAN.json EXPECT_ALL_PLACED [MAX_PACKS_PER_ACTOR]
+/usr/bin/python3 - "$1" "$2" "${3:-0}" <<'PY'
 import json, sys
 plan = json.load(open(sys.argv[1]))
 all_placed = sys.argv[2] == "1"
+max_packs = int(sys.argv[3])
 placed = []
 for a in plan["actors"]:
     used = a["base_bytes"]
@@ -34,6 +37,7 @@ for a in plan["actors"]:
         used += sum(p["persistent_bytes"] for p in a["packs"]) + max(p["transient_bytes"] for p in a["packs"])
         assert used == a["estimated_bytes"], a
         assert a["estimated_bytes"] <= a["capacity_bytes"], a
+    assert not max_packs or len(a["packs"]) <= max_packs, a
     for p in a["packs"]:
         assert p["fused"] == (len(p["members"]) > 1), p
         placed += p["members"]
@@ -50,6 +54,11 @@ PY
 
 "$packtune" plan "$work/config.json" --actors 4x2GiB --max-pack 16 --json > "$work/roomy.json"
 check "$work/roomy.json" 1
+# mixed_packs auto (the default): a CPU actor holds one unit; the trials beyond wait.
+grep -v mixed_packs "$work/config.json" > "$work/auto.json"
+"$packtune" plan "$work/auto.json" --actors 4x2GiB --max-pack 16 --json > "$work/auto-plan.json"
+check "$work/auto-plan.json" 0 1
+grep -q '"reason":"waits for room' "$work/auto-plan.json"
 "$packtune" plan "$work/config.json" --actors cpu=60MiB,cpu=80MiB --json > "$work/tight.json"
 check "$work/tight.json" 0
 grep -q '"reason":"waits for room' "$work/tight.json"
