@@ -1,8 +1,9 @@
 #pragma once
 // The calibration step of the throughput model (packing/throughput_model.hpp): times
 // training steps of one trial shape alone (a plain model) and as K = 2, 4, 8, ... fused
-// members, until one more doubling adds less than `min_gain` of throughput, memory runs out
-// or `max_members` is reached. One K per advance(), so an actor profiles between the rounds
+// members, until one more doubling adds less than `min_gain` of throughput (or less than the
+// spread between the timed windows), memory runs out or `max_members` is reached. Each K is
+// timed in windows interleaved with windows of the K before it, and the two are compared. One K per advance(), so an actor profiles between the rounds
 // of the pack it trains instead of stalling it.
 #include <memory>
 #include <string>
@@ -16,6 +17,11 @@
 #include "datasets/batch_stream.hpp"
 
 namespace packtune::actors {
+
+// Whether K1 members (t1 seconds a step, windows spread1) add enough throughput over K0
+// (t0, spread0) to profile the next doubling: more than min_gain, and more than the larger
+// spread, since a gain within the timing's own noise is not a gain.
+bool doubling_pays(int k0, double t0, double spread0, int k1, double t1, double spread1, double min_gain);
 
 class ThroughputProfiler {
  public:
@@ -31,7 +37,17 @@ class ThroughputProfiler {
   const std::string& error() const { return error_; }
 
  private:
-  double time_steps(int members);
+  class StepTimer;
+  // Seconds per step of one K's timed windows.
+  struct Timing {
+    double fastest = 1e300;
+    double slowest = 0;
+    void add(double seconds) {
+      fastest = seconds < fastest ? seconds : fastest;
+      slowest = seconds > slowest ? seconds : slowest;
+    }
+    double spread() const { return slowest / fastest - 1; }  // the slowest over the fastest, less 1
+  };
 
   TrialSpec spec_;
   int max_members_;
