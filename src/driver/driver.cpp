@@ -718,17 +718,20 @@ class Driver {
   bool dispatch() {
     if (capacities_stale_) update_capacities();
     while (local_actors_settled()) {
-      bool room = false;
-      int slots = 0;
+      // Trials the actors could start now: member slots, as far as their unit slots allow.
+      std::int64_t free = 0;
       for (const auto& a : plan_.actors) {
-        room = room || planner_.takes_more(a);
-        slots += a.actor.max_members;
+        if (!planner_.takes_more(a)) continue;
+        const int units_left = std::max(1, a.actor.max_units - static_cast<int>(a.units.size()));
+        free += std::min(a.actor.max_members - a.members(), units_left);
       }
-      if (!room) break;
+      if (free == 0) break;
       if (book_.queue_empty()) {
-        // Jobs held for a profile wait seconds at most; drawing more than the actors can take
-        // meanwhile would pull a sweep of 100,000 trials into memory in one call.
-        if (profiles_.held_jobs() >= std::max(64, 2 * slots)) break;
+        // Jobs held for a profile wait a second or two; drawing more than the actors could
+        // start meanwhile takes jobs out of the tuner's order: a Hyperband bracket's
+        // promotions, drawn after them, queued behind the next brackets' new trials (and a
+        // sweep of 100,000 trials would come into memory in one call).
+        if (profiles_.held_jobs() >= free) break;
         Job job = tuning_.next_job();
         if (job.kind == Job::Kind::Wait) break;
         if (job.kind == Job::Kind::Finished) {
