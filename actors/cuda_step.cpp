@@ -24,7 +24,9 @@ bool cuda_graphs_enabled() {
 }
 
 #ifdef PACKTUNE_WITH_CUDA
-namespace {
+// Named, not anonymous: UnitStreams::State holds Events, and a unity build (the engine compiles
+// as two unity files) warns about a type with linkage holding one from an anonymous namespace.
+namespace cuda_events {
 
 // A CUDA event made once and recorded again each time: the streams of a pack wait on each
 // other every round, too often to create an event per wait. Raw events: their API is the
@@ -53,7 +55,9 @@ void wait_for(const c10::cuda::CUDAStream& waiter, const c10::cuda::CUDAStream& 
   event.block(waiter);  // the wait holds on to what was recorded; the event may go
 }
 
-}  // namespace
+}  // namespace cuda_events
+using cuda_events::Event;
+using cuda_events::wait_for;
 
 struct StepGraph::State {
   std::unique_ptr<at::cuda::CUDAGraph> graph;
