@@ -61,6 +61,10 @@ def parse_args(argv, defaults):
     p.add_argument("--min-epochs", type=float, help="Hyperband's min budget (default 0.25)")
     p.add_argument("--max-epochs", type=float, help="Hyperband's max budget (default 2.25)")
     p.add_argument("--eta", type=int, default=3, help="reduction factor (default 3)")
+    p.add_argument("--tuner", choices=("hyperband", "async_hyperband"), default="hyperband",
+                   help="packtune's tuner: hyperband (synchronous, as Ray's HyperBandScheduler) or "
+                        "async_hyperband (asynchronous brackets, as Optuna's HyperbandPruner), on the same "
+                        "number of trials (default hyperband)")
     p.add_argument("--report-every", type=float,
                    help="epochs between reports, the peers' training iteration (default: min-epochs)")
     p.add_argument("--train-size", type=int, help="training images, 0 = all the validation split leaves")
@@ -255,6 +259,12 @@ def bench(a):
         config_path, config = problem(a, work)
         sched = schedule(a)
         trials = sweep_trials(sched)
+        if a.tuner != "hyperband":
+            # The peers' problem is unchanged (they read the tuner's eta only); packtune runs
+            # the asynchronous tuner on as many trials as one sweep has.
+            config["tuner"] = {"name": a.tuner, "eta": a.eta, "trials": trials}
+            with open(config_path, "w") as f:
+                json.dump(config, f, indent=2)
         peers = [w for w in a.ways if w in ("ray_tune", "optuna")]
         if peers and not os.access(a.peers_python, os.X_OK):
             raise BenchError(f"no peers' python at {a.peers_python}: run scripts/setup-peers.sh, or pass --peers-python")
@@ -293,7 +303,7 @@ def bench(a):
             "command": " ".join(["peers_bench"] + sys.argv[1:]),
             "host": platform.node(), "cores": os.cpu_count(),
             "config": a.config, "seed": config["seed"],
-            "schedule": {"tuner": "hyperband", "eta": a.eta, "min_epochs": a.min_epochs, "max_epochs": a.max_epochs,
+            "schedule": {"tuner": a.tuner, "eta": a.eta, "min_epochs": a.min_epochs, "max_epochs": a.max_epochs,
                          "report_every": a.report_every, "trials": trials,
                          "peers_max_t": round(a.max_epochs / a.report_every),
                          "peers_min_t": round(a.min_epochs / a.report_every)},
