@@ -3,7 +3,8 @@
 // training steps of one trial shape alone (a plain model) and as K = 2, 4, 8, ... fused
 // members, until one more doubling adds less than `min_gain` of throughput (or less than the
 // spread between the timed windows), memory runs out or `max_members` is reached. Each K is
-// timed in windows interleaved with windows of the K before it, and the two are compared. One K per advance(), so an actor profiles between the rounds
+// timed in windows interleaved with windows of the K before it, and the two are compared.
+// One K per advance(), so an actor profiles between the rounds
 // of the pack it trains instead of stalling it.
 #include <memory>
 #include <string>

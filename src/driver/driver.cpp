@@ -642,12 +642,11 @@ class Driver {
   void explain_units(const std::string& device) {
     const auto kind = packing::device_class(device);
     if (config_.max_pack <= 1 || !explained_.insert(kind).second) return;
-    const auto mixed = packing::parse_mixed_packs(config_.mixed_packs);
-    if (packing::units_per_actor(mixed, device) > 1) return;
+    if (packing::units_per_actor(mixed_packs_, device) > 1) return;
     spdlog::info("{} actors train one unit (a model, or trials fused into one) at a time, as mixed_packs {} says{}; "
                  "\"mixed_packs\": \"always\" packs units side by side",
                  kind, config_.mixed_packs,
-                 mixed == packing::MixedPacks::Auto
+                 mixed_packs_ == packing::MixedPacks::Auto
                      ? " (units on a CPU take turns on its cores: a second one adds no throughput and delays the first)"
                      : "");
   }
@@ -659,7 +658,7 @@ class Driver {
     std::map<int, packing::ActorPlan> previous;
     for (auto& a : plan_.actors) previous[a.actor.id] = std::move(a);
     plan_.actors.clear();
-    for (const auto& spec : registry_.capacities(config_.max_pack, packing::parse_mixed_packs(config_.mixed_packs))) {
+    for (const auto& spec : registry_.capacities(config_.max_pack, mixed_packs_)) {
       packing::ActorPlan a = previous.count(spec.id) ? std::move(previous[spec.id]) : packing::ActorPlan{};
       a.actor = spec;
       planner_.refresh(a);
@@ -1132,6 +1131,7 @@ class Driver {
   std::int64_t train_images_ = 0;  // an epoch's images, from the data file's header  // from retired actors, after a partition
   bool settled_ = false;
   std::set<std::string> explained_;  // device kinds explain_units spoke of
+  packing::MixedPacks mixed_packs_ = packing::parse_mixed_packs(config_.mixed_packs);  // parsed once
   bool capacities_stale_ = false;  // an actor got ready since the plan's actors were updated
   Clock::time_point start_;
   Clock::time_point next_silence_check_;
