@@ -4,13 +4,7 @@
 # an actor holding another key and a client sending garbage; the results are its own actors'.
 set -euo pipefail
 packtune="$1"
-work="$(mktemp -d)"
-intruder=""
-cleanup() {
-  if [ -n "$intruder" ]; then kill "$intruder" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source "$(dirname "$0")/background.sh"
 
 "$packtune" keys "$work/keys" > "$work/keys.out"
 for f in driver.key driver.pub actor.key actor.pub authorized_actors; do test -s "$work/keys/$f"; done
@@ -23,7 +17,7 @@ grep -q "exists" "$work/again.err"
 # The intruder knows the driver's public key (it is public) but holds an actor key of its own.
 cp "$work/keys/driver.pub" "$work/intruder/driver.pub"
 
-port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 config() {  # $1: extra top-level members, each followed by a comma
   cat <<JSON
 {
@@ -57,6 +51,7 @@ grep -q "without authentication" "$work/insecure.log"
 "$packtune" actor --driver "tcp://127.0.0.1:$port" --keys "$work/intruder" --connect-timeout 60 \
   > "$work/intruder.log" 2>&1 &
 intruder=$!
+pids+=("$intruder")
 # And a client that sends garbage as soon as the port opens.
 /usr/bin/python3 - "$port" > "$work/garbage.log" 2>&1 <<'PY' &
 import socket, sys, time
@@ -75,7 +70,6 @@ config "\"keys\": \"$work/keys\"," > "$work/keyed.json"
 "$packtune" run "$work/keyed.json" --out "$work/keyed" > "$work/keyed.log" 2>&1
 kill "$intruder" 2>/dev/null || true
 wait "$intruder" 2>/dev/null || true
-intruder=""
 wait "$garbage" || true
 grep -q sent "$work/garbage.log" || { echo "FAILED: the garbage client never reached the driver"; exit 1; }
 if ! grep -q "failed the CURVE handshake" "$work/keyed.log"; then
