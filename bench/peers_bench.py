@@ -74,6 +74,10 @@ def parse_args(argv, defaults):
     p.add_argument("--workers", type=int, default=os.cpu_count() or 2,
                    help="the peers' concurrent trials / processes (default: the cores)")
     p.add_argument("--seed", type=int, help="seed (default: the config's)")
+    p.add_argument("--seeds", type=int, default=1,
+                   help="run the whole comparison this many times, seeds --seed, --seed + 1, ...; one "
+                        "sweep's outcome hangs on which configs a tuner keeps, so the summary gives each "
+                        "peer's measure per seed and its median (default 1)")
     p.add_argument("--target", type=float, help="target val_accuracy (default: the lowest of the ways' bests)")
     p.add_argument("--own-samplers", action="store_true",
                    help="each peer draws its own configs (default: the peers evaluate the configs packtune drew, "
@@ -108,6 +112,8 @@ def parse_args(argv, defaults):
     for name in ("config", "packtune"):
         if not getattr(a, name):
             p.error(f"--{name} is required when run from the source tree; build/bench/peers_bench fills it in")
+    if a.seeds < 1:
+        p.error(f"--seeds: expected 1 or more, got {a.seeds}")
     a.data_dir = a.data_dir or os.environ.get("PACKTUNE_DATA_DIR") or DEFAULT_DATA_DIR
     return a
 
@@ -352,22 +358,78 @@ def print_table(r):
                  if rr.get("packtune_seconds_to_its_best") is not None else "never reached it"))
 
 
+def median_measure(values):
+    """The median of packtune's time over a peer's to the peer's best, a sitting where packtune
+    never reached it counting as worse than any ratio (None when those are half or more)."""
+    ranked = sorted(values, key=lambda v: (v is None, v if v is not None else 0.0))
+    middle = ranked[(len(ranked) - 1) // 2:len(ranked) // 2 + 1]
+    if any(v is None for v in middle):
+        return None
+    return sum(middle) / len(middle)
+
+
+def summarize_seeds(runs):
+    """Per way that is not packtune: the issue's measure in each sitting and its median."""
+    out = {}
+    for name in WAYS:
+        if name == "packtune" or not all(name in r["ratios"] for r in runs):
+            continue
+        measures = [r["ratios"][name]["packtune_over_it_to_its_best"] for r in runs]
+        out[name] = {"seeds": [r["seed"] for r in runs],
+                     "its_bests": [r["ratios"][name]["its_best"] for r in runs],
+                     "packtune_over_it_to_its_best": measures,
+                     "reached": sum(m is not None for m in measures),
+                     "median": median_measure(measures),
+                     "wall_over_packtune": [r["ratios"][name]["wall_over_packtune"] for r in runs]}
+    return out
+
+
+def print_summary(summary, runs):
+    print(f"\n{len(runs)} sittings, seeds {', '.join(str(r['seed']) for r in runs)}: packtune's time to each peer's "
+          "best over the peer's own time to it")
+    for name, s in summary.items():
+        per = ", ".join(fmt(m, ".2f", "never") for m in s["packtune_over_it_to_its_best"])
+        print(f"{name:<11} {per}; median {fmt(s['median'], '.2f', 'never')}; packtune reached its best in "
+              f"{s['reached']} of {len(runs)}")
+
+
 def main(argv=None, **defaults):
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--worker":
         return worker(argv[1], argv[2])
     a = parse_args(argv, defaults)
+    runs = []
     try:
-        result = bench(a)
+        if a.seeds == 1:
+            runs.append(bench(a))
+        else:
+            with open(a.config) as f:
+                first = a.seed if a.seed is not None else json.load(f).get("seed", 1)
+            keep = a.keep
+            for i in range(a.seeds):
+                a.seed = first + i
+                a.keep = os.path.join(keep, f"seed-{a.seed}") if keep else None
+                log(f"sitting {i + 1} of {a.seeds}: seed {a.seed}")
+                runs.append(bench(a))
+                if not a.json:
+                    print_table(runs[-1])
+                    print()
     except BenchError as e:
         print(f"peers_bench: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+    if len(runs) == 1:
+        if a.json:
+            print(json.dumps(runs[0], indent=2))
+        else:
+            print_table(runs[0])
+        return 0
+    summary = summarize_seeds(runs)
     if a.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps({"runs": runs, "summary": summary}, indent=2))
     else:
-        print_table(result)
+        print_summary(summary, runs)
     return 0
 
 
@@ -377,7 +439,6 @@ def main(argv=None, **defaults):
 
 def load_data(config):
     """(train_x, train_y, val_x, val_y, test_x, test_y) as packtune splits and normalises them."""
-    import torch
     sys.path.insert(0, HERE)
     import peer_loop
     data = config["data"]
