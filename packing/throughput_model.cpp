@@ -49,6 +49,21 @@ StepProfile ThroughputModel::profile(const std::string& device, const std::strin
   return t == d->second.end() ? StepProfile{} : t->second.points;
 }
 
+bool ThroughputModel::fusion_ruled_out(const std::string& device, const TrialShape& shape, double min_gain) const {
+  if (shape.fusion.empty()) return false;
+  auto d = tables_.find(kind_of(device));
+  if (d == tables_.end()) return false;
+  return std::any_of(d->second.begin(), d->second.end(), [&](const auto& entry) {
+    const Table& t = entry.second;
+    if (t.shape.fusion != shape.fusion || t.shape.flops_per_sample > shape.flops_per_sample) return false;
+    // Only a measured pair decides: a profile that stopped at one member (max_pack 1, or two
+    // did not fit in memory) says nothing about fusing.
+    if (t.points.size() < 2 || t.points[0].first != 1 || t.points[1].first != 2) return false;
+    const double gain = (2 / t.points[1].second) / (1 / t.points[0].second) - 1;
+    return gain < min_gain;
+  });
+}
+
 const ThroughputModel::Table* ThroughputModel::table_for(const std::string& device, const TrialShape& shape) const {
   auto lookup = [&](const std::map<std::string, Table>& tables) -> const Table* {
     auto exact = tables.find(shape.key);

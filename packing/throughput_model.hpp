@@ -44,6 +44,14 @@ class ThroughputModel {
   // The profile of a shape on a device kind, as recorded (empty if none).
   StepProfile profile(const std::string& device, const std::string& key) const;
 
+  // Whether a profile on `device`'s kind already shows that fusing `shape` cannot pay: a
+  // shape it fuses with, with no more work per sample, gained less than `min_gain` from two
+  // fused members. Fusion pays by amortising a step's fixed costs and filling an idle device;
+  // a member that brings more work leaves less of either, so it gains less still. Then
+  // profiling `shape` itself would only cost an actor its time (a CPU: each shape about
+  // 0.2-0.5 s of training).
+  bool fusion_ruled_out(const std::string& device, const TrialShape& shape, double min_gain) const;
+
  private:
   struct Table {
     TrialShape shape;

@@ -16,15 +16,40 @@ ProfileGate::Admission ProfileGate::admit(const tuners::Job& job, const packing:
   if (!options_.enabled) return admission;
   const auto& key = shape.key;
   const bool covered = planner_.throughput_model().covered("", shape);
+  // A narrower shape of its family being profiled may rule this one out: its jobs wait for
+  // that answer instead of an actor spending time on a profile of their own.
+  const bool after_narrower = !covered && narrower_asked(shape);
   // A shape of an architecture already covered is profiled too, for its own figures, but
   // its trials need not wait for that.
-  if (!requests_.count(key) && !planner_.throughput_model().profiled("", key)) admission.ask = request(shape, full, now);
-  if (covered || !requests_.count(key)) return admission;
+  if (!requests_.count(key) && !after_narrower && !planner_.throughput_model().profiled("", key) &&
+      !ruled_out(shape)) {
+    admission.ask = request(shape, full, now);
+  }
+  if (covered || !(requests_.count(key) || after_narrower)) return admission;
   auto& held = held_[key];
   held.shape = shape;
   held.jobs.push_back(job);
   admission.held = true;
   return admission;
+}
+
+bool ProfileGate::narrower_asked(const packing::TrialShape& shape) const {
+  if (shape.fusion.empty()) return false;
+  return std::any_of(requests_.begin(), requests_.end(), [&](const auto& r) {
+    return r.first != shape.key && r.second.shape.fusion == shape.fusion &&
+           r.second.shape.flops_per_sample <= shape.flops_per_sample;
+  });
+}
+
+bool ProfileGate::ruled_out(const packing::TrialShape& shape) const {
+  bool any = false;
+  for (const auto& a : plan_.actors) {
+    const ActorState* actor = registry_.actor_by_id(a.actor.id);
+    if (!actor || !actor->ready || actor->dead) continue;
+    if (!planner_.throughput_model().fusion_ruled_out(a.actor.device, shape, planner_.options().min_gain)) return false;
+    any = true;
+  }
+  return any;
 }
 
 std::optional<ProfileGate::Ask> ProfileGate::request(const packing::TrialShape& shape,
@@ -82,11 +107,12 @@ std::vector<tuners::Job> ProfileGate::expire(Clock::time_point now) {
 }
 
 // Held jobs whose shape is now covered (another shape's profile may speak for it), or whose
-// profile will not come.
+// profile (their own, or a narrower one's of their family) will not come.
 std::vector<tuners::Job> ProfileGate::release() {
   std::vector<tuners::Job> back;
   for (auto it = held_.begin(); it != held_.end();) {
-    if (requests_.count(it->first) && !planner_.throughput_model().covered("", it->second.shape)) {
+    if ((requests_.count(it->first) || narrower_asked(it->second.shape)) &&
+        !planner_.throughput_model().covered("", it->second.shape)) {
       ++it;
       continue;
     }

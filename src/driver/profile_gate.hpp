@@ -3,7 +3,9 @@
 // fused units from the step times actors measure. The first trial of a shape no profile
 // speaks for waits (others go on) while one actor profiles it between the rounds of its
 // pack; later shapes of the same architecture are scaled from it, and profiled too without
-// waiting. This decides which jobs wait, which shapes to ask for and of which actor, files
+// waiting, unless a profile of a narrower one (no more work per sample) on every live actor's
+// device kind found that two fused members do not pay: then neither would they. A shape
+// whose narrower sibling is being profiled waits for that answer before it is asked for. This decides which jobs wait, which shapes to ask for and of which actor, files
 // the answers in the planner and gives the waiting jobs back. No sockets: the driver sends
 // the requests it is handed. Times are passed in, so tests need no clock.
 #include <chrono>
@@ -63,6 +65,11 @@ class ProfileGate {
   std::optional<Ask> request(const packing::TrialShape& shape, const tuners::TrialConfig& full,
                              Clock::time_point now);
   std::vector<tuners::Job> release();
+  // Whether the profiles on every live actor's device kind rule out fusing `shape`.
+  bool ruled_out(const packing::TrialShape& shape) const;
+  // Whether a profile of another shape of `shape`'s family, with no more work per sample, is
+  // asked for and unanswered.
+  bool narrower_asked(const packing::TrialShape& shape) const;
 
   struct Request {
     int actor = -1;

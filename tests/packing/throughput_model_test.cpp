@@ -62,6 +62,34 @@ TEST_CASE("a shape without a profile borrows one of its architecture, scaled by 
   CHECK(model.step_seconds("", narrow, 4) == Approx(model.step_seconds("cuda", wide, 1)));
 }
 
+TEST_CASE("a narrower shape that gained nothing from a fused pair rules fusion out for wider ones") {
+  ThroughputModel model;
+  const auto narrow = mlp("narrow", 1000000);
+  const auto wide = mlp("wide", 4000000);
+  const auto other = mlp("other", 4000000, "cnn-3");
+  model.record("cpu", narrow, kCpu);
+  model.record("cuda:0", narrow, kGpu);
+  CHECK(model.fusion_ruled_out("cpu", wide, 0.05));
+  CHECK(model.fusion_ruled_out("cpu", narrow, 0.05));
+  // On the GPU the pair paid; another family, another kind or a narrower shape are not ruled out.
+  CHECK_FALSE(model.fusion_ruled_out("cuda:1", wide, 0.05));
+  CHECK_FALSE(model.fusion_ruled_out("cpu", other, 0.05));
+  CHECK_FALSE(model.fusion_ruled_out("cpu", mlp("narrower", 500000), 0.05));
+  CHECK_FALSE(model.fusion_ruled_out("mps", wide, 0.05));
+
+  SECTION("a profile that stopped at one member says nothing") {
+    ThroughputModel alone;
+    alone.record("cpu", narrow, {{1, 2e-3}});
+    CHECK_FALSE(alone.fusion_ruled_out("cpu", wide, 0.05));
+  }
+  SECTION("a gain below min_gain is no gain") {
+    ThroughputModel small;
+    small.record("cpu", narrow, {{1, 2e-3}, {2, 3.9e-3}});  // 2.6% more throughput
+    CHECK(small.fusion_ruled_out("cpu", wide, 0.05));
+    CHECK_FALSE(small.fusion_ruled_out("cpu", wide, 0.02));
+  }
+}
+
 TEST_CASE("units grow to where throughput saturates on a GPU and stay at one on this CPU") {
   PlanOptions o;
   Planner planner({}, o);

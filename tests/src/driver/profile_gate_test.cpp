@@ -30,6 +30,7 @@ struct Fixture {
       registry.mark_ready(actor, protocol::Ready{"cpu", 8 * GiB, true, 0});
       packing::ActorPlan a;
       a.actor.id = actor.id;
+      a.actor.device = "cpu";
       a.estimated_seconds = i == 0 ? 10 : 1;
       plan.actors.push_back(a);
     }
@@ -107,15 +108,75 @@ TEST_CASE("a second shape of a profiled architecture is profiled without waiting
   CHECK(f.gate.held_jobs() == 0);
 }
 
-TEST_CASE("held jobs go on once another shape's profile covers theirs") {
+TEST_CASE("a wider shape is not profiled where a narrower one of its family gained nothing from fusing") {
   Fixture f;
   const auto narrow = mlp_shape(128);
   const auto wide = mlp_shape(512);
   CHECK(f.admit(0, narrow, f.t0).held);
+  // Two members take twice one's time, as on a CPU that one member already keeps busy.
+  f.gate.on_profiled(0, {narrow.key, "cpu", {1, 2}, {0.010, 0.020}, ""});
+  auto wider = f.admit(1, wide, f.t0);
+  CHECK_FALSE(wider.held);
+  CHECK_FALSE(wider.ask);
+  CHECK_FALSE(f.gate.asked(wide.key));
+
+  SECTION("a narrower shape is still profiled: it may gain where a wider one does not") {
+    auto narrower = f.admit(2, mlp_shape(64), f.t0);
+    CHECK_FALSE(narrower.held);
+    CHECK(narrower.ask);
+  }
+  SECTION("an actor of a kind no profile speaks for keeps the shape profiled") {
+    protocol::Hello hello;
+    hello.host = "g";
+    hello.pid = 200;
+    auto& gpu = f.registry.add_actor("g0", hello, f.t0);
+    f.registry.mark_ready(gpu, protocol::Ready{"cuda:0", 80 * GiB, true, 0});
+    packing::ActorPlan a;
+    a.actor.id = gpu.id;
+    a.actor.device = "cuda:0";
+    f.plan.actors.push_back(a);
+    CHECK(f.admit(3, wide, f.t0).ask);
+  }
+}
+
+TEST_CASE("held jobs go on once another shape's profile covers theirs") {
+  Fixture f;
+  const auto narrow = mlp_shape(128);
+  const auto wide = mlp_shape(512);
   CHECK(f.admit(1, wide, f.t0).held);
+  CHECK(f.admit(0, narrow, f.t0).held);
   CHECK(trials_of(f.gate.on_profiled(0, answer(narrow.key))) == std::vector<tuners::TrialId>{0, 1});
   // The wide shape's own request is still out, but nothing waits for it.
   CHECK(f.gate.asked(wide.key));
+}
+
+TEST_CASE("a wider shape waits for its narrower sibling's profile before it is asked for") {
+  Fixture f;
+  const auto narrow = mlp_shape(128);
+  const auto wide = mlp_shape(512);
+  CHECK(f.admit(0, narrow, f.t0).ask);
+  auto first = f.admit(1, wide, f.t0);
+  CHECK(first.held);
+  CHECK_FALSE(first.ask);
+  CHECK(f.gate.held_jobs() == 2);
+
+  SECTION("no gain: both go on, and the wide shape is never profiled") {
+    CHECK(trials_of(f.gate.on_profiled(0, {narrow.key, "cpu", {1, 2}, {0.010, 0.020}, ""})) ==
+          std::vector<tuners::TrialId>{0, 1});
+    auto later = f.admit(2, wide, f.t0);
+    CHECK_FALSE(later.held);
+    CHECK_FALSE(later.ask);
+  }
+  SECTION("a gain: both go on, and the wide shape is profiled for its own figures") {
+    CHECK(trials_of(f.gate.on_profiled(0, answer(narrow.key))) == std::vector<tuners::TrialId>{0, 1});
+    auto later = f.admit(2, wide, f.t0);
+    CHECK_FALSE(later.held);
+    CHECK(later.ask);
+  }
+  SECTION("the narrow profile never comes: the wide jobs are not held forever") {
+    CHECK(trials_of(f.gate.expire(f.t0 + std::chrono::seconds(121))) == std::vector<tuners::TrialId>{0, 1});
+    CHECK(f.gate.held_jobs() == 0);
+  }
 }
 
 TEST_CASE("the requests of a dead actor time out at once") {
