@@ -28,6 +28,7 @@ See docs/benchmarks.md.
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import shutil
@@ -197,8 +198,12 @@ def run_packtune(a, config_path, work, name, max_pack):
     with open(os.path.join(out_dir, "best.json")) as f:
         best = json.load(f)
     test = best.get("test") or {}
+    configs = {}
+    for r in rows:
+        configs.setdefault(r["trial"], r.get("config", {}))
     result = {"wall_seconds": wall, "load_average_before": load, "load_average_after": load_average(),
               "trials": len({r["trial"] for r in rows}), "reports": len(rows),
+              "_reports": reports, "_configs": configs,
               "best_val_accuracy": max((r["val_accuracy"] for r in reports if r["val_accuracy"] is not None), default=None),
               "best_trial": best.get("trial"), "test_accuracy": test.get("test_accuracy", test.get("accuracy")),
               "curve": curve(reports), "first_report_seconds": min((r["t"] for r in reports), default=None)}
@@ -239,12 +244,39 @@ def run_peer(a, name, config_path, trials, work, configs=None):
     reports = [dict(r, t=r["time"] - start) for r in out["reports"]]
     result = {"wall_seconds": wall, "load_average_before": load, "load_average_after": load_average(),
               "trials": len({r["trial"] for r in reports}), "reports": len(reports),
+              "_reports": reports, "_configs": {int(k): v for k, v in (out.get("trial_configs") or {}).items()},
               "best_val_accuracy": max((r["val_accuracy"] for r in reports), default=None),
               "best_trial": out.get("best_trial"), "test_accuracy": out.get("test_accuracy"),
               "curve": curve(reports), "versions": out.get("versions"),
               "first_report_seconds": min((r["t"] for r in reports), default=None)}
     log(f"{name}: {wall:.1f} s, best val {result['best_val_accuracy']}, test {result['test_accuracy']}")
     return result
+
+
+def same_config(a, b, space):
+    """Whether two trials' configs agree on every sampled key (floats to 1e-9)."""
+    for k in space:
+        x, y = a.get(k), b.get(k)
+        if isinstance(x, (int, float)) and isinstance(y, (int, float)) and not isinstance(x, bool):
+            if not math.isclose(x, y, rel_tol=1e-9, abs_tol=0.0):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def best_report(reports):
+    """The report with the highest val_accuracy, the earliest of equals."""
+    scored = [r for r in reports if r.get("val_accuracy") is not None]
+    return max(scored, key=lambda r: (r["val_accuracy"], -r["t"])) if scored else None
+
+
+def same_model_seconds(base, config, budget, space):
+    """When `base` (a packtune way) first reported a trial of `config` at `budget` or beyond:
+    the same model as a peer's best, up to the trial's seed (None if it never trained it so far)."""
+    trials = {t for t, c in base.get("_configs", {}).items() if same_config(c, config, space)}
+    times = [r["t"] for r in base.get("_reports", []) if r["trial"] in trials and r["budget"] >= budget - 1e-9]
+    return min(times) if times else None
 
 
 def time_to(curve_points, target):
@@ -304,6 +336,19 @@ def bench(a):
                             "its_best": own_best, "its_seconds_to_its_best": to_own_best,
                             "packtune_seconds_to_its_best": packtune_to_it,
                             "packtune_over_it_to_its_best": ratio(packtune_to_it, to_own_best)}
+            # The same model: the peer's best trial's config at that report's budget, which
+            # packtune may have trained too (the same configs); its accuracy there differs by
+            # the trial's seed and the framework's numerics, not by tuning.
+            top = best_report(w.get("_reports", []))
+            its_config = w.get("_configs", {}).get(top["trial"]) if top else None
+            if its_config is not None and base:
+                same = same_model_seconds(base, its_config, top["budget"], config["space"])
+                ratios[name].update({"its_best_budget": top["budget"],
+                                     "packtune_seconds_to_its_best_model": same,
+                                     "packtune_over_it_to_its_best_model": ratio(same, to_own_best)})
+        for w in ways.values():
+            w.pop("_reports", None)
+            w.pop("_configs", None)
         return {
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "command": " ".join(["peers_bench"] + sys.argv[1:]),
@@ -356,6 +401,11 @@ def print_table(r):
         print(f"{name}'s best {rr['its_best']:.4f}: it took {fmt(rr['its_seconds_to_its_best'], '.1f')} s, packtune "
               + (f"{rr['packtune_seconds_to_its_best']:.1f} s ({rr['packtune_over_it_to_its_best']:.2f} of its time)"
                  if rr.get("packtune_seconds_to_its_best") is not None else "never reached it"))
+        if "packtune_seconds_to_its_best_model" in rr:
+            same = rr["packtune_seconds_to_its_best_model"]
+            print(f"  the same model (its best config at budget {rr['its_best_budget']:g}): packtune "
+                  + (f"{same:.1f} s ({rr['packtune_over_it_to_its_best_model']:.2f} of its time)" if same is not None
+                     else "never trained it that far"))
 
 
 def median_measure(values):
@@ -381,6 +431,11 @@ def summarize_seeds(runs):
                      "reached": sum(m is not None for m in measures),
                      "median": median_measure(measures),
                      "wall_over_packtune": [r["ratios"][name]["wall_over_packtune"] for r in runs]}
+        if all("packtune_over_it_to_its_best_model" in r["ratios"][name] for r in runs):
+            models = [r["ratios"][name]["packtune_over_it_to_its_best_model"] for r in runs]
+            out[name].update({"packtune_over_it_to_its_best_model": models,
+                              "model_reached": sum(m is not None for m in models),
+                              "model_median": median_measure(models)})
     return out
 
 
@@ -391,6 +446,10 @@ def print_summary(summary, runs):
         per = ", ".join(fmt(m, ".2f", "never") for m in s["packtune_over_it_to_its_best"])
         print(f"{name:<11} {per}; median {fmt(s['median'], '.2f', 'never')}; packtune reached its best in "
               f"{s['reached']} of {len(runs)}")
+        if "model_median" in s:
+            per = ", ".join(fmt(m, ".2f", "never") for m in s["packtune_over_it_to_its_best_model"])
+            print(f"{'':<11} its best model (config and budget): {per}; median "
+                  f"{fmt(s['model_median'], '.2f', 'never')}; trained by packtune in {s['model_reached']} of {len(runs)}")
 
 
 def main(argv=None, **defaults):
@@ -616,8 +675,10 @@ def worker_ray(spec, problem, data):
         trainer.load(torch.load(os.path.join(d, "state.pt"), weights_only=False))
     test = trainer.accuracy(data[4], data[5])
     best_index = next((i for i, r in enumerate(results) if r.path == best.path), None)
+    trial_configs = {i: r.config for i, r in enumerate(results)}
     ray.shutdown()
-    return {"reports": reports, "best_trial": best_index, "best_config": best.config, "test_accuracy": test}
+    return {"reports": reports, "best_trial": best_index, "best_config": best.config, "test_accuracy": test,
+            "trial_configs": trial_configs}
 
 
 def hyperband_pruner(problem):
@@ -697,7 +758,8 @@ def worker_optuna(spec, spec_path, problem, data):
     trainer = Trainer(params, problem, 0)
     trainer.model.load_state_dict(torch.load(os.path.join(spec["work"], f"model-{best_trial}.pt")))
     return {"reports": reports, "best_trial": best_trial, "best_config": params,
-            "test_accuracy": trainer.accuracy(data[4], data[5])}
+            "test_accuracy": trainer.accuracy(data[4], data[5]),
+            "trial_configs": {t.number: t.params for t in study.trials}}
 
 
 def worker(name, spec_path, *rest):

@@ -30,6 +30,37 @@ class MedianMeasure(unittest.TestCase):
         self.assertIsNone(peers_bench.median_measure([None, 0.3]))
 
 
+class SameModel(unittest.TestCase):
+    SPACE = ["lr", "width", "optimizer"]
+    BASE = {"_configs": {0: {"lr": 0.01, "width": 128, "optimizer": "adam", "family": "mlp"},
+                         1: {"lr": 0.001, "width": 512, "optimizer": "sgd", "family": "mlp"}},
+            "_reports": [{"trial": 0, "budget": 0.25, "t": 2.0}, {"trial": 1, "budget": 0.25, "t": 3.0},
+                         {"trial": 1, "budget": 0.75, "t": 6.0}, {"trial": 1, "budget": 2.25, "t": 12.0}]}
+
+    def test_configs_match_on_the_sampled_keys_to_rounding(self):
+        self.assertTrue(peers_bench.same_config({"lr": 0.1 + 0.2, "width": 128}, {"lr": 0.3, "width": 128},
+                                                ["lr", "width"]))
+        self.assertFalse(peers_bench.same_config({"lr": 0.3, "width": 128}, {"lr": 0.3, "width": 256},
+                                                 ["lr", "width"]))
+        self.assertFalse(peers_bench.same_config({"lr": 0.3}, {"lr": 0.30001}, ["lr"]))
+
+    def test_the_first_report_of_the_config_at_or_past_the_budget(self):
+        config = {"lr": 0.001, "width": 512, "optimizer": "sgd"}
+        self.assertEqual(peers_bench.same_model_seconds(self.BASE, config, 0.75, self.SPACE), 6.0)
+        self.assertEqual(peers_bench.same_model_seconds(self.BASE, config, 0.5, self.SPACE), 6.0)
+        self.assertEqual(peers_bench.same_model_seconds(self.BASE, config, 2.25, self.SPACE), 12.0)
+
+    def test_a_config_pruned_early_or_never_drawn_is_not_reached(self):
+        pruned = {"lr": 0.01, "width": 128, "optimizer": "adam"}
+        self.assertIsNone(peers_bench.same_model_seconds(self.BASE, pruned, 0.75, self.SPACE))
+        self.assertIsNone(peers_bench.same_model_seconds(self.BASE, dict(pruned, lr=0.02), 0.25, self.SPACE))
+
+    def test_best_report_prefers_the_earliest_of_equals(self):
+        reports = [{"val_accuracy": 0.8, "t": 5.0, "trial": 1}, {"val_accuracy": 0.8, "t": 3.0, "trial": 2},
+                   {"val_accuracy": None, "t": 1.0, "trial": 3}]
+        self.assertEqual(peers_bench.best_report(reports)["trial"], 2)
+
+
 class SummarizeSeeds(unittest.TestCase):
     def test_every_peer_with_its_measures_and_reach_count(self):
         summary = peers_bench.summarize_seeds([sitting(1, 0.4), sitting(2, None), sitting(3, 0.7)])
@@ -39,6 +70,16 @@ class SummarizeSeeds(unittest.TestCase):
         self.assertEqual(optuna["packtune_over_it_to_its_best"], [0.4, None, 0.7])
         self.assertEqual(optuna["reached"], 2)
         self.assertAlmostEqual(optuna["median"], 0.7)
+        self.assertNotIn("model_median", optuna)
+
+    def test_the_same_model_measure_when_every_sitting_has_it(self):
+        runs = [sitting(1, None), sitting(2, 0.5)]
+        for r, m in zip(runs, [0.6, 0.4]):
+            r["ratios"]["optuna"]["packtune_over_it_to_its_best_model"] = m
+        optuna = peers_bench.summarize_seeds(runs)["optuna"]
+        self.assertEqual(optuna["model_reached"], 2)
+        self.assertAlmostEqual(optuna["model_median"], 0.5)
+        self.assertIsNone(optuna["median"])
 
     def test_a_way_missing_from_one_sitting_is_left_out(self):
         runs = [sitting(1, 0.4), sitting(2, 0.5)]
