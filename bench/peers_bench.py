@@ -42,6 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DATA_DIR = "/usr/share/datasets/fashion-mnist"
 DEFAULT_PEERS_PYTHON = os.path.expanduser("~/.cache/packtune/peers-venv/bin/python")
 WAYS = ("packtune", "max_pack_1", "ray_tune", "optuna")
+PLOTLY_FILES = ("/usr/share/python3-plotly/plotly.js", "/usr/share/javascript/plotly/plotly.min.js")
 sys.path.insert(0, HERE)
 from peer_bench import BenchError, load_average, read_reports  # noqa: E402  (stdlib only, as this side)
 import peer_bench  # noqa: E402
@@ -92,6 +93,12 @@ def parse_args(argv, defaults):
                    help="1,024 training and 512 validation images, 0.25 ... 0.75 epochs (5 trials): checks every way runs")
     p.add_argument("--json", action="store_true", help="print one JSON object (progress goes to stderr)")
     p.add_argument("--keep", metavar="DIR", help="run in DIR and keep the outputs")
+    p.add_argument("--html", metavar="FILE",
+                   help="also write FILE: one self-contained page (plotly.js inlined, opens offline) with "
+                        "each way's best val_accuracy against wall time, its best trial's test accuracy "
+                        "and the measures, per seed")
+    p.add_argument("--plotly", default=defaults.get("plotly"),
+                   help="plotly.js to inline into --html (default: the build's, else Debian's python3-plotly)")
     a = p.parse_args(argv)
     preset = {"min_epochs": 0.25, "max_epochs": 2.25, "train_size": 0}
     if a.quick:
@@ -115,6 +122,10 @@ def parse_args(argv, defaults):
             p.error(f"--{name} is required when run from the source tree; build/bench/peers_bench fills it in")
     if a.seeds < 1:
         p.error(f"--seeds: expected 1 or more, got {a.seeds}")
+    if a.html:
+        a.plotly = a.plotly or next((f for f in PLOTLY_FILES if os.path.exists(f)), None)
+        if not a.plotly or not os.path.exists(a.plotly):
+            p.error("--html needs plotly.js: install Debian's python3-plotly (scripts/setup.sh does) or pass --plotly FILE")
     a.data_dir = a.data_dir or os.environ.get("PACKTUNE_DATA_DIR") or DEFAULT_DATA_DIR
     return a
 
@@ -452,6 +463,94 @@ def print_summary(summary, runs):
                   f"{fmt(s['model_median'], '.2f', 'never')}; trained by packtune in {s['model_reached']} of {len(runs)}")
 
 
+PAGE = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>peers_bench</title>
+<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}td,th{padding:2px 8px;
+border-bottom:1px solid #ddd;text-align:right}th:first-child,td:first-child{text-align:left}
+.chart{width:100%;max-width:1000px;height:420px}</style>
+<script>var pageErrors = [];
+window.addEventListener('error', function (e) { pageErrors.push(String(e.message)); });</script>
+<script>/*plotly*/</script></head>
+<body><h1>peers_bench</h1><p id="what"></p><div id="sittings"></div>
+<script>
+var bench = /*data*/;
+var colors = {packtune: '#1f77b4', max_pack_1: '#17becf', ray_tune: '#ff7f0e', optuna: '#2ca02c'};
+var drawn = {};  // chart id -> points drawn, for #page-check
+function cell(x, digits) { return x === null || x === undefined ? 'never' : Number(x).toFixed(digits); }
+document.getElementById('what').textContent = bench.what;
+bench.runs.forEach(function (run, i) {
+  var box = document.createElement('div');
+  var h = document.createElement('h2');
+  h.textContent = 'seed ' + run.seed + ' (' + run.date + ')';
+  box.appendChild(h);
+  var chart = document.createElement('div');
+  chart.className = 'chart';
+  chart.id = 'chart-' + i;
+  box.appendChild(chart);
+  var rows = '<tr><th>way</th><th>wall s</th><th>best val</th><th>test of the best</th>' +
+             '<th>strict: packtune over it</th><th>same model: packtune over it</th></tr>';
+  var traces = [];
+  Object.keys(run.ways).forEach(function (name) {
+    var w = run.ways[name], r = run.ratios[name] || {};
+    traces.push({name: name + ': best val_accuracy', x: w.curve.map(function (p) { return p[0]; }),
+                 y: w.curve.map(function (p) { return p[1]; }), mode: 'lines+markers',
+                 line: {shape: 'hv', color: colors[name]}, legendgroup: name});
+    if (w.test_accuracy !== null && w.test_accuracy !== undefined) {
+      traces.push({name: name + ': test accuracy of its best', x: [w.wall_seconds], y: [w.test_accuracy],
+                   mode: 'markers', marker: {symbol: 'star', size: 12, color: colors[name]}, legendgroup: name});
+    }
+    rows += '<tr><td>' + name + '</td><td>' + cell(w.wall_seconds, 1) + '</td><td>' + cell(w.best_val_accuracy, 4) +
+            '</td><td>' + cell(w.test_accuracy, 4) + '</td><td>' +
+            (name === 'packtune' ? '' : cell(r.packtune_over_it_to_its_best, 2)) + '</td><td>' +
+            (name === 'packtune' || !('packtune_over_it_to_its_best_model' in r) ? '' :
+             cell(r.packtune_over_it_to_its_best_model, 2)) + '</td></tr>';
+  });
+  var table = document.createElement('table');
+  table.innerHTML = rows;
+  box.appendChild(table);
+  document.getElementById('sittings').appendChild(box);
+  // From a little below the lowest final best: the first reports (a tenth of the classes right)
+  // would squeeze the curves that matter into the top of the chart.
+  var finals = Object.keys(run.ways).map(function (n) { return run.ways[n].best_val_accuracy; })
+                     .filter(function (v) { return v !== null && v !== undefined; });
+  var low = finals.length ? Math.min.apply(null, finals) - 0.1 : 0;
+  var high = finals.length ? Math.min(1, Math.max.apply(null, finals) + 0.02) : 1;
+  Plotly.newPlot(chart.id, traces, {title: {text: 'best val_accuracy so far; stars: test accuracy of each best trial',
+                                            x: 0.02, xanchor: 'left'},
+                 xaxis: {title: 'seconds since the way started'}, yaxis: {title: 'accuracy', range: [low, high]},
+                 margin: {t: 40}}, {responsive: true, displaylogo: false});
+  drawn[chart.id] = document.getElementById(chart.id).querySelectorAll('.scatterlayer .point').length;
+});
+// What a headless browser test reads back (tests/bench/peers_page_test.py).
+var check = document.createElement('pre');
+check.id = 'page-check';
+check.style.display = 'none';
+check.textContent = JSON.stringify({errors: pageErrors, charts: drawn});
+document.body.appendChild(check);
+</script></body></html>
+"""
+
+
+def write_page(path, runs, plotly_path):
+    """One self-contained page: plotly.js and the figures inlined, nothing fetched when it opens."""
+    first = runs[0]
+    s = first["schedule"]
+    what = (f"{s['tuner']} eta {s['eta']}, {s['min_epochs']:g} ... {s['max_epochs']:g} epochs, {s['trials']} trials; "
+            f"train {first['train_size'] or 'all'}, validation {first['validation_size']}, test {first['test_size']}; "
+            f"packtune {first['actors']} actors, max_pack {first['max_pack']}; peers {first['peer_workers']} workers; "
+            f"{'the same configs for every way' if first.get('same_configs') else 'each way its own sampler'}; "
+            f"{first['cores']} cores, {first['host']}")
+    data = json.dumps({"what": what, "runs": runs}).replace("</", "<\\/")
+    with open(plotly_path) as f:
+        plotly = f.read().replace("</script", "<\\/script")
+    head, rest = PAGE.split("/*plotly*/", 1)
+    middle, tail = rest.split("/*data*/", 1)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(head + plotly + middle + data + tail)
+    os.replace(tmp, path)
+
+
 def main(argv=None, **defaults):
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--worker":
@@ -478,6 +577,9 @@ def main(argv=None, **defaults):
         return 1
     except KeyboardInterrupt:
         return 130
+    if a.html:
+        write_page(a.html, runs, a.plotly)
+        log(f"wrote {a.html}")
     if len(runs) == 1:
         if a.json:
             print(json.dumps(runs[0], indent=2))

@@ -85,27 +85,14 @@ for dir in "$work/nowhere" "$work/empty" "$work/corrupt"; do
   [ "$code" = 2 ] && [ "$(wc -l < "$work/err")" = 1 ] || { echo "FAIL: report $dir: exit $code"; cat "$work/err"; exit 1; }
 done
 
-/usr/bin/python3 - "$work" <<'PY'
-import html.parser, json, sys
+/usr/bin/python3 - "$work" "$(cd "$(dirname "$0")/../../scripts" && pwd)" <<'PY'
+import json, sys
 work = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+from page_check import read_check
 
-class Check(html.parser.HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.inside, self.text = False, None
-    def handle_starttag(self, tag, attrs):
-        if dict(attrs).get("id") == "report-check":
-            self.inside, self.text = True, ""
-    def handle_endtag(self, tag):
-        self.inside = False
-    def handle_data(self, data):
-        if self.inside:
-            self.text += data
-
-parser = Check()
-parser.feed(open(f"{work}/dom.html", encoding="utf8").read())
-assert parser.text, "the page wrote no #report-check: its script did not run to the end"
-check = json.loads(parser.text)
+check = read_check(open(f"{work}/dom.html", encoding="utf8").read(), "report-check")
+assert check, "the page wrote no #report-check: its script did not run to the end"
 assert check["errors"] == [], f"errors in the page: {check['errors']}"
 charts = check["charts"]
 expected = {"curves", "rungs", "timeline", "best", "parallel", "table"}
