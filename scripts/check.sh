@@ -24,9 +24,14 @@ check() {  # name, build dir, the Torch_DIR it must use, cmake arguments...
   local name=$1 dir=$2 torch_dir=$3
   shift 3
   local start=$SECONDS
-  echo "check: $name: configure, build and test in $dir/"
+  # A build folder the Quick start configured (Release) keeps its type: forcing RelWithDebInfo
+  # on it would recompile everything it already built. A fresh one gets RelWithDebInfo.
+  local type
+  type=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$dir/CMakeCache.txt" 2>/dev/null || true)
+  type=${type:-RelWithDebInfo}
+  echo "check: $name: configure, build and test in $dir/ ($type)"
   mkdir -p "$dir"
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$dir/configure.log" 2>&1 || {
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" "$@" >"$dir/configure.log" 2>&1 || {
     cat "$dir/configure.log"
     return 1
   }
