@@ -67,6 +67,9 @@ def parse_args(argv, defaults):
                    help="packtune's tuner: hyperband (synchronous, as Ray's HyperBandScheduler) or "
                         "async_hyperband (asynchronous brackets, as Optuna's HyperbandPruner), on the same "
                         "number of trials (default hyperband)")
+    p.add_argument("--eager-promotion", action="store_true",
+                   help="packtune's ASHA rungs promote the best so far while fewer than eta results are in "
+                        "(tuner setting eager_promotion, as Optuna's pruner does); needs --tuner async_hyperband")
     p.add_argument("--report-every", type=float,
                    help="epochs between reports, the peers' training iteration (default: min-epochs)")
     p.add_argument("--train-size", type=int, help="training images, 0 = all the validation split leaves")
@@ -120,6 +123,8 @@ def parse_args(argv, defaults):
     for name in ("config", "packtune"):
         if not getattr(a, name):
             p.error(f"--{name} is required when run from the source tree; build/bench/peers_bench fills it in")
+    if a.eager_promotion and a.tuner == "hyperband":
+        p.error("--eager-promotion: an ASHA setting; add --tuner async_hyperband")
     if a.seeds < 1:
         p.error(f"--seeds: expected 1 or more, got {a.seeds}")
     if a.html:
@@ -312,6 +317,8 @@ def bench(a):
             # The peers' problem is unchanged (they read the tuner's eta only); packtune runs
             # the asynchronous tuner on as many trials as one sweep has.
             config["tuner"] = {"name": a.tuner, "eta": a.eta, "trials": trials}
+            if a.eager_promotion:
+                config["tuner"]["eager_promotion"] = True
             with open(config_path, "w") as f:
                 json.dump(config, f, indent=2)
         peers = [w for w in a.ways if w in ("ray_tune", "optuna")]
@@ -365,7 +372,8 @@ def bench(a):
             "command": " ".join(["peers_bench"] + sys.argv[1:]),
             "host": platform.node(), "cores": os.cpu_count(),
             "config": a.config, "seed": config["seed"],
-            "schedule": {"tuner": a.tuner, "eta": a.eta, "min_epochs": a.min_epochs, "max_epochs": a.max_epochs,
+            "schedule": {"tuner": a.tuner + (" (eager promotion)" if a.eager_promotion else ""),
+                         "eta": a.eta, "min_epochs": a.min_epochs, "max_epochs": a.max_epochs,
                          "report_every": a.report_every, "trials": trials,
                          "peers_max_t": round(a.max_epochs / a.report_every),
                          "peers_min_t": round(a.min_epochs / a.report_every)},

@@ -1,5 +1,6 @@
 #include "tuners/asha_rung.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "packtune/error.hpp"
@@ -7,8 +8,8 @@
 
 namespace packtune::tuners {
 
-AshaRung::AshaRung(Mode mode, std::int64_t eta)
-    : eta_(eta), top_(Order{mode}), rest_(Order{mode}), promotable_(Order{mode}) {}
+AshaRung::AshaRung(Mode mode, std::int64_t eta, bool eager)
+    : eta_(eta), eager_(eager), top_(Order{mode}), rest_(Order{mode}), promotable_(Order{mode}) {}
 
 void AshaRung::enter_top(const Entry& e) {
   top_.insert(e);
@@ -31,7 +32,7 @@ void AshaRung::add(TrialId trial, double metric) {
   } else {
     rest_.insert(e);
   }
-  const auto quota = static_cast<std::size_t>(promotion_quota(size(), eta_));
+  const auto quota = static_cast<std::size_t>(std::max<std::int64_t>(promotion_quota(size(), eta_), eager_ ? 1 : 0));
   while (top_.size() > quota) {
     const Entry worst = *top_.rbegin();  // a copy: leave_top erases the node
     leave_top(worst);

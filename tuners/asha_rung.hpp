@@ -2,7 +2,9 @@
 // One rung of ASHA: the results completed at its budget, and which of them may still go on.
 //
 // A trial is promotable when it is among the best floor(n/eta) of the n results in the rung
-// and has not been promoted from it yet. The rung keeps its results split into the best
+// and has not been promoted from it yet; `eager`: the best max(1, floor(n/eta)), so that while
+// fewer than eta results are in, the best so far goes on (Optuna's SuccessiveHalvingPruner,
+// and in effect Ray Tune's ASHA, which stops a trial only below the rung's 1/eta quantile). The rung keeps its results split into the best
 // floor(n/eta) (`top_`) and the rest, and the promotable ones apart, so adding a result and
 // finding the best promotable trial cost O(log n) instead of a sort of the rung per request:
 // 100,000 trials would otherwise take minutes to simulate.
@@ -23,7 +25,7 @@ class AshaRung {
     TrialId trial;
   };
 
-  AshaRung(Mode mode, std::int64_t eta);
+  AshaRung(Mode mode, std::int64_t eta, bool eager = false);
 
   void add(TrialId trial, double metric);
   // The best promotable trial (ties: lower id), if any. A failed (NaN) result never is.
@@ -46,7 +48,8 @@ class AshaRung {
   void leave_top(const Entry& e);
 
   std::int64_t eta_;
-  std::set<Entry, Order> top_;         // the best floor(n/eta)
+  bool eager_;
+  std::set<Entry, Order> top_;         // the best floor(n/eta) (eager: at least one)
   std::set<Entry, Order> rest_;        // everything else; all of top_ ranks before all of rest_
   std::set<Entry, Order> promotable_;  // the part of top_ not promoted yet and not NaN
   std::unordered_map<TrialId, double> metrics_;

@@ -11,8 +11,9 @@ std::unique_ptr<Tuner> AshaTuner::asha(const TunerContext& context) {
   const auto eta = settings.eta();
   const int s_max = max_early_stopping_rate(context.min_budget, context.max_budget, eta);
   const auto s = settings.integer("s", 0, 0, s_max);
+  const bool eager = settings.boolean("eager_promotion", false);
   settings.finish();
-  return std::unique_ptr<Tuner>(new AshaTuner(context, "asha", eta, {static_cast<int>(s)}));
+  return std::unique_ptr<Tuner>(new AshaTuner(context, "asha", eta, {static_cast<int>(s)}, eager));
 }
 
 std::unique_ptr<Tuner> AshaTuner::async_hyperband(const TunerContext& context) {
@@ -20,14 +21,15 @@ std::unique_ptr<Tuner> AshaTuner::async_hyperband(const TunerContext& context) {
   const auto eta = settings.eta();
   const int s_max = max_early_stopping_rate(context.min_budget, context.max_budget, eta);
   const auto count = settings.integer("brackets", s_max + 1, 1, s_max + 1);
+  const bool eager = settings.boolean("eager_promotion", false);
   settings.finish();
   std::vector<int> rates;
   for (int s = 0; s < count; ++s) rates.push_back(s);
-  return std::unique_ptr<Tuner>(new AshaTuner(context, "async_hyperband", eta, rates));
+  return std::unique_ptr<Tuner>(new AshaTuner(context, "async_hyperband", eta, rates, eager));
 }
 
 AshaTuner::AshaTuner(const TunerContext& context, std::string name, std::int64_t eta,
-                     const std::vector<int>& early_stopping_rates)
+                     const std::vector<int>& early_stopping_rates, bool eager)
     : context_(context), name_(std::move(name)), rng_(context.seed), eta_(eta) {
   check_trials(context_, false);
   top_level_ = max_early_stopping_rate(context_.min_budget, context_.max_budget, eta);
@@ -35,7 +37,7 @@ AshaTuner::AshaTuner(const TunerContext& context, std::string name, std::int64_t
     AshaBracket b;
     b.s = s;
     b.budgets = asha_rung_budgets(context_.min_budget, context_.max_budget, eta, s);
-    b.rungs.assign(b.budgets.size(), AshaRung(context_.mode, eta));
+    b.rungs.assign(b.budgets.size(), AshaRung(context_.mode, eta, eager));
     brackets_.push_back(std::move(b));
   }
 }

@@ -14,7 +14,9 @@
 // results compare; ties: lower trial id).
 //
 // Settings: "eta" (integer >= 2, default 3); asha: "s" (0 ... s_max, default 0);
-// async_hyperband: "brackets" (1 ... s_max+1, default s_max+1). `trials` must be >= 1.
+// async_hyperband: "brackets" (1 ... s_max+1, default s_max+1); both: "eager_promotion"
+// (default false: the paper's floor(n/eta); true: the best so far at a rung is promotable
+// while fewer than eta results are in, see AshaRung). `trials` must be >= 1.
 #include <memory>
 #include <random>
 #include <string>
@@ -50,7 +52,7 @@ class AshaTuner : public Tuner {
   };
 
   AshaTuner(const TunerContext& context, std::string name, std::int64_t eta,
-            const std::vector<int>& early_stopping_rates);
+            const std::vector<int>& early_stopping_rates, bool eager);
 
   TunerContext context_;
   std::string name_;

@@ -30,6 +30,16 @@ double TunerSettings::number(const std::string& key, double fallback, double min
   return d;
 }
 
+bool TunerSettings::boolean(const std::string& key, bool fallback) {
+  known_.insert(key);
+  if (!has(key)) return fallback;
+  const auto& v = settings_.at(key);
+  if (!v.is_boolean()) {
+    throw InputError("tuner." + key + ": expected true or false for the " + tuner_ + " tuner, got " + v.dump());
+  }
+  return v.get<bool>();
+}
+
 std::int64_t TunerSettings::integer(const std::string& key, std::int64_t fallback,
                                     std::int64_t minimum, std::int64_t maximum) {
   known_.insert(key);

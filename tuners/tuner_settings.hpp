@@ -24,6 +24,8 @@ class TunerSettings {
   // An integer in [minimum, maximum], or `fallback` when the key is absent.
   std::int64_t integer(const std::string& key, std::int64_t fallback, std::int64_t minimum,
                        std::int64_t maximum);
+  // true or false, or `fallback` when the key is absent.
+  bool boolean(const std::string& key, bool fallback);
   // Reduction factor shared by every successive-halving tuner: an integer >= 2, default 3.
   // Integral so that floor(n/eta) per rung and the paper's floor(n*eta^-i) agree exactly.
   std::int64_t eta();

@@ -23,11 +23,12 @@ TableObjective small_table() {
 }
 
 // ASHA exactly as the paper and issue 3 state it, with no cleverness: every request sorts
-// every rung. The real tuner must hand out the same jobs.
+// every rung. The real tuner must hand out the same jobs. `eager`: a non-empty rung's quota is
+// at least one (tuner setting "eager_promotion").
 class ReferenceAsha : public Tuner {
  public:
-  ReferenceAsha(const TunerContext& c, std::int64_t eta, std::vector<int> rates)
-      : c_(c), eta_(eta), rates_(std::move(rates)) {
+  ReferenceAsha(const TunerContext& c, std::int64_t eta, std::vector<int> rates, bool eager = false)
+      : c_(c), eta_(eta), rates_(std::move(rates)), eager_(eager) {
     top_ = max_early_stopping_rate(c.min_budget, c.max_budget, eta);
     for (int s : rates_) budgets_.push_back(asha_rung_budgets(c.min_budget, c.max_budget, eta, s));
     results_.resize(rates_.size(), std::vector<std::vector<std::pair<double, TrialId>>>(top_ + 1));
@@ -44,7 +45,8 @@ class ReferenceAsha : public Tuner {
         std::sort(rung.begin(), rung.end(), [&](const auto& x, const auto& y) {
           return ranks_before(x.first, x.second, y.first, y.second, c_.mode);
         });
-        const auto quota = static_cast<std::size_t>(static_cast<std::int64_t>(rung.size()) / eta_);
+        auto quota = static_cast<std::size_t>(static_cast<std::int64_t>(rung.size()) / eta_);
+        if (eager_ && !rung.empty()) quota = std::max<std::size_t>(quota, 1);
         for (std::size_t i = 0; i < quota; ++i) {
           if (promoted_[b][k].count(rung[i].second) || std::isnan(rung[i].first)) continue;
           if (best_bracket < 0 ||
@@ -83,6 +85,7 @@ class ReferenceAsha : public Tuner {
   TunerContext c_;
   std::int64_t eta_;
   std::vector<int> rates_;
+  bool eager_;
   int top_ = 0;
   std::vector<std::vector<double>> budgets_;
   std::vector<std::vector<std::vector<std::pair<double, TrialId>>>> results_;
@@ -121,6 +124,31 @@ TEST_CASE("ASHA with one worker starts jobs in the hand-checked order, both mode
     auto table = small_table();
     auto tuner = TunerRegistry::instance().create("asha", make_context(1, 4, 4, c.mode, {{"eta", 2}}));
     CHECK(start_order(simulate(*tuner, table, c.mode, 1)) == c.order);
+  }
+}
+
+TEST_CASE("eager ASHA lets the best so far go on while fewer than eta results are in") {
+  // eta 2, one worker, Max. t0@1 (0.5) is the best of one -> t0@2 (0.45), alone -> t0@4.
+  // t1@1 (0.8): the best 1 of 2 -> t1@2 (0.85), the best 1 of 2 -> t1@4. t2@1 (0.3): the
+  // quota of 3 is 1, t1, promoted already. t3@1 (0.9): quota 2 = {t3, t1} -> t3@2 (0.7),
+  // third of 3 at budget 2.
+  auto table = small_table();
+  auto tuner = TunerRegistry::instance().create(
+      "asha", make_context(1, 4, 4, Mode::Max, {{"eta", 2}, {"eager_promotion", true}}));
+  CHECK(start_order(simulate(*tuner, table, Mode::Max, 1)) ==
+        std::vector<std::string>{"t0@1", "t0@2", "t0@4", "t1@1", "t1@2", "t1@4", "t2@1", "t3@1", "t3@2"});
+
+  SECTION("the rung's own rule") {
+    AshaRung rung(Mode::Max, 3, true);
+    rung.add(7, 0.4);
+    CHECK(rung.best_promotable()->trial == 7);
+    rung.add(8, 0.6);
+    CHECK(rung.best_promotable()->trial == 8);
+    CHECK_FALSE(rung.in_top(7));
+    AshaRung strict(Mode::Max, 3);
+    strict.add(7, 0.4);
+    strict.add(8, 0.6);
+    CHECK_FALSE(strict.best_promotable());
   }
 }
 
@@ -181,17 +209,19 @@ TEST_CASE("ASHA matches the plain reading of its rule on random tables, any work
     const int workers = 1 + static_cast<int>(seed % 7);
     const std::int64_t trials = 20 + static_cast<std::int64_t>(seed * 7 % 90);
     const bool async = seed % 4 == 0;
+    const bool eager = seed % 3 == 1;
     const double max_budget = std::pow(static_cast<double>(eta), 3 + seed % 2);
     auto context = make_context(1, max_budget, trials, mode, {{"eta", eta}});
+    if (eager) context.settings["eager_promotion"] = true;
     const int s = async ? 0 : static_cast<int>(seed % 3 == 0);
     if (!async) context.settings["s"] = s;
     auto real = TunerRegistry::instance().create(async ? "async_hyperband" : "asha", context);
     std::vector<int> rates;
     for (int r = 0; r <= (async ? max_early_stopping_rate(1, max_budget, eta) : -1); ++r) rates.push_back(r);
     if (!async) rates = {s};
-    ReferenceAsha reference(context, eta, rates);
+    ReferenceAsha reference(context, eta, rates, eager);
     HashObjective objective(seed, seed % 5 == 0 ? 4 : 0);  // every 5th: many ties
-    INFO("seed " << seed << " eta " << eta << " workers " << workers);
+    INFO("seed " << seed << " eta " << eta << " workers " << workers << " eager " << eager);
     CHECK(jobs_of(simulate(*real, objective, mode, workers)) ==
           jobs_of(simulate(reference, objective, mode, workers)));
   }
@@ -284,5 +314,8 @@ TEST_CASE("ASHA and async Hyperband check their settings") {
              Catch::Contains("budget.min"));
   CHECK_THAT(error_of([&] { registry.create("asha", make_context(0, 1, 10)); }),
              Catch::Contains("budget.min") && Catch::Contains("positive"));
+  CHECK_THAT(error("async_hyperband", {{"eager_promotion", "yes"}}),
+             Catch::Contains("tuner.eager_promotion") && Catch::Contains("true or false"));
   CHECK(error("asha", {{"eta", 3.0}, {"s", 2}}) == "no error");
+  CHECK(error("async_hyperband", {{"eager_promotion", false}}) == "no error");
 }
