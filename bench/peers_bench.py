@@ -229,13 +229,11 @@ def run_packtune(a, config_path, work, name, max_pack):
     return result
 
 
-def drawn_configs(out_dir, space, trials):
-    """The sampled part of each trial's config in a packtune run, by trial id."""
-    by_trial = {}
-    for r in read_reports(out_dir):
-        by_trial.setdefault(r["trial"], {k: r["config"][k] for k in space if k in r.get("config", {})})
+def drawn_configs(way, space, trials):
+    """The sampled part of each trial's config in a packtune way's run, in trial order."""
+    by_trial = {t: {k: c[k] for k in space if k in c} for t, c in way["_configs"].items()}
     if sorted(by_trial) != list(range(trials)):
-        raise BenchError(f"{out_dir}: expected trials 0 ... {trials - 1} to compare configs, found {sorted(by_trial)}")
+        raise BenchError(f"packtune: expected trials 0 ... {trials - 1} to compare configs, found {sorted(by_trial)}")
     return [by_trial[t] for t in range(trials)]
 
 
@@ -330,7 +328,7 @@ def bench(a):
             if name == "packtune":
                 ways[name] = run_packtune(a, config_path, work, name, None)
                 if not a.own_samplers:
-                    configs = drawn_configs(os.path.join(work, name), config["space"], trials)
+                    configs = drawn_configs(ways[name], config["space"], trials)
             elif name == "max_pack_1":
                 ways[name] = run_packtune(a, config_path, work, name, 1)
             else:

@@ -32,7 +32,8 @@ void AshaRung::add(TrialId trial, double metric) {
   } else {
     rest_.insert(e);
   }
-  const auto quota = static_cast<std::size_t>(std::max<std::int64_t>(promotion_quota(size(), eta_), eager_ ? 1 : 0));
+  const std::int64_t floor_quota = promotion_quota(size(), eta_);
+  const auto quota = static_cast<std::size_t>(eager_ ? std::max<std::int64_t>(floor_quota, 1) : floor_quota);
   while (top_.size() > quota) {
     const Entry worst = *top_.rbegin();  // a copy: leave_top erases the node
     leave_top(worst);

@@ -4,10 +4,11 @@
 // A trial is promotable when it is among the best floor(n/eta) of the n results in the rung
 // and has not been promoted from it yet; `eager`: the best max(1, floor(n/eta)), so that while
 // fewer than eta results are in, the best so far goes on (Optuna's SuccessiveHalvingPruner,
-// and in effect Ray Tune's ASHA, which stops a trial only below the rung's 1/eta quantile). The rung keeps its results split into the best
-// floor(n/eta) (`top_`) and the rest, and the promotable ones apart, so adding a result and
-// finding the best promotable trial cost O(log n) instead of a sort of the rung per request:
-// 100,000 trials would otherwise take minutes to simulate.
+// and in effect Ray Tune's ASHA, which stops a trial only below the rung's 1/eta quantile).
+// The rung keeps its results split into the best floor(n/eta) (`top_`) and the rest, and the
+// promotable ones apart, so adding a result and finding the best promotable trial cost
+// O(log n) instead of a sort of the rung per request: 100,000 trials would otherwise take
+// minutes to simulate.
 #include <cstdint>
 #include <optional>
 #include <set>

@@ -21,9 +21,18 @@ ProfileGate::Admission ProfileGate::admit(const tuners::Job& job, const packing:
   const bool after_narrower = !covered && narrower_asked(shape);
   // A shape of an architecture already covered is profiled too, for its own figures, but
   // its trials need not wait for that.
-  if (!requests_.count(key) && !after_narrower && !planner_.throughput_model().profiled("", key) &&
-      !ruled_out(shape)) {
-    admission.ask = request(shape, full, now);
+  if (!requests_.count(key) && !after_narrower && !planner_.throughput_model().profiled("", key)) {
+    // ruled_out() looks at every actor: it is asked again only once actors came or went (one
+    // of a new device kind may need the profile), not for every job of the shape.
+    auto skipped = skipped_.find(key);
+    if (skipped == skipped_.end() || skipped->second != plan_.actors.size()) {
+      if (ruled_out(shape)) {
+        skipped_[key] = plan_.actors.size();
+      } else {
+        skipped_.erase(key);
+        admission.ask = request(shape, full, now);
+      }
+    }
   }
   if (covered || !(requests_.count(key) || after_narrower)) return admission;
   auto& held = held_[key];

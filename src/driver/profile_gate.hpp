@@ -5,8 +5,9 @@
 // pack; later shapes of the same architecture are scaled from it, and profiled too without
 // waiting, unless a profile of a narrower one (no more work per sample) on every live actor's
 // device kind found that two fused members do not pay: then neither would they. A shape
-// whose narrower sibling is being profiled waits for that answer before it is asked for. This decides which jobs wait, which shapes to ask for and of which actor, files
-// the answers in the planner and gives the waiting jobs back. No sockets: the driver sends
+// whose narrower sibling is being profiled waits for that answer before it is asked for.
+// This decides which jobs wait, which shapes to ask for and of which actor, files the
+// answers in the planner and gives the waiting jobs back. No sockets: the driver sends
 // the requests it is handed. Times are passed in, so tests need no clock.
 #include <chrono>
 #include <map>
@@ -87,6 +88,8 @@ class ProfileGate {
   Options options_;
   std::map<std::string, Request> requests_;  // by shape key, while unanswered
   std::map<std::string, Held> held_;         // by shape key: jobs waiting for its profile
+  // Shape keys a narrower profile ruled out, with the number of actors the plan had then.
+  std::map<std::string, std::size_t> skipped_;
 };
 
 }  // namespace packtune

@@ -24,15 +24,5 @@ private_net() {
   echo "$net"
 }
 
-# A tcp port for a driver to listen on: below the kernel's ephemeral range, where no outgoing
-# connection takes its source port (a port that bind(0) handed out and gave back may be taken by
-# the next connect before the driver binds it), and with no socket on it now.
-free_port() {
-  local low=32768 span port
-  read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
-  span=$((low - 20000))
-  [ "$span" -gt 100 ] || span=12000
-  port=$((20000 + $$ % span))
-  while [ -n "$(ss -Htan "sport = :$port" 2>/dev/null)" ]; do port=$((port + 1)); done
-  echo "$port"
-}
+# free_port SEED: a port for a driver to listen on (the rule packtune-ssh uses).
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../scripts" && pwd)/free_port.sh"

@@ -17,7 +17,7 @@ grep -q "exists" "$work/again.err"
 # The intruder knows the driver's public key (it is public) but holds an actor key of its own.
 cp "$work/keys/driver.pub" "$work/intruder/driver.pub"
 
-port=$(free_port)
+port=$(free_port $$)
 config() {  # $1: extra top-level members, each followed by a comma
   cat <<JSON
 {

@@ -35,7 +35,7 @@ ip netns exec "$ns" ip link set lo up
 # retransmission back-off after it), one thread per actor everywhere and no fused units (BLAS
 # and a fused unit sum in another order, and the reports are compared with a run of two local
 # actors).
-port=$(free_port)
+port=$(free_port $$)
 cat > "$work/config.json" <<JSON
 {
   "seed": 8,
