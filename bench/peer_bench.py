@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -96,11 +97,20 @@ def load_average():
         return None
 
 
-def run_timed(command, out_path, err_path, what, env=None):
-    """Runs `command` with its output in files; returns its wall seconds."""
+def run_timed(command, out_path, err_path, what, env=None, timeout=None):
+    """Runs `command` with its output in files; returns its wall seconds. Past `timeout`
+    seconds the command and everything it started (its session) are killed: BenchError."""
     start = time.perf_counter()
     with open(out_path, "w") as out, open(err_path, "w") as err:
-        rc = subprocess.run(command, stdout=out, stderr=err, env=env).returncode
+        process = subprocess.Popen(command, stdout=out, stderr=err, env=env, start_new_session=True)
+        try:
+            rc = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            with open(err_path) as f:
+                tail = f.read()[-1500:]
+            raise BenchError(f"{what} gave no result within {timeout:g} s and was killed: {' '.join(command)}\n{tail}")
     wall = time.perf_counter() - start
     if rc != 0:
         with open(err_path) as f:

@@ -96,6 +96,9 @@ def parse_args(argv, defaults):
                    help="1,024 training and 512 validation images, 0.25 ... 0.75 epochs (5 trials): checks every way runs")
     p.add_argument("--json", action="store_true", help="print one JSON object (progress goes to stderr)")
     p.add_argument("--keep", metavar="DIR", help="run in DIR and keep the outputs")
+    p.add_argument("--peer-timeout", type=float, metavar="SECONDS",
+                   help="kill a peer that has not finished after this long (default: none; --smoke: 240). "
+                        "Ray Tune's HyperBandScheduler can leave every trial paused and wait forever")
     p.add_argument("--html", metavar="FILE",
                    help="also write FILE: one self-contained page (plotly.js inlined, opens offline) with "
                         "each way's best val_accuracy against wall time, its best trial's test accuracy "
@@ -107,7 +110,8 @@ def parse_args(argv, defaults):
     if a.quick:
         preset["train_size"] = 10000
     if a.smoke:
-        preset = {"min_epochs": 0.25, "max_epochs": 0.75, "train_size": 1024, "validation_size": 512}
+        preset = {"min_epochs": 0.25, "max_epochs": 0.75, "train_size": 1024, "validation_size": 512,
+                  "peer_timeout": 240}
     for key, value in preset.items():
         if getattr(a, key) is None:
             setattr(a, key, value)
@@ -183,10 +187,10 @@ def sweep_trials(sched):
     return total
 
 
-def run_timed(command, out_path, err_path, what, env=None):
+def run_timed(command, out_path, err_path, what, env=None, timeout=None):
     """peer_bench.run_timed, also returning when the command started (epoch seconds)."""
     start_wall = time.time()
-    return start_wall, peer_bench.run_timed(command, out_path, err_path, what, env)
+    return start_wall, peer_bench.run_timed(command, out_path, err_path, what, env, timeout)
 
 
 def curve(reports):
@@ -252,7 +256,7 @@ def run_peer(a, name, config_path, trials, work, configs=None):
     load = load_average()
     log(f"{name}: {' '.join(command)}  (load {load})")
     start, wall = run_timed(command, os.path.join(work, name + ".stdout"), os.path.join(work, name + ".stderr"),
-                            name, env)
+                            name, env, a.peer_timeout)
     with open(os.path.join(work, name + ".stdout")) as f:
         out = json.loads(f.read().strip().splitlines()[-1])
     reports = [dict(r, t=r["time"] - start) for r in out["reports"]]
