@@ -30,7 +30,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_bench import BenchError, load_average, read_reports, run_timed  # noqa: E402
+from peer_bench import (BenchError, hyperband_schedule, load_average, read_reports, run_timed,  # noqa: E402
+                        sweep_trials)
 
 WAYS = ("packed", "packed_no_replan", "mixed_always", "max_pack_1")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -45,7 +46,12 @@ def parse_args(argv):
     p.add_argument("--train-size", type=int, help="training images, 0 = all (default 0; --quick 10000)")
     p.add_argument("--validation-size", type=int, help="validation images (default: the config's; --smoke 1024)")
     p.add_argument("--repeat", type=int, help="rounds of the ways, interleaved (default 3; --quick 1)")
-    p.add_argument("--actors", type=int, default=2, help="local actors (default 2)")
+    p.add_argument("--actors", type=int, help="local actors (default 2 on a CPU, 1 per GPU: 1 on cuda)")
+    p.add_argument("--device", help="cpu | cuda | cuda:N | auto (default: the config's)")
+    p.add_argument("--min-epochs", type=float, default=0.25, help="Hyperband's min budget (default 0.25)")
+    p.add_argument("--max-epochs", type=float, default=2.25,
+                   help="Hyperband's max budget (default 2.25: 17 trials; 6.75: 49 trials, where a GPU has "
+                        "a bottom rung of 27 to pack)")
     p.add_argument("--max-pack", type=int, help="trials per actor when packed (default: the config's)")
     p.add_argument("--fuse", help="auto | always | never (default: the config's)")
     p.add_argument("--seed", type=int, default=1, help="experiment seed (default 1)")
@@ -62,6 +68,8 @@ def parse_args(argv):
     for key, value in preset.items():
         if getattr(a, key) is None:
             setattr(a, key, value)
+    if a.actors is None:
+        a.actors = 1 if (a.device or "").startswith("cuda") else 2
     a.ways = [w for w in a.ways.split(",") if w]
     if any(w not in WAYS for w in a.ways) or not a.ways:
         p.error(f"--ways: expected some of {','.join(WAYS)}")
@@ -74,14 +82,16 @@ def log(message):
     print(f"hyperband_bench: {message}", file=sys.stderr, flush=True)
 
 
-def write_configs(a, work):
+def write_configs(a, work, trials):
     with open(a.config) as f:
         base = json.load(f)
     base["name"] = "hyperband_bench"
     base["seed"] = a.seed
-    base["tuner"] = {"name": "hyperband", "eta": 3, "trials": 17}  # one whole sweep
-    base["budget"] = {"unit": "epochs", "min": 0.25, "max": 2.25, "report_every": 0.25}
+    base["tuner"] = {"name": "hyperband", "eta": 3, "trials": trials}  # one whole sweep
+    base["budget"] = {"unit": "epochs", "min": a.min_epochs, "max": a.max_epochs, "report_every": a.min_epochs}
     base["actors"] = a.actors
+    if a.device is not None:
+        base["device"] = a.device
     base["evaluate_test"] = False  # the same for every way; not what is compared
     data = base.setdefault("data", {})
     if a.train_size > 0:
@@ -134,7 +144,10 @@ def bench(a):
     work = a.keep or tempfile.mkdtemp(prefix="hyperband_bench-")
     os.makedirs(work, exist_ok=True)
     try:
-        paths, base = write_configs(a, work)
+        sched = hyperband_schedule(a.packtune, a.min_epochs, a.max_epochs, 3)
+        trials = sweep_trials(sched)
+        jobs = sum(int(r["n"]) for b in sched["brackets"] for r in b["rungs"])
+        paths, base = write_configs(a, work, trials)
         walls = {w: [] for w in a.ways}
         reports = {}
         loads = []
@@ -171,7 +184,8 @@ def bench(a):
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": f"{platform.node()}, {os.cpu_count()} CPU(s)",
             "load_average": loads,
-            "schedule": "hyperband eta 3, 0.25 to 2.25 epochs, 17 trials, 22 jobs",
+            "schedule": f"hyperband eta 3, {a.min_epochs:g} to {a.max_epochs:g} epochs, {trials} trials, {jobs} jobs",
+            "device": base.get("device", "cpu"),
             "train_size": a.train_size, "actors": a.actors, "max_pack": base.get("max_pack"),
             "fuse": base.get("fuse", "auto"), "seed": a.seed, "repeat": a.repeat,
             "wall_seconds": walls, "median_seconds": median,
@@ -198,8 +212,8 @@ def main(argv=None):
     if a.json:
         print(json.dumps(r, indent=2))
     else:
-        print(f"{r['schedule']}, seed {r['seed']}, {r['train_size'] or 'all'} training images, {r['actors']} actors, "
-              f"max_pack {r['max_pack']}, fuse {r['fuse']}; {r['date']}, {r['machine']}")
+        print(f"{r['schedule']}, seed {r['seed']}, {r['train_size'] or 'all'} training images, {r['actors']} actors "
+              f"on {r['device']}, max_pack {r['max_pack']}, fuse {r['fuse']}; {r['date']}, {r['machine']}")
         for way, v in r["wall_seconds"].items():
             print(f"  {way:<17} median {r['median_seconds'][way]:6.1f} s   ({', '.join(f'{x:.1f}' for x in v)})")
         print(f"  packed / max_pack_1: {r['packed_over_max_pack_1']}   packed / packed_no_replan: "

@@ -119,6 +119,26 @@ def run_timed(command, out_path, err_path, what, env=None, timeout=None):
     return wall
 
 
+def hyperband_schedule(packtune, min_budget, max_budget, eta):
+    """Hyperband's brackets as `packtune brackets --json` gives them."""
+    out = subprocess.run([packtune, "brackets", "--tuner", "hyperband", "--min-budget", repr(min_budget),
+                          "--max-budget", repr(max_budget), "--eta", str(eta), "--json"],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise BenchError(f"packtune brackets failed: {out.stderr.strip()}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def sweep_trials(sched):
+    """Configs in the bottom rungs of one sweep (17 for eta 3 over 0.25 ... 2.25)."""
+    total = 0
+    for b in sched.get("brackets", []):
+        rungs = b.get("rungs") or []
+        first = rungs[0] if rungs else b
+        total += int(first.get("configs", first.get("n", 0)))
+    return total
+
+
 def experiment_config(a, work):
     """The experiment all three ways run: the config's model and space, random search."""
     with open(a.config) as f:

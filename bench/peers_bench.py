@@ -8,6 +8,9 @@
   optuna        Optuna, HyperbandPruner, a PyTorch objective that reports and prunes every
                 report_every epochs; one process per core sharing a JournalStorage file
 
+With --device cuda every way trains on the GPU: packtune with one actor, Ray Tune giving each
+trial 1/workers of the GPU, Optuna's processes sharing it (4 by default).
+
 Same space (the config's), same model (bench/peer_loop.py re-implements packtune's `mlp` /
 `cnn` in torch.nn), same batch size and normalisation, same data split (validation_size off
 the end of the training file; test = the t10k files), same Hyperband schedule (eta 3, budgets
@@ -42,6 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_DATA_DIR = "/usr/share/datasets/fashion-mnist"
 DEFAULT_PEERS_PYTHON = os.path.expanduser("~/.cache/packtune/peers-venv/bin/python")
 WAYS = ("packtune", "max_pack_1", "ray_tune", "optuna")
+GPU_WORKERS = 4  # peers' trials sharing one GPU: small models leave it idle one at a time
 PLOTLY_FILES = ("/usr/share/python3-plotly/plotly.js", "/usr/share/javascript/plotly/plotly.min.js")
 sys.path.insert(0, HERE)
 from peer_bench import BenchError, load_average, read_reports  # noqa: E402  (stdlib only, as this side)
@@ -74,10 +78,14 @@ def parse_args(argv, defaults):
                    help="epochs between reports, the peers' training iteration (default: min-epochs)")
     p.add_argument("--train-size", type=int, help="training images, 0 = all the validation split leaves")
     p.add_argument("--validation-size", type=int, help="validation images (default: the config's)")
-    p.add_argument("--actors", type=int, default=2, help="packtune's local actors (default 2)")
+    p.add_argument("--actors", type=int, help="packtune's local actors (default 2 on a CPU, 1 on a GPU: one per GPU)")
     p.add_argument("--max-pack", type=int, help="packtune's max_pack (default: the config's)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 2,
-                   help="the peers' concurrent trials / processes (default: the cores)")
+    p.add_argument("--device", default="cpu",
+                   help="cpu (default) | cuda | cuda:N: where every way trains (packtune's device; the "
+                        "peers' torch device, Ray Tune giving each trial 1/workers of the GPU)")
+    p.add_argument("--workers", type=int,
+                   help="the peers' concurrent trials / processes (default: the cores on a CPU, "
+                        f"{GPU_WORKERS} sharing a GPU)")
     p.add_argument("--seed", type=int, help="seed (default: the config's)")
     p.add_argument("--seeds", type=int, default=1,
                    help="run the whole comparison this many times, seeds --seed, --seed + 1, ...; one "
@@ -136,6 +144,14 @@ def parse_args(argv, defaults):
         if not a.plotly or not os.path.exists(a.plotly):
             p.error("--html needs plotly.js: install Debian's python3-plotly (scripts/setup.sh does) or pass --plotly FILE")
     a.data_dir = a.data_dir or os.environ.get("PACKTUNE_DATA_DIR") or DEFAULT_DATA_DIR
+    if a.device != "cpu" and not (a.device == "cuda" or (a.device.startswith("cuda:") and a.device[5:].isdigit())):
+        p.error(f"--device: expected cpu, cuda or cuda:N, got {a.device!r}")
+    if a.workers is None:
+        a.workers = (os.cpu_count() or 2) if a.device == "cpu" else GPU_WORKERS
+    if a.actors is None:
+        a.actors = 2 if a.device == "cpu" else 1
+    if a.workers < 1:
+        p.error(f"--workers: expected 1 or more, got {a.workers}")
     return a
 
 
@@ -150,7 +166,7 @@ def problem(a, work):
     config["tuner"] = {"name": "hyperband", "eta": a.eta}  # no trials: one whole sweep
     config["budget"] = {"unit": "epochs", "min": a.min_epochs, "max": a.max_epochs, "report_every": a.report_every}
     config["actors"] = a.actors
-    config["device"] = "cpu"
+    config["device"] = a.device
     data = config.setdefault("data", {})
     data["dir"] = a.data_dir
     if a.train_size:
@@ -166,25 +182,6 @@ def problem(a, work):
     with open(path, "w") as f:
         json.dump(config, f, indent=2)
     return path, config
-
-
-def schedule(a):
-    out = subprocess.run([a.packtune, "brackets", "--tuner", "hyperband", "--min-budget", repr(a.min_epochs),
-                          "--max-budget", repr(a.max_epochs), "--eta", str(a.eta), "--json"],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        raise BenchError(f"packtune brackets failed: {out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def sweep_trials(sched):
-    """Configs in the bottom rungs of one sweep (17 for eta 3 over 0.25 ... 2.25)."""
-    total = 0
-    for b in sched.get("brackets", []):
-        rungs = b.get("rungs") or []
-        first = rungs[0] if rungs else b
-        total += int(first.get("configs", first.get("n", 0)))
-    return total
 
 
 def run_timed(command, out_path, err_path, what, env=None, timeout=None):
@@ -313,8 +310,8 @@ def bench(a):
     os.makedirs(work, exist_ok=True)
     try:
         config_path, config = problem(a, work)
-        sched = schedule(a)
-        trials = sweep_trials(sched)
+        sched = peer_bench.hyperband_schedule(a.packtune, a.min_epochs, a.max_epochs, a.eta)
+        trials = peer_bench.sweep_trials(sched)
         if a.tuner != "hyperband":
             # The peers' problem is unchanged (they read the tuner's eta only); packtune runs
             # the asynchronous tuner on as many trials as one sweep has.
@@ -372,7 +369,7 @@ def bench(a):
         return {
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "command": " ".join(["peers_bench"] + sys.argv[1:]),
-            "host": platform.node(), "cores": os.cpu_count(),
+            "host": platform.node(), "cores": os.cpu_count(), "device": a.device,
             "config": a.config, "seed": config["seed"],
             "schedule": {"tuner": a.tuner + (" (eager promotion)" if a.eager_promotion else ""),
                          "eta": a.eta, "min_epochs": a.min_epochs, "max_epochs": a.max_epochs,
@@ -400,7 +397,7 @@ def print_table(r):
     print(f"Hyperband eta {s['eta']}, {s['min_epochs']:g} ... {s['max_epochs']:g} epochs, {s['trials']} trials, "
           f"reports every {s['report_every']:g} epochs (peers: max_t {s['peers_max_t']}); "
           f"train {r['train_size'] or 'all'}, validation {r['validation_size']}, test {r['test_size']}; "
-          f"seed {r['seed']}; packtune {r['actors']} actors, max_pack {r['max_pack']}; peers {r['peer_workers']} workers")
+          f"seed {r['seed']}; {r.get('device', 'cpu')}; packtune {r['actors']} actors, max_pack {r['max_pack']}; peers {r['peer_workers']} workers")
     print(f"{r['date']}, {r['cores']} cores; target val_accuracy {fmt(r['target'], '.4f')}\n")
     print(f"{'way':<11} {'wall s':>8} {'/ptune':>7} {'best val':>9} {'test':>7} {'to target s':>12} {'/ptune':>7} "
           f"{'trials':>6}  load before/after")
@@ -608,8 +605,9 @@ def main(argv=None, **defaults):
 # The peers' side: runs in the peers' venv (torch, ray[tune], optuna)
 # ------------------------------------------------------------------------------------------
 
-def load_data(config):
-    """(train_x, train_y, val_x, val_y, test_x, test_y) as packtune splits and normalises them."""
+def load_data(config, device=None):
+    """(train_x, train_y, val_x, val_y, test_x, test_y) as packtune splits and normalises them, on
+    `device` (default: the problem's)."""
     sys.path.insert(0, HERE)
     import peer_loop
     data = config["data"]
@@ -625,11 +623,19 @@ def load_data(config):
     test_images = peer_loop.read_idx(peer_loop.find_file(data["dir"], "t10k-images-idx3-ubyte"))
     test_labels = peer_loop.read_idx(peer_loop.find_file(data["dir"], "t10k-labels-idx1-ubyte"))
 
-    def norm(x):
-        return x.float().div_(255.0).sub_(mean).div_(std)
+    device = device or peer_device(config)
 
-    return (norm(pixels[:train_end]), targets[:train_end], norm(pixels[train_end:n]), targets[train_end:n],
-            norm(test_images.unsqueeze(1)), test_labels.long())
+    def norm(x):
+        return x.float().div_(255.0).sub_(mean).div_(std).to(device)
+
+    # On a GPU the whole split lives there, as a PyTorch user keeps a data set this small.
+    return (norm(pixels[:train_end]), targets[:train_end].to(device), norm(pixels[train_end:n]),
+            targets[train_end:n].to(device), norm(test_images.unsqueeze(1)), test_labels.long().to(device))
+
+
+def peer_device(config):
+    import torch
+    return torch.device(config.get("device", "cpu"))
 
 
 class Trainer:
@@ -645,7 +651,8 @@ class Trainer:
         self.c = dict(config.get("model", {}))
         self.c.update(params)
         torch.manual_seed(seed)
-        self.model = peer_loop.build_model(self.c)
+        self.device = peer_device(config)
+        self.model = peer_loop.build_model(self.c).to(self.device)
         self.optimizer = peer_loop.build_optimizer(self.c, self.model.parameters())
         self.batch = int(self.c.get("batch_size", 128))
         self.step, self.perm = 0, None
@@ -655,7 +662,7 @@ class Trainer:
                 "rng": self.torch.get_rng_state()}
 
     def load(self, state):
-        self.model.load_state_dict(state["model"])
+        self.model.load_state_dict(state["model"])  # load_state_dict copies onto the model's device
         self.optimizer.load_state_dict(state["optimizer"])
         self.step = state["step"]
         self.torch.set_rng_state(state["rng"])
@@ -668,7 +675,8 @@ class Trainer:
         while self.step < until:
             k = self.step % per_epoch
             if k == 0 or self.perm is None:
-                self.perm = torch.randperm(n)
+                # Drawn by the CPU generator, whose state a checkpoint keeps, then moved once an epoch.
+                self.perm = torch.randperm(n).to(self.device)
             index = self.perm[k * size:(k + 1) * size]
             loss = F.cross_entropy(self.model(train_x[index]), train_y[index])
             self.optimizer.zero_grad(set_to_none=True)
@@ -730,14 +738,14 @@ def ray_trainable(config, data=None, problem=None):
     import torch
     from ray import tune
     torch.set_num_threads(1)
-    train_x, train_y, val_x, val_y = data
+    train_x, train_y, val_x, val_y = (x.to(peer_device(problem)) for x in data)
     budget = problem["budget"]
     seed = problem["seed"] * 1000 + zlib.crc32(tune.get_context().get_trial_id().encode()) % 1000
     trainer = Trainer(config, problem, seed)
     checkpoint = tune.get_checkpoint()
     if checkpoint:
         with checkpoint.as_directory() as d:
-            trainer.load(torch.load(os.path.join(d, "state.pt"), weights_only=False))
+            trainer.load(torch.load(os.path.join(d, "state.pt"), map_location=trainer.device, weights_only=False))
     every, iteration = budget["report_every"], 0
     per_epoch = max(1, len(train_x) // trainer.batch)
     iteration = round(trainer.step / per_epoch / every) if trainer.step else 0
@@ -759,10 +767,13 @@ def worker_ray(spec, problem, data):
     from ray.tune.search import BasicVariantGenerator
     budget = problem["budget"]
     max_t = round(budget["max"] / budget["report_every"])
-    ray.init(num_cpus=spec["workers"], include_dashboard=False, log_to_driver=False)
+    gpu = peer_device(problem).type == "cuda"
+    ray.init(num_cpus=spec["workers"], num_gpus=1 if gpu else 0, include_dashboard=False, log_to_driver=False)
     scheduler = HyperBandScheduler(time_attr="training_iteration", max_t=max_t, reduction_factor=problem["tuner"]["eta"])
     trainable = tune.with_resources(
-        tune.with_parameters(ray_trainable, data=data[:4], problem=problem), {"cpu": 1})
+        tune.with_parameters(ray_trainable, data=data[:4], problem=problem),
+        # Fractional GPUs, as Ray Tune's docs pack several small trials on one GPU.
+        {"cpu": 1, "gpu": 1.0 / spec["workers"]} if gpu else {"cpu": 1})
     tuner = tune.Tuner(
         trainable,
         param_space=ray_space(problem["space"]),
@@ -784,8 +795,8 @@ def worker_ray(spec, problem, data):
     torch.set_num_threads(spec["workers"])
     trainer = Trainer(best.config, problem, 0)
     with best.checkpoint.as_directory() as d:
-        trainer.load(torch.load(os.path.join(d, "state.pt"), weights_only=False))
-    test = trainer.accuracy(data[4], data[5])
+        trainer.load(torch.load(os.path.join(d, "state.pt"), map_location=trainer.device, weights_only=False))
+    test = trainer.accuracy(data[4].to(trainer.device), data[5].to(trainer.device))
     best_index = next((i for i, r in enumerate(results) if r.path == best.path), None)
     trial_configs = {i: r.config for i, r in enumerate(results)}
     ray.shutdown()
@@ -868,7 +879,8 @@ def worker_optuna(spec, spec_path, problem, data):
     params = study.trials[best_trial].params
     torch.set_num_threads(spec["workers"])
     trainer = Trainer(params, problem, 0)
-    trainer.model.load_state_dict(torch.load(os.path.join(spec["work"], f"model-{best_trial}.pt")))
+    trainer.model.load_state_dict(torch.load(os.path.join(spec["work"], f"model-{best_trial}.pt"),
+                                             map_location=trainer.device))
     return {"reports": reports, "best_trial": best_trial, "best_config": params,
             "test_accuracy": trainer.accuracy(data[4], data[5]),
             "trial_configs": {t.number: t.params for t in study.trials}}
@@ -881,7 +893,8 @@ def worker(name, spec_path, *rest):
         spec = json.load(f)
     with open(spec["problem"]) as f:
         problem = json.load(f)
-    data = load_data(problem)
+    # Ray Tune hands the data to its trials through its object store: CPU tensors, moved by each trial.
+    data = load_data(problem, "cpu" if name == "ray_tune" else None)
     if name == "ray_tune":
         out = worker_ray(spec, problem, data)
     elif name == "optuna":

@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# gpu_figures: issue 14's GPU figures, phase by phase, on the lent GPU machine — so that a
+# session that is lent one spends its device time measuring, not writing scripts.
+#
+# On the development machine, once: scripts/gpu-prepare.sh (fills .gpu/). Then `run` (the
+# device tool) with carry [".gpu"], each call under its 10-minute limit:
+#   bash bench/gpu_figures.sh build pack cnn
+#   bash bench/gpu_figures.sh build hyperband peers
+# (a warm machine keeps /tmp/build, so the second build is incremental; a fresh one builds again).
+#
+# Phases (default: all but tests, in this order):
+#   build      .gpu/build.sh: packtune and pack_bench against the image's CUDA LibTorch, plotly.js from .gpu
+#   pack       pack_bench --quick: fused packs of K = 1, 32, 128 MLPs and CNNs against one after another
+#   cnn        examples/fashion_mnist_cnn.json on one GPU (--actors 1): wall time, best trial's test accuracy
+#   hyperband  hyperband_bench --max-epochs 6.75 (49 trials): packed against --max-pack 1, same reports
+#   peers      peers_bench: packtune, --max-pack 1 and Optuna (from .gpu/wheels) on the GPU; Ray Tune only
+#              where it imports (its wheels do not fit in what a device call carries)
+#   tests      the suite built with TESTS=ON, the actors' tests on the GPU, without the cluster and
+#              faults labels (a third call)
+# Each phase runs under its own time limit; its output goes to OUT/PHASE.json (or .txt) and its
+# log to OUT/PHASE.log, and OUT/summary.txt gets one line per phase with its key figures.
+#
+# Options: --device D (default cuda), --build-dir DIR (default /tmp/build), --out DIR (default
+# $OUT, else /tmp/gpu_figures), --smoke (the smallest sizes; the ctest bench/gpu_figures_smoke
+# runs `--device cpu --smoke pack cnn hyperband peers` against the build tree here).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+device=cuda smoke=0 build=/tmp/build out=${OUT:-/tmp/gpu_figures}
+phases=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --device) device=$2; shift 2 ;;
+    --build-dir) build=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --smoke) smoke=1; shift ;;
+    build|pack|cnn|hyperband|peers|tests) phases+=("$1"); shift ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "gpu_figures: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+[ ${#phases[@]} -gt 0 ] || phases=(build pack cnn hyperband peers)
+mkdir -p "$out"
+build=$(cd "$(dirname "$build")" && pwd)/$(basename "$build")
+summary=$out/summary.txt
+
+# What .gpu/build.sh unpacks the carried packages into; the data set travels in .gpu/data.
+[ -d /opt/debs/usr/lib/x86_64-linux-gnu ] && export LD_LIBRARY_PATH=/opt/debs/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+if [ -z "${PACKTUNE_DATA_DIR:-}" ] && [ -d .gpu/data ]; then export PACKTUNE_DATA_DIR=$root/.gpu/data; fi
+gpu=$(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null | head -1)
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC') $(git rev-parse --short HEAD 2>/dev/null) device $device (${gpu:-no GPU seen}); $(nproc) cores" >> "$summary"
+
+# run_phase NAME LIMIT_S OUTPUT COMMAND...: OUTPUT is the file stdout goes to.
+run_phase() {
+  local name=$1 limit=$2 output=$3; shift 3
+  local start=$SECONDS rc
+  echo "gpu_figures: $name: $*" >&2
+  # The phases are shell functions: exported, a child bash under timeout runs them.
+  timeout -k 10 "$limit" bash -c '"$@"' "$name" "$@" > "$output" 2> "$out/$name.log"
+  rc=$?
+  local took=$((SECONDS - start)) line
+  if [ $rc -eq 0 ] && line=$(figures "$name" "$output"); then
+    echo "$name ok ${took}s $line" >> "$summary"
+  elif [ $rc -eq 0 ]; then
+    echo "$name FAILED: exited 0 but its output $(basename "$output") is not what the phase prints" >> "$summary"
+  else
+    [ $rc -eq 124 ] && echo "$name: killed after its ${limit} s limit" >> "$out/$name.log"
+    echo "$name FAILED rc=$rc ${took}s (log: $name.log) $(tail -2 "$out/$name.log" | tr '\n' ' ' | cut -c1-300)" >> "$summary"
+  fi
+  echo "gpu_figures: $(tail -1 "$summary")" >&2
+  return 0
+}
+
+# The figures a phase's output gives, on one line.
+figures() {
+  python3 - "$1" "$2" <<'EOF' 2>>"$out/$1.log"
+import json, sys
+name, path = sys.argv[1], sys.argv[2]
+text = open(path).read()
+if name == "pack":
+    rows = json.loads(text)
+    print("; ".join(f"{r['model']} K={r['k']} fused/sequential {r['fused'] / r['sequential']:.2f}x "
+                    f"fused step {r['fused_step_s'] * 1e6:.0f} us" for r in rows if r.get("sequential")))
+elif name == "cnn":
+    r = json.loads(text)
+    print(f"wall {r['wall_seconds']:.1f} s, best trial {r['trial']} val {r['val_accuracy']:.4f} "
+          f"test {r['test_accuracy']}")
+elif name == "hyperband":
+    r = json.loads(text)
+    med = r["median_seconds"]
+    print(f"{r['schedule']}: packed {med.get('packed', 0):.1f} s, max_pack_1 {med.get('max_pack_1', 0):.1f} s, "
+          f"max_pack_1/packed {med['max_pack_1'] / med['packed']:.2f}x, same reports {r['same_reports']} "
+          f"(largest difference {r['largest_report_difference']:.1e})")
+elif name == "build":
+    print(next((l for l in text.splitlines() if l.startswith("built in")), ""))
+elif name == "tests":
+    print(next((l for l in text.splitlines() if "tests passed" in l), ""))
+elif name == "peers":
+    r = json.loads(text)
+    ways = ", ".join(f"{n} {w['wall_seconds']:.1f} s best {w['best_val_accuracy']}" for n, w in r["ways"].items())
+    def x(v):
+        return "never" if v is None else f"{v:.2f}"
+    measures = ", ".join(f"{n}: strict {x(v.get('packtune_over_it_to_its_best'))}, same model "
+                         f"{x(v.get('packtune_over_it_to_its_best_model'))}" for n, v in r["ratios"].items())
+    print(f"{ways}; packtune's time to each way's best over its own: {measures}")
+else:
+    print(text.strip().splitlines()[-1] if text.strip() else "")
+EOF
+}
+
+phase_build() {
+  [ -f .gpu/build.sh ] || { echo "no .gpu/build.sh: run scripts/gpu-prepare.sh on the development machine" >&2; return 2; }
+  local targets="packtune pack_bench" tests=OFF
+  [ "${1:-}" = tests ] && { targets=""; tests=ON; }
+  TARGETS=$targets TESTS=$tests EXTRA="-DPACKTUNE_PLOTLY_JS=$root/.gpu/plotly.js" bash .gpu/build.sh
+}
+
+phase_cnn() {
+  local config=$out/cnn.config.json run=/tmp/gpu_figures-cnn
+  python3 - "$device" "$smoke" "$config" <<'EOF' || return 2
+import json, sys
+device, smoke, path = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
+c = json.load(open("examples/fashion_mnist_cnn.json"))
+c["device"] = device
+c["actors"] = 1 if device.startswith("cuda") else c.get("actors", 2)  # one actor per GPU
+if smoke:
+    c["data"].update({"train_size": 1024, "validation_size": 512})
+    c["budget"] = {"unit": "epochs", "min": 0.5, "max": 1.5, "report_every": 0.5}
+    c["tuner"]["trials"] = 4
+json.dump(c, open(path, "w"), indent=2)
+EOF
+  rm -rf "$run"
+  local start=$SECONDS
+  "$build/src/packtune" run "$config" --out "$run" --quiet >&2 || return 1
+  cp "$run/results.jsonl" "$out/cnn.results.jsonl"
+  python3 - "$run/best.json" $((SECONDS - start)) <<'EOF'
+import json, sys
+best = json.load(open(sys.argv[1]))
+test = best.get("test") or {}
+print(json.dumps({"wall_seconds": float(sys.argv[2]), "trial": best.get("trial"),
+                  "val_accuracy": best.get("value"),
+                  "test_accuracy": test.get("test_accuracy", test.get("accuracy")), "best": best}))
+EOF
+  rm -rf "$run"
+}
+
+phase_peers() {
+  local python=${PACKTUNE_PEERS_PYTHON:-python3} ways=packtune,max_pack_1,optuna
+  if ! "$python" -c 'import optuna' 2>/dev/null && [ -d .gpu/wheels ]; then
+    # Wheels are zip files: unpacked onto PYTHONPATH they import without pip or a venv.
+    local lib=/tmp/gpu_figures-pylib
+    python3 -c 'import sys, zipfile; [zipfile.ZipFile(w).extractall(sys.argv[1]) for w in sys.argv[2:]]' \
+      "$lib" .gpu/wheels/*.whl || return 2
+    export PYTHONPATH=$lib${PYTHONPATH:+:$PYTHONPATH}
+  fi
+  "$python" -c 'import torch, optuna' || { echo "no torch and optuna for $python" >&2; return 2; }
+  if "$python" -c 'import ray.tune' 2>/dev/null; then ways=$ways,ray_tune
+  else echo "Ray Tune does not import here: left out" >&2; fi
+  local size=()
+  [ "$smoke" = 1 ] && size=(--smoke)
+  python3 bench/peers_bench.py --config examples/fashion_mnist.json --packtune "$build/src/packtune" \
+    --peers-python "$python" --device "$device" --ways "$ways" --peer-timeout 300 --json "${size[@]}"
+}
+
+phase_tests() {
+  # PACKTUNE_TEST_DEVICE puts the fusion equivalence tests (tests/src/actors) on the GPU, graphs included.
+  phase_build tests && PACKTUNE_TEST_DEVICE=$device ctest --test-dir "$build" -LE 'cluster|faults' --output-on-failure -j8
+}
+
+export root device smoke build out
+export -f phase_build phase_cnn phase_peers phase_tests
+limit() { if [ "$smoke" = 1 ]; then echo 300; else echo "$1"; fi; }
+for phase in "${phases[@]}"; do
+  case "$phase" in
+    build) run_phase build 480 "$out/build.txt" phase_build ;;
+    tests) run_phase tests 560 "$out/tests.txt" phase_tests ;;
+    pack)
+      if [ "$smoke" = 1 ]; then args=(--smoke --models mlp); else args=(--quick); fi
+      run_phase pack "$(limit 240)" "$out/pack.json" "$build/bench/pack_bench" --device "$device" --json "${args[@]}" ;;
+    cnn) run_phase cnn "$(limit 420)" "$out/cnn.json" phase_cnn ;;
+    hyperband)
+      if [ "$smoke" = 1 ]; then args=(--smoke); else args=(--max-epochs 6.75 --repeat 1); fi
+      run_phase hyperband "$(limit 360)" "$out/hyperband.json" python3 bench/hyperband_bench.py \
+        --packtune "$build/src/packtune" --device "$device" --ways packed,max_pack_1 --json "${args[@]}" ;;
+    peers) run_phase peers "$(limit 420)" "$out/peers.json" phase_peers ;;
+  esac
+done
+cat "$summary"
+grep -q FAILED "$summary" && exit 1
+exit 0

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Fills .gpu/ (ignored by git) for a session that is lent a GPU machine: what
+# ../shared/gpu/prepare.sh gathers (the packages the GPU image lacks, Fashion-MNIST,
+# build.sh), plus what packtune needs there beyond it:
+#   .gpu/plotly.js  the report page's chart library: the build embeds it and the image has no
+#                   python3-plotly, so without it CMake stops at configure
+#   .gpu/wheels/    Optuna and its dependencies as wheels for the image's Python 3.12, so
+#                   bench/gpu_figures.sh can run Optuna beside packtune (no package registry
+#                   there). Not numpy (the image's torch brings it) and not Ray Tune: its
+#                   wheels alone are larger than the 64 MiB a device call can carry.
+# Then, on the GPU machine: bench/gpu_figures.sh (docs/benchmarks.md, "GPU figures").
+#
+#   scripts/gpu-prepare.sh [PREPARE]   PREPARE: the shared prepare.sh (default ../shared/gpu/prepare.sh)
+set -euo pipefail
+root=$(git rev-parse --show-toplevel)
+cd "$root"
+shared=${1:-$root/../shared/gpu/prepare.sh}
+if [ ! -f "$shared" ]; then
+  echo "gpu-prepare: no $shared (the workplace's GPU prepare script); pass its path" >&2
+  exit 2
+fi
+bash "$shared"
+
+plotly=/usr/share/python3-plotly/plotly.js
+[ -f "$plotly" ] || { echo "gpu-prepare: no $plotly: install python3-plotly (scripts/setup.sh does)" >&2; exit 1; }
+cp "$plotly" .gpu/plotly.js
+
+# Any pip will do to download; the peers' venv pins the Optuna version peers_bench measures here.
+pip_python=
+for p in "$HOME/.cache/packtune/peers-venv/bin/python" "$HOME/.cache/packtune/torch2-venv/bin/python" /usr/bin/python3; do
+  if [ -x "$p" ] && "$p" -m pip --version >/dev/null 2>&1; then pip_python=$p; break; fi
+done
+[ -n "$pip_python" ] || { echo "gpu-prepare: no python with pip (run scripts/setup.sh)" >&2; exit 1; }
+optuna=optuna
+if version=$("$HOME/.cache/packtune/peers-venv/bin/python" -c 'import optuna; print(optuna.__version__)' 2>/dev/null); then
+  optuna="optuna==$version"
+fi
+rm -rf .gpu/wheels && mkdir -p .gpu/wheels
+"$pip_python" -m pip download --quiet --disable-pip-version-check --dest .gpu/wheels --only-binary=:all: \
+  --implementation cp --python-version 3.12 \
+  --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 "$optuna"
+rm -f .gpu/wheels/numpy-*.whl
+
+mib=$(du -sm .gpu | cut -f1)
+if [ "$mib" -gt 62 ]; then
+  echo "gpu-prepare: .gpu is $mib MiB; a device call carries at most 64 MiB in all" >&2
+  exit 1
+fi
+echo "gpu-prepare: .gpu ready ($mib MiB: $(ls .gpu/wheels | wc -l) wheels, plotly.js, packages, data)."
+echo "On the GPU machine (run with carry [\".gpu\"]), two calls of under 10 minutes each:"
+echo "  bash bench/gpu_figures.sh build pack cnn"
+echo "  bash bench/gpu_figures.sh build hyperband peers"
