@@ -5,6 +5,7 @@
 // on CPU tensors, so callers need no #if of their own.
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <torch/torch.h>
@@ -14,6 +15,17 @@ namespace packtune::actors {
 // False when PACKTUNE_CUDA_GRAPHS=0 is set: every fused step then runs eagerly (to debug or
 // compare; the results are the same).
 bool cuda_graphs_enabled();
+
+// Makes `device` the calling thread's current CUDA device (nothing for a CPU device). An actor
+// on cuda:N calls it once: CUDA objects made without a device of their own (events, streams,
+// the context) belong to the current device, which is otherwise device 0.
+void make_current(const torch::Device& device);
+
+// Why this process stopped capturing CUDA graphs, once: the first capture that failed turns
+// them off for every group (a failed capture can leave the caching allocator believing one is
+// still under way), and the caller logs this. Empty while none failed, and after the first call
+// that returned the reason.
+std::string take_cuda_graph_failure();
 
 // One training step captured as a CUDA graph and replayed. The step's body must touch only
 // tensors that outlive the graph in place (parameters, gradients, optimizer state, loss
@@ -38,7 +50,8 @@ class StepGraph {
   // then captured once and replayed with `inputs` copied into the graph's own input tensors.
   // `clear_gradients` runs right before the capture: gradients freed there are allocated
   // again by the captured backward, in the graph's memory pool, where replays rewrite them.
-  // A capture that fails leaves the step eager for good (the reason is in last_error()).
+  // A capture that fails leaves this and every other group of the process eager for good
+  // (the reason is in last_error() and, once, in take_cuda_graph_failure()).
   void run(const std::vector<torch::Tensor>& inputs, const Body& body, const std::function<void()>& clear_gradients);
   void reset();
   bool captured() const;

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <functional>
 
+#include <torch/cuda.h>
+
 #include "actors/fused_group.hpp"
 #include "actors/memory_meter.hpp"
 #include "actors/memory_profile.hpp"
@@ -53,7 +55,7 @@ class ThroughputProfiler::StepTimer {
  public:
   StepTimer(const TrialSpec& spec, const InputShape& input, torch::Device device, int members,
             datasets::BatchStream& stream)
-      : stream_(stream) {
+      : stream_(stream), device_(device) {
     if (members == 1) {
       runner_ = std::make_unique<TrialRunner>(0, spec, 1, stream_);
     } else {
@@ -69,17 +71,17 @@ class ThroughputProfiler::StepTimer {
   }
 
   // Seconds per step over one window of at least kMinTimedSteps steps and kMinTimedSeconds.
+  // The steps go in doubling batches with one wait after each: waiting after every step would
+  // time a GPU's sub-millisecond steps without the queueing a pack's rounds get.
   double window() {
     const auto start = Clock::now();
     int steps = 0;
     double seconds = 0;
-    while (steps < kMaxTimedSteps && (steps < kMinTimedSteps || seconds < kMinTimedSeconds)) {
-      step();
-      ++steps;
-      if (steps >= kMinTimedSteps) {
-        wait();
-        seconds = std::chrono::duration<double>(Clock::now() - start).count();
-      }
+    for (int batch = kMinTimedSteps; steps < kMaxTimedSteps && (steps == 0 || seconds < kMinTimedSeconds);
+         batch = steps) {
+      for (int i = 0; i < batch && steps < kMaxTimedSteps; ++i, ++steps) step();
+      wait();
+      seconds = std::chrono::duration<double>(Clock::now() - start).count();
     }
     return seconds / steps;
   }
@@ -93,17 +95,14 @@ class ThroughputProfiler::StepTimer {
       group_->train_step(stream_);
     }
   }
-  // Reading one value back waits for every queued kernel: the clock stops when the device has
-  // finished, not when the host has queued the work.
+  // The clock stops when the device has finished, not when the host has queued the work. A
+  // CPU's steps have finished when they return.
   void wait() {
-    if (runner_) {
-      runner_->model()->parameters().front().view(-1)[0].item<float>();
-    } else {
-      group_->member_state(0).front().second.view(-1)[0].item<float>();
-    }
+    if (device_.is_cuda()) torch::cuda::synchronize(device_.has_index() ? device_.index() : -1);
   }
 
   datasets::BatchStream& stream_;
+  torch::Device device_;
   std::unique_ptr<TrialRunner> runner_;
   std::unique_ptr<FusedGroup> group_;
 };

@@ -31,6 +31,7 @@
 #include <torch/torch.h>
 
 #include "actors/classifier.hpp"
+#include "actors/cuda_step.hpp"
 #include "actors/device.hpp"
 #include "actors/pack_executor.hpp"
 #include "packtune/error.hpp"
@@ -366,6 +367,7 @@ std::int64_t now_ns() {
 // steady_clock is CLOCK_MONOTONIC, one clock for every process of the machine.
 int run_worker(const Options& o) {
   const torch::Device device(actors::resolve_device(o.device, o.member));
+  actors::make_current(device);
   if (device.is_cpu()) actors::configure_cpu_threads(std::max(1, o.threads));
   actors::keep_large_blocks_in_heap();
   BenchPack pack(o, o.worker_model, {o.member}, device, false);
@@ -573,6 +575,7 @@ void print_table(const std::vector<Row>& rows, double peak, int threads, const s
 int run(const Options& o) {
   const auto resolved = actors::resolve_device(o.device, 0);
   const torch::Device device(resolved);
+  actors::make_current(device);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = o.threads > 0 ? o.threads : cores;
   actors::configure_cpu_threads(threads);
@@ -588,7 +591,9 @@ int run(const Options& o) {
       r.model = model;
       r.k = k;
       r.flops_per_sample = train_flops_per_sample(member_spec(o, model, 0).model, input);
-      const int warmup = o.smoke || o.quick ? 1 : 2;
+      // On a GPU past a fused group's eager warm-ups and its graph's capture: those are not the
+      // steps a pack runs at.
+      const int warmup = std::max(o.smoke || o.quick ? 1 : 2, device.is_cuda() ? actors::StepGraph::kWarmupSteps + 2 : 0);
       auto wanted = [&](const char* mode) { return std::count(o.modes.begin(), o.modes.end(), mode) > 0; };
       if (wanted("fused")) {
         r.fused = BenchPack(o, model, member_ids(k), device, true).measure(o.seconds, warmup).per_second();

@@ -14,6 +14,7 @@
 
 #include "actor/transfer_client.hpp"
 #include "actors/checkpoint_file.hpp"
+#include "actors/cuda_step.hpp"
 #include "actors/device.hpp"
 #include "actors/memory_meter.hpp"
 #include "actors/memory_profile.hpp"
@@ -85,6 +86,7 @@ class Actor {
       // is what its trials hold (the planner's currency).
       auto& meter = actors::MemoryMeter::instance();
       device = actors::resolve_device(spec_.device, options_.local_index >= 0 ? options_.local_index : id_);
+      actors::make_current(torch::Device(device));
       actors::configure_cpu_threads(threads);
       // Before the data set is loaded: its buffers come from the heap whose trim threshold
       // this sets.
@@ -169,6 +171,10 @@ class Actor {
             report(event);
           }
           last_sent = Clock::now();
+        }
+        if (const auto failure = actors::take_cuda_graph_failure(); !failure.empty()) {
+          logging::warn("actor {}: CUDA graphs are off in this actor, every step runs eagerly (same results, "
+                        "slower): a capture failed: {}", id_, failure);
         }
         if (!out_of_memory.trials.empty()) {
           logging::warn("actor {}: {} trial(s) ran out of memory and leave the pack: {}", id_,
