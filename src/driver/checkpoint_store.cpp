@@ -239,6 +239,11 @@ CheckpointStore::Usage CheckpointStore::finish(int keep_best, const std::functio
       if (!keep.count(entry.path().string()) && entry.path().extension() == ".h5") remove(entry.path().string());
     }
   }
+  return usage();
+}
+
+CheckpointStore::Usage CheckpointStore::usage() const {
+  std::error_code ec;
   Usage usage;
   usage.deleted = deleted_;
   for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {

@@ -81,6 +81,9 @@ class CheckpointStore {
   // the `keep_best` best trials (highest budget reached first, then `better`, which orders
   // trials by their metric).
   Usage finish(int keep_best, const std::function<bool(TrialId, TrialId)>& better);
+  // What the folder holds now, deleting nothing: a run that stopped early keeps every
+  // checkpoint for `packtune run --resume`.
+  Usage usage() const;
 
   int active_pulls() const { return static_cast<int>(pulls_.size()); }
   std::int64_t bytes_received() const { return bytes_received_; }

@@ -1,11 +1,15 @@
 #include "driver/driver.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -41,6 +45,30 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 namespace proto = protocol;
+
+// One driver per results folder: a second one (a --resume while the run still goes on) would
+// cut the journal and results.jsonl the first is writing. The kernel drops the lock when the
+// process ends, however it ends; actors do not inherit it (close-on-exec).
+class FolderLock {
+ public:
+  explicit FolderLock(const std::string& dir) : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    if (fd_ < 0) throw Error("cannot open the results folder " + dir + ": " + std::strerror(errno));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+    const int error = errno;
+    ::close(fd_);
+    if (error == EWOULDBLOCK) {
+      throw InputError(dir + ": another packtune driver is running this experiment; wait for it to end, or stop it "
+                       "(Ctrl-C) and then run `packtune run --resume " + dir + "`");
+    }
+    throw Error("cannot lock the results folder " + dir + ": " + std::strerror(error));
+  }
+  ~FolderLock() { ::close(fd_); }
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+
+ private:
+  int fd_;
+};
 using tuners::Job;
 using tuners::TrialId;
 
@@ -99,6 +127,8 @@ class Driver {
   }
 
   int run() {
+    // Before anything of the folder is read or written.
+    if (options_.resume) folder_lock_ = std::make_unique<FolderLock>(options_.out_dir);
     router_.set(zmq::sockopt::linger, 0);
     router_.set(zmq::sockopt::router_mandatory, 1);
     const auto endpoint = make_endpoint(config_.listen);
@@ -135,6 +165,7 @@ class Driver {
       results_ = std::make_unique<ResultsWriter>(options_.out_dir, recovered->rows, config_.metric, config_.mode);
     } else {
       results_ = std::make_unique<ResultsWriter>(options_.out_dir, config_.source, config_.metric, config_.mode);
+      folder_lock_ = std::make_unique<FolderLock>(options_.out_dir);  // the folder exists from here
       journal_ = std::make_unique<Journal>(Journal::create(
           journal_path(options_.out_dir), {{"packtune_journal", 1}, {"name", config_.name}, {"config", config_.source}}));
     }
@@ -191,7 +222,7 @@ class Driver {
     std::signal(SIGINT, previous_int);
     std::signal(SIGTERM, previous_term);
     display_->finish(status());
-    summarize();
+    summarize(code == 0);
     if (code != 0) std::printf("continue it with: packtune run --resume %s\n", options_.out_dir.c_str());
     return code;
   }
@@ -946,11 +977,11 @@ class Driver {
     }
   }
 
-  void summarize() {
+  void summarize(bool finished) {
     const auto& best = results_->best();
-    finish_checkpoints();
-    std::printf("finished %s in %.1f s: %lld jobs, %d failed trials; results in %s\n",
-                config_.name.c_str(), seconds_since_start(), static_cast<long long>(book_.completed_jobs()),
+    finish_checkpoints(finished);
+    std::printf("%s %s in %.1f s: %lld jobs, %d failed trials; results in %s\n",
+                finished ? "finished" : "stopped", config_.name.c_str(), seconds_since_start(), static_cast<long long>(book_.completed_jobs()),
                 book_.failed_trials(), options_.out_dir.c_str());
     if (report_written_) std::printf("charts: %s/report.html\n", options_.out_dir.c_str());
     if (refused_reports_ > 0) {
@@ -1087,14 +1118,19 @@ class Driver {
   }
 
   // At the end nothing can be promoted any more: the store keeps the best trials' newest
-  // checkpoints (all of them with --keep-checkpoints all). Reports disk use.
-  void finish_checkpoints() {
-    const auto usage = store_->finish(kKeepBestCheckpoints, [this](TrialId a, TrialId b) {
-      return tuners::ranks_before(book_.at(a).last_metric, a, book_.at(b).last_metric, b, config_.mode);
-    });
-    std::printf("checkpoints: %lld file(s), %.1f MiB in %s (keep %s; %d deleted)\n",
+  // checkpoints (all of them with --keep-checkpoints all). A run that stopped early (a signal,
+  // an error) keeps every one: `--resume` promotes from them. Reports disk use.
+  void finish_checkpoints(bool finished) {
+    const auto usage = finished ? store_->finish(kKeepBestCheckpoints,
+                                                 [this](TrialId a, TrialId b) {
+                                                   return tuners::ranks_before(book_.at(a).last_metric, a,
+                                                                               book_.at(b).last_metric, b, config_.mode);
+                                                 })
+                                : store_->usage();
+    std::printf("checkpoints: %lld file(s), %.1f MiB in %s (keep %s; %d deleted%s)\n",
                 static_cast<long long>(usage.files), static_cast<double>(usage.bytes) / (1 << 20),
-                store_->dir().c_str(), config_.keep_checkpoints.c_str(), usage.deleted);
+                store_->dir().c_str(), config_.keep_checkpoints.c_str(), usage.deleted,
+                finished ? "" : "; all kept for --resume");
   }
 
   ExperimentConfig config_;
@@ -1106,6 +1142,7 @@ class Driver {
   std::unique_ptr<LiveReport> report_;  // DIR/report.html, rewritten during the run
   bool report_written_ = false;
   std::string ipc_file_;  // the socket file of an ipc endpoint, removed at the end
+  std::unique_ptr<FolderLock> folder_lock_;
   std::vector<TrialId> best_finished_;  // trials keeping their final models, best first
   struct Testing {
     TrialId trial = -1;

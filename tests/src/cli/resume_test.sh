@@ -3,8 +3,10 @@
 # reports of a run that was never interrupted (same trials, same promotions, metrics within
 # 2e-3), killed at three points: right after the first promotion (the first rung is over),
 # in the middle of the sweep, and while an actor writes a checkpoint. Also: a killed actor is
-# restarted and its trials resume; resuming a finished experiment says so; a changed config is
-# refused with the key named; a folder without a journal is refused.
+# restarted and its trials resume; a driver stopped by SIGTERM keeps every checkpoint and
+# resumes the same way; a second driver on a running experiment's folder is refused; resuming a
+# finished experiment says so; a changed config is refused with the key named; a folder without
+# a journal is refused.
 set -euo pipefail
 packtune="$1"
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -83,6 +85,33 @@ writing_checkpoint() {
 kill_and_resume first_rung after_first_rung
 kill_and_resume mid_sweep mid_sweep
 kill_and_resume checkpoint writing_checkpoint
+
+# Stopped with SIGTERM (what Ctrl-C and scancel send) mid-sweep: the driver stops with 130 and
+# deletes no checkpoint (a finished run keeps only the best trials'; this one resumes from
+# them all). While it runs, a second driver on the folder is refused before it touches it.
+"$packtune" run "$work/config.json" --out "$work/term" --quiet > "$work/term.out" 2>&1 &
+driver=$!
+pids+=("$driver")
+mid_sweep "$work/term" || { echo "FAIL term: the run ended before mid-sweep"; cat "$work/term.out"; exit 1; }
+cp "$work/term/results.jsonl" "$work/term.results.before"
+set +e
+"$packtune" run --resume "$work/term" > "$work/second.out" 2>&1
+second=$?
+kill -TERM "$driver"
+wait "$driver"
+code=$?
+set -e
+[ "$second" -eq 2 ] && grep -q "another packtune driver is running this experiment" "$work/second.out" || {
+  echo "FAIL: a second driver on a running experiment's folder was not refused (exit $second)"; cat "$work/second.out"; exit 1; }
+head -c "$(stat -c %s "$work/term.results.before")" "$work/term/results.jsonl" | cmp - "$work/term.results.before" || {
+  echo "FAIL: the refused driver changed results.jsonl"; exit 1; }
+[ "$code" -eq 130 ] || { echo "FAIL term: exit $code after SIGTERM, expected 130"; cat "$work/term.out"; exit 1; }
+grep -q "all kept for --resume" "$work/term.out" || { echo "FAIL term: no 'all kept'"; cat "$work/term.out"; exit 1; }
+"$packtune" run --resume "$work/term" > "$work/term.resumed" 2>&1
+if grep -q "has no checkpoint to resume from" "$work/term.resumed"; then
+  echo "FAIL term: the stop deleted checkpoints the resume needed"; grep "no checkpoint" "$work/term.resumed"; exit 1
+fi
+python3 "$compare" "$work/ref/results.jsonl" "$work/term/results.jsonl"
 
 # Finished: nothing to do, and nothing changed.
 cp "$work/mid_sweep/results.jsonl" "$work/finished.before"

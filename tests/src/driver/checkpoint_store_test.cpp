@@ -134,6 +134,11 @@ TEST_CASE("the store keeps a trial's newest checkpoint, forgets unusable ones an
 
   for (int t = 4; t <= 7; ++t) store.record(t, make("trial-" + std::to_string(t) + "-budget-1.h5"), 1);
   make("trial-8-budget-1.h5.part");
+  // A run that stopped early deletes nothing: --resume needs every checkpoint.
+  const auto stopped = store.usage();
+  CHECK(stopped.files == 6);  // 1-budget-1, 3 to 7 (the .part file is not a checkpoint)
+  CHECK(stopped.deleted == 1);
+  CHECK(std::filesystem::exists(store.path_of("trial-8-budget-1.h5.part")));
   // Trial 3 reached the same budget; lower ids rank better here.
   const auto usage = store.finish(2, [](std::int64_t a, std::int64_t b) { return a < b; });
   CHECK(usage.files == 2);
