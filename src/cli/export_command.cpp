@@ -80,6 +80,9 @@ void write_results_csv(std::istream& jsonl, const std::string& source, std::ostr
     try {
       report = json::parse(text);
     } catch (const json::exception& e) {
+      // A last line without its newline is a write the driver has not finished (or a crash
+      // tore); `packtune report` and --resume leave it out too.
+      if (jsonl.eof()) break;
       throw InputError(source + ": line " + std::to_string(line) + " is not JSON (" + e.what() + ")");
     }
     if (!report.is_object() || !report.contains("trial") || !report.contains("budget")) {

@@ -99,7 +99,7 @@ int run_command(const std::vector<std::string>& args) {
       ("actors", po::value<int>(), "override the number of local actors (0: only nodes and actors that join)")
       ("listen", po::value<std::string>(), "override listen: ipc, tcp or an endpoint such as tcp://0.0.0.0:5555")
       ("keys", po::value<std::string>(), "override keys: the CURVE keys folder of `packtune keys DIR`")
-      ("seed", po::value<std::uint64_t>(), "override the experiment seed")
+      ("seed", po::value<std::int64_t>(), "override the experiment seed")
       ("device", po::value<std::string>(), "override the device: cpu, cuda, cuda:N, auto")
       ("tuner", po::value<std::string>(), "override the tuner by name")
       ("max-pack", po::value<int>(), "override max_pack: trials trained at once per actor")
@@ -132,7 +132,7 @@ int run_command(const std::vector<std::string>& args) {
   if (vm.count("actors")) overrides.actors = vm["actors"].as<int>();
   if (vm.count("listen")) overrides.listen = vm["listen"].as<std::string>();
   if (vm.count("keys")) overrides.keys = vm["keys"].as<std::string>();
-  if (vm.count("seed")) overrides.seed = vm["seed"].as<std::uint64_t>();
+  if (vm.count("seed")) overrides.seed = vm["seed"].as<std::int64_t>();
   if (vm.count("device")) overrides.device = vm["device"].as<std::string>();
   if (vm.count("tuner")) overrides.tuner = vm["tuner"].as<std::string>();
   if (vm.count("max-pack")) overrides.max_pack = vm["max-pack"].as<int>();

@@ -1,7 +1,8 @@
 #include "experiment/experiment_config.hpp"
 
-#include <filesystem>
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -23,7 +24,8 @@ class Fields {
  public:
   Fields(const json& object, std::string where) : object_(object), where_(std::move(where)) {
     if (!object_.is_object()) {
-      throw InputError(where_ + ": expected an object, got " + std::string(object_.type_name()));
+      throw InputError((where_.empty() ? std::string("the config") : where_) + ": expected an object, got " +
+                       std::string(object_.type_name()));
     }
   }
 
@@ -117,7 +119,7 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
   c.name = std::filesystem::path(path).stem().string();
   Fields top(root, "");
   top.allow("name, seed, metric, mode, budget, tuner, tuner_plugin, actors, device, max_pack, fuse, mixed_packs, replan, "
-            "threads_per_actor, listen, keys, insecure, heartbeat_seconds, actor_timeout_seconds, join_timeout_seconds, keep_checkpoints, checkpoint_every, actor_memory, "
+            "evaluate_test, threads_per_actor, listen, keys, insecure, heartbeat_seconds, actor_timeout_seconds, join_timeout_seconds, keep_checkpoints, checkpoint_every, actor_memory, "
             "memory_estimate_scale, data, model, space");
   top.string("name", c.name);
   top.integer("seed", c.seed, 0, std::numeric_limits<std::int64_t>::max());
@@ -197,6 +199,12 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
   top.number("heartbeat_seconds", c.heartbeat_seconds, 0, true);
   top.number("actor_timeout_seconds", c.actor_timeout_seconds, 0, true);
   top.number("join_timeout_seconds", c.join_timeout_seconds, 0, true);
+  // Heartbeats are late by a scheduling hiccup now and then: one missed must not retire an actor.
+  if (c.actor_timeout_seconds < 2 * c.heartbeat_seconds) {
+    throw InputError("actor_timeout_seconds: " + json(c.actor_timeout_seconds).dump() +
+                     " would retire healthy actors, which send a heartbeat every heartbeat_seconds (" +
+                     json(c.heartbeat_seconds).dump() + "); set it to at least twice that");
+  }
   top.string("keep_checkpoints", c.keep_checkpoints);
   top.number("checkpoint_every", c.checkpoint_every, 0, false);
   if (top.has("actor_memory")) {
@@ -231,6 +239,7 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
 }
 
 ExperimentConfig load_config(const std::string& path) {
+  if (std::filesystem::is_directory(path)) throw InputError(path + ": a folder, not a config file");
   if (!std::filesystem::is_regular_file(path)) {
     throw InputError(path + ": config file not found");
   }
@@ -259,7 +268,10 @@ void apply_overrides(ExperimentConfig& c, const Overrides& o) {
     if (*o.actors < 0) throw InputError("--actors: expected 0 (actors join from elsewhere) or more");
     c.actors = *o.actors;
   }
-  if (o.seed) c.seed = *o.seed;
+  if (o.seed) {
+    if (*o.seed < 0) throw InputError("--seed: expected an integer from 0 to " + std::to_string(std::numeric_limits<std::int64_t>::max()));
+    c.seed = static_cast<std::uint64_t>(*o.seed);
+  }
   if (o.listen) {
     if (o.listen->empty()) throw InputError("--listen: expected ipc, tcp or a ZeroMQ endpoint");
     c.listen = *o.listen;
@@ -313,7 +325,7 @@ void validate(const ExperimentConfig& c) {
   // The fixed values alone, then each end of every range and each choice on top of them:
   // every config the space can produce is then a valid trial.
   auto fixed = c.model;
-  actors::parse_trial_spec(fixed, "model");
+  int largest_batch = actors::parse_trial_spec(fixed, "model").batch_size;
   for (const auto& p : c.space.params()) {
     std::vector<tuners::ParamValue> probes = p.values;
     if (p.kind == tuners::ParamSpec::Kind::RandInt) {
@@ -324,13 +336,22 @@ void validate(const ExperimentConfig& c) {
     for (const auto& v : probes) {
       auto trial = fixed;
       trial[p.name] = v;
-      actors::parse_trial_spec(trial, "space");
+      largest_batch = std::max(largest_batch, actors::parse_trial_spec(trial, "space").batch_size);
     }
   }
   for (const auto& file : datasets::data_files(c.data)) {
     if (!std::filesystem::is_regular_file(file)) {
       throw InputError(file + ": data file not found; install dataset-fashion-mnist "
                               "(scripts/setup.sh), or set data.dir in the config or PACKTUNE_DATA_DIR");
+    }
+  }
+  // An epoch is floor(images / batch_size) steps: with fewer images than a batch, every job would
+  // train one step whatever its budget.
+  if (c.budget_unit == "epochs") {
+    const auto images = datasets::train_images(c.data);
+    if (images < static_cast<std::uint32_t>(largest_batch)) {
+      throw InputError("data.train_size: " + std::to_string(images) + " training images make no whole batch of " +
+                       std::to_string(largest_batch) + " (batch_size); use more training images or a smaller batch_size");
     }
   }
 }

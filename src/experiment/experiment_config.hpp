@@ -18,7 +18,7 @@ namespace packtune {
 struct Overrides {
   std::optional<std::int64_t> trials;
   std::optional<int> actors;
-  std::optional<std::uint64_t> seed;
+  std::optional<std::int64_t> seed;  // signed: boost reads "-1" as a huge unsigned
   std::optional<std::string> device;
   std::optional<std::string> tuner;
   std::optional<int> max_pack;

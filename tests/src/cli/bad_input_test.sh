@@ -8,7 +8,7 @@ failures=0
 passed=0
 
 good='{"budget": {"max": 0.1}, "tuner": {"name": "random", "trials": 1}, "actors": 1,
-       "data": {"train_size": 100, "validation_size": 50},
+       "data": {"train_size": 200, "validation_size": 50},
        "space": {"lr": {"type": "loguniform", "low": 0.001, "high": 0.1}}}'
 
 # expect NAME EXPECTED_TEXT CONFIG_JSON [extra args...]
@@ -49,6 +49,14 @@ expect unknown_tuner_flag "unknown tuner \"nope\"" "$good" --tuner nope
 expect bad_device "device" "$good" --device tpu
 expect bad_trials "--trials" "$good" --trials 0
 expect unknown_flag "unrecognised option" "$good" --frobnicate
+expect negative_seed "--seed: expected an integer from 0" "$good" --seed -1
+expect no_whole_batch "100 training images make no whole batch of 128" "$(set_key "$good" 'c["data"]["train_size"]=100')"
+expect no_whole_batch_space "make no whole batch of 512" \
+  "$(set_key "$good" 'c["space"]["batch_size"]={"type": "choice", "values": [64, 512]}')"
+expect actor_timeout "would retire healthy actors" "$(set_key "$good" 'c["heartbeat_seconds"]=5; c["actor_timeout_seconds"]=1')"
+expect array_config "the config: expected an object, got array" '[1, 2]'
+mkdir -p "$work/folder_config.json"
+expect folder_config "a folder, not a config file" -
 
 # A missing CONFIG argument and an unknown command are usage errors too.
 "$packtune" run > /dev/null 2> "$work/stderr"; code=$?

@@ -43,3 +43,10 @@ TEST_CASE("an empty results file is a header alone; a line that is not a report 
   }
   CHECK_THROWS_AS(csv_of("[1, 2]\n"), packtune::InputError);
 }
+
+TEST_CASE("a torn last line (no newline: being written, or cut by a crash) is left out, as report does") {
+  const std::string whole = "{\"trial\":0,\"budget\":1}\n";
+  CHECK(csv_of(whole + "{\"trial\": 1, \"bud") == csv_of(whole));
+  // The same bytes followed by a newline are damage, not a write in progress.
+  CHECK_THROWS_AS(csv_of(whole + "{\"trial\": 1, \"bud\n"), packtune::InputError);
+}

@@ -70,7 +70,7 @@ after_first_rung() {
 # Mid-sweep: 30 of the 69 reports are written.
 mid_sweep() {
   for _ in $(seq 1 1200); do
-    [ "$(wc -l < "$1/results.jsonl" 2>/dev/null || echo 0)" -ge 30 ] && return 0
+    [ "$(wc -l 2>/dev/null < "$1/results.jsonl" || echo 0)" -ge 30 ] && return 0
     sleep 0.02
   done
   return 1
@@ -154,28 +154,34 @@ start=$(date +%s%N)
 driver=$!
 pids+=("$driver")
 # Kill slot 1's actor once a job it runs has a checkpoint_every checkpoint and no final report
-# (its actor id is the order it joined in, not its slot).
-for _ in $(seq 1 1200); do
-  python3 - "$work/actor_killed" <<'PY' && break
-import json, os, re, sys
+# (its actor id is the order it joined in, not its slot). One python process polls: starting
+# one per look was too slow to catch that window on a loaded machine.
+python3 - "$work/actor_killed" <<'PY' || { echo "FAIL: the run ended before a job had a checkpoint inside it"; cat "$work/actor_killed.out"; exit 1; }
+import json, re, sys, time
 out = sys.argv[1]
-try:
-    log = open(out + ".out").read()
-    rows = [json.loads(l) for l in open(f"{out}/results.jsonl")]
-    journal = [json.loads(l) for l in open(f"{out}/journal.jsonl")]
-except (OSError, ValueError):
-    sys.exit(1)
-m = re.search(r"actor (\d+) joined from .*slot 1\)", log)
-if not m:
-    sys.exit(1)
-actor = int(m.group(1))
-mine = {r["trial"] for r in rows if r["actor"] == actor} - {r["trial"] for r in rows if r["final"]}
-inside = {e["checkpoint"]["trial"] for e in journal if "checkpoint" in e and e["checkpoint"]["budget"] < 3}
-sys.exit(0 if mine & inside else 1)
+deadline = time.time() + 120
+while time.time() < deadline:
+    time.sleep(0.02)
+    try:
+        log = open(out + ".out").read()
+        rows = [json.loads(l) for l in open(f"{out}/results.jsonl")]
+        journal = [json.loads(l) for l in open(f"{out}/journal.jsonl")]
+    except (OSError, ValueError):
+        continue
+    if '"finished"' in open(f"{out}/journal.jsonl").read():
+        sys.exit(1)
+    m = re.search(r"actor (\d+) joined from .*slot 1\)", log)
+    if not m:
+        continue
+    actor = int(m.group(1))
+    mine = {r["trial"] for r in rows if r["actor"] == actor} - {r["trial"] for r in rows if r["final"]}
+    inside = {e["checkpoint"]["trial"] for e in journal if "checkpoint" in e and e["checkpoint"]["budget"] < 3}
+    if mine & inside:
+        sys.exit(0)
+sys.exit(1)
 PY
-  sleep 0.05
-done
-pkill -9 -P "$driver" -f "packtune actor .*--local-index 1 "
+pkill -9 -P "$driver" -f "packtune actor .*--local-index 1 " || {
+  echo "FAIL: slot 1's actor was gone before it could be killed"; cat "$work/actor_killed.out"; exit 1; }
 wait "$driver"
 disturbed=$((($(date +%s%N) - start) / 1000000))
 echo "undisturbed ${undisturbed} ms, with an actor killed ${disturbed} ms"
