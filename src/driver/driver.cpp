@@ -224,6 +224,12 @@ class Driver {
     display_->finish(status());
     summarize(code == 0);
     if (code != 0) std::printf("continue it with: packtune run --resume %s\n", options_.out_dir.c_str());
+    if (code == 0 && !results_->best() && book_.failed_trials() > 0) {
+      // Every trial failed (too little memory, a model the device cannot run): not a result.
+      std::fprintf(stderr, "packtune: error: every trial failed%s\n",
+                   book_.last_failure().empty() ? "" : ("; the last: " + book_.last_failure()).c_str());
+      return 1;
+    }
     return code;
   }
 
@@ -370,6 +376,7 @@ class Driver {
             on_trial_failed(actor, m);
           } else if constexpr (std::is_same_v<T, proto::ActorFailed>) {
             actor_failures_.push_back(m.message);
+            actor_said_ = m.message;
             spdlog::error("actor {} failed: {}", actor.id, m.message);
             retire(actor, "it failed: " + m.message);
           } else if constexpr (std::is_same_v<T, proto::Measured>) {
@@ -609,7 +616,8 @@ class Driver {
     if (!local_) return;
     for (const auto& e : local_->poll()) {
       if (e.kind != SupervisorEvent::Kind::Exited) continue;
-      on_actor_exited(*registry_.node_by_id(0), proto::ActorExited{e.local_index, e.pid, e.how, e.restarting});
+      on_actor_exited(*registry_.node_by_id(0),
+                      proto::ActorExited{e.local_index, e.pid, e.how, e.restarting, e.input_error});
     }
   }
 
@@ -625,6 +633,7 @@ class Driver {
   // timeout.
   void on_actor_exited(NodeState& node, const proto::ActorExited& m) {
     registry_.slot_exited(node.id, m.local_index, !m.restarting);
+    if (m.input_error) actor_input_error_ = true;
     const std::string where =
         node.id == 0 ? "see " + local_->log_path(m.local_index)
                      : fmt::format("node {} on {}; see its actor-{}.log", node.id, node.host, m.local_index);
@@ -808,6 +817,8 @@ class Driver {
                                   config_.join_timeout_seconds, endpoint_, curve_ ? " --keys DIR" : ""));
         }
       }
+      // An actor that exited on bad input said why before it went: that is the user's line.
+      if (actor_input_error_ && !actor_said_.empty()) throw InputError(actor_said_);
       std::string why = actor_failures_.empty() ? "every actor exited" : actor_failures_.back();
       throw Error("no actor is left to train on: " + why);
     }
@@ -1164,6 +1175,8 @@ class Driver {
   std::unique_ptr<ActorSupervisor> local_;  // node 0's actors; none with "actors": 0
   std::string local_work_dir_;               // their work folders, removed at the end
   std::vector<std::string> actor_failures_;
+  bool actor_input_error_ = false;  // an actor process exited with code 2 (bad input)
+  std::string actor_said_;          // the last ActorFailed message
   std::int64_t refused_reports_ = 0;
   std::int64_t train_images_ = 0;  // an epoch's images, from the data file's header  // from retired actors, after a partition
   bool settled_ = false;

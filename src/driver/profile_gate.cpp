@@ -21,7 +21,8 @@ ProfileGate::Admission ProfileGate::admit(const tuners::Job& job, const packing:
   const bool after_narrower = !covered && narrower_asked(shape);
   // A shape of an architecture already covered is profiled too, for its own figures, but
   // its trials need not wait for that.
-  if (!requests_.count(key) && !after_narrower && !planner_.throughput_model().profiled("", key)) {
+  if (!requests_.count(key) && !failed_.count(key) && !after_narrower &&
+      !planner_.throughput_model().profiled("", key)) {
     // ruled_out() looks at every actor: it is asked again only once actors came or went (one
     // of a new device kind may need the profile), not for every job of the shape.
     auto skipped = skipped_.find(key);
@@ -89,6 +90,8 @@ std::vector<tuners::Job> ProfileGate::on_profiled(int actor, const protocol::Pro
     table += fmt::format("{}{}: {:.2f} ms", table.empty() ? "" : ", ", m.members[i], m.seconds[i] * 1e3);
   }
   if (!m.error.empty() || points.empty()) {
+    // Asked again, the same actor would fail the same way (out of memory, mostly) for ever.
+    failed_.insert(m.key);
     spdlog::warn("actor {} could not profile shape {}: {}; its units are sized by the prior", actor, m.key,
                  m.error.empty() ? "no step time" : m.error);
   } else {

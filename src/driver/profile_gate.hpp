@@ -12,6 +12,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,8 @@ class ProfileGate {
   std::map<std::string, Held> held_;         // by shape key: jobs waiting for its profile
   // Shape keys a narrower profile ruled out, with the number of actors the plan had then.
   std::map<std::string, std::size_t> skipped_;
+  // Shape keys whose profile came back with an error: left to the prior, not asked again.
+  std::set<std::string> failed_;
 };
 
 }  // namespace packtune

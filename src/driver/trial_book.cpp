@@ -121,6 +121,7 @@ void TrialBook::requeue(TrialId id, const TrialState& trial, bool from_checkpoin
 
 TrialBook::Failure TrialBook::give_up(TrialId id, const std::string& why) {
   spdlog::warn("trial {} {}; counting it as failed", id, why);
+  last_failure_ = "trial " + std::to_string(id) + " " + why;
   ++failed_trials_;
   ++completed_jobs_;
   trials_.at(id).failed = true;

@@ -117,6 +117,8 @@ class TrialBook {
 
   std::int64_t completed_jobs() const { return completed_jobs_; }
   int failed_trials() const { return failed_trials_; }
+  // Why the last trial that failed did ("trial N ..."); empty while none failed in this process.
+  const std::string& last_failure() const { return last_failure_; }
   // Jobs on actors now; counted as they start and end, as the driver asks after every job.
   int running() const { return running_; }
 
@@ -136,6 +138,7 @@ class TrialBook {
   std::int64_t completed_jobs_ = 0;
   std::uint64_t next_lease_ = 0;
   int failed_trials_ = 0;
+  std::string last_failure_;
   int running_ = 0;
 };
 

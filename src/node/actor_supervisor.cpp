@@ -160,6 +160,8 @@ std::vector<SupervisorEvent> ActorSupervisor::reap() {
     if (waitpid(slot.pid, &status, WNOHANG) != slot.pid) continue;
     const int index = static_cast<int>(i);
     SupervisorEvent exited{SupervisorEvent::Kind::Exited, index, slot.pid, exit_cause(status), false, slot.restarts};
+    // Code 2 is the CLI's bad input (a device this machine lacks, a data set it cannot read).
+    exited.input_error = WIFEXITED(status) && WEXITSTATUS(status) == 2;
     slot.pid = -1;
     slot.last_exit = exited.how;
     // Exit code 0 is an actor the driver shut down: its work is over, not lost.
@@ -169,11 +171,16 @@ std::vector<SupervisorEvent> ActorSupervisor::reap() {
       spdlog::log(clean ? spdlog::level::debug : spdlog::level::info, "actor process {} (pid {}) {}", index,
                   exited.pid, exited.how);
       events.push_back(exited);
-    } else if (slot.restarts >= options_.max_restarts) {
+    } else if (slot.restarts >= options_.max_restarts || exited.input_error) {
       slot.gave_up = true;
       events.push_back(exited);
-      spdlog::error("actor process {} {} after {} restart(s); giving it up, see {}", index, exited.how,
-                    slot.restarts, log_path(index));
+      if (exited.input_error) {
+        spdlog::error("actor process {} {}: bad input, which a restart would meet again; giving it up, see {}", index,
+                      exited.how, log_path(index));
+      } else {
+        spdlog::error("actor process {} {} after {} restart(s); giving it up, see {}", index, exited.how,
+                      slot.restarts, log_path(index));
+      }
       events.push_back({SupervisorEvent::Kind::GaveUp, index, exited.pid, exited.how, false, slot.restarts});
     } else {
       const double delay = restart_delay(options_, slot.restarts);

@@ -37,6 +37,7 @@ struct SupervisorEvent {
   std::string how;      // Exited and GaveUp: "exited with code 3", "killed by signal 9"
   bool restarting = false;  // Exited: the slot will start again
   int restarts = 0;     // restarts of the slot so far
+  bool input_error = false;  // Exited with code 2: bad input, which a restart would meet again
 };
 
 class ActorSupervisor {

@@ -184,7 +184,7 @@ class NodeAgent {
   void report(const std::vector<SupervisorEvent>& events) {
     for (const auto& e : events) {
       if (e.kind != SupervisorEvent::Kind::Exited) continue;
-      send_message(socket_, proto::ActorExited{e.local_index, e.pid, e.how, e.restarting});
+      send_message(socket_, proto::ActorExited{e.local_index, e.pid, e.how, e.restarting, e.input_error});
     }
   }
 

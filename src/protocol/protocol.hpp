@@ -13,7 +13,7 @@
 
 namespace packtune::protocol {
 
-constexpr std::uint32_t kProtocolVersion = 6;
+constexpr std::uint32_t kProtocolVersion = 7;
 
 // What every actor of an experiment needs to know, sent once in Welcome.
 struct ExperimentSpec {
@@ -285,9 +285,10 @@ struct ActorExited {
   std::int64_t pid = 0;
   std::string how;
   bool restarting = false;
+  bool input_error = false;  // exited with code 2: bad input, not a crash
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(local_index, pid, how, restarting); }
+  void serialize(Archive& ar) { ar(local_index, pid, how, restarting, input_error); }
 };
 
 // --- checkpoint files over ZeroMQ (file_transfer.hpp) ------------------------------------

@@ -55,6 +55,9 @@ expect no_whole_batch_space "make no whole batch of 512" \
   "$(set_key "$good" 'c["space"]["batch_size"]={"type": "choice", "values": [64, 512]}')"
 expect actor_timeout "would retire healthy actors" "$(set_key "$good" 'c["heartbeat_seconds"]=5; c["actor_timeout_seconds"]=1')"
 expect array_config "the config: expected an object, got array" '[1, 2]'
+# Found by the driver after the folder was made: it is removed again.
+expect bad_listen "listen: cannot bind bogus" "$(set_key "$good" 'c["listen"]="bogus"')"
+expect open_listen "can be reached from other machines" "$(set_key "$good" 'c["listen"]="tcp://0.0.0.0:0"')"
 mkdir -p "$work/folder_config.json"
 expect folder_config "a folder, not a config file" -
 
@@ -65,6 +68,21 @@ if [ $code -eq 2 ] && [ "$(wc -l < "$work/stderr")" -eq 1 ]; then passed=$((pass
 "$packtune" frobnicate > /dev/null 2>&1; code=$?
 if [ $code -eq 2 ]; then passed=$((passed + 1)); else
   echo "FAIL unknown command: exit $code"; failures=$((failures + 1)); fi
+
+# Bad input only an actor can see (no GPU here): its one line, exit 2, and no restarts (each
+# would fail the same way). The actor already wrote its log in --out, so the folder stays.
+if ! nvidia-smi -L > /dev/null 2>&1; then
+  start=$SECONDS
+  printf '%s' "$good" > "$work/no-gpu.json"
+  "$packtune" run "$work/no-gpu.json" --out "$work/no-gpu" --device cuda --quiet > "$work/stdout" 2> "$work/stderr"
+  code=$?
+  if [ $code -eq 2 ] && [ "$(wc -l < "$work/stderr")" -eq 1 ] && grep -q 'device: "cuda" requested' "$work/stderr" &&
+     ! grep -q "restarting" "$work/stdout" && [ $((SECONDS - start)) -lt 20 ]; then
+    echo "ok   no_gpu: $(cat "$work/stderr")"; passed=$((passed + 1))
+  else
+    echo "FAIL no_gpu: exit $code after $((SECONDS - start)) s"; cat "$work/stderr" "$work/stdout"; failures=$((failures + 1))
+  fi
+fi
 
 echo "$passed passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -71,4 +71,24 @@ PY
 }
 check step 6 "out of memory"
 check evaluation 4 "evaluating: out of memory"
-echo "$passed passed, 0 failed: each pack ran out of memory (in a step, in an evaluation), was split, and every trial matches the roomy run"
+
+# Memory for no trial at all, fuse auto: the throughput profile fails (out of memory) once and
+# is not asked again, each trial fails with the reason, and the run ends with exit 1 and one
+# line, instead of asking for the profile again and again for ever.
+/usr/bin/python3 - "$work/step.json" "$work/none.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.update({"actor_memory": "1KiB", "fuse": "auto", "max_pack": 4, "tuner": {"name": "random", "trials": 3}})
+c.pop("memory_estimate_scale")
+json.dump(c, open(sys.argv[2], "w"))
+PY
+set +e
+timeout 120 "$packtune" run "$work/none.json" --out "$work/none" --quiet > "$work/none.log" 2> "$work/none.err"
+code=$?
+set -e
+[ "$code" -eq 1 ] && grep -q "every trial failed; the last: trial .* more than any actor has" "$work/none.err" || {
+  echo "FAILED: no memory for any trial: exit $code"; cat "$work/none.err"; tail "$work/none.log"; exit 1; }
+profiles=$(grep -c "could not profile" "$work/none.log" || true)
+[ "$profiles" -le 1 ] || { echo "FAILED: the failed profile was asked for $profiles times"; exit 1; }
+passed=$((passed + 1))
+echo "$passed passed, 0 failed: each pack ran out of memory (in a step, in an evaluation), was split, and every trial matches the roomy run; with memory for no trial the run failed once, with the reason"

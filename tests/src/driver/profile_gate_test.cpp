@@ -84,6 +84,11 @@ TEST_CASE("a job of an unprofiled shape waits while the least loaded actor profi
     failed.error = "out of memory";
     CHECK(trials_of(f.gate.on_profiled(0, failed)) == std::vector<tuners::TrialId>{1, 3});
     CHECK_FALSE(f.planner.throughput_model().covered("", shape));
+    // Not asked again: the actor would fail the same way, and the trials would wait for ever
+    // (an actor_memory too small for the profile asked, failed and asked again without end).
+    auto later = f.admit(5, shape, f.t0);
+    CHECK_FALSE(later.held);
+    CHECK_FALSE(later.ask);
   }
   SECTION("an answer nobody asked for changes nothing") {
     CHECK(f.gate.on_profiled(0, answer("cnn-16")).empty());

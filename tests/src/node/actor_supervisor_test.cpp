@@ -92,6 +92,28 @@ TEST_CASE("a slot that keeps failing restarts after growing delays, then is give
   CHECK(runs == 3);
 }
 
+TEST_CASE("a process that exits on bad input (code 2) is given up at once: a restart would meet it again") {
+  testing::TempDir dir;
+  SupervisorOptions o;
+  o.log_dir = dir.file("logs");
+  ActorSupervisor supervisor(o);
+  supervisor.start(shell("echo 'device: no CUDA device' >&2; exit 2"));
+  std::vector<SupervisorEvent> events;
+  for (int i = 0; i < 1000 && events.size() < 2; ++i) {
+    for (auto& e : supervisor.poll()) events.push_back(e);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(events.size() == 2);  // in one poll: the exit, and the slot given up
+  CHECK(events[0].kind == Kind::Exited);
+  CHECK(events[0].input_error);
+  CHECK_FALSE(events[0].restarting);
+  CHECK(events[1].kind == Kind::GaveUp);
+  CHECK(events[1].how == "exited with code 2");
+  CHECK(supervisor.gave_up(0));
+  CHECK(supervisor.active() == 0);
+  CHECK(read_file(supervisor.log_path(0)).find("restart") == std::string::npos);
+}
+
 TEST_CASE("a killed process is reported with its signal and restarted, and slots are independent") {
   testing::TempDir dir;
   SupervisorOptions o;

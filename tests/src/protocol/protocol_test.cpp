@@ -54,6 +54,8 @@ TEST_CASE("every verb survives a round trip") {
   CHECK(nw.heartbeat_seconds == 0.5);
 
   auto exited = round_trip(ActorExited{1, 9001, "killed by signal 9", true});
+  CHECK_FALSE(exited.input_error);
+  CHECK(round_trip(ActorExited{0, 1, "exited with code 2", false, true}).input_error);
   CHECK(exited.local_index == 1);
   CHECK(exited.pid == 9001);
   CHECK(exited.how == "killed by signal 9");
