@@ -39,7 +39,7 @@ constexpr const char* kUsage =
     "  node --driver ENDPOINT        start and supervise this machine's actors for a driver\n"
     "  actor --driver ENDPOINT       start an actor that joins a running driver\n"
     "  plan CONFIG [--actors SPEC]   show how the first rung's trials pack onto actors\n"
-    "  brackets --tuner hyperband    print a Hyperband/successive-halving schedule\n"
+    "  brackets --tuner hyperband    print Hyperband's schedule\n"
     "  simulate [CONFIG] --objective simulate a tuner against a learning-curve objective\n"
     "  inspect FILE.h5 [--json]      show a trial checkpoint: trial, budget, config, tensors\n"
     "  export DIR [--csv]            an experiment's reports as CSV, config flattened into columns\n"

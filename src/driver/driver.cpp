@@ -178,6 +178,12 @@ class Driver {
     const int threads = config_.threads_per_actor > 0 ? config_.threads_per_actor
                                                        : std::max(1, cores / std::max(1, config_.actors));
     const auto limit = trial_limit(config_);
+    if (config_.device == "cpu" && config_.actors > cores) {
+      // Each actor is a process with LibTorch and the data set: beyond the cores they only take
+      // turns, and hundreds of them can exhaust memory before any trains.
+      spdlog::warn("{} local actors on {} cores: they take turns on the cores and each holds the data set; one "
+                   "actor per core or fewer trains as fast", config_.actors, cores);
+    }
     spdlog::info("experiment {}: tuner {}, {}, {} local actor(s) on {}, {} thread(s) each", config_.name,
                  config_.tuner, limit > 0 ? std::to_string(limit) + " trials" : std::string("its whole schedule"),
                  config_.actors, config_.device, threads);
