@@ -5,10 +5,12 @@
 #include "actors/trial_spec.hpp"
 #include "packtune/error.hpp"
 #include "synthetic_data.hpp"
+#include "test_device.hpp"
 
 using namespace packtune;
 using namespace packtune::actors;
 using packtune::testing::synthetic_split;
+// On $PACKTUNE_TEST_DEVICE: on a GPU the units of a mixed pack step on CUDA streams of their own.
 
 namespace {
 
@@ -43,12 +45,12 @@ const tuners::TrialConfig kSgdCnn{{"family", std::string("cnn")}, {"depth", std:
 TEST_CASE("a trial reports the same metrics alone and in a mixed pack") {
   torch::set_num_threads(1);
   auto split = synthetic_split(320, 100);
-  datasets::BatchStream alone_stream(split, torch::kCPU, 7);
+  datasets::BatchStream alone_stream(split, packtune::testing::test_device(), 7);
   PackExecutor alone(alone_stream, BudgetUnit::Epochs);
   alone.add(job(0, kAdamMlp, 2));
   auto solo = run(alone)[0];
 
-  datasets::BatchStream pack_stream(split, torch::kCPU, 7);
+  datasets::BatchStream pack_stream(split, packtune::testing::test_device(), 7);
   PackExecutor pack(pack_stream, BudgetUnit::Epochs);
   pack.add(job(1, kSgdCnn, 1));
   pack.step_round();  // the other member is a step ahead: joining mid-run must not matter
@@ -69,7 +71,7 @@ TEST_CASE("a trial reports the same metrics alone and in a mixed pack") {
 
 TEST_CASE("members with the same batch size share each decoded batch") {
   auto split = synthetic_split(160, 20);
-  datasets::BatchStream stream(split, torch::kCPU, 1);
+  datasets::BatchStream stream(split, packtune::testing::test_device(), 1);
   PackExecutor pack(stream, BudgetUnit::Steps);
   pack.add(job(0, kAdamMlp, 10));
   pack.add(job(1, kAdamMlp, 10));
@@ -80,7 +82,7 @@ TEST_CASE("members with the same batch size share each decoded batch") {
 
 TEST_CASE("reports come at each report_every and the last one is final") {
   auto split = synthetic_split(160, 20);
-  datasets::BatchStream stream(split, torch::kCPU, 1);
+  datasets::BatchStream stream(split, packtune::testing::test_device(), 1);
   PackExecutor pack(stream, BudgetUnit::Epochs);
   auto j = job(0, kAdamMlp, 1.5);
   j.report_every = 0.5;
@@ -97,7 +99,7 @@ TEST_CASE("reports come at each report_every and the last one is final") {
 
 TEST_CASE("a model that does not fit the images is refused with a clear error") {
   auto split = synthetic_split(160, 20, 4);
-  datasets::BatchStream stream(split, torch::kCPU, 1);
+  datasets::BatchStream stream(split, packtune::testing::test_device(), 1);
   PackExecutor pack(stream, BudgetUnit::Steps);
   pack.add(job(1, kAdamMlp, 4));
   // Three conv blocks with 2x2 pooling shrink 4x4 images to nothing.
@@ -112,7 +114,7 @@ TEST_CASE("a model that does not fit the images is refused with a clear error") 
 TEST_CASE("jobs of one planner unit train in one fused group; units of one train as plain models") {
   torch::set_num_threads(1);
   auto split = synthetic_split(160, 20);
-  datasets::BatchStream stream(split, torch::kCPU, 1);
+  datasets::BatchStream stream(split, packtune::testing::test_device(), 1);
   PackExecutor pack(stream, BudgetUnit::Steps);
   auto in_unit = [](PackJob j, const std::string& unit, int max_fused = 0) {
     j.unit = unit;
