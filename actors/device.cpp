@@ -8,6 +8,11 @@
 
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
+#ifdef PACKTUNE_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
+#endif
 
 #include "packtune/error.hpp"
 
@@ -36,6 +41,24 @@ std::string resolve_device(const std::string& requested, int actor_index) {
                      std::to_string(gpus) + " CUDA device(s)");
   }
   return requested;
+}
+
+GpuMemory gpu_memory(const std::string& device) {
+  GpuMemory m;
+#ifdef PACKTUNE_WITH_CUDA
+  const torch::Device d(device);
+  if (!d.is_cuda()) return m;
+  const auto index = d.has_index() ? d.index() : c10::DeviceIndex{0};
+  c10::cuda::CUDAGuard guard(index);
+  std::size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) == cudaSuccess) m.total_bytes = static_cast<std::int64_t>(total);
+  // Reserved, not allocated: the allocator's cached blocks are this process's as well. Index 0
+  // is the aggregate over pool kinds in every LibTorch 2.x.
+  m.held_bytes = c10::cuda::CUDACachingAllocator::getDeviceStats(index).reserved_bytes[0].current;
+#else
+  (void)device;
+#endif
+  return m;
 }
 
 void configure_cpu_threads(int threads) {

@@ -16,6 +16,15 @@ std::string resolve_device(const std::string& requested, int actor_index);
 
 int cuda_device_count();
 
+// A GPU's memory as an actor's Ready reports it: the device's total, and what this process's
+// caching allocator holds there (the data set, right after loading it). Zeros for a CPU device
+// or without a CUDA LibTorch.
+struct GpuMemory {
+  std::int64_t total_bytes = 0;
+  std::int64_t held_bytes = 0;
+};
+GpuMemory gpu_memory(const std::string& device);
+
 // Limits LibTorch's intra-op threads and OpenBLAS's threads so that their product stays at
 // `threads`: BLAS calls made from torch's worker threads would otherwise each spawn a full
 // OpenBLAS pool and oversubscribe the cores.

@@ -454,12 +454,17 @@ class Actor {
     // The heap glibc may keep after a step's buffers are freed is this process's memory
     // too: on a CPU it comes out of the same share as the trials'.
     r.base_bytes = meter.current_bytes() + retained_heap_bytes_;
+    // On a GPU the data set lives in device memory, which the meter (CPU tensors) does not see.
+    const auto gpu = actors::gpu_memory(device);
+    r.base_bytes += gpu.held_bytes;
     if (spec_.actor_memory_bytes > 0) {
       r.capacity_bytes = spec_.actor_memory_bytes;
       r.capacity_shared = false;
       if (torch::Device(device).is_cpu()) meter.set_limit(spec_.actor_memory_bytes);
     } else if (torch::Device(device).is_cpu()) {
       r.capacity_bytes = available_memory_bytes();
+    } else {
+      r.capacity_bytes = gpu.total_bytes;  // shared: the driver splits it among the GPU's actors
     }
     return r;
   }
