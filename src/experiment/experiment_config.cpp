@@ -281,7 +281,10 @@ void apply_overrides(ExperimentConfig& c, const Overrides& o) {
     actors::check_device_syntax(*o.device);
     c.device = *o.device;
   }
-  if (o.tuner) c.tuner = *o.tuner;
+  if (o.tuner) {
+    if (*o.tuner != c.tuner && !c.tuner_settings.empty()) c.settings_tuner = c.tuner;
+    c.tuner = *o.tuner;
+  }
   if (o.fuse) {
     check_fuse_mode(*o.fuse, "--fuse");
     c.fuse = *o.fuse;
@@ -320,7 +323,14 @@ std::int64_t trial_limit(const ExperimentConfig& c) {
 
 void validate(const ExperimentConfig& c) {
   // Building the tuner checks its name and its own settings.
-  tuners::TunerRegistry::instance().create(c.tuner, tuner_context(c));
+  try {
+    tuners::TunerRegistry::instance().create(c.tuner, tuner_context(c));
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    if (c.settings_tuner.empty() || what.rfind("tuner.", 0) != 0) throw;
+    throw InputError(what + " (the config's tuner settings were written for " + c.settings_tuner + "; with --tuner " +
+                     c.tuner + " remove or change them)");
+  }
 
   // The fixed values alone, then each end of every range and each choice on top of them:
   // every config the space can produce is then a valid trial.

@@ -44,6 +44,7 @@ struct ExperimentConfig {
   // The trial limit as given; -1: not given, see trial_limit().
   std::int64_t trials = -1;
   nlohmann::json tuner_settings = nlohmann::json::object();
+  std::string settings_tuner;  // the tuner the settings were written for, when --tuner replaced it
   std::string tuner_plugin;  // path of a shared library with more tuners, or empty
   // At the end, the best trial's final model is evaluated on the test split (best.json "test").
   bool evaluate_test = true;

@@ -49,6 +49,8 @@ expect unknown_tuner_flag "unknown tuner \"nope\"" "$good" --tuner nope
 expect bad_device "device" "$good" --device tpu
 expect bad_trials "--trials" "$good" --trials 0
 expect unknown_flag "unrecognised option" "$good" --frobnicate
+expect other_tuners_settings "written for hyperband; with --tuner random remove or change them" \
+  "$(set_key "$good" 'c["tuner"]={"name": "hyperband", "eta": 3}')" --tuner random
 expect negative_seed "--seed: expected an integer from 0" "$good" --seed -1
 expect no_whole_batch "100 training images make no whole batch of 128" "$(set_key "$good" 'c["data"]["train_size"]=100')"
 expect no_whole_batch_space "make no whole batch of 512" \
