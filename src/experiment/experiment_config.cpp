@@ -357,6 +357,15 @@ void validate(const ExperimentConfig& c) {
   }
   // An epoch is floor(images / batch_size) steps: with fewer images than a batch, every job would
   // train one step whatever its budget.
+  if (c.data.train_size > 0) {
+    auto all = c.data;
+    all.train_size = 0;
+    if (const auto available = datasets::train_images(all); c.data.train_size > available) {
+      throw InputError("data.train_size: " + std::to_string(c.data.train_size) + " is more than the " +
+                       std::to_string(available) + " training images the file holds beyond the validation split; " +
+                       "use at most that, or 0 for all of them");
+    }
+  }
   if (c.budget_unit == "epochs") {
     const auto images = datasets::train_images(c.data);
     if (images < static_cast<std::uint32_t>(largest_batch)) {
