@@ -335,7 +335,22 @@ void validate(const ExperimentConfig& c) {
   // The fixed values alone, then each end of every range and each choice on top of them:
   // every config the space can produce is then a valid trial.
   auto fixed = c.model;
-  int largest_batch = actors::parse_trial_spec(fixed, "model").batch_size;
+  const auto fixed_spec = actors::parse_trial_spec(fixed, "model");
+  int largest_batch = fixed_spec.batch_size;
+  // With the family fixed to mlp, a convolution's hyper-parameters would only be recorded in
+  // each trial's config and never change a model: the user meant something else.
+  const bool family_sampled = std::any_of(c.space.params().begin(), c.space.params().end(),
+                                          [](const tuners::ParamSpec& p) { return p.name == "family"; });
+  if (!family_sampled && fixed_spec.model.family == "mlp") {
+    for (const char* key : {"channels", "kernel", "batch_norm"}) {
+      const bool in_space = std::any_of(c.space.params().begin(), c.space.params().end(),
+                                        [&](const tuners::ParamSpec& p) { return p.name == key; });
+      if (in_space || fixed.count(key)) {
+        throw InputError(std::string(in_space ? "space." : "model.") + key +
+                         ": a cnn hyper-parameter, but model.family is mlp; remove it or set model.family to cnn");
+      }
+    }
+  }
   for (const auto& p : c.space.params()) {
     std::vector<tuners::ParamValue> probes = p.values;
     if (p.kind == tuners::ParamSpec::Kind::RandInt) {
