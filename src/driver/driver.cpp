@@ -998,7 +998,8 @@ class Driver {
     const auto& best = results_->best();
     finish_checkpoints(finished);
     std::printf("%s %s in %.1f s: %lld jobs, %d failed trials; results in %s\n",
-                finished ? "finished" : "stopped", config_.name.c_str(), seconds_since_start(), static_cast<long long>(book_.completed_jobs()),
+                finished ? "finished" : "stopped", config_.name.c_str(), seconds_since_start(),
+                static_cast<long long>(book_.completed_jobs()),
                 book_.failed_trials(), options_.out_dir.c_str());
     if (report_written_) std::printf("charts: %s/report.html\n", options_.out_dir.c_str());
     if (refused_reports_ > 0) {

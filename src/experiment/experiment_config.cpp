@@ -269,7 +269,10 @@ void apply_overrides(ExperimentConfig& c, const Overrides& o) {
     c.actors = *o.actors;
   }
   if (o.seed) {
-    if (*o.seed < 0) throw InputError("--seed: expected an integer from 0 to " + std::to_string(std::numeric_limits<std::int64_t>::max()));
+    if (*o.seed < 0) {
+      throw InputError("--seed: expected an integer from 0 to " +
+                       std::to_string(std::numeric_limits<std::int64_t>::max()));
+    }
     c.seed = static_cast<std::uint64_t>(*o.seed);
   }
   if (o.listen) {
@@ -339,12 +342,13 @@ void validate(const ExperimentConfig& c) {
   int largest_batch = fixed_spec.batch_size;
   // With the family fixed to mlp, a convolution's hyper-parameters would only be recorded in
   // each trial's config and never change a model: the user meant something else.
-  const bool family_sampled = std::any_of(c.space.params().begin(), c.space.params().end(),
-                                          [](const tuners::ParamSpec& p) { return p.name == "family"; });
-  if (!family_sampled && fixed_spec.model.family == "mlp") {
+  const auto sampled = [&](const std::string& name) {
+    const auto& params = c.space.params();
+    return std::any_of(params.begin(), params.end(), [&](const tuners::ParamSpec& p) { return p.name == name; });
+  };
+  if (!sampled("family") && fixed_spec.model.family == "mlp") {
     for (const char* key : {"channels", "kernel", "batch_norm"}) {
-      const bool in_space = std::any_of(c.space.params().begin(), c.space.params().end(),
-                                        [&](const tuners::ParamSpec& p) { return p.name == key; });
+      const bool in_space = sampled(key);
       if (in_space || fixed.count(key)) {
         throw InputError(std::string(in_space ? "space." : "model.") + key +
                          ": a cnn hyper-parameter, but model.family is mlp; remove it or set model.family to cnn");
