@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "packtune/error.hpp"
+#include "tuners/job_rules.hpp"
 
 namespace packtune::tuners {
 namespace {
@@ -36,8 +37,8 @@ struct Wakeup {
   }
 };
 
-// Budgets are sums and products of user numbers; a report this close to the end is the end.
-bool reaches(double point, double to) { return point >= to - 1e-9 * std::max(1.0, std::abs(to)); }
+// A report this close to the end is the end.
+bool reaches(double point, double to) { return budget_reaches(point, to); }
 
 }  // namespace
 
@@ -56,6 +57,7 @@ SimulationSummary Simulator::run(const std::function<void(const SimulationEvent&
   SimulationSummary summary;
   summary.tuner = tuner_.name();
   std::unordered_map<TrialId, TrialRecord> trials;
+  JobRules rules(summary.tuner, options_.max_budget);
   std::vector<RunningJob> slots(static_cast<std::size_t>(options_.workers));
   std::vector<std::size_t> free_slots;
   for (std::size_t i = slots.size(); i-- > 0;) free_slots.push_back(i);
@@ -78,30 +80,12 @@ SimulationSummary Simulator::run(const std::function<void(const SimulationEvent&
 
   const auto launch = [&](Job job) {
     const bool resume = job.kind == Job::Kind::Resume;
-    if (!std::isfinite(job.budget) || job.budget <= 0) {
-      throw Error(summary.tuner + ": job for trial " + std::to_string(job.trial) +
-                  " has budget " + std::to_string(job.budget) + "; expected a positive budget");
-    }
+    rules.check(job);
     auto it = trials.find(job.trial);
     if (!resume) {
-      if (it != trials.end()) {
-        throw Error(summary.tuner + ": started trial " + std::to_string(job.trial) + " twice");
-      }
-      it = trials.emplace(job.trial, TrialRecord{summary.trials++, std::move(job.config), 0, false})
-               .first;
-    } else if (it == trials.end()) {
-      throw Error(summary.tuner + ": resumed trial " + std::to_string(job.trial) +
-                  ", which it never started");
+      it = trials.emplace(job.trial, TrialRecord{summary.trials++, std::move(job.config), 0, false}).first;
     }
     auto& record = it->second;
-    if (record.running) {
-      throw Error(summary.tuner + ": trial " + std::to_string(job.trial) + " is already running");
-    }
-    if (job.budget < record.trained && !reaches(job.budget, record.trained)) {
-      throw Error(summary.tuner + ": resumed trial " + std::to_string(job.trial) + " to budget " +
-                  std::to_string(job.budget) + ", below the " + std::to_string(record.trained) +
-                  " it has reached");
-    }
     record.running = true;
     ++summary.jobs;
     const std::size_t slot = free_slots.back();
@@ -130,6 +114,7 @@ SimulationSummary Simulator::run(const std::function<void(const SimulationEvent&
     auto& record = trials.at(job.trial);
     record.running = false;
     record.trained = budget;
+    rules.result(job.trial, budget);
     summary.total_budget += budget - job.from;
     summary.time = now;
     summary.stopped += stopped ? 1 : 0;
@@ -168,9 +153,7 @@ SimulationSummary Simulator::run(const std::function<void(const SimulationEvent&
     complete(wake.slot, job.to, metric, false);
     fill();
   }
-  if (!finished) {
-    throw Error(summary.tuner + ": asked to wait while no job was running; it would never finish");
-  }
+  if (!finished) rules.check_wait();
   return summary;
 }
 

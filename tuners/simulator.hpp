@@ -6,6 +6,7 @@
 //
 // Jobs that finish at the same time complete in the order they started, so with one worker
 // jobs finish in exactly the order they start.
+#include <limits>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -19,6 +20,8 @@ struct SimulationOptions {
   int workers = 1;
   // Budget between intermediate reports (Tuner::on_report); 0: a job reports only its result.
   double report_every = 0;
+  // A job above this budget breaks the schedule (JobRules); infinite: not checked.
+  double max_budget = std::numeric_limits<double>::infinity();
 };
 
 struct SimulationEvent {

@@ -30,6 +30,11 @@ int exit_code_of(const std::function<int()>& command) {
   } catch (const std::exception& e) {
     std::cerr << "packtune: error: " << e.what() << "\n";
     return 1;
+  } catch (...) {
+    // Only code we did not write throws other types: a tuner plugin's `throw 42` ended the
+    // process in std::terminate before, skipping the driver's stop.
+    std::cerr << "packtune: error: an exception that is not a std::exception (a tuner plugin's?)\n";
+    return 1;
   }
 }
 

@@ -351,6 +351,7 @@ int run_simulate_command(const std::vector<std::string>& args) {
   auto tuner = tuners::TunerRegistry::instance().create(config.tuner, context);
   for (const auto& warning : tuner->warnings()) std::cerr << "packtune: warning: " << warning << "\n";
   auto objective = tuners::make_objective(*objective_spec, context);
+  sim.max_budget = context.max_budget;
   tuners::Simulator simulator(*tuner, *objective, context.mode, sim);
 
   const bool as_json = vm.count("json") > 0;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -118,6 +119,7 @@ class Driver {
         context_(1),
         router_(context_, zmq::socket_type::router) {
     planner_.memory_model().set_scale(config.memory_estimate_scale);
+    tuning_.check_jobs(tuner_->name(), config.max_budget);
     train_images_ = training_images(config);
   }
 
@@ -132,12 +134,14 @@ class Driver {
     router_.set(zmq::sockopt::linger, 0);
     router_.set(zmq::sockopt::router_mandatory, 1);
     const auto endpoint = make_endpoint(config_.listen);
-    if (reaches_beyond_this_machine(endpoint)) {
+    // Keys, where given, are used on every endpoint: nodes and actors started with --keys
+    // speak CURVE, and a driver that dropped it on ipc or loopback could not hear them.
+    if (!config_.keys.empty()) {
+      curve_ = std::make_unique<CurveServer>(context_, router_, load_driver_keys(config_.keys));
+    } else if (reaches_beyond_this_machine(endpoint)) {
       // Anyone who reaches the port would otherwise get trial configs and have their
       // reports taken as results.
-      if (!config_.keys.empty()) {
-        curve_ = std::make_unique<CurveServer>(context_, router_, load_driver_keys(config_.keys));
-      } else if (!config_.insecure) {
+      if (!config_.insecure) {
         throw InputError("listen: " + endpoint + " can be reached from other machines; make keys with `packtune keys DIR` "
                          "and set \"keys\": \"DIR\" (actors then need --keys DIR), or set \"insecure\": true");
       } else {
@@ -440,6 +444,14 @@ class Driver {
     auto metric = report.metrics.find(config_.metric);
     trial.last_metric = metric == report.metrics.end() ? std::numeric_limits<double>::quiet_NaN()
                                                        : metric->second;
+    // A trial whose loss is no longer a number has diverged: its accuracy is chance, and the
+    // tuner hears NaN (ranked below everything, never promoted), as docs/tuners.md says.
+    for (const char* loss : {"train_loss", "val_loss"}) {
+      auto it = report.metrics.find(loss);
+      if (it != report.metrics.end() && !std::isfinite(it->second)) {
+        trial.last_metric = std::numeric_limits<double>::quiet_NaN();
+      }
+    }
     // A job that restarted below what its trial reported before (its actor died, the driver
     // was resumed) trains through budgets the results and the tuner have already seen.
     const bool seen = report.budget <= trial.reported + 1e-9 * std::max(1.0, report.budget);

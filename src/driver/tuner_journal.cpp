@@ -37,7 +37,9 @@ std::string describe(const tuners::Job& job) {
 
 tuners::Job TunerJournal::next_job() {
   Job job = tuner_.next_job();
+  if (job.kind == Job::Kind::Wait && rules_) rules_->check_wait();
   if (job.kind == Job::Kind::Start || job.kind == Job::Kind::Resume) {
+    if (rules_) rules_->check(job);
     write({{"job",
             {{"kind", kind_name(job.kind)},
              {"trial", job.trial},
@@ -58,6 +60,7 @@ tuners::Decision TunerJournal::on_report(TrialId trial, double budget, double me
 
 void TunerJournal::on_result(TrialId trial, double budget, double metric, const json& row, bool failed) {
   tuner_.on_result(trial, budget, metric);
+  if (rules_) rules_->result(trial, budget);
   json entry = {{"result", {{"trial", trial}, {"budget", budget}, {"metric", metric_json(metric)}}}};
   if (failed) entry["result"]["failed"] = true;
   if (!row.is_null()) entry["row"] = row;
@@ -98,6 +101,7 @@ TunerJournal::Recovered TunerJournal::replay(const std::vector<json>& entries) {
                                   "the same seed and results (docs/tuners.md)",
                                   index, describe(expected), describe(job)));
         }
+        if (rules_) rules_->check(job);
         last_job[job.trial] = index;
         auto& t = r.trials[job.trial];
         t.job = job;
@@ -123,6 +127,7 @@ TunerJournal::Recovered TunerJournal::replay(const std::vector<json>& entries) {
         const auto trial = e.at("trial").get<TrialId>();
         const double metric = metric_of(e.at("metric"));
         tuner_.on_result(trial, e.at("budget").get<double>(), metric);
+        if (rules_) rules_->result(trial, e.at("budget").get<double>());
         if (entry.contains("row")) add_row(entry["row"]);
         auto& t = r.trials[trial];
         t.running = false;

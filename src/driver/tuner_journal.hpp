@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "driver/journal.hpp"
+#include "tuners/job_rules.hpp"
 #include "tuners/tuner.hpp"
 
 namespace packtune {
@@ -30,6 +31,9 @@ class TunerJournal {
   // Both must outlive this. `journal` may be null: nothing is written (packtune simulate).
   TunerJournal(tuners::Tuner& tuner, Journal* journal) : tuner_(tuner), journal_(journal) {}
   void set_journal(Journal* journal) { journal_ = journal; }
+  // From here on every job the tuner gives is held to JobRules: a tuner that breaks one (a
+  // plugin's bug) stops the run with an Error naming it.
+  void check_jobs(const std::string& tuner, double max_budget) { rules_.emplace(tuner, max_budget); }
   // Reads nothing the journal must hold: no entry.
   std::optional<double> planned_budget() const { return tuner_.planned_budget(); }
 
@@ -78,6 +82,7 @@ class TunerJournal {
 
   tuners::Tuner& tuner_;
   Journal* journal_;
+  std::optional<tuners::JobRules> rules_;
 };
 
 }  // namespace packtune

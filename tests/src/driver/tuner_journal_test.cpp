@@ -157,3 +157,53 @@ TEST_CASE("replay recovers rows, checkpoints, stopped trials and the end of an e
   CHECK(r.checkpoints[0].budget == 9);
   CHECK_FALSE(r.finished);
 }
+
+namespace {
+
+// Gives the jobs it is handed, in order, then Wait: a plugin with a bug.
+class ScriptedTuner : public tuners::Tuner {
+ public:
+  explicit ScriptedTuner(std::vector<tuners::Job> jobs) : jobs_(std::move(jobs)) {}
+  tuners::Job next_job() override {
+    if (next_ == jobs_.size()) return tuners::Job::wait();
+    return jobs_[next_++];
+  }
+  void on_result(tuners::TrialId, double, double) override {}
+  std::string name() const override { return "scripted"; }
+
+ private:
+  std::vector<tuners::Job> jobs_;
+  std::size_t next_ = 0;
+};
+
+std::string first_error(std::vector<tuners::Job> jobs, bool result_first = false) {
+  ScriptedTuner tuner(std::move(jobs));
+  TunerJournal tuning(tuner, nullptr);
+  tuning.check_jobs(tuner.name(), 1.0);
+  try {
+    for (int i = 0; i < 10; ++i) {
+      const auto job = tuning.next_job();
+      if (result_first && job.kind == tuners::Job::Kind::Start) tuning.on_result(job.trial, 0.5, 0.1, nullptr, false);
+    }
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a run holds a tuner's jobs to the rules simulate does: a faulty plugin stops with the rule named") {
+  using tuners::Job;
+  CHECK_THAT(first_error({Job::resume(999, {}, 0.5)}), Catch::Contains("resumed trial 999, which it never started"));
+  CHECK_THAT(first_error({Job::start(0, {}, 0.5), Job::start(0, {}, 0.25)}),
+             Catch::Contains("started trial 0 twice"));
+  CHECK_THAT(first_error({Job::start(1, {}, -1)}), Catch::Contains("expected a positive budget"));
+  CHECK_THAT(first_error({Job::start(1, {}, 1000)}), Catch::Contains("above the max budget"));
+  CHECK_THAT(first_error({Job::start(0, {}, 0.5), Job::resume(0, {}, 0.25)}, true),
+             Catch::Contains("below the 0.500000 it has reached"));
+  // Wait with nothing out: nothing would ever change, where the driver used to wait for ever.
+  CHECK_THAT(first_error({}), Catch::Contains("asked to wait while no job was running"));
+  // Wait while a job is out is how tuners wait.
+  CHECK(first_error({Job::start(0, {}, 0.5)}).empty());
+}

@@ -1,0 +1,52 @@
+#include "tuners/job_rules.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "packtune/error.hpp"
+
+namespace packtune::tuners {
+
+bool budget_reaches(double point, double to) { return point >= to - 1e-9 * std::max(1.0, std::abs(to)); }
+
+void JobRules::check(const Job& job) {
+  const auto trial_name = "trial " + std::to_string(job.trial);
+  if (!std::isfinite(job.budget) || job.budget <= 0) {
+    throw Error(tuner_ + ": job for " + trial_name + " has budget " + std::to_string(job.budget) +
+                "; expected a positive budget");
+  }
+  if (job.budget > max_budget_ && !budget_reaches(max_budget_, job.budget)) {
+    throw Error(tuner_ + ": job for " + trial_name + " has budget " + std::to_string(job.budget) +
+                ", above the max budget " + std::to_string(max_budget_));
+  }
+  auto it = trials_.find(job.trial);
+  if (job.kind == Job::Kind::Start) {
+    if (it != trials_.end()) throw Error(tuner_ + ": started " + trial_name + " twice");
+    it = trials_.emplace(job.trial, Trial{}).first;
+  } else if (it == trials_.end()) {
+    throw Error(tuner_ + ": resumed " + trial_name + ", which it never started");
+  }
+  auto& t = it->second;
+  if (t.running) throw Error(tuner_ + ": " + trial_name + " is already running");
+  if (job.budget < t.reached && !budget_reaches(job.budget, t.reached)) {
+    throw Error(tuner_ + ": resumed " + trial_name + " to budget " + std::to_string(job.budget) + ", below the " +
+                std::to_string(t.reached) + " it has reached");
+  }
+  t.running = true;
+}
+
+void JobRules::result(TrialId trial, double budget) {
+  auto it = trials_.find(trial);
+  if (it == trials_.end()) return;
+  it->second.running = false;
+  it->second.reached = std::max(it->second.reached, budget);
+}
+
+void JobRules::check_wait() const {
+  for (const auto& [trial, t] : trials_) {
+    if (t.running) return;
+  }
+  throw Error(tuner_ + ": asked to wait while no job was running; it would never finish");
+}
+
+}  // namespace packtune::tuners
