@@ -122,12 +122,13 @@ int run_command(const std::vector<std::string>& args) {
   if (resume && vm.count("out") && vm["out"].as<std::string>() != vm["resume"].as<std::string>()) {
     throw packtune::InputError("run: --resume DIR continues the experiment in DIR; leave --out out");
   }
-  if (vm.count("tuner-plugin")) {
-    for (const auto& path : vm["tuner-plugin"].as<std::vector<std::string>>()) {
-      packtune::tuners::load_tuner_plugin(path);
-    }
-  }
   packtune::Overrides overrides;
+  if (vm.count("tuner-plugin")) {
+    const auto& plugins = vm["tuner-plugin"].as<std::vector<std::string>>();
+    // The config as run records the plugin for --resume, and it holds one.
+    if (plugins.size() > 1) throw packtune::InputError("--tuner-plugin: one library per run");
+    overrides.tuner_plugin = plugins.front();
+  }
   if (vm.count("trials")) overrides.trials = vm["trials"].as<std::int64_t>();
   if (vm.count("actors")) overrides.actors = vm["actors"].as<int>();
   if (vm.count("listen")) overrides.listen = vm["listen"].as<std::string>();
@@ -153,9 +154,7 @@ int run_command(const std::vector<std::string>& args) {
     packtune::record_as_run(config);
     driver.out_dir = vm.count("out") ? vm["out"].as<std::string>() : default_out_dir(config.name);
   }
-  if (!config.tuner_plugin.empty() && !vm.count("tuner-plugin")) {
-    packtune::tuners::load_tuner_plugin(config.tuner_plugin);
-  }
+  if (!config.tuner_plugin.empty()) packtune::tuners::load_tuner_plugin(config.tuner_plugin);
   packtune::validate(config);
   const bool out_existed = std::filesystem::exists(driver.out_dir);
   if (!resume) packtune::ResultsWriter::check_fresh(driver.out_dir);

@@ -172,6 +172,9 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
     }
   }
   top.string("tuner_plugin", c.tuner_plugin);
+  if (!c.tuner_plugin.empty() && std::filesystem::path(c.tuner_plugin).is_relative()) {
+    c.tuner_plugin = (std::filesystem::absolute(path).parent_path() / c.tuner_plugin).lexically_normal().string();
+  }
 
   top.integer("actors", c.actors, 0, 4096);
   top.string("device", c.device);
@@ -300,6 +303,7 @@ void apply_overrides(ExperimentConfig& c, const Overrides& o) {
     if (*o.max_pack < 1) throw InputError("--max-pack: expected at least 1");
     c.max_pack = *o.max_pack;
   }
+  if (o.tuner_plugin) c.tuner_plugin = std::filesystem::absolute(*o.tuner_plugin).lexically_normal().string();
   if (o.keep_checkpoints) {
     check_keep_checkpoints(*o.keep_checkpoints, "--keep-checkpoints");
     c.keep_checkpoints = *o.keep_checkpoints;
@@ -410,6 +414,7 @@ void record_as_run(ExperimentConfig& config) {
   source["fuse"] = config.fuse;
   source["mixed_packs"] = config.mixed_packs;
   source["keep_checkpoints"] = config.keep_checkpoints;
+  if (!config.tuner_plugin.empty()) source["tuner_plugin"] = config.tuner_plugin;
   if (source.contains("tuner") && source["tuner"].is_object()) {
     source["tuner"]["name"] = config.tuner;
     source["tuner"]["trials"] = trial_limit(config);

@@ -27,6 +27,7 @@ struct Overrides {
   std::optional<std::string> mixed_packs;
   std::optional<std::string> listen;
   std::optional<std::string> keys;
+  std::optional<std::string> tuner_plugin;  // relative to the current folder
 };
 
 struct ExperimentConfig {
@@ -45,7 +46,9 @@ struct ExperimentConfig {
   std::int64_t trials = -1;
   nlohmann::json tuner_settings = nlohmann::json::object();
   std::string settings_tuner;  // the tuner the settings were written for, when --tuner replaced it
-  std::string tuner_plugin;  // path of a shared library with more tuners, or empty
+  // A shared library with more tuners, or empty; a relative path in a config file is relative to
+  // that file's folder. The config as run records it absolute, so --resume finds it from anywhere.
+  std::string tuner_plugin;
   // At the end, the best trial's final model is evaluated on the test split (best.json "test").
   bool evaluate_test = true;
 

@@ -25,5 +25,18 @@ if [ -n "$packtune" ]; then
     > "$work/events.jsonl"
   tail -n 1 "$work/events.jsonl" | grep -q '"event":"summary"'
   grep -q '"stopped":true' "$work/events.jsonl"
+
+  # A run with the plugin from the command line, by a relative path: the config as run records
+  # it (absolute), so --resume from another folder finds the tuner without the flag.
+  cat > "$work/run.json" <<'JSON'
+{"budget": {"min": 0.25, "max": 0.5, "report_every": 0.25}, "tuner": {"name": "median_stopping", "trials": 2},
+ "actors": 1, "evaluate_test": false, "data": {"train_size": 256, "validation_size": 128},
+ "model": {"depth": 1, "width": 16, "batch_size": 64}, "space": {"lr": {"type": "loguniform", "low": 0.001, "high": 0.1}}}
+JSON
+  (cd "$work/build" && "$packtune" run "$work/run.json" --tuner-plugin ./libmedian_stopping.so --out "$work/run" --quiet \
+    > "$work/run.out" 2>&1) || { cat "$work/run.out"; exit 1; }
+  grep -q "\"tuner_plugin\": \"$plugin\"" "$work/run/config.json" || { cat "$work/run/config.json"; exit 1; }
+  (cd / && "$packtune" run --resume "$work/run" > "$work/resume.out" 2>&1) || { cat "$work/resume.out"; exit 1; }
+  grep -q "finished already" "$work/resume.out"
 fi
 echo "custom tuner: built out of tree and ran"
