@@ -67,7 +67,12 @@ class NodeAgent {
       : options_(std::move(options)), context_(1), socket_(context_, zmq::socket_type::dealer) {
     socket_.set(zmq::sockopt::linger, 1000);
     if (!options_.keys.empty()) use_curve_client(socket_, load_actor_keys(options_.keys));
-    socket_.connect(options_.driver);
+    try {
+      socket_.connect(options_.driver);
+    } catch (const zmq::error_t& e) {
+      throw InputError("--driver " + options_.driver + ": " + e.what() +
+                       "; expected the endpoint packtune run prints, e.g. tcp://HOST:PORT or ipc:///path");
+    }
   }
 
   int run() {

@@ -60,12 +60,16 @@ std::string z85(const void* bytes, std::size_t size) {
 
 void make_keys(const std::string& dir) {
   const fs::path root(dir);
-  for (const char* name : {"driver.key", "actor.key"}) {
+  // Any one of them: authorized_actors may list keys added by hand, and a lone actor.pub may be
+  // what another machine's actors were given.
+  for (const char* name : {"driver.key", "driver.pub", "actor.key", "actor.pub", "authorized_actors"}) {
     if (fs::exists(root / name)) {
       throw InputError((root / name).string() + " exists; remove " + dir + " to make new keys (actors with the old ones are then refused)");
     }
   }
-  fs::create_directories(root);
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) throw InputError("keys: cannot create " + dir + " (" + ec.message() + ")");
   chmod(root.c_str(), 0700);
   const auto [driver_public, driver_secret] = new_key_pair();
   const auto [actor_public, actor_secret] = new_key_pair();

@@ -74,6 +74,23 @@ if [ $code -eq 2 ] && [ "$(wc -l < "$work/stderr")" -eq 1 ]; then passed=$((pass
 if [ $code -eq 2 ]; then passed=$((passed + 1)); else
   echo "FAIL unknown command: exit $code"; failures=$((failures + 1)); fi
 
+# Other commands' bad input: one line, exit 2.
+other() {  # other NAME EXPECTED_TEXT COMMAND...
+  local name="$1" text="$2"
+  shift 2
+  "$@" > /dev/null 2> "$work/stderr"
+  local code=$?
+  if [ $code -eq 2 ] && [ "$(wc -l < "$work/stderr")" -eq 1 ] && grep -qF -- "$text" "$work/stderr"; then
+    echo "ok   $name: $(cat "$work/stderr")"; passed=$((passed + 1))
+  else
+    echo "FAIL $name: exit $code"; cat "$work/stderr"; failures=$((failures + 1))
+  fi
+}
+other node_bad_endpoint "--driver bogus://x: Protocol not supported" "$packtune" node --driver bogus://x
+mkdir -p "$work/keys" && echo "kept" > "$work/keys/actor.pub"
+other keys_over_a_key "actor.pub exists" "$packtune" keys "$work/keys"
+grep -q kept "$work/keys/actor.pub" || { echo "FAIL keys_over_a_key: actor.pub was overwritten"; failures=$((failures + 1)); }
+
 # Bad input only an actor can see (no GPU here): its one line, exit 2, and no restarts (each
 # would fail the same way). The actor already wrote its log in --out, so the folder stays.
 if ! nvidia-smi -L > /dev/null 2>&1; then
