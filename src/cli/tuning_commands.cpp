@@ -164,6 +164,7 @@ struct SimulationConfig {
   std::optional<double> max_budget;
   std::optional<double> report_every;
   std::optional<tuners::Mode> mode;
+  std::optional<std::string> metric;
   std::optional<std::uint64_t> seed;
   tuners::SearchSpace space;
 };
@@ -228,6 +229,7 @@ SimulationConfig read_simulation_config(const std::string& path) {
   }
   if (root.contains("metric")) {
     const auto metric = config_string(root.at("metric"), "metric");
+    c.metric = metric;
     c.mode = metric == "val_accuracy" ? tuners::Mode::Max : tuners::Mode::Min;
   }
   if (root.contains("mode")) c.mode = tuners::parse_mode(config_string(root.at("mode"), "mode"));
@@ -313,7 +315,8 @@ int run_simulate_command(const std::vector<std::string>& args) {
   }
   if (const auto m = text(vm, "mode")) config.mode = tuners::parse_mode(*m);
   context.mode = config.mode.value_or(tuners::Mode::Max);
-  context.metric = context.mode == tuners::Mode::Max ? "val_accuracy" : "val_loss";
+  // The config's metric names the numbers, whichever way --mode ranks them.
+  context.metric = config.metric.value_or(context.mode == tuners::Mode::Max ? "val_accuracy" : "val_loss");
   if (const auto v = number(vm, "max-budget")) config.max_budget = v;
   if (const auto v = number(vm, "min-budget")) config.min_budget = v;
   if (!config.max_budget) {

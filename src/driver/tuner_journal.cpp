@@ -36,7 +36,7 @@ std::string describe(const tuners::Job& job) {
 }  // namespace
 
 tuners::Job TunerJournal::next_job() {
-  Job job = tuner_.next_job();
+  Job job = call("next_job", [&] { return tuner_.next_job(); });
   if (job.kind == Job::Kind::Wait && rules_) rules_->check_wait();
   if (job.kind == Job::Kind::Start || job.kind == Job::Kind::Resume) {
     if (rules_) rules_->check(job);
@@ -50,7 +50,7 @@ tuners::Job TunerJournal::next_job() {
 }
 
 tuners::Decision TunerJournal::on_report(TrialId trial, double budget, double metric, const json& row) {
-  const auto decision = tuner_.on_report(trial, budget, metric);
+  const auto decision = call("on_report", [&] { return tuner_.on_report(trial, budget, metric); });
   write({{"report",
           {{"trial", trial}, {"budget", budget}, {"metric", metric_json(metric)},
            {"stop", decision == tuners::Decision::Stop}}},
@@ -59,7 +59,7 @@ tuners::Decision TunerJournal::on_report(TrialId trial, double budget, double me
 }
 
 void TunerJournal::on_result(TrialId trial, double budget, double metric, const json& row, bool failed) {
-  tuner_.on_result(trial, budget, metric);
+  call("on_result", [&] { tuner_.on_result(trial, budget, metric); });
   if (rules_) rules_->result(trial, budget);
   json entry = {{"result", {{"trial", trial}, {"budget", budget}, {"metric", metric_json(metric)}}}};
   if (failed) entry["result"]["failed"] = true;

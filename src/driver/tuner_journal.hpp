@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "driver/journal.hpp"
+#include "packtune/error.hpp"
 #include "tuners/job_rules.hpp"
 #include "tuners/tuner.hpp"
 
@@ -33,7 +34,10 @@ class TunerJournal {
   void set_journal(Journal* journal) { journal_ = journal; }
   // From here on every job the tuner gives is held to JobRules: a tuner that breaks one (a
   // plugin's bug) stops the run with an Error naming it.
-  void check_jobs(const std::string& tuner, double max_budget) { rules_.emplace(tuner, max_budget); }
+  void check_jobs(const std::string& tuner, double max_budget) {
+    rules_.emplace(tuner, max_budget);
+    name_ = tuner;
+  }
   // Reads nothing the journal must hold: no entry.
   std::optional<double> planned_budget() const { return tuner_.planned_budget(); }
 
@@ -83,6 +87,20 @@ class TunerJournal {
   tuners::Tuner& tuner_;
   Journal* journal_;
   std::optional<tuners::JobRules> rules_;
+  std::string name_;  // the tuner's, for errors a plugin throws without saying whose they are
+
+  // Calls into the tuner; a std::exception that is not packtune's (a plugin's) says which
+  // tuner and call it came from.
+  template <class F>
+  auto call(const char* what, F&& f) -> decltype(f()) {
+    try {
+      return f();
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error("tuner " + (name_.empty() ? std::string("?") : name_) + ": " + what + " failed: " + e.what());
+    }
+  }
 };
 
 }  // namespace packtune

@@ -207,3 +207,14 @@ TEST_CASE("a run holds a tuner's jobs to the rules simulate does: a faulty plugi
   // Wait while a job is out is how tuners wait.
   CHECK(first_error({Job::start(0, {}, 0.5)}).empty());
 }
+
+TEST_CASE("an exception a plugin throws says which tuner and call it came from") {
+  struct Throwing : tuners::Tuner {
+    tuners::Job next_job() override { throw std::runtime_error("boom"); }
+    void on_result(tuners::TrialId, double, double) override {}
+    std::string name() const override { return "throwing"; }
+  } tuner;
+  TunerJournal tuning(tuner, nullptr);
+  tuning.check_jobs(tuner.name(), 1.0);
+  CHECK_THROWS_WITH(tuning.next_job(), "tuner throwing: next_job failed: boom");
+}
