@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <thread>
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <zmq.hpp>
 
@@ -239,8 +241,19 @@ proto::NodeHello describe_machine(const std::vector<std::string>& gpus, int acto
   hello.memory_bytes = static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
   hello.actors = actors;
   const auto known = gpus.empty() ? std::vector<std::vector<std::string>>{} : query_gpus();
+  if (!gpus.empty() && known.empty()) {
+    spdlog::warn("nvidia-smi lists no GPU here: the GPUs {} cannot be checked, and actors that find none train "
+                 "on the CPU unless the config says \"device\": \"cuda\"", fmt::join(gpus, ","));
+  }
   for (const auto& gpu : gpus) {
     proto::NodeDevice device{gpu, 0};
+    const bool listed = std::any_of(known.begin(), known.end(),
+                                    [&](const std::vector<std::string>& row) { return row[0] == gpu || row[1] == gpu; });
+    if (!known.empty() && !listed) {
+      std::string indices;
+      for (const auto& row : known) indices += (indices.empty() ? "" : ", ") + row[0];
+      throw InputError("--gpus: GPU " + gpu + " is not one nvidia-smi lists here (" + indices + ")");
+    }
     for (const auto& row : known) {
       if (row[0] != gpu && row[1] != gpu) continue;
       device.name = row[2];

@@ -87,6 +87,12 @@ other() {  # other NAME EXPECTED_TEXT COMMAND...
   fi
 }
 other node_bad_endpoint "--driver bogus://x: Protocol not supported" "$packtune" node --driver bogus://x
+# A GPU that nvidia-smi does not list (a stand-in nvidia-smi with GPUs 0 and 1).
+mkdir -p "$work/bin"
+printf '#!/bin/sh\necho "0, GPU-a, Stand-in, 1024"\necho "1, GPU-b, Stand-in, 1024"\n' > "$work/bin/nvidia-smi"
+chmod +x "$work/bin/nvidia-smi"
+other node_unknown_gpu "--gpus: GPU 5 is not one nvidia-smi lists here (0, 1)" \
+  env PATH="$work/bin:$PATH" "$packtune" node --driver "ipc://$work/none.ipc" --gpus 5
 mkdir -p "$work/keys" && echo "kept" > "$work/keys/actor.pub"
 other keys_over_a_key "actor.pub exists" "$packtune" keys "$work/keys"
 grep -q kept "$work/keys/actor.pub" || { echo "FAIL keys_over_a_key: actor.pub was overwritten"; failures=$((failures + 1)); }
