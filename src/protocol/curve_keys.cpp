@@ -173,9 +173,10 @@ void CurveServer::serve(zmq::socket_t& handler, zmq::socket_t& monitor) {
       if (!monitor.recv(event, zmq::recv_flags::none) || !monitor.recv(endpoint, zmq::recv_flags::none)) return;
       ++failed;
       // A peer that keeps failing reconnects every few hundred milliseconds: a line at most
-      // every 10 s, with the count since the last one.
+      // every 10 s, with the count since the last one. The event names the driver's endpoint
+      // the connection came to, not the peer's address (ZeroMQ does not give that here).
       if (Clock::now() - last_failure_log > std::chrono::seconds(10)) {
-        spdlog::warn("refused {} connection(s) (the last from {}) that failed the CURVE handshake (not a packtune actor, or one "
+        spdlog::warn("refused {} connection(s) to {} that failed the CURVE handshake (not a packtune actor, or one "
                      "with another driver's key)", failed - failed_logged, endpoint.to_string());
         failed_logged = failed;
         last_failure_log = Clock::now();
