@@ -33,19 +33,19 @@ void JobRules::check(const Job& job) {
                 std::to_string(t.reached) + " it has reached");
   }
   t.running = true;
+  ++running_;
 }
 
 void JobRules::result(TrialId trial, double budget) {
   auto it = trials_.find(trial);
   if (it == trials_.end()) return;
+  if (it->second.running) --running_;
   it->second.running = false;
   it->second.reached = std::max(it->second.reached, budget);
 }
 
 void JobRules::check_wait() const {
-  for (const auto& [trial, t] : trials_) {
-    if (t.running) return;
-  }
+  if (running_ > 0) return;
   throw Error(tuner_ + ": asked to wait while no job was running; it would never finish");
 }
 

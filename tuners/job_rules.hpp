@@ -30,6 +30,7 @@ class JobRules {
   std::string tuner_;
   double max_budget_;
   std::map<TrialId, Trial> trials_;
+  std::size_t running_ = 0;  // trials with a job out: Wait is asked often, a scan per Wait would not do
 };
 
 // Budgets are sums and products of user numbers: this close counts as reached.

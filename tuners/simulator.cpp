@@ -16,7 +16,6 @@ struct TrialRecord {
   std::int64_t index = 0;  // creation order, what a table objective is keyed by
   TrialConfig config;
   double trained = 0;
-  bool running = false;
 };
 
 struct RunningJob {
@@ -36,9 +35,6 @@ struct Wakeup {
     return time != o.time ? time > o.time : order > o.order;
   }
 };
-
-// A report this close to the end is the end.
-bool reaches(double point, double to) { return budget_reaches(point, to); }
 
 }  // namespace
 
@@ -71,7 +67,7 @@ SimulationSummary Simulator::run(const std::function<void(const SimulationEvent&
   };
   const auto next_point = [&](const RunningJob& job, double after) {
     const double point = after + options_.report_every;
-    return options_.report_every > 0 && !reaches(point, job.to) ? point : job.to;
+    return options_.report_every > 0 && !budget_reaches(point, job.to) ? point : job.to;
   };
   const auto schedule = [&](std::size_t slot) {
     const auto& job = slots[slot];
@@ -83,10 +79,9 @@ SimulationSummary Simulator::run(const std::function<void(const SimulationEvent&
     rules.check(job);
     auto it = trials.find(job.trial);
     if (!resume) {
-      it = trials.emplace(job.trial, TrialRecord{summary.trials++, std::move(job.config), 0, false}).first;
+      it = trials.emplace(job.trial, TrialRecord{summary.trials++, std::move(job.config), 0}).first;
     }
     auto& record = it->second;
-    record.running = true;
     ++summary.jobs;
     const std::size_t slot = free_slots.back();
     free_slots.pop_back();
@@ -112,15 +107,14 @@ SimulationSummary Simulator::run(const std::function<void(const SimulationEvent&
   const auto complete = [&](std::size_t slot, double budget, double metric, bool stopped) {
     const RunningJob job = slots[slot];
     auto& record = trials.at(job.trial);
-    record.running = false;
     record.trained = budget;
     rules.result(job.trial, budget);
     summary.total_budget += budget - job.from;
     summary.time = now;
     summary.stopped += stopped ? 1 : 0;
     free_slots.push_back(slot);
-    const bool higher = budget > summary.best_budget && !reaches(summary.best_budget, budget);
-    const bool same = !higher && reaches(budget, summary.best_budget);
+    const bool higher = budget > summary.best_budget && !budget_reaches(summary.best_budget, budget);
+    const bool same = !higher && budget_reaches(budget, summary.best_budget);
     if (summary.best_trial < 0 || higher ||
         (same && ranks_before(metric, job.trial, summary.best_metric, summary.best_trial, mode_))) {
       summary.best_trial = job.trial;

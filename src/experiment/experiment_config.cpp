@@ -378,19 +378,20 @@ void validate(const ExperimentConfig& c) {
                               "(scripts/setup.sh), or set data.dir in the config or PACKTUNE_DATA_DIR");
     }
   }
+  if (c.data.train_size == 0 && c.budget_unit != "epochs") return;
+  // The training file's header, read once: the images the validation split leaves.
+  auto all = c.data;
+  all.train_size = 0;
+  const auto available = datasets::train_images(all);
+  if (c.data.train_size > available) {
+    throw InputError("data.train_size: " + std::to_string(c.data.train_size) + " is more than the " +
+                     std::to_string(available) + " training images the file holds beyond the validation split; " +
+                     "use at most that, or 0 for all of them");
+  }
   // An epoch is floor(images / batch_size) steps: with fewer images than a batch, every job would
   // train one step whatever its budget.
-  if (c.data.train_size > 0) {
-    auto all = c.data;
-    all.train_size = 0;
-    if (const auto available = datasets::train_images(all); c.data.train_size > available) {
-      throw InputError("data.train_size: " + std::to_string(c.data.train_size) + " is more than the " +
-                       std::to_string(available) + " training images the file holds beyond the validation split; " +
-                       "use at most that, or 0 for all of them");
-    }
-  }
   if (c.budget_unit == "epochs") {
-    const auto images = datasets::train_images(c.data);
+    const auto images = c.data.train_size > 0 ? c.data.train_size : available;
     if (images < static_cast<std::uint32_t>(largest_batch)) {
       throw InputError("data.train_size: " + std::to_string(images) + " training images make no whole batch of " +
                        std::to_string(largest_batch) + " (batch_size); use more training images or a smaller batch_size");

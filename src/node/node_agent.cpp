@@ -247,21 +247,19 @@ proto::NodeHello describe_machine(const std::vector<std::string>& gpus, int acto
   }
   for (const auto& gpu : gpus) {
     proto::NodeDevice device{gpu, 0};
-    const bool listed = std::any_of(known.begin(), known.end(),
-                                    [&](const std::vector<std::string>& row) { return row[0] == gpu || row[1] == gpu; });
-    if (!known.empty() && !listed) {
-      std::string indices;
-      for (const auto& row : known) indices += (indices.empty() ? "" : ", ") + row[0];
-      throw InputError("--gpus: GPU " + gpu + " is not one nvidia-smi lists here (" + indices + ")");
-    }
-    for (const auto& row : known) {
-      if (row[0] != gpu && row[1] != gpu) continue;
-      device.name = row[2];
+    const auto row = std::find_if(known.begin(), known.end(),
+                                  [&](const std::vector<std::string>& r) { return r[0] == gpu || r[1] == gpu; });
+    if (row != known.end()) {
+      device.name = (*row)[2];
       try {
-        device.memory_bytes = std::stoll(row[3]) << 20;
+        device.memory_bytes = std::stoll((*row)[3]) << 20;
       } catch (const std::exception&) {
         device.memory_bytes = 0;  // "[N/A]" on some boards
       }
+    } else if (!known.empty()) {
+      std::string indices;
+      for (const auto& r : known) indices += (indices.empty() ? "" : ", ") + r[0];
+      throw InputError("--gpus: GPU " + gpu + " is not one nvidia-smi lists here (" + indices + ")");
     }
     hello.devices.push_back(device);
   }
