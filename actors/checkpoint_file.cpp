@@ -20,6 +20,7 @@
 #include <hdf5.h>
 
 #include "packtune/error.hpp"
+#include "packtune/test_hold.hpp"
 
 namespace packtune::actors {
 namespace {
@@ -441,6 +442,7 @@ void write_checkpoint(const std::string& path, const TrialCheckpoint& checkpoint
   const auto temp = target.string() + ".tmp-" + std::to_string(::getpid());
   try {
     write_file(temp, path, checkpoint);
+    test_hold("actor.checkpoint_tmp");
   } catch (...) {
     std::error_code ec;
     fs::remove(temp, ec);

@@ -279,7 +279,21 @@ torch::Tensor FusedGroup::forward(torch::Tensor x, const std::vector<torch::Tens
         break;
       case Op::Conv: {
         if (x.dim() == 5) x = x.transpose(0, 1).reshape({batch, -1, x.size(3), x.size(4)});
-        const auto& w = params_[layer.param];
+        const auto& w = params_[layer.param];  // [K, out, in, kh, kw]
+        if (k > 1 && (!device_.is_cuda() || w.size(2) == 1)) {
+          // Member by member, each convolution is bitwise what it is alone. Grouped over K
+          // members, LibTorch picks another algorithm (on the CPU for any channel count, on any
+          // device for one input channel, where it is depthwise) whose sums run in another
+          // order. On the CPU this costs nothing: its grouped convolution is no faster.
+          const auto in = w.size(2);
+          std::vector<torch::Tensor> outs;
+          for (std::int64_t i = 0; i < k; ++i) {
+            auto bias = layer.bias ? params_[layer.param + 1][i].view({-1}) : torch::Tensor();
+            outs.push_back(torch::conv2d(x.narrow(1, i * in, in), w[i], bias, 1, layer.padding));
+          }
+          x = torch::cat(outs, 1);  // [B, K*out, H, W]
+          break;
+        }
         auto bias = layer.bias ? params_[layer.param + 1].view({-1}) : torch::Tensor();
         x = torch::conv2d(x, w.view({k * w.size(1), w.size(2), w.size(3), w.size(4)}), bias, 1,
                           layer.padding, 1, k);

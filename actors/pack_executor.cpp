@@ -57,10 +57,14 @@ void PackExecutor::add(const PackJob& job) {
     finished_.push_back(std::move(e));
     return;
   }
-  if (fuse_ && job.max_fused != 1) {
+  if (fuse_) {
+    // A trial alone trains as a fused group of one: the same batched kernels as a member of a
+    // unit of its widths, so its numbers do not depend on whether, or with whom, it is packed.
     const auto key = fusion_key(job.spec);
     auto it = groups_.end();
-    if (!job.unit.empty()) {
+    if (job.max_fused == 1) {
+      m.group = "solo:" + std::to_string(job.trial);
+    } else if (!job.unit.empty()) {
       m.group = "unit:" + job.unit;
       it = groups_.find(m.group);
       if (it != groups_.end() && it->second->key() != key) {
@@ -70,7 +74,7 @@ void PackExecutor::add(const PackJob& job) {
     } else {
       // The first group of its fusion key with room; the planner sized units with that rule.
       for (it = groups_.begin(); it != groups_.end(); ++it) {
-        if (it->first.rfind("unit:", 0) != 0 && it->second->key() == key &&
+        if (it->first.rfind("unit:", 0) != 0 && it->first.rfind("solo:", 0) != 0 && it->second->key() == key &&
             (job.max_fused <= 0 || it->second->size() < job.max_fused)) {
           break;
         }
@@ -88,7 +92,7 @@ void PackExecutor::add(const PackJob& job) {
       it->second->add(job.trial, job.spec, job.seed, resume);
     }
   } else {
-    // Alone: a plain LibTorch model, which costs exactly what plain LibTorch costs.
+    // "fuse": "never": a plain LibTorch model, LibTorch's own arithmetic.
     m.runner = std::make_unique<TrialRunner>(job.trial, job.spec, job.seed, stream_);
     if (resume) m.runner->restore(*resume);
   }

@@ -1,9 +1,9 @@
 #pragma once
 // Trains every trial an actor holds, one round at a time: each member takes one step on the
-// pack's shared data stream. Trials that can be fused (same fusion_key: layer sequence and
-// batch size; widths and optimizers may differ) train as one FusedGroup; the rest step in
-// turn as plain LibTorch models (a mixed pack). Members join and leave between rounds
-// without disturbing the others.
+// pack's shared data stream. Trials of one planner unit (same fusion_key: layer sequence and
+// batch size; widths and optimizers may differ) train as one FusedGroup, a trial alone as a
+// FusedGroup of one, and the groups step in turn (a mixed pack); with fuse off every trial is
+// a plain LibTorch model. Members join and leave between rounds without disturbing the others.
 #include <cstdint>
 #include <map>
 #include <memory>

@@ -168,6 +168,13 @@ std::string fusion_key(const TrialSpec& s) {
   return key.str();
 }
 
+std::string unpadded_fusion_key(const TrialSpec& s) {
+  std::ostringstream key;
+  key << fusion_key(s) << "/w" << s.model.width;
+  if (s.model.family == "cnn") key << "/c" << s.model.channels;
+  return key.str();
+}
+
 std::string shape_key(const TrialSpec& s) {
   const auto& m = s.model;
   std::ostringstream key;

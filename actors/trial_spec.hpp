@@ -60,6 +60,10 @@ ModelShape model_shape(const ModelSpec& spec, int channels, int height, int widt
 // norm and whether it has an fc layer) and the batch size. Widths, CNN channels and the
 // optimizer (sgd, adam, adamw) may differ: narrower members are padded to the widest.
 std::string fusion_key(const TrialSpec& spec);
+// fusion_key plus the widths and CNN channels: trials with equal keys fuse without padding,
+// and then a member's arithmetic is the same, bit for bit, in a unit of any size as alone in a
+// unit of one (docs/planner.md, Reproducibility). Optimizers may still differ.
+std::string unpadded_fusion_key(const TrialSpec& spec);
 
 // The exact shape: fusion_key plus widths, channels and the optimizer's name, i.e.
 // everything that changes a trial's memory or speed. Memory and throughput are calibrated

@@ -27,6 +27,7 @@
 #include "node/actor_supervisor.hpp"
 #include "node/node_agent.hpp"
 #include "packtune/error.hpp"
+#include "packtune/test_hold.hpp"
 #include "protocol/curve_keys.hpp"
 #include "protocol/zmq_channel.hpp"
 
@@ -526,6 +527,7 @@ class Actor {
     report.unit_size = event.unit_size;
     if (!event.final) {
       send_message(socket_, report);
+      test_hold("actor.reported");
       return;
     }
     start_budget_.erase(event.trial);
@@ -613,6 +615,7 @@ class Actor {
         if (!saved.path.empty()) {
           send_message(socket_, proto::Checkpointed{front.report.trial, front.report.lease, saved.path,
                                                     front.report.budget});
+          test_hold("actor.checkpoint_inside");
         }
         saves_.pop_front();
         sent = true;

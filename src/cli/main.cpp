@@ -76,6 +76,12 @@ packtune::ExperimentConfig resumed_config(const std::string& dir, const po::vari
     config = packtune::parse_config(ran, dir + "/journal.jsonl");
     packtune::apply_overrides(config, overrides);
   }
+  // The threads an actor trains with can change a trial's sums, so they are the run's own:
+  // --actors may change on resume, the threads of each actor stay (an explicit other value
+  // is refused below).
+  if (config.threads_per_actor == 0 && ran.contains("threads_per_actor") && ran["threads_per_actor"].is_number_integer()) {
+    config.threads_per_actor = ran["threads_per_actor"].get<int>();
+  }
   packtune::record_as_run(config);
   const auto differ = packtune::resume_differences(ran, config.source);
   if (!differ.empty()) {

@@ -137,7 +137,7 @@ int run_plan_command(const std::vector<std::string>& args) {
     for (const auto& [k, v] : job.config) full[k] = v;
     try {
       const auto spec = actors::parse_trial_spec(full, "trial");
-      trials.push_back({job.trial, trial_shape(spec, dims), job_steps(config, train, job.budget, spec.batch_size)});
+      trials.push_back({job.trial, trial_shape(spec, dims, fuse_pads_widths(config)), job_steps(config, train, job.budget, spec.batch_size)});
     } catch (const InputError& e) {
       packing::Unplaced u;
       u.demand.trial = job.trial;

@@ -37,6 +37,7 @@
 #include "packing/memory_model.hpp"
 #include "packing/planner.hpp"
 #include "packtune/error.hpp"
+#include "packtune/test_hold.hpp"
 #include "protocol/curve_keys.hpp"
 #include "protocol/zmq_channel.hpp"
 #include "tuners/tuner_registry.hpp"
@@ -115,7 +116,10 @@ class Driver {
         planner_({}, plan_options(config)),
         registry_({config.actor_timeout_seconds, config.actor_timeout_seconds}),
         profiles_(planner_, plan_, registry_, {config.fuse == "auto" && config.max_pack > 1, config.max_pack}),
-        book_(config.model, config.seed, shape_of),
+        book_(config.model, config.seed,
+              [padded = fuse_pads_widths(config)](const tuners::TrialConfig& full) {
+                return trial_shape(actors::parse_trial_spec(full, "trial"), {}, padded);
+              }),
         context_(1),
         router_(context_, zmq::socket_type::router) {
     planner_.memory_model().set_scale(config.memory_estimate_scale);
@@ -179,8 +183,7 @@ class Driver {
     report_ = std::make_unique<LiveReport>(options_.out_dir);
     spdlog::info("charts: {}/report.html, rewritten every few seconds while the experiment runs", options_.out_dir);
     const int cores = std::max(1u, std::thread::hardware_concurrency());
-    const int threads = config_.threads_per_actor > 0 ? config_.threads_per_actor
-                                                       : std::max(1, cores / std::max(1, config_.actors));
+    const int threads = local_actor_threads(config_);
     const auto limit = trial_limit(config_);
     if (config_.device == "cpu" && config_.actors > cores) {
       // Each actor is a process with LibTorch and the data set: beyond the cores they only take
@@ -459,6 +462,7 @@ class Driver {
     if (!seen) {
       row = ResultsWriter::line(report_row(actor, trial, report), trial.full);
       results_->append(row);
+      test_hold("driver.reported");
       trial.reported = report.budget;
     }
     if (report.final) {
@@ -722,10 +726,6 @@ class Driver {
       planner_.refresh(a);
       plan_.actors.push_back(std::move(a));
     }
-  }
-
-  static packing::TrialShape shape_of(const tuners::TrialConfig& full) {
-    return trial_shape(actors::parse_trial_spec(full, "trial"));
   }
 
   void on_measured(const ActorState& actor, const proto::Measured& m) {

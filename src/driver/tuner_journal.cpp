@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "packtune/error.hpp"
+#include "packtune/test_hold.hpp"
 
 namespace packtune {
 namespace {
@@ -45,6 +46,7 @@ tuners::Job TunerJournal::next_job() {
              {"trial", job.trial},
              {"budget", job.budget},
              {"config", tuners::to_json(job.config)}}}});
+    if (job.kind == Job::Kind::Resume) test_hold("driver.promoted");
   }
   return job;
 }

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <limits>
 #include <set>
+#include <thread>
 
 #include "actors/device_syntax.hpp"
 #include "actors/trial_spec.hpp"
@@ -403,8 +404,19 @@ void validate(const ExperimentConfig& c) {
 
 namespace packtune {
 
+int local_actor_threads(const ExperimentConfig& config) {
+  if (config.threads_per_actor > 0) return config.threads_per_actor;
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::max(1, cores / std::max(1, config.actors));
+}
+
 void record_as_run(ExperimentConfig& config) {
   auto& source = config.source;
+  // Decided once, kept by --resume: the number of threads can change a trial's numbers.
+  if (config.actors > 0) {
+    config.threads_per_actor = local_actor_threads(config);
+    source["threads_per_actor"] = config.threads_per_actor;
+  }
   source["name"] = config.name;
   source["seed"] = config.seed;
   source["actors"] = config.actors;
@@ -447,8 +459,7 @@ void collect_differences(const json& a, const json& b, const std::string& where,
 }  // namespace
 
 std::vector<std::string> resume_differences(const json& ran, const json& now) {
-  static const std::set<std::string> may_change = {"actors", "listen", "keys", "insecure", "join_timeout_seconds",
-                                                   "threads_per_actor"};
+  static const std::set<std::string> may_change = {"actors", "listen", "keys", "insecure", "join_timeout_seconds"};
   std::vector<std::string> all, out;
   collect_differences(ran, now, "", all);
   for (const auto& key : all) {

@@ -111,12 +111,17 @@ tuners::TunerContext tuner_context(const ExperimentConfig& config);
 // that have one, and 10 for the others.
 std::int64_t trial_limit(const ExperimentConfig& config);
 
+// The threads each local actor trains with: threads_per_actor, or the cores shared among the
+// local actors.
+int local_actor_threads(const ExperimentConfig& config);
 // Writes the values the overrides may have changed into `config.source`, which becomes the
-// config as run (config.json, the journal's header).
+// config as run (config.json, the journal's header), and the threads of local actors, which
+// --resume keeps.
 void record_as_run(ExperimentConfig& config);
 // The keys (dotted paths, e.g. "tuner.eta") whose values differ between two configs as run,
 // leaving out those a resumed experiment may change: where its actors are and how they join
-// ("actors", "listen", "keys", "insecure", "join_timeout_seconds", "threads_per_actor").
+// ("actors", "listen", "keys", "insecure", "join_timeout_seconds"). threads_per_actor is not
+// among them: it can change a trial's numbers.
 std::vector<std::string> resume_differences(const nlohmann::json& ran, const nlohmann::json& now);
 
 }  // namespace packtune

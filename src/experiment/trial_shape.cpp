@@ -8,11 +8,13 @@
 
 namespace packtune {
 
-packing::TrialShape trial_shape(const actors::TrialSpec& spec, const InputDims& input) {
+bool fuse_pads_widths(const ExperimentConfig& config) { return config.fuse == "always"; }
+
+packing::TrialShape trial_shape(const actors::TrialSpec& spec, const InputDims& input, bool padded) {
   const auto m = actors::model_shape(spec.model, input.channels, input.height, input.width, input.classes);
   packing::TrialShape s;
   s.key = actors::shape_key(spec);
-  s.fusion = actors::fusion_key(spec);
+  s.fusion = padded ? actors::fusion_key(spec) : actors::unpadded_fusion_key(spec);
   s.parameters = m.parameters;
   s.largest_parameter = m.largest_parameter;
   s.activations_per_sample = m.activations_per_sample;

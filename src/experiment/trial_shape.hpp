@@ -15,7 +15,12 @@ struct InputDims {
   int classes = 10;
 };
 
-packing::TrialShape trial_shape(const actors::TrialSpec& spec, const InputDims& input = {});
+// `padded`: the fusion key lets trials of other widths share a unit, padded to the widest
+// (`"fuse": "always"`); otherwise only trials of the same widths do, so that packing never
+// changes a trial's numbers (fuse_pads_widths).
+packing::TrialShape trial_shape(const actors::TrialSpec& spec, const InputDims& input = {}, bool padded = false);
+// Whether the config's fuse mode lets trials of unlike widths share a fused unit.
+bool fuse_pads_widths(const ExperimentConfig& config);
 
 // The training steps of a job to `budget`: the planner's measure of work. `train_images`:
 // training_images(config), read once.

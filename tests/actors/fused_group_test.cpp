@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <set>
 
 #include "actors/fused_group.hpp"
@@ -132,6 +133,59 @@ TEST_CASE("a fused member trains exactly like the same trial alone") {
         CHECK(fused_metrics[i]["val_loss"] == Approx(m["val_loss"]).epsilon(1e-3));
         CHECK(std::abs(fused_metrics[i]["val_accuracy"] - m["val_accuracy"]) <= 1e-3 + 1e-9);
         CHECK(fused_metrics[i]["train_loss"] == Approx(m["train_loss"]).epsilon(1e-3));
+      }
+    }
+  }
+}
+
+TEST_CASE("a member of a unit of its widths trains bit for bit as it does alone in a unit of one") {
+  // What makes `"fuse": "auto"` reproducible: which trials share a unit, and whether any do,
+  // never changes a trial's numbers (docs/planner.md, Reproducibility).
+  torch::set_num_threads(1);
+  auto split = synthetic_split(200, 60);
+  auto all_cases = cases();
+  all_cases.push_back({"MLP of one width, SGD, Adam and AdamW in one step", all_cases[0].base,
+                       {{{"lr", 0.05}, {"momentum", 0.9}},
+                        {{"optimizer", std::string("adam")}, {"lr", 0.003}, {"weight_decay", 1e-4}},
+                        {{"optimizer", std::string("adamw")}, {"lr", 0.003}, {"weight_decay", 0.01}}}});
+  for (const auto& c : all_cases) {
+    std::vector<TrialSpec> specs;
+    for (const auto& extra : c.members) {
+      auto config = c.base;
+      for (const auto& [k, v] : extra) config[k] = v;
+      specs.push_back(spec_of(config));
+    }
+    const bool one_width = std::all_of(specs.begin(), specs.end(), [&](const TrialSpec& s) {
+      return unpadded_fusion_key(s) == unpadded_fusion_key(specs[0]);
+    });
+    if (!one_width) continue;
+    SECTION(c.name) {
+      datasets::BatchStream stream(split, testing::test_device(), 11);
+      InputShape shape{1, 10, 10, 10};
+      FusedGroup unit(specs[0], shape, testing::test_device());
+      std::vector<std::unique_ptr<FusedGroup>> alone;
+      for (std::size_t i = 0; i < specs.size(); ++i) {
+        const auto trial = static_cast<tuners::TrialId>(i);
+        unit.add(trial, specs[i], 500 + i);
+        alone.push_back(std::make_unique<FusedGroup>(specs[i], shape, testing::test_device()));
+        alone.back()->add(trial, specs[i], 500 + i);
+      }
+      for (int s = 0; s < 12; ++s) {
+        stream.begin_round();
+        unit.train_step(stream);
+        for (auto& a : alone) a->train_step(stream);
+      }
+      for (std::size_t i = 0; i < specs.size(); ++i) {
+        INFO("member " << i);
+        const auto trial = static_cast<tuners::TrialId>(i);
+        const auto fused = unit.member_state(trial);
+        const auto own = alone[i]->member_state(trial);
+        REQUIRE(fused.size() == own.size());
+        for (std::size_t t = 0; t < fused.size(); ++t) {
+          INFO("tensor " << fused[t].first);
+          CHECK(torch::equal(fused[t].second.cpu(), own[t].second.cpu()));
+        }
+        CHECK(unit.evaluate(stream, {trial}) == alone[i]->evaluate(stream, {trial}));
       }
     }
   }

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Compares two results.jsonl files report by report: the same (trial, budget) pairs, the same
-trial configs, and metrics equal within a tolerance. Exit 0 when they match, 1 (with the
+trial configs, and metrics equal bit for bit (the same config and seed on the same machine give
+the same numbers, docs/planner.md), or within --tolerance. Exit 0 when they match, 1 (with the
 differences on stderr) when not, 2 for bad usage.
 
-usage: compare_results.py A/results.jsonl B/results.jsonl [--tolerance 2e-3]
+usage: compare_results.py A/results.jsonl B/results.jsonl [--tolerance 0]
 """
 import json
 import math
@@ -33,7 +34,7 @@ def close(a, b, tolerance):
 
 
 def main(argv):
-    tolerance = 2e-3
+    tolerance = 0.0
     args = list(argv)
     if "--tolerance" in args:
         i = args.index("--tolerance")
@@ -65,7 +66,7 @@ def main(argv):
         print(f"{len(problems)} difference(s) over {len(set(a) | set(b))} reports (tolerance {tolerance:g})",
               file=sys.stderr)
         return 1
-    print(f"{len(a)} reports match within {tolerance:g}")
+    print(f"{len(a)} reports match " + (f"within {tolerance:g}" if tolerance else "bit for bit"))
     return 0
 
 

@@ -59,18 +59,25 @@ grep -q "node 1 slot 1" "$work/plain.driver.log" || fail "actors not linked to t
 check_results plain 4
 test -s "$work/plain.logs/actor-0.log" && test -s "$work/plain.logs/actor-1.log"
 
-# 2. SIGKILL one actor once training reports: the node restarts it and tells the driver. Enough
-# trials that the run outlasts the 1 s restart: with 8, the other actor could finish them all
-# first, and the node was told to shut down before it restarted anything.
+# 2. SIGKILL one actor once training reports: the node restarts it and tells the driver. The
+# driver holds at its first report (PACKTUNE_TEST_HOLD, include/packtune/test_hold.hpp) until
+# the node has restarted the actor, so the run cannot end first however fast the machine is.
+export PACKTUNE_TEST_HOLD="driver.reported:$work/driver.hold"
 run_pair killed 16 2
-for _ in $(seq 600); do
-  [ -s "$work/killed/results.jsonl" ] && break
-  sleep 0.05
+unset PACKTUNE_TEST_HOLD
+for _ in $(seq 3000); do
+  [ -s "$work/driver.hold" ] && break
+  sleep 0.1
 done
-[ -s "$work/killed/results.jsonl" ] || fail "no report within 30 s" "$work/killed.driver.log" "$work/killed.node.log"
+[ -s "$work/driver.hold" ] || fail "the driver never wrote a report" "$work/killed.driver.log" "$work/killed.node.log"
 victim=$(pgrep -P "$node" -f -- "--local-index 0" || true)
 [ -n "$victim" ] || fail "no actor process of slot 0 under the node" "$work/killed.node.log"
 kill -9 "$victim"
+for _ in $(seq 3000); do
+  grep -q "actor process 0 restarted" "$work/killed.node.log" && break
+  sleep 0.1
+done
+rm "$work/driver.hold"
 wait "$driver" || fail "the driver exited $?" "$work/killed.driver.log" "$work/killed.node.log"
 wait "$node" || fail "the node exited $?" "$work/killed.node.log"
 grep -q "actor process 0 (pid $victim) killed by signal 9; restarting it in 1 s" "$work/killed.node.log" ||

@@ -1,0 +1,61 @@
+#pragma once
+// A test hook that stops a process at a named point, so that fault tests act at that point
+// without racing the run (a test that polls and hopes the run has not gone past it yet fails on
+// a fast machine and passes on a slow one).
+//
+//   PACKTUNE_TEST_HOLD=POINT[#N]:FILE
+//
+// The N-th time (default the first) this process reaches POINT, it creates FILE holding its
+// pid and sleeps until FILE is removed (then goes on) or it is killed. Only
+// the first process to create FILE holds: one restarted after the test killed it, or a second
+// actor reaching the same point, goes on. Without the variable a point costs one getenv.
+//
+// The points (grep for test_hold to find them):
+//   driver.reported          the driver wrote a report into results.jsonl
+//   driver.promoted          the driver journaled a job that resumes a trial (a promotion)
+//   actor.reported           an actor sent a report that is not its job's last
+//   actor.checkpoint_tmp     an actor created a checkpoint's temporary file, not yet renamed
+//   actor.checkpoint_inside  an actor told the driver of a checkpoint it took inside a job
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <chrono>
+
+namespace packtune {
+
+inline void test_hold(const char* point) {
+  static const char* spec = std::getenv("PACKTUNE_TEST_HOLD");
+  if (!spec || !*spec) return;
+  const std::string s = spec;
+  const auto colon = s.find(':');
+  if (colon == std::string::npos) return;
+  std::string name = s.substr(0, colon);
+  long nth = 1;
+  if (const auto hash = name.find('#'); hash != std::string::npos) {
+    nth = std::strtol(name.c_str() + hash + 1, nullptr, 10);
+    name.resize(hash);
+  }
+  if (name != point) return;
+  // One counter per process: the hook holds one point, whichever it is.
+  static std::atomic<long> reached{0};  // checkpoints are written on threads of their own
+  if (++reached != nth) return;
+  const std::string file = s.substr(colon + 1);
+  // The pid goes in before FILE appears: written to a file of this process, then linked to
+  // FILE, which fails if another process made FILE first.
+  const std::string mine = file + "." + std::to_string(::getpid());
+  const int fd = ::open(mine.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  [[maybe_unused]] auto written = ::write(fd, pid.data(), pid.size());
+  ::close(fd);
+  const bool first = ::link(mine.c_str(), file.c_str()) == 0;
+  ::unlink(mine.c_str());
+  if (!first) return;
+  while (::access(file.c_str(), F_OK) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
+}  // namespace packtune
