@@ -12,7 +12,7 @@ cat > "$work/config.json" <<'JSON'
 {
   "seed": 3, "heartbeat_seconds": 0.5, "join_timeout_seconds": 120, "max_pack": 1,
   "budget": {"unit": "epochs", "max": 1},
-  "tuner": {"name": "random", "trials": 50},
+  "tuner": {"name": "random", "trials": 500},
   "data": {"train_size": 2000, "validation_size": 500},
   "model": {"family": "mlp", "depth": 1, "width": 64, "batch_size": 64},
   "space": {"lr": {"type": "loguniform", "low": 0.001, "high": 0.01}}
@@ -45,7 +45,8 @@ for _ in $(seq 2400); do
 done
 [ -s "$work/out/results.jsonl" ] || fail "no report from the actor" "$work/driver.log" "$work/actor.out" "$work/actor.err"
 
-kill -STOP "$driver"
+# Far more trials than the actor trains before this: the driver is still running.
+kill -STOP "$driver" || fail "the driver ended before it was stopped" "$work/driver.log"
 for _ in $(seq 2400); do  # at most 120 s; the actor gives up after 2 s of silence
   kill -0 "$actor" 2>/dev/null || break
   sleep 0.05
