@@ -55,8 +55,9 @@ set +e
 kill -0 "$actor" 2>/dev/null && { kill -9 "$driver"; fail "the actor still runs 120 s after its driver stopped" "$work/actor.err"; }
 wait "$actor"
 rc=$?
-set -e
 kill -9 "$driver"
+wait "$driver" 2>/dev/null  # reaped here, quietly: the shell would report the kill
+set -e
 [ "$rc" = 1 ] || fail "the actor exited $rc" "$work/actor.out" "$work/actor.err"
 line="no message from the driver at $endpoint for 2 s; stopping this actor"
 [ "$(grep -cF -- "$line" "$work/actor.err" "$work/actor.out" | awk -F: '{ n += $2 } END { print n }')" = 1 ] ||
