@@ -13,7 +13,7 @@
 #   --jobs J      targets run at once (default: the number of cores)
 #   --out DIR     keep corpora, logs and crashes there (default: a temporary folder, removed
 #                 at the end unless something crashed)
-#   TARGET        message handshake config checkpoint (default: all four)
+#   TARGET        message handshake config actor_groups checkpoint (default: all five)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,11 +30,11 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    message|handshake|config|checkpoint) targets+=("$1"); shift ;;
+    message|handshake|config|actor_groups|checkpoint) targets+=("$1"); shift ;;
     *) sed -n '2,16p' "$0" >&2; exit 2 ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(message handshake config checkpoint)
+[ ${#targets[@]} -gt 0 ] || targets=(message handshake config actor_groups checkpoint)
 if [ -z "$runs" ] && [ -z "$seconds" ]; then seconds=20; fi
 seeds="$build/fuzz/seeds"
 checkpoint_timeout=1

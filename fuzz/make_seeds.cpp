@@ -1,6 +1,7 @@
 // Writes the fuzz targets' seed inputs into DIR/<target>/: encoded messages of every verb
 // (fuzz_message), join conversations of nodes and actors (fuzz_handshake), configs of every
-// tuner and model family (fuzz_config), and real checkpoint files (fuzz_checkpoint), all made
+// tuner and model family (fuzz_config), `plan --actors` specs of every form (fuzz_actor_groups)
+// and real checkpoint files (fuzz_checkpoint), all made
 // by packtune's own encoders and writer so that the seeds follow the formats as they are.
 // Usage: make_seeds DIR
 #include <cstdint>
@@ -180,6 +181,25 @@ void config_seeds(const fs::path& dir) {
   for (const auto& [name, text] : configs) write(dir / (name + ".json"), text);
 }
 
+// Every form of `packtune plan --actors`, alone and in lists, and near misses of each.
+void actor_group_seeds(const fs::path& dir) {
+  const std::vector<std::pair<std::string, std::string>> specs{
+      {"count", "4"},
+      {"count-size", "1000x16GiB"},
+      {"count-device", "8xcuda:3"},
+      {"count-device-size", "1000xcuda=16GiB"},
+      {"device-size", "cpu=600MiB"},
+      {"list", "cpu=600MiB,cuda:0=80GiB,2xcuda=40GiB,3x1.5GB,5,6xcpu"},
+      {"most", "1000000x1TiB"},
+      {"no-size", "10xcuda="},
+      {"no-count", "xcuda=16GiB"},
+      {"zero", "0xcuda=1GiB"},
+      {"overflow", "99999999999999999999x1GiB"},
+      {"device-alone", "cuda"},
+  };
+  for (const auto& [name, text] : specs) write(dir / name, text);
+}
+
 StoredTensor tensor(const std::string& name, std::vector<std::int64_t> shape, TensorType type = TensorType::Float32) {
   StoredTensor t;
   t.name = name;
@@ -227,10 +247,11 @@ int main(int argc, char** argv) {
   }
   const fs::path root = argv[1];
   try {
-    for (const char* target : {"message", "handshake", "config", "checkpoint"}) fs::create_directories(root / target);
+    for (const char* target : {"message", "handshake", "config", "actor_groups", "checkpoint"}) fs::create_directories(root / target);
     message_seeds(root / "message");
     handshake_seeds(root / "handshake");
     config_seeds(root / "config");
+    actor_group_seeds(root / "actor_groups");
     checkpoint_seeds(root / "checkpoint");
   } catch (const std::exception& e) {
     std::cerr << "make_seeds: " << e.what() << "\n";

@@ -70,7 +70,7 @@ int Plan::actors_used() const {
 Planner::Planner(MemoryModel model, PlanOptions options)
     : model_(std::move(model)),
       options_(options),
-      throughput_(options.step_overhead_seconds, options.device_flops),
+      throughput_(options.step_overhead_seconds, options.device_flops, options.cpu_step_overhead_seconds),
       id_(next_planner_id()) {}
 
 void Planner::record_profile(const std::string& device, const TrialShape& shape, StepProfile profile) {

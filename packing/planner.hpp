@@ -97,6 +97,11 @@ struct PlanOptions {
   // (dispatch, small-kernel overhead) plus the members' FLOPs at the device's rate.
   double step_overhead_seconds = 1e-3;
   double device_flops = 5e10;
+  // The prior's fixed cost per step on a CPU; negative: step_overhead_seconds. Measured on
+  // a CPU, a fused pair cost more than two plain models (docs/planner.md), so 0 there keeps
+  // units single until a profile says fusing pays (src/experiment/planner_setup.hpp: what
+  // `packtune run` and `packtune plan` use).
+  double cpu_step_overhead_seconds = -1;
 };
 
 class Planner {

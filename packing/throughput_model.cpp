@@ -18,8 +18,11 @@ std::string_view kind_of(const std::string& device) {
 
 }  // namespace
 
-ThroughputModel::ThroughputModel(double prior_step_overhead_seconds, double prior_device_flops)
-    : overhead_(prior_step_overhead_seconds), flops_(prior_device_flops) {}
+ThroughputModel::ThroughputModel(double prior_step_overhead_seconds, double prior_device_flops,
+                                 double prior_cpu_step_overhead_seconds)
+    : overhead_(prior_step_overhead_seconds),
+      cpu_overhead_(prior_cpu_step_overhead_seconds < 0 ? prior_step_overhead_seconds : prior_cpu_step_overhead_seconds),
+      flops_(prior_device_flops) {}
 
 void ThroughputModel::record(const std::string& device, const TrialShape& shape, StepProfile profile) {
   std::sort(profile.begin(), profile.end());
@@ -112,15 +115,15 @@ double ThroughputModel::interpolate(const StepProfile& points, double members) {
   return std::max(t, 1e-3 * points.front().second);
 }
 
-double ThroughputModel::prior_step_seconds(const TrialShape& shape, int members) const {
+double ThroughputModel::prior_step_seconds(const TrialShape& shape, int members, const std::string& device) const {
   const double flops = 3.0 * static_cast<double>(shape.flops_per_sample) * shape.batch_size;
-  return overhead_ + std::max(1, members) * flops / flops_;
+  return (kind_of(device) == "cpu" ? cpu_overhead_ : overhead_) + std::max(1, members) * flops / flops_;
 }
 
 double ThroughputModel::step_seconds(const std::string& device, const TrialShape& shape, int members) const {
   members = std::max(1, members);
   const Table* table = table_for(device, shape);
-  if (!table) return prior_step_seconds(shape, members);
+  if (!table) return prior_step_seconds(shape, members, device);
   if (table->shape.key == shape.key) return interpolate(table->points, members);
   // Another width of the same architecture: as many member-equivalents of the profiled
   // shape as the FLOPs say (a fused step's cost follows its total work).

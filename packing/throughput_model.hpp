@@ -26,7 +26,9 @@ using StepProfile = std::vector<std::pair<int, double>>;
 
 class ThroughputModel {
  public:
-  ThroughputModel(double prior_step_overhead_seconds = 1e-3, double prior_device_flops = 5e10);
+  // A negative CPU overhead: the same as every other device's.
+  ThroughputModel(double prior_step_overhead_seconds = 1e-3, double prior_device_flops = 5e10,
+                  double prior_cpu_step_overhead_seconds = -1);
 
   // An actor on `device` timed these steps of `shape` (members ascending, seconds > 0).
   void record(const std::string& device, const TrialShape& shape, StepProfile profile);
@@ -39,7 +41,7 @@ class ThroughputModel {
   // One step of `members` trials of `shape` fused (padded to `shape`), on `device`; an
   // empty device takes the first device kind with a fitting profile.
   double step_seconds(const std::string& device, const TrialShape& shape, int members) const;
-  double prior_step_seconds(const TrialShape& shape, int members) const;
+  double prior_step_seconds(const TrialShape& shape, int members, const std::string& device = "") const;
 
   // The profile of a shape on a device kind, as recorded (empty if none).
   StepProfile profile(const std::string& device, const std::string& key) const;
@@ -61,6 +63,7 @@ class ThroughputModel {
   static double interpolate(const StepProfile& points, double members);
 
   double overhead_;
+  double cpu_overhead_;
   double flops_;
   // device kind -> shape key; looked up by kind without building a string (the planner asks often)
   std::map<std::string, std::map<std::string, Table>, std::less<>> tables_;

@@ -27,6 +27,8 @@ int actor_command(const std::vector<std::string>& args) {
       ("node", po::value<int>()->default_value(-1), "set by the node (or driver) that starts the actor")
       ("local-index", po::value<int>()->default_value(-1), "its slot on that node")
       ("connect-timeout", po::value<double>()->default_value(30), "seconds to wait for the driver")
+      ("driver-timeout", po::value<double>(), "seconds of driver silence before the actor stops "
+                                              "(default: 30 of the driver's heartbeats, at least 30)")
       ("keys", po::value<std::string>(), "CURVE keys from `packtune keys DIR` (the driver's config names the same DIR)")
       ("work-dir", po::value<std::string>(), "where to keep checkpoints on their way to or from a driver on another "
                                              "machine (default: a fresh folder in the temp folder)");
@@ -42,6 +44,10 @@ int actor_command(const std::vector<std::string>& args) {
   actor.local_index = vm["local-index"].as<int>();
   actor.node_id = vm["node"].as<int>();
   actor.connect_timeout_seconds = vm["connect-timeout"].as<double>();
+  if (vm.count("driver-timeout")) {
+    actor.driver_timeout_seconds = vm["driver-timeout"].as<double>();
+    if (!(actor.driver_timeout_seconds > 0)) throw packtune::InputError("--driver-timeout: expected seconds > 0");
+  }
   if (vm.count("keys")) actor.keys = vm["keys"].as<std::string>();
   if (vm.count("work-dir")) actor.work_dir = vm["work-dir"].as<std::string>();
   if (actor.threads < 0) throw packtune::InputError("--threads: expected 0 or more");

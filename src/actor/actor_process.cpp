@@ -124,7 +124,9 @@ class Actor {
   int serve(actors::PackExecutor& pack) {
     const auto heartbeat = std::chrono::duration<double>(spec_.heartbeat_seconds);
     // The driver heartbeats too; silence this long means it is gone.
-    const auto driver_timeout = std::max(std::chrono::duration<double>(30), heartbeat * 30);
+    const auto driver_timeout = options_.driver_timeout_seconds > 0
+                                    ? std::chrono::duration<double>(options_.driver_timeout_seconds)
+                                    : std::max(std::chrono::duration<double>(30), heartbeat * 30);
     auto last_sent = Clock::now();
     auto last_heard = Clock::now();
     while (true) {
@@ -192,7 +194,8 @@ class Actor {
         last_sent = now;
       }
       if (now - last_heard > driver_timeout) {
-        throw Error("the driver at " + options_.driver + " went silent; stopping this actor");
+        throw Error(fmt::format("actor {}: no message from the driver at {} for {:g} s; stopping this actor", id_,
+                                options_.driver, driver_timeout.count()));
       }
     }
   }

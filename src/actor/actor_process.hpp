@@ -10,6 +10,8 @@ struct ActorOptions {
   int local_index = -1;   // its slot on that node
   int threads = 0;        // CPU threads for training; 0 = all cores
   double connect_timeout_seconds = 30;
+  // Driver silence that ends the actor; 0: 30 of the driver's heartbeats, at least 30 s.
+  double driver_timeout_seconds = 0;
   std::string keys;       // CURVE keys (`packtune keys DIR`) for a driver that requires them
   // Where the actor keeps its own files (checkpoints on their way to or from a driver whose
   // file system it does not share); empty: a fresh folder under the system's temp folder.

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -10,7 +11,9 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
+#include "experiment/actor_groups.hpp"
 #include "experiment/experiment_config.hpp"
+#include "experiment/planner_setup.hpp"
 #include "packing/planner.hpp"
 #include "cli/command_line.hpp"
 #include "packtune/error.hpp"
@@ -22,49 +25,6 @@ namespace packtune::cli {
 namespace {
 
 namespace po = boost::program_options;
-
-// "cpu=600MiB,cuda:0=80GiB" or "1000x16GiB" (devices from the config).
-std::vector<packing::ActorSpec> parse_actors(const std::string& text, const ExperimentConfig& config) {
-  std::vector<packing::ActorSpec> actors;
-  std::size_t begin = 0;
-  while (begin <= text.size()) {
-    const auto end = std::min(text.find(',', begin), text.size());
-    const auto item = text.substr(begin, end - begin);
-    const auto eq = item.find('=');
-    const auto x = item.find('x');
-    if (eq != std::string::npos) {
-      packing::ActorSpec a;
-      a.id = static_cast<int>(actors.size());
-      a.device = item.substr(0, eq);
-      if (a.device.empty()) throw InputError("--actors: \"" + item + "\" names no device; expected DEVICE=SIZE");
-      a.capacity_bytes = parse_byte_size(item.substr(eq + 1), "--actors " + item);
-      actors.push_back(a);
-    } else if (x != std::string::npos && x > 0) {
-      int count = 0;
-      try {
-        std::size_t used = 0;
-        count = std::stoi(item.substr(0, x), &used);
-        if (used != x) count = 0;
-      } catch (const std::exception&) {
-      }
-      if (count < 1 || count > 1000000) {
-        throw InputError("--actors: \"" + item + "\": expected COUNTxSIZE with a count from 1 to 1000000");
-      }
-      const auto bytes = parse_byte_size(item.substr(x + 1), "--actors " + item);
-      for (int i = 0; i < count; ++i) {
-        packing::ActorSpec a;
-        a.id = static_cast<int>(actors.size());
-        a.device = config.device;
-        a.capacity_bytes = bytes;
-        actors.push_back(a);
-      }
-    } else {
-      throw InputError("--actors: \"" + item + "\": expected DEVICE=SIZE (cpu=600MiB) or COUNTxSIZE (1000x16GiB)");
-    }
-    begin = end + 1;
-  }
-  return actors;
-}
 
 // The data set every actor holds before its first trial: training images as bytes,
 // validation images as floats (datasets::BatchStream).
@@ -81,7 +41,7 @@ int run_plan_command(const std::vector<std::string>& args) {
     ("help,h", "show this help")
     ("config", po::value<std::string>(), "the experiment's JSON config")
     ("trials", po::value<std::int64_t>(), "trials to plan (default: the config's)")
-    ("actors", po::value<std::string>(), "actors as DEVICE=SIZE,... or COUNTxSIZE (default: this machine)")
+    ("actors", po::value<std::string>(), "actors as [COUNTx]DEVICE=SIZE, COUNTxSIZE, COUNTxDEVICE or COUNT, comma-separated (default: the config's local actors)")
     ("max-pack", po::value<int>(), "trials per actor at most (default: the config's max_pack)")
     ("tuner-plugin", po::value<std::string>(), "a shared library with more tuners")
     ("json", "print the plan as JSON");
@@ -101,28 +61,15 @@ int run_plan_command(const std::vector<std::string>& args) {
   if (vm.count("max-pack")) overrides.max_pack = vm["max-pack"].as<int>();
   apply_overrides(config, overrides);
 
+  validate(config);
+  const auto setup = planner_setup(config);
+
   const InputDims dims;
-  std::vector<packing::ActorSpec> actors;
-  if (vm.count("actors")) {
-    actors = parse_actors(vm["actors"].as<std::string>(), config);
-  } else {
-    // This machine: the config's actors share its memory (CPU); a GPU's size is unknown here.
-    const auto available = config.device == "cpu" ? available_memory_bytes() : 0;
-    for (int i = 0; i < config.actors; ++i) {
-      packing::ActorSpec a;
-      a.id = i;
-      a.device = config.device;
-      a.capacity_bytes = config.actor_memory > 0 ? config.actor_memory : available / config.actors;
-      actors.push_back(a);
-    }
-  }
   // From the training file's header: data sets other than Fashion-MNIST's 60,000 images plan right.
   const std::int64_t train = datasets::train_images(config.data);
-  for (auto& a : actors) {
-    a.base_bytes = data_bytes(config, dims, train);
-    a.max_members = config.max_pack;
-    a.max_units = packing::units_per_actor(packing::parse_mixed_packs(config.mixed_packs), a.device);
-  }
+  const auto actors = planned_actors(
+      config, setup, vm.count("actors") ? parse_actor_groups(vm["actors"].as<std::string>()) : std::vector<ActorGroup>{},
+      data_bytes(config, dims, train));
 
   // The first rung: every job the tuner hands out before it has to wait for a result.
   auto tuner = tuners::TunerRegistry::instance().create(config.tuner, tuner_context(config));
@@ -146,12 +93,21 @@ int run_plan_command(const std::vector<std::string>& args) {
     }
   }
 
-  packing::PlanOptions plan_options;
-  plan_options.fuse = packing::parse_fuse_mode(config.fuse);
-  plan_options.headroom = 0.1;
+  const auto& plan_options = setup.options;
   packing::Planner planner({}, plan_options);
   planner.memory_model().set_scale(config.memory_estimate_scale);
   auto plan = planner.plan(actors, trials);
+  // The planner's "waits for room" means memory; where every actor already trains all the
+  // units mixed_packs lets it (a CPU actor: one), a trial waits for a unit to end instead.
+  const bool units_taken = !plan.actors.empty() && std::all_of(plan.actors.begin(), plan.actors.end(), [](const auto& a) {
+    return static_cast<int>(a.units.size()) >= a.actor.max_units;
+  });
+  for (auto& u : plan.unplaced) {
+    if (u.waits && units_taken) {
+      u.reason = "waits for an actor to finish its unit: each trains one unit at a time (\"mixed_packs\": \"" +
+                 config.mixed_packs + "\") and has one";
+    }
+  }
   plan.unplaced.insert(plan.unplaced.end(), invalid.begin(), invalid.end());
 
   if (vm.count("json")) {

@@ -30,6 +30,7 @@
 #include "driver/status_display.hpp"
 #include "driver/trial_book.hpp"
 #include "driver/tuner_journal.hpp"
+#include "experiment/planner_setup.hpp"
 #include "experiment/results_writer.hpp"
 #include "experiment/trial_shape.hpp"
 #include "node/actor_supervisor.hpp"
@@ -113,7 +114,8 @@ class Driver {
         options_(options),
         tuner_(tuners::TunerRegistry::instance().create(config.tuner, tuner_context(config))),
         tuning_(*tuner_, nullptr),
-        planner_({}, plan_options(config)),
+        setup_(planner_setup(config)),
+        planner_({}, setup_.options),
         registry_({config.actor_timeout_seconds, config.actor_timeout_seconds}),
         profiles_(planner_, plan_, registry_, {config.fuse == "auto" && config.max_pack > 1, config.max_pack}),
         book_(config.model, config.seed,
@@ -689,13 +691,6 @@ class Driver {
     }
   }
 
-  static packing::PlanOptions plan_options(const ExperimentConfig& config) {
-    packing::PlanOptions o;
-    o.fuse = packing::parse_fuse_mode(config.fuse);
-    o.headroom = 0.1;  // allocator fragmentation and the framework's own buffers
-    return o;
-  }
-
   ActorState* actor_by_id(int id) { return registry_.actor_by_id(id); }
 
   // Says once per kind of device when its actors train one unit at a time although max_pack
@@ -704,11 +699,11 @@ class Driver {
   void explain_units(const std::string& device) {
     const auto kind = packing::device_class(device);
     if (config_.max_pack <= 1 || !explained_.insert(kind).second) return;
-    if (packing::units_per_actor(mixed_packs_, device) > 1) return;
+    if (packing::units_per_actor(setup_.mixed_packs, device) > 1) return;
     spdlog::info("{} actors train one unit (a model, or trials fused into one) at a time, as mixed_packs {} says{}; "
                  "\"mixed_packs\": \"always\" packs units side by side",
                  kind, config_.mixed_packs,
-                 mixed_packs_ == packing::MixedPacks::Auto
+                 setup_.mixed_packs == packing::MixedPacks::Auto
                      ? " (units on a CPU take turns on its cores: a second one adds no throughput and delays the first)"
                      : "");
   }
@@ -720,7 +715,7 @@ class Driver {
     std::map<int, packing::ActorPlan> previous;
     for (auto& a : plan_.actors) previous[a.actor.id] = std::move(a);
     plan_.actors.clear();
-    for (const auto& spec : registry_.capacities(config_.max_pack, mixed_packs_)) {
+    for (const auto& spec : registry_.capacities(setup_.max_members, setup_.mixed_packs)) {
       packing::ActorPlan a = previous.count(spec.id) ? std::move(previous[spec.id]) : packing::ActorPlan{};
       a.actor = spec;
       planner_.refresh(a);
@@ -1180,6 +1175,7 @@ class Driver {
     std::optional<proto::Tested> answer;
   };
   std::optional<Testing> testing_;  // the test of the best trial, while it runs
+  PlannerSetup setup_;  // the planner's options and actors' limits, as `packtune plan` has them
   packing::Planner planner_;
   packing::Plan plan_;  // the live actors and the units they train now
   ActorRegistry registry_;
@@ -1200,7 +1196,6 @@ class Driver {
   std::int64_t train_images_ = 0;  // an epoch's images, from the data file's header  // from retired actors, after a partition
   bool settled_ = false;
   std::set<std::string> explained_;  // device kinds explain_units spoke of
-  packing::MixedPacks mixed_packs_ = packing::parse_mixed_packs(config_.mixed_packs);  // parsed once
   bool capacities_stale_ = false;  // an actor got ready since the plan's actors were updated
   Clock::time_point start_;
   Clock::time_point next_silence_check_;

@@ -1,5 +1,6 @@
 #include "experiment/trial_shape.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -60,7 +61,12 @@ std::int64_t parse_byte_size(const std::string& text, const std::string& where) 
   else if (unit == "MB") scale = 1e6;
   else if (unit == "GB") scale = 1e9;
   else if (unit == "TB") scale = 1e12;
-  if (end == begin || scale == 0 || !std::isfinite(value) || value <= 0) {
+  // strtod also reads hexadecimal, "inf" and leading blanks: none is a size a user means.
+  const std::string number(begin, static_cast<std::size_t>(end - begin));
+  const bool plain = !number.empty() && (std::isdigit(static_cast<unsigned char>(number[0])) || number[0] == '.') &&
+                     number.find_first_of("xX") == std::string::npos;
+  // Past 2^62 bytes llround's result is unspecified: such a figure is garbage, not a device.
+  if (!plain || end == begin || scale == 0 || !std::isfinite(value) || value * scale < 1 || value * scale > 4.6e18) {
     throw InputError(where + ": \"" + text + "\" is not a memory size; expected a positive number with a unit, e.g. 600MiB or 16GiB");
   }
   return static_cast<std::int64_t>(std::llround(value * scale));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `packtune plan`: capacity is never exceeded, every trial that fits is placed, CPU actors
-# take one unit each unless "mixed_packs" says otherwise, and bad actor specs are input errors
-# (exit 2).
+# take one unit each unless "mixed_packs" says otherwise and hold no fused unit before a
+# profile says fusing pays (as a run does), the --actors grammar (1000xcuda=16GiB: 1,000
+# GPU actors) holds, and bad actor specs and configs `run` refuses are input errors (exit 2).
 set -euo pipefail
 packtune="$1"
 work="$(mktemp -d)"
@@ -58,7 +59,10 @@ check "$work/roomy.json" 1
 grep -v mixed_packs "$work/config.json" > "$work/auto.json"
 "$packtune" plan "$work/auto.json" --actors 4x2GiB --max-pack 16 --json > "$work/auto-plan.json"
 check "$work/auto-plan.json" 0 1
-grep -q '"reason":"waits for room' "$work/auto-plan.json"
+grep -q '"reason":"waits for an actor to finish its unit' "$work/auto-plan.json"
+if grep -q 'waits for room' "$work/auto-plan.json"; then echo "FAILED: a CPU actor's turn read as memory"; exit 1; fi
+if grep -q '"fused":true' "$work/auto-plan.json"; then echo "FAILED: fused units on CPU actors before a profile"; exit 1; fi
+"$packtune" plan "$work/auto.json" --actors 4x2GiB --max-pack 16 | grep -q "^unplaced trial .*: waits for an actor to finish its unit"
 "$packtune" plan "$work/config.json" --actors cpu=60MiB,cpu=80MiB --json > "$work/tight.json"
 check "$work/tight.json" 0
 grep -q '"reason":"waits for room' "$work/tight.json"
@@ -67,12 +71,36 @@ grep -q '"reason":"waits for room' "$work/tight.json"
 grep -q 'more than any actor has' "$work/tiny.json"
 "$packtune" plan "$work/config.json" --actors 2x1GiB | grep -q "^actor 1"
 
-for spec in "cpu" "0x1GiB" "3xlots" "=1GiB" "cpu=-5MiB"; do
+# COUNTxDEVICE=SIZE: a thousand GPU actors (planned as one actor of device "1000xcuda" before).
+"$packtune" plan "$work/config.json" --actors 1000xcuda=16GiB --json > "$work/gpus.json"
+/usr/bin/python3 - "$work/gpus.json" <<'PY'
+import json, sys
+actors = json.load(open(sys.argv[1]))["actors"]
+assert len(actors) == 1000, len(actors)
+assert all(a["device"] == "cuda" and a["capacity_bytes"] == 16 << 30 for a in actors), actors[0]
+PY
+"$packtune" plan "$work/config.json" --actors 2xcuda:1=8GiB,3x1GiB,cpu=600MiB | grep -q "on 6 actor(s)"
+"$packtune" plan "$work/config.json" --actors 2xcuda:1=8GiB,3x1GiB,cpu=600MiB | grep -q "^actor 1 (cuda:1)"
+"$packtune" plan "$work/config.json" --actors 2xcuda:1=8GiB,3x1GiB,cpu=600MiB | grep -q "^actor 4 (cpu)"
+
+# What `run` refuses before it starts, `plan` refuses too (validate): here the device.
+sed 's/"seed": 1,/"seed": 1, "device": "tpu",/' "$work/config.json" > "$work/tpu.json"
+set +e
+"$packtune" plan "$work/tpu.json" > "$work/out" 2> "$work/err"
+rc=$?
+set -e
+[ "$rc" = 2 ] && [ "$(wc -l < "$work/err")" = 1 ] && grep -q 'unknown device "tpu"' "$work/err" ||
+  { echo "FAILED: plan of a config with device tpu exited $rc: $(cat "$work/err")"; exit 1; }
+
+for spec in "cpu" "0x1GiB" "3xlots" "=1GiB" "cpu=-5MiB" "10xcuda=" "xcuda=16GiB" "0xcuda=1GiB" "1000001xcuda=1GiB" \
+            "-4xcuda=1GiB" "99999999999999999999x1GiB" "4xcuda=16GiBs" "4xcuda=1GiB,"; do
   set +e
-  "$packtune" plan "$work/config.json" --actors "$spec" > "$work/out" 2> "$work/err"
+  "$packtune" plan "$work/config.json" --actors="$spec" > "$work/out" 2> "$work/err"
   rc=$?
   set -e
   [ "$rc" = 2 ] || { echo "FAILED: --actors $spec exited $rc"; exit 1; }
   [ "$(wc -l < "$work/err")" = 1 ] || { echo "FAILED: --actors $spec: $(cat "$work/err")"; exit 1; }
+  grep -q "expected COUNT, COUNTxSIZE, COUNTxDEVICE, \[COUNTx\]DEVICE=SIZE" "$work/err" ||
+    { echo "FAILED: --actors $spec: $(cat "$work/err")"; exit 1; }
 done
 echo "1 passed, 0 failed: plan --json keeps every actor within capacity"

@@ -195,3 +195,15 @@ TEST_CASE("without data.dir the data is in PACKTUNE_DATA_DIR, else in Debian's p
                                      && Catch::Contains("PACKTUNE_DATA_DIR"));
   }
 }
+
+TEST_CASE("actor_memory is a plain positive size that fits in 64 bits") {
+  auto j = base();
+  j["actor_memory"] = "600MiB";
+  CHECK(parse_config(j, "x").actor_memory == 600LL << 20);
+  // strtod reads all of these; none is a size anyone writes, or one the planner can hold.
+  for (const char* bad : {"0x10MiB", " 600MiB", "+600MiB", "inf", "nanGiB", "0.1B", "1e300TiB", "9e18"}) {
+    INFO(bad);
+    j["actor_memory"] = bad;
+    CHECK_THAT(error_of(j), Catch::Contains("actor_memory") && Catch::Contains("is not a memory size"));
+  }
+}
