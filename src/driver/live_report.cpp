@@ -48,8 +48,9 @@ struct LiveReport::Shared {
   std::string last_warning;  // each distinct failure is logged once, not every 5 s
 };
 
-LiveReport::LiveReport(std::string dir)
-    : dir_(std::move(dir)), shared_(std::make_shared<Shared>()), next_(Clock::now() + kFirst) {}
+LiveReport::LiveReport(std::string dir, std::function<bool()> still_ours)
+    : dir_(std::move(dir)), still_ours_(std::move(still_ours)), shared_(std::make_shared<Shared>()),
+      next_(Clock::now() + kFirst) {}
 
 LiveReport::~LiveReport() { join(); }
 
@@ -57,10 +58,13 @@ void LiveReport::join() {
   if (worker_.joinable()) worker_.join();
 }
 
-bool LiveReport::write(const std::string& dir, bool live, Shared& shared) {
+bool LiveReport::write(const std::string& dir, bool live, Shared& shared,
+                       const std::function<bool()>& still_ours) {
   const auto start = Clock::now();
   std::string warning;
   try {
+    // A folder deleted or replaced under the run is someone else's now (the driver stops).
+    if (!still_ours()) throw Error(dir + " is no longer the run's folder");
     if (size_of(std::filesystem::path(dir) / "results.jsonl") + size_of(std::filesystem::path(dir) / "journal.jsonl") >
         kDriverLimit) {
       throw Error("results.jsonl and journal.jsonl are over " + std::to_string(kDriverLimit >> 20) +
@@ -88,18 +92,18 @@ void LiveReport::tick(Clock::time_point now) {
   }
   next_ = now + std::max<Clock::duration>(kInterval, kSlowdown * took);
   shared_->busy = true;
-  worker_ = std::thread([dir = dir_, shared = shared_] {
+  worker_ = std::thread([dir = dir_, shared = shared_, still_ours = still_ours_] {
     // The lowest priority, for this thread alone (Linux's nice is per thread): on a machine
     // whose cores the actors fill, the page waits, not the driver's loop or the training.
     ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
-    write(dir, true, *shared);
+    write(dir, true, *shared, still_ours);
     shared->busy = false;
   });
 }
 
 bool LiveReport::finish() {
   join();
-  return write(dir_, false, *shared_);
+  return write(dir_, false, *shared_, still_ours_);
 }
 
 }  // namespace packtune

@@ -35,17 +35,23 @@ void write_file(const fs::path& path, const std::string& text) {
 
 }  // namespace
 
+bool ResultsWriter::create_folder(const std::string& dir) {
+  if (fs::exists(dir) && !fs::is_directory(dir)) {
+    throw InputError("--out " + dir + ": exists and is not a directory");
+  }
+  std::error_code ec;
+  const bool created = fs::create_directories(dir, ec);
+  if (ec) throw InputError("--out " + dir + ": cannot create the directory (" + ec.message() + ")");
+  return created;
+}
+
 void ResultsWriter::check_fresh(const std::string& dir) {
   if (fs::exists(fs::path(dir) / "results.jsonl")) {
     throw InputError("--out " + dir + ": already holds results.jsonl; choose another --out, remove the old "
                      "results, or continue them with `packtune run --resume " + dir + "`");
   }
-  if (fs::exists(dir) && !fs::is_directory(dir)) {
-    throw InputError("--out " + dir + ": exists and is not a directory");
-  }
+  create_folder(dir);
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw InputError("--out " + dir + ": cannot create the directory (" + ec.message() + ")");
   // Permissions alone do not tell (root ignores them; a read-only mount does not): try.
   const auto probe = (fs::path(dir) / ".packtune-probe").string();
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
