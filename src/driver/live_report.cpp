@@ -24,8 +24,17 @@ constexpr auto kInterval = std::chrono::seconds(5);
 constexpr int kSlowdown = 10;
 // The first page comes sooner, so a user can open it as soon as the run has started.
 constexpr auto kFirst = std::chrono::seconds(2);
-// Free space the journal and checkpoints keep: the report never takes the last of the disk.
+// Free space the journal and checkpoints keep while the run goes on: the report never takes
+// the last of the disk. On a volume smaller than four times this, a quarter of it (a 64 MiB
+// volume that holds the whole run must get its page too). The final page keeps nothing: the
+// run's files are written by then, and a page that does not fit is a warning.
 constexpr std::uintmax_t kKeepFree = 256ull << 20;
+
+std::uintmax_t keep_free_while_running(const std::string& dir) {
+  std::error_code ec;
+  const auto space = std::filesystem::space(dir, ec);
+  return ec ? kKeepFree : std::min(kKeepFree, space.capacity / 4);
+}
 // Past this much of results.jsonl and journal.jsonl together (some 12,000 reports) the driver
 // stops writing the page, at the end too: building it holds some 30 times the files in
 // memory (2.2 GB for load_bench's 145,000 reports, and 45% more driver CPU per message), and
@@ -71,7 +80,7 @@ bool LiveReport::write(const std::string& dir, bool live, Shared& shared,
                   " MiB, too large for the driver to rewrite the page; run `packtune report " + dir +
                   "` once the experiment ends");
     }
-    report::write_report(dir, "", live, kKeepFree);
+    report::write_report(dir, "", live, live ? keep_free_while_running(dir) : 0);
   } catch (const std::exception& e) {  // Error, or bad_alloc on a huge run: the run goes on
     warning = e.what();
   }
