@@ -218,7 +218,17 @@ class Driver {
     std::optional<TunerJournal::Recovered> recovered;
     if (options_.resume) {
       auto reopened = Journal::reopen(journal_path(options_.out_dir));
-      recovered = tuning_.replay(reopened.entries);
+      try {
+        recovered = tuning_.replay(reopened.entries);
+      } catch (const InputError& e) {
+        throw InputError(journal_path(options_.out_dir) + ": " + e.what());
+      } catch (const Error& e) {
+        throw Error(journal_path(options_.out_dir) + ": " + e.what());
+      }
+      if (const auto ran = reopened.entries.front().value("config", nlohmann::json());
+          !ran.is_null() && ResultsWriter::restore_config(options_.out_dir, ran)) {
+        spdlog::warn("{}/config.json was damaged or missing; written again from the journal", options_.out_dir);
+      }
       if (recovered->finished) {
         std::printf("%s in %s finished already (%lld jobs); nothing to resume\n", config_.name.c_str(),
                     options_.out_dir.c_str(), static_cast<long long>(recovered->finished_jobs));

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "packtune/error.hpp"
 
@@ -69,6 +70,15 @@ ResultsWriter::ResultsWriter(const std::string& dir, const nlohmann::json& confi
   if (ec) throw Error("--out " + dir_ + ": cannot create the directory (" + ec.message() + ")");
   write_file(fs::path(dir_) / "config.json", config_as_run.dump(2) + "\n");
   log_.emplace(LineLog::create(path_, resume_advice()));
+}
+
+bool ResultsWriter::restore_config(const std::string& dir, const nlohmann::json& config_as_run) {
+  const auto path = fs::path(dir) / "config.json";
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in && nlohmann::json::parse(text, nullptr, false) == config_as_run) return false;
+  write_file(path, config_as_run.dump(2) + "\n");
+  return true;
 }
 
 ResultsWriter::ResultsWriter(const std::string& dir, const std::vector<nlohmann::json>& rows, std::string metric,

@@ -44,6 +44,9 @@ class ResultsWriter {
   // A new run: writes config.json and an empty results.jsonl.
   ResultsWriter(const std::string& dir, const nlohmann::json& config_as_run,
                 std::string metric, tuners::Mode mode);
+  // config.json as the journal's header holds it: a resume rewrites one that was damaged,
+  // edited or deleted. Returns whether it did.
+  static bool restore_config(const std::string& dir, const nlohmann::json& config_as_run);
   // A resumed run: results.jsonl is rewritten to hold exactly `rows`, the journal's.
   ResultsWriter(const std::string& dir, const std::vector<nlohmann::json>& rows, std::string metric,
                 tuners::Mode mode);
