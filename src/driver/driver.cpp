@@ -441,7 +441,14 @@ class Driver {
     }
     ActorState* found = registry_.actor(identity);
     if (!found) {
-      spdlog::warn("ignoring {} from an actor that never said Hello", proto::verb(message));
+      // A node or actor of the driver this one resumed (--resume after a kill): it has jobs
+      // and ids this driver never gave. Told once, it drops them and says Hello again.
+      if (asked_to_hello_.insert(identity).second) {
+        spdlog::info("a peer this driver does not know sent {}; asking it to join again", proto::verb(message));
+        send_to(identity, proto::Rejoin{"the driver was restarted (packtune run --resume) and does not know this "
+                                        "peer; its jobs went back to the queue"},
+                "an unknown peer");
+      }
       return;
     }
     ActorState& actor = *found;
@@ -1322,6 +1329,7 @@ class Driver {
   bool actor_input_error_ = false;  // an actor process exited with code 2 (bad input)
   std::string actor_said_;          // the last ActorFailed message
   std::int64_t refused_reports_ = 0;
+  std::set<std::string> asked_to_hello_;  // unknown peers told to join again (Rejoin), once each
   std::int64_t train_images_ = 0;  // an epoch's images, from the data file's header  // from retired actors, after a partition
   bool settled_ = false;
   std::set<std::string> explained_;  // device kinds explain_units spoke of
