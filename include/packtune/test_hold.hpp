@@ -12,7 +12,10 @@
 //
 // The points (grep for test_hold to find them):
 //   driver.reported          the driver wrote a report into results.jsonl
+//   driver.result            the driver's loop, once a job has completed
 //   driver.promoted          the driver journaled a job that resumes a trial (a promotion)
+//   actor.assigned           an actor got a job (an Assign)
+//   actor.testing            an actor got the test evaluation of the best trial
 //   actor.reported           an actor sent a report that is not its job's last
 //   actor.checkpoint_tmp     an actor created a checkpoint's temporary file, not yet renamed
 //   actor.checkpoint_inside  an actor told the driver of a checkpoint it took inside a job

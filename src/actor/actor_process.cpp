@@ -140,6 +140,8 @@ class Actor {
           return 0;
         }
         if (auto* assign = std::get_if<proto::Assign>(&*message)) {
+          // Fault tests act on a driver whose run cannot end meanwhile: its one actor holds here.
+          test_hold("actor.assigned");
           start_trial(pack, *assign);
         } else if (auto* stop = std::get_if<proto::Stop>(&*message)) {
           pack.remove(stop->trial);
@@ -154,6 +156,8 @@ class Actor {
         } else if (auto* profile = std::get_if<proto::Profile>(&*message)) {
           queue_profile(*profile);
         } else if (auto* test = std::get_if<proto::Test>(&*message)) {
+          // Fault tests stop the driver while its test of the best trial is under way.
+          test_hold("actor.testing");
           send_message(socket_, run_test(*test));
         }
         last_sent = Clock::now();  // replies above count as signs of life

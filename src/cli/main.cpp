@@ -162,17 +162,9 @@ int run_command(const std::vector<std::string>& args) {
   }
   if (!config.tuner_plugin.empty()) packtune::tuners::load_tuner_plugin(config.tuner_plugin);
   packtune::validate(config);
-  const bool out_existed = std::filesystem::exists(driver.out_dir);
-  if (!resume) packtune::ResultsWriter::check_fresh(driver.out_dir);
-  try {
-    return packtune::run_experiment(config, driver);
-  } catch (const packtune::InputError&) {
-    // Bad input the driver found before writing anything (a listen endpoint, keys): the
-    // folder this run made is left as it was found. remove() takes only an empty folder.
-    std::error_code ec;
-    if (!resume && !out_existed) std::filesystem::remove(driver.out_dir, ec);
-    throw;
-  }
+  // The driver checks --out is fresh once it holds the folder's lock: a check here could
+  // pass for two drivers started together.
+  return packtune::run_experiment(config, driver);
 }
 
 int node_command(const std::vector<std::string>& args) {

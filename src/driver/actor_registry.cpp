@@ -25,7 +25,9 @@ NodeState& ActorRegistry::add_local_node(const std::string& host, int actors, Cl
 
 NodeState& ActorRegistry::add_node(const std::string& identity, const protocol::NodeHello& hello,
                                    Clock::time_point now) {
-  const int id = next_node_id_++;
+  const bool asked = hello.node_id > 0 && !nodes_.count(hello.node_id);
+  const int id = asked ? hello.node_id : next_node_id_++;
+  next_node_id_ = std::max(next_node_id_, id + 1);
   NodeState& node = nodes_[id];
   node.id = id;
   node.identity = identity;
@@ -36,6 +38,10 @@ NodeState& ActorRegistry::add_node(const std::string& identity, const protocol::
   node.devices = hello.devices;
   node.actors = hello.actors;
   node.joined = node.last_heard = now;
+  // Its actors may have said Hello again before it did.
+  for (auto& [actor_identity, actor] : actors_) {
+    if (actor.node_id < 0 && actor.said_node_id == id) actor.node_id = id;
+  }
   return node;
 }
 
@@ -63,6 +69,7 @@ ActorState& ActorRegistry::add_actor(const std::string& identity, const protocol
   actor.pid = hello.pid;
   // A node id no node has (a stale or forged one) links the actor to nothing.
   actor.node_id = nodes_.count(hello.node_id) ? hello.node_id : -1;
+  actor.said_node_id = hello.node_id;
   actor.local_index = hello.local_index;
   actor.last_heard = now;
   return actor;

@@ -22,6 +22,7 @@ struct ActorState {
   std::string host;
   std::int64_t pid = 0;
   int node_id = -1;      // -1: started by hand
+  int said_node_id = -1;  // as its Hello said: a node that rejoins a resumed driver after it links it
   int local_index = -1;  // its slot on its node
   std::string device;
   bool ready = false;
@@ -68,7 +69,8 @@ class ActorRegistry {
 
   // Node 0: the actors the driver starts itself, on its own machine.
   NodeState& add_local_node(const std::string& host, int actors, Clock::time_point now);
-  // A `packtune node` that said NodeHello; it gets the next node id.
+  // A `packtune node` that said NodeHello; it gets the next node id, or the one it asks for
+  // (NodeHello.node_id, a node rejoining a resumed driver) when no node holds it.
   NodeState& add_node(const std::string& identity, const protocol::NodeHello& hello, Clock::time_point now);
   NodeState* node(const std::string& identity);
   NodeState* node_by_id(int id);

@@ -1,7 +1,9 @@
 #include "driver/driver.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include <map>
 #include <set>
 #include <random>
+#include <regex>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -66,6 +69,12 @@ class FolderLock {
     throw Error("cannot lock the results folder " + dir + ": " + std::strerror(error));
   }
   ~FolderLock() { ::close(fd_); }
+  // Whether `dir` is still the folder this locked: not deleted, not moved away and replaced.
+  bool still_at(const std::string& dir) const {
+    struct stat locked {}, now {};
+    if (::fstat(fd_, &locked) != 0 || locked.st_nlink == 0) return false;
+    return ::stat(dir.c_str(), &now) == 0 && now.st_dev == locked.st_dev && now.st_ino == locked.st_ino;
+  }
   FolderLock(const FolderLock&) = delete;
   FolderLock& operator=(const FolderLock&) = delete;
 
@@ -77,6 +86,48 @@ using tuners::TrialId;
 
 std::atomic<bool> interrupted{false};
 extern "C" void on_interrupt(int) { interrupted = true; }
+
+// Ctrl-C and SIGTERM are caught for the driver's whole life, from before it binds its socket
+// until after it removed it: a signal at any point ends in a stop that leaves nothing in /tmp.
+// Until the loop runs they only mark the run as interrupted.
+class SignalsCaught {
+ public:
+  SignalsCaught() : int_(std::signal(SIGINT, on_interrupt)), term_(std::signal(SIGTERM, on_interrupt)) {}
+  ~SignalsCaught() {
+    std::signal(SIGINT, int_);
+    std::signal(SIGTERM, term_);
+  }
+  SignalsCaught(const SignalsCaught&) = delete;
+  SignalsCaught& operator=(const SignalsCaught&) = delete;
+
+ private:
+  void (*int_)(int);
+  void (*term_)(int);
+};
+
+// A driver killed with -9 (or by the OOM killer) leaves its ipc socket (make_endpoint) and its
+// actors' work folder (fresh_work_dir) in /tmp; each driver removes those of drivers that are
+// gone. A pid that is alive, or another user's, is left alone.
+void remove_files_of_gone_drivers() {
+  namespace fs = std::filesystem;
+  static const std::regex left_by_driver(R"(packtune-(\d{1,9})-\d+\.ipc|packtune-driver-(\d{1,9}))");
+  std::error_code ec;
+  std::set<fs::path> folders{"/tmp"};
+  if (auto temp = fs::temp_directory_path(ec); !ec) folders.insert(temp);
+  for (const auto& folder : folders) {
+    fs::directory_iterator it(folder, ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+      const auto name = it->path().filename().string();
+      std::smatch m;
+      if (!std::regex_match(name, m, left_by_driver)) continue;
+      const pid_t pid = std::stoi(m[1].matched ? m[1].str() : m[2].str());
+      if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+      std::error_code removed;
+      fs::remove_all(it->path(), removed);
+      if (!removed) spdlog::info("removed {}, left by driver {}, which is gone", it->path().string(), pid);
+    }
+  }
+}
 
 // With keep_checkpoints "needed", the last checkpoints of this many best trials survive a run.
 constexpr int kKeepBestCheckpoints = 3;
@@ -130,8 +181,15 @@ class Driver {
   }
 
   // ZeroMQ leaves the socket file of an ipc endpoint behind; one per run piles up in /tmp.
+  // The actors' work folder goes too, whatever ended the run (shutdown_actors removes it on
+  // the usual paths).
   ~Driver() {
     if (!ipc_file_.empty()) ::unlink(ipc_file_.c_str());
+    if (local_) local_->stop(0);
+    if (!local_work_dir_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(local_work_dir_, ec);
+    }
   }
 
   int run() {
@@ -165,7 +223,17 @@ class Driver {
     std::optional<TunerJournal::Recovered> recovered;
     if (options_.resume) {
       auto reopened = Journal::reopen(journal_path(options_.out_dir));
-      recovered = tuning_.replay(reopened.entries);
+      try {
+        recovered = tuning_.replay(reopened.entries);
+      } catch (const InputError& e) {
+        throw InputError(journal_path(options_.out_dir) + ": " + e.what());
+      } catch (const Error& e) {
+        throw Error(journal_path(options_.out_dir) + ": " + e.what());
+      }
+      if (const auto ran = reopened.entries.front().value("config", nlohmann::json());
+          !ran.is_null() && ResultsWriter::restore_config(options_.out_dir, ran)) {
+        spdlog::warn("{}/config.json was damaged or missing; written again from the journal", options_.out_dir);
+      }
       if (recovered->finished) {
         std::printf("%s in %s finished already (%lld jobs); nothing to resume\n", config_.name.c_str(),
                     options_.out_dir.c_str(), static_cast<long long>(recovered->finished_jobs));
@@ -174,15 +242,27 @@ class Driver {
       journal_ = std::make_unique<Journal>(std::move(reopened.journal));
       results_ = std::make_unique<ResultsWriter>(options_.out_dir, recovered->rows, config_.metric, config_.mode);
     } else {
+      // Nothing goes into the folder before its lock is held: a second driver started on the
+      // same fresh --out would overwrite config.json and cut the first's results.jsonl.
+      const bool created = ResultsWriter::create_folder(options_.out_dir);
+      folder_lock_ = std::make_unique<FolderLock>(options_.out_dir);
+      try {
+        ResultsWriter::check_fresh(options_.out_dir);
+      } catch (const InputError&) {
+        std::error_code ec;
+        if (created) std::filesystem::remove(options_.out_dir, ec);  // left as it was found: absent
+        throw;
+      }
       results_ = std::make_unique<ResultsWriter>(options_.out_dir, config_.source, config_.metric, config_.mode);
-      folder_lock_ = std::make_unique<FolderLock>(options_.out_dir);  // the folder exists from here
       journal_ = std::make_unique<Journal>(Journal::create(
           journal_path(options_.out_dir), {{"packtune_journal", 1}, {"name", config_.name}, {"config", config_.source}}));
     }
     tuning_.set_journal(journal_.get());
     // Before any thread that logs starts: on a terminal the display takes the log's sinks.
     display_ = std::make_unique<StatusDisplay>(StatusDisplay::choose(options_.quiet));
-    report_ = std::make_unique<LiveReport>(options_.out_dir);
+    // The lock outlives the report (declared before it), and still_at only reads its fd.
+    report_ = std::make_unique<LiveReport>(
+        options_.out_dir, [lock = folder_lock_.get(), dir = options_.out_dir] { return lock->still_at(dir); });
     spdlog::info("charts: {}/report.html, rewritten every few seconds while the experiment runs", options_.out_dir);
     const int cores = std::max(1u, std::thread::hardware_concurrency());
     const int threads = local_actor_threads(config_);
@@ -207,35 +287,35 @@ class Driver {
     if (recovered) restore(*recovered);
     start_local_actors(threads);
 
-    auto previous_int = std::signal(SIGINT, on_interrupt);
-    auto previous_term = std::signal(SIGTERM, on_interrupt);
     int code = 0;
     try {
       code = loop();
+      // Signals stay caught until best.json is written: scancel signals the driver and the batch
+      // script, which passes SIGTERM on too, and that second signal must not cut the stop short.
+      // A test that was cut short is not a finished run: the journal gets no `finished`, so
+      // --resume finds the tuner done and runs only the test.
+      if (code == 0) code = test_best();
+      check_folder(true);
     } catch (...) {
       shutdown_actors();
-      try {
-        // What the journal took so far is kept for --resume; a full disk may refuse even that.
-        commit();
-        results_->write_best();
-      } catch (const Error& e) {
-        spdlog::warn("{}", e.what());
+      // A replaced folder is someone else's now: nothing more is written into it.
+      if (!folder_lost_) {
+        try {
+          // What the journal took so far is kept for --resume; a full disk may refuse even that.
+          commit();
+          results_->write_best();
+        } catch (const Error& e) {
+          spdlog::warn("{}", e.what());
+        }
+        report_->finish();
       }
-      report_->finish();
-      std::signal(SIGINT, previous_int);
-      std::signal(SIGTERM, previous_term);
       throw;
     }
-    // Signals stay caught until best.json is written: scancel signals the driver and the batch
-    // script, which passes SIGTERM on too, and that second signal must not cut the stop short.
-    if (code == 0) test_best();
     shutdown_actors();
     if (code == 0) tuning_.on_finished(book_.completed_jobs());
     commit();
     results_->write_best();
     report_written_ = report_->finish();
-    std::signal(SIGINT, previous_int);
-    std::signal(SIGTERM, previous_term);
     display_->finish(status());
     summarize(code == 0);
     if (code != 0) std::printf("continue it with: packtune run --resume %s\n", options_.out_dir.c_str());
@@ -281,12 +361,15 @@ class Driver {
       store_->tick(router_);
       poll_local_actors();
       check_heartbeats();
+      check_folder();
       release(profiles_.expire(Clock::now()));
       const bool over = dispatch();
       const auto now = Clock::now();
       if (over || now - last_commit_ >= kCommitInterval) {
         commit();
         last_commit_ = now;
+        // Fault tests kill the driver here: a result is journaled and jobs run on.
+        if (book_.completed_jobs() > 0) test_hold("driver.result");
       }
       if (over) return 0;
       if (now - last_heartbeat > std::chrono::duration<double>(config_.heartbeat_seconds)) {
@@ -362,7 +445,14 @@ class Driver {
     }
     ActorState* found = registry_.actor(identity);
     if (!found) {
-      spdlog::warn("ignoring {} from an actor that never said Hello", proto::verb(message));
+      // A node or actor of the driver this one resumed (--resume after a kill): it has jobs
+      // and ids this driver never gave. Told once, it drops them and says Hello again.
+      if (asked_to_hello_.insert(identity).second) {
+        spdlog::info("a peer this driver does not know sent {}; asking it to join again", proto::verb(message));
+        send_to(identity, proto::Rejoin{"the driver was restarted (packtune run --resume) and does not know this "
+                                        "peer; its jobs went back to the queue"},
+                "an unknown peer");
+      }
       return;
     }
     ActorState& actor = *found;
@@ -691,6 +781,24 @@ class Driver {
     }
   }
 
+  // The results folder deleted or replaced while the run goes on (a cleanup script, a wrong
+  // `rm -r`): its reports, journal and checkpoints reach no one, and the run must not end in
+  // "finished". Looked at a few times a second (a stat and three fstats), and at the end.
+  void check_folder(bool now_or_never = false) {
+    const auto now = Clock::now();
+    if (now < next_folder_check_ && !now_or_never) return;
+    next_folder_check_ = now + std::chrono::milliseconds(250);
+    std::string lost;
+    if (!folder_lock_->still_at(options_.out_dir)) {
+      lost = "the results folder " + options_.out_dir + " was deleted or replaced";
+    } else if (journal_->unlinked() || results_->unlinked()) {
+      lost = (journal_->unlinked() ? journal_->path() : results_->path()) + " was deleted";
+    }
+    if (lost.empty()) return;
+    folder_lost_ = true;
+    throw Error(lost + " while the experiment ran; it stops (its results went with it)");
+  }
+
   ActorState* actor_by_id(int id) { return registry_.actor_by_id(id); }
 
   // Says once per kind of device when its actors train one unit at a time although max_pack
@@ -820,22 +928,34 @@ class Driver {
       }
       start_next_job(*target, trial);
     }
-    if (running_jobs() == 0 && book_.queue_empty() && live_actors() == 0 && registry_.open_slots() == 0) {
-      if (!registry_.any_actor_joined()) {
-        // With no local actors the driver waits for nodes and actors started elsewhere.
-        if (config_.actors == 0 && seconds_since_start() < config_.join_timeout_seconds) return false;
-        if (config_.actors == 0) {
-          throw Error(fmt::format("no actor joined within {:g} s (join_timeout_seconds); start `packtune node "
-                                  "--driver {}{}` on the machines that should train",
-                                  config_.join_timeout_seconds, endpoint_, curve_ ? " --keys DIR" : ""));
-        }
-      }
-      // An actor that exited on bad input said why before it went: that is the user's line.
-      if (actor_input_error_ && !actor_said_.empty()) throw InputError(actor_said_);
-      std::string why = actor_failures_.empty() ? "every actor exited" : actor_failures_.back();
-      throw Error("no actor is left to train on: " + why);
+    if (live_actors() > 0 || registry_.open_slots() > 0) {
+      alone_since_.reset();
+      return false;
     }
-    return false;
+    // No actor trains and none of the driver's own will come back. An actor that exited on
+    // bad input said why before it went: that is the user's line.
+    if (actor_input_error_ && !actor_said_.empty()) throw InputError(actor_said_);
+    // Nodes and actors started elsewhere may still join, as at the start: the driver waits
+    // join_timeout_seconds for one (before, it waited for ever once its actors were given up).
+    const auto now = Clock::now();
+    const bool joined = registry_.any_actor_joined();
+    const std::string join_with = fmt::format("packtune node --driver {}{}", endpoint_, curve_ ? " --keys DIR" : "");
+    const std::string why = actor_failures_.empty() ? "every actor exited" : actor_failures_.back();
+    if (!alone_since_) {
+      alone_since_ = now;
+      if (joined || config_.actors > 0) {
+        spdlog::warn("no actor is left to train on ({}); waiting {:g} s (join_timeout_seconds) for one to join: "
+                      "`{}`", why, config_.join_timeout_seconds, join_with);
+      }
+    }
+    if (now - *alone_since_ < std::chrono::duration<double>(config_.join_timeout_seconds)) return false;
+    if (!joined && config_.actors == 0) {
+      throw Error(fmt::format("no actor joined within {:g} s (join_timeout_seconds); start `{}` on the machines "
+                              "that should train", config_.join_timeout_seconds, join_with));
+    }
+    throw Error(fmt::format("no actor is left to train on, and none joined within {:g} s (join_timeout_seconds): "
+                            "{}; continue with `packtune run --resume {}`",
+                            config_.join_timeout_seconds, why, options_.out_dir));
   }
 
   // Rung boundaries are Hyperband's and successive halving's: a rung ends and its promotions
@@ -1098,14 +1218,16 @@ class Driver {
   }
 
   // Once the tuner is done, before the actors stop: the best trial's final model evaluated on
-  // the test split by one actor, for best.json and the summary.
-  void test_best() {
+  // the test split by one actor, for best.json and the summary. Returns the run's exit code:
+  // 0 when the test is done or cannot be done, 130 when a signal cut it short, 1 when no actor
+  // answered; for those two the checkpoint stays and --resume runs the test again.
+  int test_best() {
     const auto& best = results_->best();
-    if (!config_.evaluate_test || !best) return;
+    if (!config_.evaluate_test || !best) return 0;
     const auto paths = store_->newest_first(best->trial);
     if (paths.empty()) {
       spdlog::warn("no test accuracy: trial {} has no checkpoint (a job stopped early writes none)", best->trial);
-      return;
+      return 0;
     }
     const TrialState& trial = book_.at(best->trial);
     for (auto& [identity, actor] : registry_.actors()) {
@@ -1125,21 +1247,30 @@ class Driver {
         store_->tick(router_);
         poll_local_actors();
         check_heartbeats();
+        check_folder();
       }
+      if (interrupted) break;
       if (!testing_->answer) continue;  // that actor died or hung: the next one tries
       const auto answer = std::move(*testing_->answer);
       testing_.reset();
       if (!answer.error.empty()) {
         spdlog::warn("no test accuracy for trial {}: {}", best->trial, answer.error);
-        return;
+        return 0;
       }
       nlohmann::json test = {{"trial", answer.trial}, {"budget", answer.budget}};
       for (const auto& [name, value] : answer.metrics) test[name] = value;
       results_->set_test(test);
-      return;
+      return 0;
     }
     testing_.reset();
-    spdlog::warn("no test accuracy for trial {}: no actor answered", best->trial);
+    if (interrupted) {
+      spdlog::warn("interrupted during the test of trial {}: every job is done, only the test remains; run it "
+                   "with `packtune run --resume {}`", best->trial, options_.out_dir);
+      return 130;
+    }
+    spdlog::error("no test accuracy for trial {}: no actor answered; every job is done, only the test remains; "
+                  "run it with `packtune run --resume {}`", best->trial, options_.out_dir);
+    return 1;
   }
 
   // At the end nothing can be promoted any more: the store keeps the best trials' newest
@@ -1162,12 +1293,12 @@ class Driver {
   DriverOptions options_;
   std::unique_ptr<tuners::Tuner> tuner_;
   TunerJournal tuning_;  // every call to the tuner goes through the journal
+  std::unique_ptr<FolderLock> folder_lock_;  // before the report, whose thread asks it
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<StatusDisplay> display_;
   std::unique_ptr<LiveReport> report_;  // DIR/report.html, rewritten during the run
   bool report_written_ = false;
   std::string ipc_file_;  // the socket file of an ipc endpoint, removed at the end
-  std::unique_ptr<FolderLock> folder_lock_;
   std::vector<TrialId> best_finished_;  // trials keeping their final models, best first
   struct Testing {
     TrialId trial = -1;
@@ -1193,12 +1324,16 @@ class Driver {
   bool actor_input_error_ = false;  // an actor process exited with code 2 (bad input)
   std::string actor_said_;          // the last ActorFailed message
   std::int64_t refused_reports_ = 0;
+  std::set<std::string> asked_to_hello_;  // unknown peers told to join again (Rejoin), once each
   std::int64_t train_images_ = 0;  // an epoch's images, from the data file's header  // from retired actors, after a partition
   bool settled_ = false;
   std::set<std::string> explained_;  // device kinds explain_units spoke of
   bool capacities_stale_ = false;  // an actor got ready since the plan's actors were updated
   Clock::time_point start_;
   Clock::time_point next_silence_check_;
+  Clock::time_point next_folder_check_;
+  std::optional<Clock::time_point> alone_since_;  // since when no actor trains and none can come back
+  bool folder_lost_ = false;  // check_folder found the results folder gone
   Clock::time_point last_commit_;  // the loop's last commit (kCommitInterval)
 };
 
@@ -1209,6 +1344,8 @@ std::string journal_path(const std::string& out_dir) {
 }
 
 int run_experiment(const ExperimentConfig& config, const DriverOptions& options) {
+  SignalsCaught signals;
+  remove_files_of_gone_drivers();
   Driver driver(config, options);
   return driver.run();
 }

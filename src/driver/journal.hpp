@@ -37,6 +37,7 @@ class Journal {
   const std::string& path() const { return log_.path(); }
   void append(const nlohmann::json& entry) { log_.append(entry); }
   bool dirty() const { return log_.dirty(); }
+  bool unlinked() const { return log_.unlinked(); }
   // Writes what was appended since the last commit and waits until it is on the disk. On a
   // failure (a full disk) the file is cut back to its last whole line, the entries stay
   // pending, and Error says how to go on.

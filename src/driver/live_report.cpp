@@ -24,8 +24,17 @@ constexpr auto kInterval = std::chrono::seconds(5);
 constexpr int kSlowdown = 10;
 // The first page comes sooner, so a user can open it as soon as the run has started.
 constexpr auto kFirst = std::chrono::seconds(2);
-// Free space the journal and checkpoints keep: the report never takes the last of the disk.
+// Free space the journal and checkpoints keep while the run goes on: the report never takes
+// the last of the disk. On a volume smaller than four times this, a quarter of it (a 64 MiB
+// volume that holds the whole run must get its page too). The final page keeps nothing: the
+// run's files are written by then, and a page that does not fit is a warning.
 constexpr std::uintmax_t kKeepFree = 256ull << 20;
+
+std::uintmax_t keep_free_while_running(const std::string& dir) {
+  std::error_code ec;
+  const auto space = std::filesystem::space(dir, ec);
+  return ec ? kKeepFree : std::min(kKeepFree, space.capacity / 4);
+}
 // Past this much of results.jsonl and journal.jsonl together (some 12,000 reports) the driver
 // stops writing the page, at the end too: building it holds some 30 times the files in
 // memory (2.2 GB for load_bench's 145,000 reports, and 45% more driver CPU per message), and
@@ -48,8 +57,9 @@ struct LiveReport::Shared {
   std::string last_warning;  // each distinct failure is logged once, not every 5 s
 };
 
-LiveReport::LiveReport(std::string dir)
-    : dir_(std::move(dir)), shared_(std::make_shared<Shared>()), next_(Clock::now() + kFirst) {}
+LiveReport::LiveReport(std::string dir, std::function<bool()> still_ours)
+    : dir_(std::move(dir)), still_ours_(std::move(still_ours)), shared_(std::make_shared<Shared>()),
+      next_(Clock::now() + kFirst) {}
 
 LiveReport::~LiveReport() { join(); }
 
@@ -57,17 +67,20 @@ void LiveReport::join() {
   if (worker_.joinable()) worker_.join();
 }
 
-bool LiveReport::write(const std::string& dir, bool live, Shared& shared) {
+bool LiveReport::write(const std::string& dir, bool live, Shared& shared,
+                       const std::function<bool()>& still_ours) {
   const auto start = Clock::now();
   std::string warning;
   try {
+    // A folder deleted or replaced under the run is someone else's now (the driver stops).
+    if (!still_ours()) throw Error(dir + " is no longer the run's folder");
     if (size_of(std::filesystem::path(dir) / "results.jsonl") + size_of(std::filesystem::path(dir) / "journal.jsonl") >
         kDriverLimit) {
       throw Error("results.jsonl and journal.jsonl are over " + std::to_string(kDriverLimit >> 20) +
                   " MiB, too large for the driver to rewrite the page; run `packtune report " + dir +
                   "` once the experiment ends");
     }
-    report::write_report(dir, "", live, kKeepFree);
+    report::write_report(dir, "", live, live ? keep_free_while_running(dir) : 0);
   } catch (const std::exception& e) {  // Error, or bad_alloc on a huge run: the run goes on
     warning = e.what();
   }
@@ -88,18 +101,18 @@ void LiveReport::tick(Clock::time_point now) {
   }
   next_ = now + std::max<Clock::duration>(kInterval, kSlowdown * took);
   shared_->busy = true;
-  worker_ = std::thread([dir = dir_, shared = shared_] {
+  worker_ = std::thread([dir = dir_, shared = shared_, still_ours = still_ours_] {
     // The lowest priority, for this thread alone (Linux's nice is per thread): on a machine
     // whose cores the actors fill, the page waits, not the driver's loop or the training.
     ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
-    write(dir, true, *shared);
+    write(dir, true, *shared, still_ours);
     shared->busy = false;
   });
 }
 
 bool LiveReport::finish() {
   join();
-  return write(dir_, false, *shared_);
+  return write(dir_, false, *shared_, still_ours_);
 }
 
 }  // namespace packtune

@@ -5,6 +5,7 @@
 // command (experiment/report_page.hpp); the loop only starts it and never waits for it,
 // except at the end. A failure to write it is a warning, never the end of the run.
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -15,7 +16,9 @@ class LiveReport {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit LiveReport(std::string dir);
+  // `still_ours`: whether `dir` is still the run's folder (not deleted or replaced), asked
+  // before each rewrite from the writing thread; it must be safe to call from there.
+  LiveReport(std::string dir, std::function<bool()> still_ours);
   ~LiveReport();
   LiveReport(const LiveReport&) = delete;
   LiveReport& operator=(const LiveReport&) = delete;
@@ -28,10 +31,11 @@ class LiveReport {
 
  private:
   struct Shared;
-  static bool write(const std::string& dir, bool live, Shared& shared);
+  static bool write(const std::string& dir, bool live, Shared& shared, const std::function<bool()>& still_ours);
   void join();
 
   std::string dir_;
+  std::function<bool()> still_ours_;
   std::shared_ptr<Shared> shared_;
   std::thread worker_;
   Clock::time_point next_;

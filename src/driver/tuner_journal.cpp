@@ -85,6 +85,18 @@ TunerJournal::Recovered TunerJournal::replay(const std::vector<json>& entries) {
   };
   std::map<TrialId, std::size_t> last_job;  // the index of each trial's last job entry
   std::size_t index = 0;
+  // A journal that lost or changed a line in the middle gives the tuner a result it cannot
+  // place; its error must say which entry (= line) of the journal, not only the tuner's view.
+  auto replaying = [&index](auto&& call) -> decltype(call()) {
+    try {
+      return call();
+    } catch (const InputError&) {
+      throw;
+    } catch (const Error& e) {
+      throw InputError(fmt::format("line {}: {}; the journal was damaged or edited, and the experiment cannot be "
+                                   "resumed from it", index, e.what()));
+    }
+  };
   try {
     for (const auto& entry : entries) {
       ++index;
@@ -95,7 +107,7 @@ TunerJournal::Recovered TunerJournal::replay(const std::vector<json>& entries) {
         expected.trial = j.at("trial").get<TrialId>();
         expected.budget = j.at("budget").get<double>();
         expected.config = tuners::config_from_json(j.at("config"), "journal: config");
-        Job job = tuner_.next_job();
+        Job job = replaying([&] { return tuner_.next_job(); });
         if (job.kind != expected.kind || job.trial != expected.trial || job.budget != expected.budget ||
             job.config != expected.config) {
           throw Error(fmt::format("the tuner did not repeat its decisions: entry {} of the journal is \"{}\" but "
@@ -103,7 +115,7 @@ TunerJournal::Recovered TunerJournal::replay(const std::vector<json>& entries) {
                                   "the same seed and results (docs/tuners.md)",
                                   index, describe(expected), describe(job)));
         }
-        if (rules_) rules_->check(job);
+        if (rules_) replaying([&] { rules_->check(job); });
         last_job[job.trial] = index;
         auto& t = r.trials[job.trial];
         t.job = job;
@@ -113,7 +125,8 @@ TunerJournal::Recovered TunerJournal::replay(const std::vector<json>& entries) {
         const auto& e = entry["report"];
         const auto trial = e.at("trial").get<TrialId>();
         const double metric = metric_of(e.at("metric"));
-        const auto decision = tuner_.on_report(trial, e.at("budget").get<double>(), metric);
+        const auto decision =
+            replaying([&] { return tuner_.on_report(trial, e.at("budget").get<double>(), metric); });
         const bool stop = e.at("stop").get<bool>();
         if ((decision == tuners::Decision::Stop) != stop) {
           throw Error(fmt::format("the tuner did not repeat its decisions: at entry {} of the journal it {} trial {} "
@@ -128,8 +141,10 @@ TunerJournal::Recovered TunerJournal::replay(const std::vector<json>& entries) {
         const auto& e = entry["result"];
         const auto trial = e.at("trial").get<TrialId>();
         const double metric = metric_of(e.at("metric"));
-        tuner_.on_result(trial, e.at("budget").get<double>(), metric);
-        if (rules_) rules_->result(trial, e.at("budget").get<double>());
+        replaying([&] {
+          tuner_.on_result(trial, e.at("budget").get<double>(), metric);
+          if (rules_) rules_->result(trial, e.at("budget").get<double>());
+        });
         if (entry.contains("row")) add_row(entry["row"]);
         auto& t = r.trials[trial];
         t.running = false;
@@ -147,7 +162,7 @@ TunerJournal::Recovered TunerJournal::replay(const std::vector<json>& entries) {
       }
     }
   } catch (const json::exception& e) {
-    throw InputError(fmt::format("journal entry {} is not one packtune writes ({}); the experiment cannot be resumed",
+    throw InputError(fmt::format("line {} is not an entry packtune writes ({}); the experiment cannot be resumed",
                                  index, e.what()));
   }
   // In the order the tuner gave their last jobs: the queue a resumed driver starts from.

@@ -1,6 +1,7 @@
 #include "experiment/line_log.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -66,6 +67,11 @@ LineLog LineLog::reopen(const std::string& path, long long whole_bytes, std::str
 void LineLog::append(const nlohmann::json& line) {
   pending_ += line.dump();
   pending_ += '\n';
+}
+
+bool LineLog::unlinked() const {
+  struct stat st {};
+  return fd_ >= 0 && ::fstat(fd_, &st) == 0 && st.st_nlink == 0;
 }
 
 void LineLog::flush(bool sync) {

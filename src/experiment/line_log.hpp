@@ -31,6 +31,8 @@ class LineLog {
   // the path, the cause and the advice.
   void flush(bool sync);
   const std::string& path() const { return path_; }
+  // The file was deleted (or renamed over) while open: lines written to it reach no one.
+  bool unlinked() const;
 
  private:
   LineLog(std::string path, int fd, long long size, std::string advice);

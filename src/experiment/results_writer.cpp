@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "packtune/error.hpp"
 
@@ -35,17 +36,23 @@ void write_file(const fs::path& path, const std::string& text) {
 
 }  // namespace
 
+bool ResultsWriter::create_folder(const std::string& dir) {
+  if (fs::exists(dir) && !fs::is_directory(dir)) {
+    throw InputError("--out " + dir + ": exists and is not a directory");
+  }
+  std::error_code ec;
+  const bool created = fs::create_directories(dir, ec);
+  if (ec) throw InputError("--out " + dir + ": cannot create the directory (" + ec.message() + ")");
+  return created;
+}
+
 void ResultsWriter::check_fresh(const std::string& dir) {
   if (fs::exists(fs::path(dir) / "results.jsonl")) {
     throw InputError("--out " + dir + ": already holds results.jsonl; choose another --out, remove the old "
                      "results, or continue them with `packtune run --resume " + dir + "`");
   }
-  if (fs::exists(dir) && !fs::is_directory(dir)) {
-    throw InputError("--out " + dir + ": exists and is not a directory");
-  }
+  create_folder(dir);
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw InputError("--out " + dir + ": cannot create the directory (" + ec.message() + ")");
   // Permissions alone do not tell (root ignores them; a read-only mount does not): try.
   const auto probe = (fs::path(dir) / ".packtune-probe").string();
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -63,6 +70,15 @@ ResultsWriter::ResultsWriter(const std::string& dir, const nlohmann::json& confi
   if (ec) throw Error("--out " + dir_ + ": cannot create the directory (" + ec.message() + ")");
   write_file(fs::path(dir_) / "config.json", config_as_run.dump(2) + "\n");
   log_.emplace(LineLog::create(path_, resume_advice()));
+}
+
+bool ResultsWriter::restore_config(const std::string& dir, const nlohmann::json& config_as_run) {
+  const auto path = fs::path(dir) / "config.json";
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in && nlohmann::json::parse(text, nullptr, false) == config_as_run) return false;
+  write_file(path, config_as_run.dump(2) + "\n");
+  return true;
 }
 
 ResultsWriter::ResultsWriter(const std::string& dir, const std::vector<nlohmann::json>& rows, std::string metric,

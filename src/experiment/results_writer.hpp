@@ -34,6 +34,9 @@ struct ReportRow {
 
 class ResultsWriter {
  public:
+  // Creates `dir` for a new run, or throws InputError; true when it did not exist. Nothing is
+  // written into it: the driver locks the folder first (two drivers may start on one --out).
+  static bool create_folder(const std::string& dir);
   // Throws InputError when `dir` already holds results (a new run never overwrites one), or
   // when it cannot be created or written: before any actor starts, not at the first report.
   static void check_fresh(const std::string& dir);
@@ -41,6 +44,9 @@ class ResultsWriter {
   // A new run: writes config.json and an empty results.jsonl.
   ResultsWriter(const std::string& dir, const nlohmann::json& config_as_run,
                 std::string metric, tuners::Mode mode);
+  // config.json as the journal's header holds it: a resume rewrites one that was damaged,
+  // edited or deleted. Returns whether it did.
+  static bool restore_config(const std::string& dir, const nlohmann::json& config_as_run);
   // A resumed run: results.jsonl is rewritten to hold exactly `rows`, the journal's.
   ResultsWriter(const std::string& dir, const std::vector<nlohmann::json>& rows, std::string metric,
                 tuners::Mode mode);
@@ -74,6 +80,8 @@ class ResultsWriter {
   void write_best() const;
   std::int64_t rows() const { return rows_; }
   const std::string& path() const { return path_; }
+  // results.jsonl was deleted while the run writes it (LineLog::unlinked).
+  bool unlinked() const { return log_ && log_->unlinked(); }
 
  private:
   // Counts the line and keeps it if it is the best so far.

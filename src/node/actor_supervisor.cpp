@@ -162,10 +162,11 @@ std::vector<SupervisorEvent> ActorSupervisor::reap() {
     SupervisorEvent exited{SupervisorEvent::Kind::Exited, index, slot.pid, exit_cause(status), false, slot.restarts};
     // Code 2 is the CLI's bad input (a device this machine lacks, a data set it cannot read).
     exited.input_error = WIFEXITED(status) && WEXITSTATUS(status) == 2;
+    // Exit code 0 is an actor the driver shut down: its work is over, not lost.
+    exited.clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    const bool clean = exited.clean;
     slot.pid = -1;
     slot.last_exit = exited.how;
-    // Exit code 0 is an actor the driver shut down: its work is over, not lost.
-    const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (!restarting_ || clean) {
       // A clean exit is the end of an experiment, not news.
       spdlog::log(clean ? spdlog::level::debug : spdlog::level::info, "actor process {} (pid {}) {}", index,

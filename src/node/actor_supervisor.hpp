@@ -38,6 +38,7 @@ struct SupervisorEvent {
   bool restarting = false;  // Exited: the slot will start again
   int restarts = 0;     // restarts of the slot so far
   bool input_error = false;  // Exited with code 2: bad input, which a restart would meet again
+  bool clean = false;        // Exited with code 0: its driver shut it down; never restarted
 };
 
 class ActorSupervisor {

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include <fmt/ranges.h>
@@ -79,7 +80,8 @@ class NodeAgent {
 
   int run() {
     const int slots = options_.gpus.empty() ? options_.actors : static_cast<int>(options_.gpus.size());
-    register_with_driver(describe_machine(options_.gpus, slots));
+    hello_ = describe_machine(options_.gpus, slots);
+    register_with_driver(hello_);
     const bool own_work_dir = options_.work_dir.empty();
     const std::string work_dir = own_work_dir ? fresh_work_dir("node") : options_.work_dir;
     SupervisorOptions supervision;
@@ -131,6 +133,7 @@ class NodeAgent {
     auto* welcome = std::get_if<proto::NodeWelcome>(&*reply);
     if (!welcome) throw Error(std::string("expected NodeWelcome from the driver, got ") + proto::verb(*reply));
     node_id_ = welcome->node_id;
+    hello_.node_id = node_id_;
     heartbeat_ = std::chrono::duration<double>(welcome->heartbeat_seconds);
     spdlog::info("node {}: registered with the driver at {} ({} core(s), {} MiB, {} GPU(s))", node_id_,
                  options_.driver, hello.cores, hello.memory_bytes >> 20, hello.devices.size());
@@ -153,11 +156,40 @@ class NodeAgent {
           stop(options_.shutdown_grace_seconds, 0);
           return 0;
         }
-        if (!std::holds_alternative<proto::Heartbeat>(*message)) {
+        if (auto* rejoin = std::get_if<proto::Rejoin>(&*message)) {
+          // A driver resumed after a kill: the node asks for its old id, which its actors'
+          // Hello says; they rejoin on their own.
+          spdlog::warn("node {}: the driver asks it to join again ({})", node_id_, rejoin->reason);
+          send_message(socket_, hello_);
+        } else if (auto* welcome = std::get_if<proto::NodeWelcome>(&*message)) {
+          if (welcome->node_id != node_id_) {
+            spdlog::warn("node {}: joined again as node {}; its actors still say node {}, so the driver hears of "
+                         "their exits only when they go silent", node_id_, welcome->node_id, node_id_);
+          } else {
+            spdlog::info("node {}: joined the driver again", node_id_);
+          }
+          node_id_ = welcome->node_id;
+          heartbeat_ = std::chrono::duration<double>(welcome->heartbeat_seconds);
+        } else if (auto* reject = std::get_if<proto::Reject>(&*message)) {
+          throw Error("the driver refused this node: " + reject->reason);
+        } else if (!std::holds_alternative<proto::Heartbeat>(*message)) {
           spdlog::warn("node {}: unexpected {} from the driver", node_id_, proto::verb(*message));
         }
       }
-      report(supervisor_->poll());
+      const auto events = supervisor_->poll();
+      report(events);
+      for (const auto& e : events) {
+        if (e.kind == SupervisorEvent::Kind::Exited && e.clean) {
+          shut_down_.insert(e.local_index);
+        }
+      }
+      if (supervisor_->slots() > 0 && static_cast<int>(shut_down_.size()) == supervisor_->slots()) {
+        // The driver shut every actor down: the experiment is over, though the node's own
+        // Shutdown may never come (a resumed driver that ended before this node rejoined it).
+        spdlog::info("node {}: the driver shut down every actor; the node stops", node_id_);
+        stop(options_.shutdown_grace_seconds, 0);
+        return 0;
+      }
       if (supervisor_->slots() > 0 && gave_up_slots() == supervisor_->slots()) {
         spdlog::error("node {}: every actor was given up; see the logs in {}", node_id_,
                       std::filesystem::path(supervisor_->log_path(0)).parent_path().string());
@@ -208,6 +240,8 @@ class NodeAgent {
   zmq::socket_t socket_;
   std::unique_ptr<ActorSupervisor> supervisor_;
   int node_id_ = -1;
+  proto::NodeHello hello_;  // said again when a resumed driver asks (Rejoin)
+  std::set<int> shut_down_;  // slots whose actor exited with code 0: the driver shut it down
   std::chrono::duration<double> heartbeat_{1.0};
 };
 

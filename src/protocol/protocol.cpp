@@ -84,7 +84,8 @@ std::string refusal(const NodeHello& hello) {
   auto why = first_of({version_refusal(hello.protocol_version), out_of_range("actors", hello.actors, 0, kMaxNodeActors),
                        out_of_range("devices", static_cast<std::int64_t>(hello.devices.size()), 0, kMaxNodeActors),
                        out_of_range("cores", hello.cores, 0, std::numeric_limits<std::int32_t>::max()),
-                       out_of_range("memory_bytes", hello.memory_bytes, 0, kMaxMemoryBytes)});
+                       out_of_range("memory_bytes", hello.memory_bytes, 0, kMaxMemoryBytes),
+                       out_of_range("node_id", hello.node_id, -1, std::numeric_limits<std::int32_t>::max() - 1)});
   for (const auto& device : hello.devices) {
     if (why.empty()) why = out_of_range("a device's memory_bytes", device.memory_bytes, 0, kMaxMemoryBytes);
   }

@@ -13,7 +13,7 @@
 
 namespace packtune::protocol {
 
-constexpr std::uint32_t kProtocolVersion = 7;
+constexpr std::uint32_t kProtocolVersion = 8;  // 8: NodeHello.node_id
 
 // What every actor of an experiment needs to know, sent once in Welcome.
 struct ExperimentSpec {
@@ -216,6 +216,8 @@ struct Heartbeat {
 
 // driver -> actor: the driver retired this actor (it was silent too long: a partition) and
 // gave its jobs to others; it drops its pack and says Hello again, to get new work.
+// driver -> actor or node: a driver resumed with --resume hears from a peer that joined the
+// driver before it; the peer says Hello (an actor, dropping its pack) or NodeHello again.
 struct Rejoin {
   std::string reason;
 
@@ -261,9 +263,12 @@ struct NodeHello {
   std::int64_t memory_bytes = 0;
   std::vector<NodeDevice> devices;
   std::int32_t actors = 0;
+  // The id a driver gave this node before, when it joins again (Rejoin), else -1: a resumed
+  // driver gives it back, so that its actors' Hello (which says it) names this node.
+  std::int32_t node_id = -1;
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(protocol_version, host, pid, cores, memory_bytes, devices, actors); }
+  void serialize(Archive& ar) { ar(protocol_version, host, pid, cores, memory_bytes, devices, actors, node_id); }
 };
 
 // driver -> node: accepted; its actors say `node_id` in their Hello. The node heartbeats

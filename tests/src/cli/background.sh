@@ -26,3 +26,38 @@ private_net() {
 
 # free_port SEED: a port for a driver to listen on (the rule packtune-ssh uses).
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../scripts" && pwd)/free_port.sh"
+
+# wait_held FILE PID: waits until a process holds at a PACKTUNE_TEST_HOLD point (FILE holds
+# its pid; include/packtune/test_hold.hpp), or fails if PID (the driver) ended first. No timing:
+# it waits for the point however long the machine takes to get there.
+wait_held() {
+  local file="$1" pid="$2"
+  until [ -s "$file" ]; do
+    kill -0 "$pid" 2> /dev/null || { echo "FAIL: process $pid ended before it reached the hold ($file)"; return 1; }
+    sleep 0.05
+  done
+}
+
+# tiny_config FILE [JSON]: a small run (random search, 2 trials of half an epoch on 1,000
+# images, one actor) with JSON's keys merged over it.
+tiny_config() {
+  local extra="${2:-}"
+  [ -n "$extra" ] || extra='{}'
+  python3 - "$1" "$extra" <<'PY'
+import json, sys
+c = {"seed": 3, "budget": {"unit": "epochs", "max": 0.5, "report_every": 0.25},
+     "tuner": {"name": "random", "trials": 2}, "actors": 1, "max_pack": 1, "fuse": "never",
+     "threads_per_actor": 1, "actor_timeout_seconds": 600,
+     "data": {"train_size": 1000, "validation_size": 500},
+     "model": {"family": "mlp", "depth": 1, "width": 32, "batch_size": 64, "optimizer": "adam"},
+     "space": {"lr": {"type": "loguniform", "low": 0.001, "high": 0.01}}}
+c.update(json.loads(sys.argv[2]))
+json.dump(c, open(sys.argv[1], "w"), indent=1)
+PY
+}
+
+# wait_for PID: waits for the background process PID and sets $code to its exit status.
+wait_for() {
+  code=0
+  wait "$1" || code=$?
+}

@@ -2,8 +2,9 @@
 # Disks: an --out that cannot be written is refused before any actor starts (exit 2); a disk
 # that fills mid-run (a 2 MiB tmpfs as --out) stops the experiment with one error line naming
 # the path, results.jsonl keeps only whole lines, and after space is freed `--resume` ends the
-# experiment as a run that never lacked space did. Needs root for a mount namespace (skipped,
-# exit 77, without).
+# experiment as a run that never lacked space did. On a small volume (a 64 MiB tmpfs, under the
+# 256 MiB a live report leaves free) a run that fits still gets its report.html. Needs root
+# for a mount namespace (skipped, exit 77, without).
 set -euo pipefail
 packtune="$1"
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -13,6 +14,7 @@ if [ "$(id -u)" -ne 0 ] || ! unshare -m true 2> /dev/null; then
 fi
 
 cp "$here/hyperband_sweep.json" "$work/config.json"
+tiny_config "$work/tiny.json" '{"evaluate_test": false}'
 
 # Not writable: a path through a file, and (below) a read-only mount.
 set +e
@@ -24,7 +26,7 @@ set -e
 
 "$packtune" run "$work/config.json" --out "$work/ref" --quiet > "$work/ref.out" 2>&1
 
-mkdir -p "$work/small" "$work/readonly"
+mkdir -p "$work/small" "$work/readonly" "$work/medium"
 # The mounts live and die with this namespace: nothing is left mounted whatever happens.
 unshare -m --propagation private bash -euo pipefail -s "$packtune" "$work" <<'INNER'
 packtune="$1"; work="$2"
@@ -36,6 +38,13 @@ set -e
 [ "$code" -eq 2 ] && grep -q "readonly/run: cannot" "$work/readonly.out" || {
   echo "FAIL: a read-only --out was not refused with exit 2"; cat "$work/readonly.out"; exit 1; }
 [ ! -e "$work/readonly/run/logs" ] || { echo "FAIL: actors started on a read-only --out"; exit 1; }
+
+mount -t tmpfs -o size=64m tmpfs "$work/medium"
+"$packtune" run "$work/tiny.json" --out "$work/medium/run" > "$work/medium.out" 2>&1 || {
+  echo "FAIL: a run on a 64 MiB volume"; cat "$work/medium.out"; exit 1; }
+[ -s "$work/medium/run/report.html" ] && grep -q "charts: $work/medium/run/report.html" "$work/medium.out" || {
+  echo "FAIL: no report.html on a 64 MiB volume with room for it"; df -h "$work/medium"; cat "$work/medium.out"; exit 1; }
+echo "a 64 MiB volume: report.html written ($(stat -c %s "$work/medium/run/report.html") bytes)"
 
 mount -t tmpfs -o size=2m tmpfs "$work/small"
 set +e

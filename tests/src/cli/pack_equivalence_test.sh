@@ -47,3 +47,36 @@ for key in alone:
         assert d <= 1e-3, f"trial {key[0]} budget {key[1]} {metric}: {alone[key][metric]} vs {packed[key][metric]}"
 print(f"1 passed, 0 failed: 16 reports agree, largest difference {worst:.2e}")
 PY
+
+# Trials of one width: trained alone (--max-pack 1, each a unit of one) and as one fused unit
+# of 8 (no padding), the same numbers bit for bit, for an MLP and a CNN with batch norm
+# (docs/reproducibility.md). Optimizers, learning rates, momentum and dropout differ.
+for family in mlp cnn; do
+  /usr/bin/python3 - "$work/config.json" "$work/$family.json" "$family" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+del c["space"]["width"]
+if sys.argv[3] == "cnn":
+    c["model"].update({"family": "cnn", "depth": 2, "channels": 4, "width": 16, "batch_norm": True})
+    c["data"]["train_size"] = 1024
+json.dump(c, open(sys.argv[2], "w"))
+PY
+  "$packtune" run "$work/$family.json" --out "$work/$family-alone" --max-pack 1 --quiet > /dev/null
+  "$packtune" run "$work/$family.json" --out "$work/$family-packed" --max-pack 8 --fuse always --quiet > /dev/null
+  /usr/bin/python3 - "$work" "$family" <<'PY'
+import json, sys
+work, family = sys.argv[1], sys.argv[2]
+def reports(name):
+    return {(r["trial"], r["budget"]): r for r in map(json.loads, open(f"{work}/{family}-{name}/results.jsonl"))}
+alone, packed = reports("alone"), reports("packed")
+assert alone.keys() == packed.keys() and len(alone) == 16, (sorted(alone), sorted(packed))
+assert all(r["unit_size"] == 1 for r in alone.values()), "alone: every unit of one"
+assert all(r["unit_size"] == 8 for r in packed.values()), "packed: one unit of all 8"
+assert len({r["config"]["optimizer"] for r in alone.values()}) > 1, "the trials should differ in optimizer"
+for key in alone:
+    for metric in ("val_loss", "val_accuracy", "train_loss"):
+        assert alone[key][metric] == packed[key][metric], \
+            f"{family} trial {key[0]} budget {key[1]} {metric}: {alone[key][metric]!r} vs {packed[key][metric]!r}"
+print(f"1 passed, 0 failed: {family}: 16 reports of one width equal bit for bit alone and in a unit of 8")
+PY
+done

@@ -156,3 +156,19 @@ TEST_CASE("actors are found by id; a Hello again from the same identity takes a 
   CHECK(registry.actor_by_id(-1) == nullptr);
   CHECK(registry.actor_by_id(again + 1) == nullptr);
 }
+
+TEST_CASE("a node rejoining a resumed driver gets its old id back, and links actors that said it first") {
+  const auto t0 = Clock::now();
+  ActorRegistry registry({60, 60, 30});
+  // The resumed driver hears the actor of node 2 before node 2 itself.
+  auto& actor = registry.add_actor("x1", hello("b", 2, 0, 200), t0);
+  CHECK(actor.node_id == -1);
+  auto again = node_hello("b", 1);
+  again.node_id = 2;
+  CHECK(registry.add_node("node-b", again, t0).id == 2);
+  CHECK(actor.node_id == 2);
+  CHECK(registry.actor_in_slot(2, 0, 200) == &actor);
+  // A fresh node takes the next id after it; one asking for a taken id gets a fresh one too.
+  CHECK(registry.add_node("node-c", node_hello("c", 1), t0).id == 3);
+  CHECK(registry.add_node("node-d", again, t0).id == 4);
+}
