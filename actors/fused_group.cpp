@@ -241,6 +241,15 @@ void FusedGroup::remove(tuners::TrialId trial) {
   fit_members();  // shrinks to the widest remaining member
 }
 
+namespace {
+
+// [K, ...] from K tensors; a unit of one (most trials on a CPU) takes a view, not a copy.
+torch::Tensor stack_members(const std::vector<torch::Tensor>& tensors) {
+  return tensors.size() == 1 ? tensors.front().unsqueeze(0) : torch::stack(tensors);
+}
+
+}  // namespace
+
 std::vector<torch::Tensor> FusedGroup::dropout_masks(std::int64_t batch) {
   std::vector<std::vector<torch::Tensor>> per_member;
   for (const auto& m : members_) {
@@ -261,7 +270,7 @@ std::vector<torch::Tensor> FusedGroup::dropout_masks(std::int64_t batch) {
   for (std::size_t d = 0; d < dropout_params_.size(); ++d) {
     std::vector<torch::Tensor> layer;
     for (auto& masks : per_member) layer.push_back(masks[d]);
-    out.push_back(torch::stack(layer));  // [K, B, width]
+    out.push_back(stack_members(layer));  // [K, B, width]
   }
   return out;
 }
@@ -336,7 +345,7 @@ void FusedGroup::train_step(datasets::BatchStream& stream) {
     inputs.push_back(x);
     labels.push_back(y);
   }
-  std::vector<torch::Tensor> step_inputs{torch::stack(inputs), torch::stack(labels)};
+  std::vector<torch::Tensor> step_inputs{stack_members(inputs), stack_members(labels)};
   for (auto& mask : dropout_masks(step_inputs[0].size(1))) step_inputs.push_back(std::move(mask));
   graph_.run(
       step_inputs, [this](const std::vector<torch::Tensor>& in) { device_step(in); },

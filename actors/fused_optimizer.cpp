@@ -153,7 +153,10 @@ void FusedOptimizer::device_step(const std::vector<torch::Tensor>& params) {
     auto p = params[i].view({k, -1});
     auto grad = params[i].grad().view({k, -1});
     // L2 decay joins the gradient (SGD, Adam); AdamW decays the weights before its update.
-    if (has_l2_) grad = grad.add(p * l2_);
+    // One pass instead of two. Every member's arithmetic must be the same whatever else is in
+    // its group (a member trains bitwise alike in a unit of any size): addcmul may fuse the
+    // multiply-add, so it serves every member or none; a member without decay adds p * 0.
+    if (has_l2_) grad = torch::addcmul(grad, p, l2_);
     if (has_decoupled_) p.mul_(decay_);
     // Slot 0: momentum buffer (SGD) or exp_avg (Adam). A zero buffer times momentum plus
     // the gradient is the gradient exactly: torch's first-step clone.
@@ -163,22 +166,19 @@ void FusedOptimizer::device_step(const std::vector<torch::Tensor>& params) {
     } else {
       s0.mul_(c0_).add_(grad);
     }
-    torch::Tensor sgd_update, adam_update;
-    if (has_sgd_) {
-      sgd_update = has_nesterov_ ? torch::where(nesterov_, grad + s0 * c0_, s0) : s0;
-      sgd_update = sgd_update * lr_;
-    }
+    // Every member's step is p - rate * direction, in one op whatever else its group holds:
+    // SGD's direction is its (Nesterov) momentum at rate lr, Adam's exp_avg / denom at its
+    // bias-corrected step size. One pass over the weights and no temporary for the update.
+    torch::Tensor direction, rate = lr_;
+    if (has_sgd_) direction = has_nesterov_ ? torch::where(nesterov_, grad + s0 * c0_, s0) : s0;
     if (has_adaptive_) {
       auto s1 = slots_[1][i].view({k, -1});
       s1.mul_(b2_).add_(grad * grad * omb2_);
-      auto denom = (s1.sqrt() / bias2).add_(eps);
-      adam_update = s0 / denom * step_size;
+      auto adam = s0 / (s1.sqrt() / bias2).add_(eps);
+      direction = has_sgd_ ? torch::where(adaptive_, adam, direction) : adam;
+      rate = has_sgd_ ? torch::where(adaptive_, step_size, lr_) : step_size;
     }
-    if (has_sgd_ && has_adaptive_) {
-      p.sub_(torch::where(adaptive_, adam_update, sgd_update));
-    } else {
-      p.sub_(has_sgd_ ? sgd_update : adam_update);
-    }
+    p.addcmul_(direction, rate, -1);
   }
 }
 

@@ -276,6 +276,14 @@ class Driver {
     spdlog::info("experiment {}: tuner {}, {}, {} local actor(s) on {}, {} thread(s) each", config_.name,
                  config_.tuner, limit > 0 ? std::to_string(limit) + " trials" : std::string("its whole schedule"),
                  config_.actors, config_.device, threads);
+    // What a user reproducing a run needs to know: whether packing can show in the numbers.
+    spdlog::info("{}", config_.fuse == "always"
+                           ? "fuse always: trials of unlike widths share units, padded; which trials share one "
+                             "depends on timing and can change a trial's last bits (docs/reproducibility.md)"
+                       : config_.fuse == "never"
+                           ? "fuse never: every trial trains as a plain LibTorch model"
+                           : "fuse auto: units hold trials of one width and a trial alone is a unit of one, so "
+                             "packing never changes a trial's numbers (docs/reproducibility.md)");
     for (const auto& warning : tuner_->warnings()) spdlog::warn("{}", warning);
     spdlog::info("driver listening on {}; machines join with: packtune node --driver {}{}", endpoint_, endpoint_,
                  curve_ ? " --keys DIR" : "");
