@@ -83,6 +83,9 @@ packtune::ExperimentConfig resumed_config(const std::string& dir, const po::vari
     config.threads_per_actor = ran["threads_per_actor"].get<int>();
   }
   packtune::record_as_run(config);
+  // A run whose config as run has no threads (it had no local actors, or ran before packtune
+  // recorded them) takes what this machine gives.
+  if (!ran.contains("threads_per_actor")) config.source.erase("threads_per_actor");
   const auto differ = packtune::resume_differences(ran, config.source);
   if (!differ.empty()) {
     std::string keys;

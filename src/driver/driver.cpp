@@ -106,20 +106,23 @@ class SignalsCaught {
 };
 
 // A driver killed with -9 (or by the OOM killer) leaves its ipc socket (make_endpoint) and its
-// actors' work folder (fresh_work_dir) in /tmp; each driver removes those of drivers that are
-// gone. A pid that is alive, or another user's, is left alone.
+// actors' work folder (fresh_work_dir) in the temporary folder ($TMPDIR, else /tmp); each
+// driver removes those of drivers that are gone. A pid that is alive, or a file of another
+// user (whose driver may live in another pid namespace sharing /tmp), is left alone.
 void remove_files_of_gone_drivers() {
   namespace fs = std::filesystem;
   static const std::regex left_by_driver(R"(packtune-(\d{1,9})-\d+\.ipc|packtune-driver-(\d{1,9}))");
   std::error_code ec;
-  std::set<fs::path> folders{"/tmp"};
-  if (auto temp = fs::temp_directory_path(ec); !ec) folders.insert(temp);
-  for (const auto& folder : folders) {
+  const auto folder = fs::temp_directory_path(ec);
+  if (ec) return;
+  {
     fs::directory_iterator it(folder, ec), end;
     for (; !ec && it != end; it.increment(ec)) {
       const auto name = it->path().filename().string();
       std::smatch m;
       if (!std::regex_match(name, m, left_by_driver)) continue;
+      struct stat st {};
+      if (::lstat(it->path().c_str(), &st) != 0 || st.st_uid != ::geteuid()) continue;
       const pid_t pid = std::stoi(m[1].matched ? m[1].str() : m[2].str());
       if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
       std::error_code removed;
@@ -152,7 +155,10 @@ constexpr auto kCommitInterval = std::chrono::milliseconds(10);
 std::string make_endpoint(const std::string& listen) {
   if (listen == "ipc") {
     std::random_device rd;
-    return "ipc:///tmp/packtune-" + std::to_string(getpid()) + "-" + std::to_string(rd() % 100000) + ".ipc";
+    std::error_code ec;
+    auto temp = std::filesystem::temp_directory_path(ec);
+    if (ec) temp = "/tmp";
+    return "ipc://" + (temp / ("packtune-" + std::to_string(getpid()) + "-" + std::to_string(rd() % 100000) + ".ipc")).string();
   }
   if (listen == "tcp") return "tcp://127.0.0.1:*";
   return listen;
@@ -277,13 +283,14 @@ class Driver {
                  config_.tuner, limit > 0 ? std::to_string(limit) + " trials" : std::string("its whole schedule"),
                  config_.actors, config_.device, threads);
     // What a user reproducing a run needs to know: whether packing can show in the numbers.
-    spdlog::info("{}", config_.fuse == "always"
+    spdlog::info("{}{}", config_.fuse == "always"
                            ? "fuse always: trials of unlike widths share units, padded; which trials share one "
                              "depends on timing and can change a trial's last bits (docs/reproducibility.md)"
                        : config_.fuse == "never"
                            ? "fuse never: every trial trains as a plain LibTorch model"
                            : "fuse auto: units hold trials of one width and a trial alone is a unit of one, so "
-                             "packing never changes a trial's numbers (docs/reproducibility.md)");
+                             "packing never changes a trial's numbers (docs/reproducibility.md)",
+                 config_.fuse == "auto" && config_.device != "cpu" ? "; checked on CPUs, not yet on GPUs" : "");
     for (const auto& warning : tuner_->warnings()) spdlog::warn("{}", warning);
     spdlog::info("driver listening on {}; machines join with: packtune node --driver {}{}", endpoint_, endpoint_,
                  curve_ ? " --keys DIR" : "");
@@ -1257,7 +1264,8 @@ class Driver {
         check_heartbeats();
         check_folder();
       }
-      if (interrupted) break;
+      // An answer that came in the same turn as the signal is kept.
+      if (!testing_->answer && interrupted) break;
       if (!testing_->answer) continue;  // that actor died or hung: the next one tries
       const auto answer = std::move(*testing_->answer);
       testing_.reset();

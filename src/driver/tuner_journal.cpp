@@ -110,7 +110,9 @@ TunerJournal::Recovered TunerJournal::replay(const std::vector<json>& entries) {
         Job job = replaying([&] { return tuner_.next_job(); });
         if (job.kind != expected.kind || job.trial != expected.trial || job.budget != expected.budget ||
             job.config != expected.config) {
-          throw Error(fmt::format("the tuner did not repeat its decisions: entry {} of the journal is \"{}\" but "
+          // A damaged or edited journal, or a tuner plugin that is not deterministic: either way
+          // the input cannot be resumed from (exit 2), and the line says where.
+          throw InputError(fmt::format("line {}: the tuner did not repeat its decisions: the journal says \"{}\" but "
                                   "the tuner now says \"{}\"; --resume needs a tuner that gives the same jobs for "
                                   "the same seed and results (docs/tuners.md)",
                                   index, describe(expected), describe(job)));
@@ -129,7 +131,7 @@ TunerJournal::Recovered TunerJournal::replay(const std::vector<json>& entries) {
             replaying([&] { return tuner_.on_report(trial, e.at("budget").get<double>(), metric); });
         const bool stop = e.at("stop").get<bool>();
         if ((decision == tuners::Decision::Stop) != stop) {
-          throw Error(fmt::format("the tuner did not repeat its decisions: at entry {} of the journal it {} trial {} "
+          throw InputError(fmt::format("line {}: the tuner did not repeat its decisions: the journal says it {} trial {} "
                                   "and now it {} it; --resume needs a deterministic tuner (docs/tuners.md)",
                                   index, stop ? "stopped" : "continued", trial, stop ? "continues" : "stops"));
         }

@@ -140,10 +140,17 @@ TEST_CASE("a fused member trains exactly like the same trial alone") {
 
 TEST_CASE("a member of a unit of its widths trains bit for bit as it does alone in a unit of one") {
   // What makes `"fuse": "auto"` reproducible: which trials share a unit, and whether any do,
-  // never changes a trial's numbers (docs/planner.md, Reproducibility).
-  torch::set_num_threads(1);
+  // never changes a trial's numbers (docs/reproducibility.md). On one thread, and on four over
+  // layers large enough that LibTorch splits them among threads by the unit's size.
   auto split = synthetic_split(200, 60);
   auto all_cases = cases();
+  auto wide = all_cases[1].base;
+  wide["width"] = std::int64_t{300};
+  wide["batch_size"] = std::int64_t{40};
+  all_cases.push_back({"MLP of width 300 on four threads, SGD and Adam", wide,
+                       {{{"optimizer", std::string("sgd")}, {"lr", 0.05}, {"momentum", 0.9}, {"weight_decay", 1e-3}},
+                        {{"lr", 0.003}, {"weight_decay", 1e-4}},
+                        {{"optimizer", std::string("adamw")}, {"lr", 0.003}, {"weight_decay", 0.01}}}});
   all_cases.push_back({"MLP of one width, SGD, Adam and AdamW in one step", all_cases[0].base,
                        {{{"lr", 0.05}, {"momentum", 0.9}},
                         {{"optimizer", std::string("adam")}, {"lr", 0.003}, {"weight_decay", 1e-4}},
@@ -160,6 +167,7 @@ TEST_CASE("a member of a unit of its widths trains bit for bit as it does alone 
     });
     if (!one_width) continue;
     SECTION(c.name) {
+      torch::set_num_threads(std::string(c.name).find("four threads") != std::string::npos ? 4 : 1);
       datasets::BatchStream stream(split, testing::test_device(), 11);
       InputShape shape{1, 10, 10, 10};
       FusedGroup unit(specs[0], shape, testing::test_device());
@@ -187,6 +195,7 @@ TEST_CASE("a member of a unit of its widths trains bit for bit as it does alone 
         }
         CHECK(unit.evaluate(stream, {trial}) == alone[i]->evaluate(stream, {trial}));
       }
+      torch::set_num_threads(1);
     }
   }
 }

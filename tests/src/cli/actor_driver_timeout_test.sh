@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `packtune actor --driver-timeout SECONDS`: an actor whose driver falls silent (stopped with
-# SIGSTOP once the actor has joined) exits 1 with one line saying so. No wall-clock window:
-# the actor's exit is awaited with a generous bound, whatever the machine's load.
+# `packtune actor --driver-timeout SECONDS`: an actor whose driver falls silent (the driver
+# holds at its first report, PACKTUNE_TEST_HOLD, and so sends nothing more) exits 1 with one
+# line saying so. No wall-clock window: the actor's exit is awaited with a generous bound,
+# whatever the machine's load.
 set -euo pipefail
 packtune="$1"
 source "$(dirname "$0")/background.sh"
@@ -12,7 +13,7 @@ cat > "$work/config.json" <<'JSON'
 {
   "seed": 3, "heartbeat_seconds": 0.5, "join_timeout_seconds": 120, "max_pack": 1,
   "budget": {"unit": "epochs", "max": 1},
-  "tuner": {"name": "random", "trials": 500},
+  "tuner": {"name": "random", "trials": 4},
   "data": {"train_size": 2000, "validation_size": 500},
   "model": {"family": "mlp", "depth": 1, "width": 64, "batch_size": 64},
   "space": {"lr": {"type": "loguniform", "low": 0.001, "high": 0.01}}
@@ -30,23 +31,16 @@ for value in 0 -1; do
 done
 
 endpoint="ipc://$work/driver.ipc"
-"$packtune" run "$work/config.json" --out "$work/out" --actors 0 --listen "$endpoint" > "$work/driver.log" 2>&1 &
+PACKTUNE_TEST_HOLD="driver.reported:$work/driver.hold" \
+  "$packtune" run "$work/config.json" --out "$work/out" --actors 0 --listen "$endpoint" > "$work/driver.log" 2>&1 &
 driver=$!
 pids+=("$driver")
 "$packtune" actor --driver "$endpoint" --driver-timeout 2 > "$work/actor.out" 2> "$work/actor.err" &
 actor=$!
 pids+=("$actor")
 
-# Joined: the actor has its data and trains (the driver has a report from it).
-for _ in $(seq 2400); do
-  [ -s "$work/out/results.jsonl" ] && break
-  kill -0 "$actor" 2>/dev/null || break
-  sleep 0.05
-done
-[ -s "$work/out/results.jsonl" ] || fail "no report from the actor" "$work/driver.log" "$work/actor.out" "$work/actor.err"
-
-# Far more trials than the actor trains before this: the driver is still running.
-kill -STOP "$driver" || fail "the driver ended before it was stopped" "$work/driver.log"
+# Joined and trained: the driver holds at its first report, silent from then on.
+wait_held "$work/driver.hold" "$driver" || fail "the driver never got a report" "$work/driver.log" "$work/actor.err"
 for _ in $(seq 2400); do  # at most 120 s; the actor gives up after 2 s of silence
   kill -0 "$actor" 2>/dev/null || break
   sleep 0.05

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# What a driver leaves in /tmp (issue 24): its ipc socket (/tmp/packtune-PID-N.ipc) and its
+# What a driver leaves in $TMPDIR (issue 24): its ipc socket (packtune-PID-N.ipc) and its
 # actors' work folder (packtune-driver-PID) go on every exit it survives, a SIGTERM included,
 # and the next driver on the machine removes those of a driver killed with -9. The drivers'
 # one actor holds at its first job (PACKTUNE_TEST_HOLD=actor.assigned), so both signals come
-# while the run goes on.
+# while the run goes on. The drivers get a temporary folder of their own: every driver sweeps
+# its temporary folder at start, and one of another test running beside this one would remove
+# what this test looks for.
 set -euo pipefail
 packtune="$1"
 source "$(dirname "$0")/background.sh"
-tmp="${TMPDIR:-/tmp}"
+export TMPDIR="$work/tmp"
+mkdir "$TMPDIR"
+tmp="$TMPDIR"
 
 tiny_config "$work/config.json"
 leftovers() {  # $1: a driver's pid
-  ls -d /tmp/packtune-"$1"-*.ipc "$tmp/packtune-driver-$1" 2> /dev/null || true
+  ls -d "$tmp"/packtune-"$1"-*.ipc "$tmp/packtune-driver-$1" 2> /dev/null || true
 }
 held_driver() {  # $1: name; sets $driver
   PACKTUNE_TEST_HOLD="actor.assigned:$work/$1.held" "$packtune" run "$work/config.json" --out "$work/$1" --quiet \

@@ -27,37 +27,25 @@ no_actors_of() {
   return 1
 }
 
-# Holds the process of $2 (a pid) at the point the run was started for: waits until the hook
-# (PACKTUNE_TEST_HOLD, include/packtune/test_hold.hpp) made the file $1. The bound only fails a
-# machine hundreds of times too slow: the run cannot go past the point meanwhile.
-held_at() {
-  for _ in $(seq 1 3000); do
-    [ -s "$1" ] && return 0
-    kill -0 "$2" 2>/dev/null || return 1
-    sleep 0.1
-  done
-  return 1
-}
-
 # Starts a run in $work/$1 that holds at the test point $2, kills the driver there with -9,
-# resumes it and compares it with the reference.
+# resumes it (with the options $3...) and compares it with the reference.
 kill_and_resume() {
   local name="$1" point="$2"
+  shift 2
   PACKTUNE_TEST_HOLD="$point:$work/$name.hold" \
     "$packtune" run "$work/config.json" --out "$work/$name" --quiet > "$work/$name.out" 2>&1 &
   local driver=$!
   pids+=("$driver")
-  if ! held_at "$work/$name.hold" "$driver"; then
+  if ! wait_held "$work/$name.hold" "$driver"; then
     echo "FAIL $name: the run never reached $point"; cat "$work/$name.out"; exit 1
   fi
   kill -9 "$driver"
   wait "$driver" 2>/dev/null || true
   no_actors_of "$driver" "$name"
-  rm -rf "/tmp/packtune-driver-$driver"  # the killed driver's work folder for its actors
   local before
   before="$(wc -l < "$work/$name/results.jsonl")"
   grep -q '"finished"' "$work/$name/journal.jsonl" && { echo "FAIL $name: killed after the end"; exit 1; }
-  "$packtune" run --resume "$work/$name" > "$work/$name.resumed" 2>&1 || {
+  "$packtune" run --resume "$work/$name" "$@" > "$work/$name.resumed" 2>&1 || {
     echo "FAIL $name: resume failed"; cat "$work/$name.resumed"; exit 1; }
   grep -q "resuming" "$work/$name.resumed"
   echo "$name: killed at $point with $before report(s) written; resumed:"
@@ -70,7 +58,12 @@ kill_and_resume() {
 # Right after the first promotion (the first rung is over), once 30 of the 69 reports are
 # written, and while an actor writes its fifth checkpoint (the file is written, not renamed).
 kill_and_resume first_rung driver.promoted
-kill_and_resume mid_sweep "driver.reported#30"
+# Mid-sweep, resumed on one actor instead of two: each actor keeps the threads the run chose
+# (recorded in config.json), so the numbers stay the same bit for bit.
+kill_and_resume mid_sweep "driver.reported#30" --actors 1
+threads=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["threads_per_actor"])' "$work/mid_sweep/config.json")
+grep -q "1 local actor(s) on cpu, $threads thread(s) each" "$work/mid_sweep.resumed" || {
+  echo "FAIL: --resume --actors 1 did not keep $threads thread(s) per actor"; grep "thread(s) each" "$work/mid_sweep.resumed"; exit 1; }
 kill_and_resume checkpoint "actor.checkpoint_tmp#5"
 
 # Stopped with SIGTERM (what Ctrl-C and scancel send) mid-sweep: the driver stops with 130 and
@@ -80,7 +73,7 @@ PACKTUNE_TEST_HOLD="driver.reported#30:$work/term.hold" \
   "$packtune" run "$work/config.json" --out "$work/term" --quiet > "$work/term.out" 2>&1 &
 driver=$!
 pids+=("$driver")
-held_at "$work/term.hold" "$driver" || { echo "FAIL term: the run ended before mid-sweep"; cat "$work/term.out"; exit 1; }
+wait_held "$work/term.hold" "$driver" || { echo "FAIL term: the run ended before mid-sweep"; cat "$work/term.out"; exit 1; }
 cp "$work/term/results.jsonl" "$work/term.results.before"
 set +e
 "$packtune" run --resume "$work/term" > "$work/second.out" 2>&1
@@ -114,9 +107,15 @@ set +e
 code=$?
 "$packtune" run --resume "$work/nothing-here" > "$work/none.out" 2>&1
 none=$?
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["threads_per_actor"]=c["threads_per_actor"]+1; json.dump(c,open(sys.argv[2],"w"))' \
+  "$work/first_rung/config.json" "$work/threads.json"
+"$packtune" run "$work/threads.json" --resume "$work/first_rung" > "$work/threads.out" 2>&1
+threads_code=$?
 set -e
 [ "$code" -eq 2 ] && grep -q "differs from the one the experiment ran with in seed;" "$work/changed.out" || {
   echo "FAIL: a changed seed was not refused"; cat "$work/changed.out"; exit 1; }
+[ "$threads_code" -eq 2 ] && grep -q "differs from the one the experiment ran with in threads_per_actor;" "$work/threads.out" || {
+  echo "FAIL: a change of threads_per_actor was not refused (exit $threads_code)"; cat "$work/threads.out"; exit 1; }
 [ "$none" -eq 2 ] && grep -q "no journal.jsonl" "$work/none.out" || {
   echo "FAIL: a folder without a journal was not refused"; cat "$work/none.out"; exit 1; }
 "$packtune" run "$work/config.json" --resume "$work/first_rung" --actors 1 > "$work/actors.out" 2>&1
@@ -142,7 +141,7 @@ PACKTUNE_TEST_HOLD="actor.checkpoint_inside:$work/actor.hold" \
   "$packtune" run "$work/long.json" --out "$work/actor_killed" > "$work/actor_killed.out" 2>&1 &
 driver=$!
 pids+=("$driver")
-held_at "$work/actor.hold" "$driver" || {
+wait_held "$work/actor.hold" "$driver" || {
   echo "FAIL: no actor took a checkpoint inside a job"; cat "$work/actor_killed.out"; exit 1; }
 # The held actor's job cannot end; once the driver has journaled its checkpoint, kill it.
 python3 - "$work/actor_killed" <<'PY' || { echo "FAIL: the driver never journaled the checkpoint"; cat "$work/actor_killed.out"; exit 1; }
