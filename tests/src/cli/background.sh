@@ -18,7 +18,7 @@ private_net() {
   local id="$1" net
   while :; do
     net="10.$((64 + id % 128)).$(((id / 128) % 256))"
-    ip -4 -o addr | grep -qF " $net." || break
+    grep -qF " $net." <<< "$(ip -4 -o addr)" || break  # no pipe: grep -q would cut ip off (SIGPIPE)
     id=$((id + 7919))
   done
   echo "$net"

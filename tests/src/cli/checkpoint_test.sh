@@ -130,5 +130,5 @@ kept=$(ls "$work/needed/checkpoints" | wc -l)
 grep -q "^checkpoints: $kept file(s)" "$work/needed.stdout"
 if [ "$kept" -lt 1 ] || [ "$kept" -gt 3 ]; then echo "FAIL needed kept $kept files"; exit 1; fi
 best=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['trial'])" "$work/needed/best.json")
-ls "$work/needed/checkpoints" | grep -q "^trial-$best-budget-" || { echo "FAIL best trial $best lost its checkpoint"; exit 1; }
+compgen -G "$work/needed/checkpoints/trial-$best-budget-*" > /dev/null || { echo "FAIL best trial $best lost its checkpoint"; exit 1; }
 echo "1 passed, 0 failed: keep needed left $kept checkpoint(s)"

@@ -62,14 +62,18 @@ check "$work/auto-plan.json" 0 1
 grep -q '"reason":"waits for an actor to finish its unit' "$work/auto-plan.json"
 if grep -q 'waits for room' "$work/auto-plan.json"; then echo "FAILED: a CPU actor's turn read as memory"; exit 1; fi
 if grep -q '"fused":true' "$work/auto-plan.json"; then echo "FAILED: fused units on CPU actors before a profile"; exit 1; fi
-"$packtune" plan "$work/auto.json" --actors 4x2GiB --max-pack 16 | grep -q "^unplaced trial .*: waits for an actor to finish its unit"
+# Output goes to a file before grep reads it: `plan | grep -q` under pipefail fails whenever
+# grep has its line and exits before plan has written the rest (SIGPIPE).
+"$packtune" plan "$work/auto.json" --actors 4x2GiB --max-pack 16 > "$work/auto.txt"
+grep -q "^unplaced trial .*: waits for an actor to finish its unit" "$work/auto.txt"
 "$packtune" plan "$work/config.json" --actors cpu=60MiB,cpu=80MiB --json > "$work/tight.json"
 check "$work/tight.json" 0
 grep -q '"reason":"waits for room' "$work/tight.json"
 # A trial bigger than every actor says so.
 "$packtune" plan "$work/config.json" --actors cpu=5MiB --json > "$work/tiny.json"
 grep -q 'more than any actor has' "$work/tiny.json"
-"$packtune" plan "$work/config.json" --actors 2x1GiB | grep -q "^actor 1"
+"$packtune" plan "$work/config.json" --actors 2x1GiB > "$work/two.txt"
+grep -q "^actor 1" "$work/two.txt"
 
 # COUNTxDEVICE=SIZE: a thousand GPU actors (planned as one actor of device "1000xcuda" before).
 "$packtune" plan "$work/config.json" --actors 1000xcuda=16GiB --json > "$work/gpus.json"
@@ -79,9 +83,10 @@ actors = json.load(open(sys.argv[1]))["actors"]
 assert len(actors) == 1000, len(actors)
 assert all(a["device"] == "cuda" and a["capacity_bytes"] == 16 << 30 for a in actors), actors[0]
 PY
-"$packtune" plan "$work/config.json" --actors 2xcuda:1=8GiB,3x1GiB,cpu=600MiB | grep -q "on 6 actor(s)"
-"$packtune" plan "$work/config.json" --actors 2xcuda:1=8GiB,3x1GiB,cpu=600MiB | grep -q "^actor 1 (cuda:1)"
-"$packtune" plan "$work/config.json" --actors 2xcuda:1=8GiB,3x1GiB,cpu=600MiB | grep -q "^actor 4 (cpu)"
+"$packtune" plan "$work/config.json" --actors 2xcuda:1=8GiB,3x1GiB,cpu=600MiB > "$work/mixed.txt"
+grep -q "on 6 actor(s)" "$work/mixed.txt"
+grep -q "^actor 1 (cuda:1)" "$work/mixed.txt"
+grep -q "^actor 4 (cpu)" "$work/mixed.txt"
 
 # What `run` refuses before it starts, `plan` refuses too (validate): here the device.
 sed 's/"seed": 1,/"seed": 1, "device": "tpu",/' "$work/config.json" > "$work/tpu.json"

@@ -33,5 +33,6 @@ test = best.get("test", {})
 assert test.get("trial") == best["trial"] and 0 < test.get("test_accuracy", 0) <= 1, best
 print(f"resumed: trial {best['trial']} test_accuracy {test['test_accuracy']:.4f}")
 PY
-"$packtune" run --resume "$work/run" | grep -q "finished already"
+"$packtune" run --resume "$work/run" > "$work/again.out"
+grep -q "finished already" "$work/again.out"
 echo "PASS"
