@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Damage `--resume` meets (issue 24): a journal that lost a line in the middle is refused with
+# Damage `--resume` meets: a journal that lost a line in the middle is refused with
 # an error naming the journal and the line, not only the tuner's complaint; a damaged
 # config.json is written again from the journal's header.
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Nothing is written into a results folder before its lock is held (issue 24): a driver started
+# Nothing is written into a results folder before its lock is held: a driver started
 # on a fresh --out whose lock another driver holds (here flock(1) on the folder, the lock the
 # driver takes) is refused with exit 2, and leaves config.json as it was and no results.jsonl.
 set -euo pipefail

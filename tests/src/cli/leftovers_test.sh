@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a driver leaves in $TMPDIR (issue 24): its ipc socket (packtune-PID-N.ipc) and its
+# What a driver leaves in $TMPDIR: its ipc socket (packtune-PID-N.ipc) and its
 # actors' work folder (packtune-driver-PID) go on every exit it survives, a SIGTERM included,
 # and the next driver on the machine removes those of a driver killed with -9. The drivers'
 # one actor holds at its first job (PACKTUNE_TEST_HOLD=actor.assigned), so both signals come

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The results folder deleted, or moved away and replaced by another, while the run goes on
-# (issue 24): the driver stops with one error line naming it and exit 1, never "finished",
+# The results folder deleted, or moved away and replaced by another, while the run goes on:
+# the driver stops with one error line naming it and exit 1, never "finished",
 # and writes nothing into the replacement. The one actor holds at its first job
 # (PACKTUNE_TEST_HOLD=actor.assigned), so the run cannot end before the folder goes.
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A driver whose local actors have all been given up (issue 24) waits join_timeout_seconds for
+# A driver whose local actors have all been given up waits join_timeout_seconds for
 # a node or actor to join, then stops with exit 1 naming it, instead of waiting for ever with
 # jobs in its queue. Its one actor holds at its first job (PACKTUNE_TEST_HOLD=actor.assigned)
 # and is killed there; every restart fails (a stand-in packtune-actor that runs the real one

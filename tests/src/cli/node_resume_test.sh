@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Nodes and actors outlive a driver killed with -9 (issue 24): `packtune run --resume` on the
+# Nodes and actors outlive a driver killed with -9: `packtune run --resume` on the
 # same endpoint answers a peer it does not know with Rejoin, and they join it again.
 # 1. Killed once a result is journaled (PACKTUNE_TEST_HOLD=driver.result): the node's actor,
 #    training, is told to rejoin; it drops its pack, says Hello, and finishes the experiment;

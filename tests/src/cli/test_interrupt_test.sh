@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Ctrl-C or SIGTERM while an actor evaluates the best trial on the test split (issue 24): the
+# Ctrl-C or SIGTERM while an actor evaluates the best trial on the test split: the
 # driver stops with 130 and journals no `finished`, so `--resume` runs only the test (no job
 # again) and best.json gets the test accuracy. The actor is held at the test
 # (PACKTUNE_TEST_HOLD=actor.testing), so the signal comes at that point on any machine.

@@ -38,7 +38,7 @@ TEST_CASE("every form of an actor group reads as written") {
   CHECK(g.count == 1000);
   CHECK(g.device.empty());
   CHECK(g.capacity_bytes == 16LL << 30);
-  g = one("1000xcuda=16GiB");  // issue 24: this planned one actor of device "1000xcuda"
+  g = one("1000xcuda=16GiB");  // this once planned one actor of device "1000xcuda"
   CHECK(g.count == 1000);
   CHECK(g.device == "cuda");
   CHECK(g.capacity_bytes == 16LL << 30);
