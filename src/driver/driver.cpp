@@ -113,22 +113,18 @@ void remove_files_of_gone_drivers() {
   namespace fs = std::filesystem;
   static const std::regex left_by_driver(R"(packtune-(\d{1,9})-\d+\.ipc|packtune-driver-(\d{1,9}))");
   std::error_code ec;
-  const auto folder = fs::temp_directory_path(ec);
-  if (ec) return;
-  {
-    fs::directory_iterator it(folder, ec), end;
-    for (; !ec && it != end; it.increment(ec)) {
-      const auto name = it->path().filename().string();
-      std::smatch m;
-      if (!std::regex_match(name, m, left_by_driver)) continue;
-      struct stat st {};
-      if (::lstat(it->path().c_str(), &st) != 0 || st.st_uid != ::geteuid()) continue;
-      const pid_t pid = std::stoi(m[1].matched ? m[1].str() : m[2].str());
-      if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
-      std::error_code removed;
-      fs::remove_all(it->path(), removed);
-      if (!removed) spdlog::info("removed {}, left by driver {}, which is gone", it->path().string(), pid);
-    }
+  fs::directory_iterator it(temp_folder(), ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const auto name = it->path().filename().string();
+    std::smatch m;
+    if (!std::regex_match(name, m, left_by_driver)) continue;
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0 || st.st_uid != ::geteuid()) continue;
+    const pid_t pid = std::stoi(m[1].matched ? m[1].str() : m[2].str());
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::error_code removed;
+    fs::remove_all(it->path(), removed);
+    if (!removed) spdlog::info("removed {}, left by driver {}, which is gone", it->path().string(), pid);
   }
 }
 
@@ -155,10 +151,7 @@ constexpr auto kCommitInterval = std::chrono::milliseconds(10);
 std::string make_endpoint(const std::string& listen) {
   if (listen == "ipc") {
     std::random_device rd;
-    std::error_code ec;
-    auto temp = std::filesystem::temp_directory_path(ec);
-    if (ec) temp = "/tmp";
-    return "ipc://" + (temp / ("packtune-" + std::to_string(getpid()) + "-" + std::to_string(rd() % 100000) + ".ipc")).string();
+    return "ipc://" + (temp_folder() / ("packtune-" + std::to_string(getpid()) + "-" + std::to_string(rd() % 100000) + ".ipc")).string();
   }
   if (listen == "tcp") return "tcp://127.0.0.1:*";
   return listen;
@@ -192,10 +185,13 @@ class Driver {
   ~Driver() {
     if (!ipc_file_.empty()) ::unlink(ipc_file_.c_str());
     if (local_) local_->stop(0);
-    if (!local_work_dir_.empty()) {
-      std::error_code ec;
-      std::filesystem::remove_all(local_work_dir_, ec);
-    }
+    remove_work_dir();
+  }
+
+  void remove_work_dir() {
+    if (local_work_dir_.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(local_work_dir_, ec);
   }
 
   int run() {
@@ -1130,10 +1126,7 @@ class Driver {
       if (id != 0 && !node.dead) send_to(node.identity, proto::Shutdown{}, "node " + std::to_string(id));
     }
     if (local_) local_->stop(10);
-    if (!local_work_dir_.empty()) {
-      std::error_code ec;
-      std::filesystem::remove_all(local_work_dir_, ec);
-    }
+    remove_work_dir();
   }
 
   void summarize(bool finished) {

@@ -73,11 +73,15 @@ ActorCommand actor_command(const std::string& driver, int node_id, int local_ind
   return command;
 }
 
-std::string fresh_work_dir(const std::string& owner) {
+std::filesystem::path temp_folder() {
   std::error_code ec;
   auto base = std::filesystem::temp_directory_path(ec);
-  if (ec) base = "/tmp";
-  const auto dir = base / ("packtune-" + owner + "-" + std::to_string(getpid()));
+  return ec ? std::filesystem::path("/tmp") : base;
+}
+
+std::string fresh_work_dir(const std::string& owner) {
+  std::error_code ec;
+  const auto dir = temp_folder() / ("packtune-" + owner + "-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error("cannot create the work folder " + dir.string() + ": " + ec.message());
   return dir.string();
