@@ -1,0 +1,381 @@
+// DriverCore: construction, the messages of peers, reports and results, checkpoints, resume.
+// Placement is in driver_dispatch.cpp, peers coming and going in driver_peers.cpp, the end of
+// a run in driver_finish.cpp.
+#include "driver/driver_core.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/trial_spec.hpp"
+#include "experiment/trial_shape.hpp"
+#include "packtune/error.hpp"
+#include "packtune/test_hold.hpp"
+#include "tuners/tuner_registry.hpp"
+
+namespace packtune {
+
+namespace proto = protocol;
+
+double next_report(double report_every, double reported, double job_budget) {
+  const double eps = 1e-9 * std::max(1.0, job_budget);
+  if (!(report_every > 0)) return job_budget;
+  const double next = (std::floor((reported + eps) / report_every) + 1) * report_every;
+  return next < job_budget - eps ? next : job_budget;
+}
+
+DriverCore::DriverCore(const ExperimentConfig& config, Options options, Send send, Clock::time_point now)
+    : config_(config),
+      options_(std::move(options)),
+      send_(std::move(send)),
+      now_(now),
+      tuner_(tuners::TunerRegistry::instance().create(config.tuner, tuner_context(config))),
+      tuning_(*tuner_, nullptr),
+      setup_(planner_setup(config)),
+      planner_({}, setup_.options),
+      registry_({config.actor_timeout_seconds, config.actor_timeout_seconds}),
+      profiles_(planner_, plan_, registry_, {config.fuse == "auto" && config.max_pack > 1, config.max_pack}),
+      book_(config.model, config.seed,
+            [padded = fuse_pads_widths(config)](const tuners::TrialConfig& full) {
+              return trial_shape(actors::parse_trial_spec(full, "trial"), {}, padded);
+            }),
+      start_(now),
+      last_heartbeat_(now) {
+  planner_.memory_model().set_scale(config.memory_estimate_scale);
+  tuning_.check_jobs(tuner_->name(), config.max_budget);
+}
+
+DriverCore::~DriverCore() = default;
+
+void DriverCore::listening_on(const std::string& endpoint, bool curve) {
+  endpoint_ = endpoint;
+  curve_ = curve;
+}
+
+void DriverCore::attach(std::unique_ptr<Journal> journal, std::unique_ptr<ResultsWriter> results,
+                        std::unique_ptr<CheckpointStore> store, Clock::time_point now) {
+  journal_ = std::move(journal);
+  results_ = std::move(results);
+  store_ = std::move(store);
+  tuning_.set_journal(journal_.get());
+  store_->set_keep_all(config_.keep_checkpoints == "all");
+  now_ = start_ = now;
+}
+
+void DriverCore::commit() {
+  if (journal_) journal_->commit();
+  if (results_) results_->flush();
+}
+
+double DriverCore::seconds_since_start() const { return std::chrono::duration<double>(now_ - start_).count(); }
+
+void DriverCore::send(ActorState& actor, const proto::Message& message) {
+  send_to(actor.identity, message);
+  actor.last_sent = now_;
+}
+
+void DriverCore::send_to(const std::string& identity, const proto::Message& message) { send_(identity, message); }
+
+// A peer of another protocol version is refused before anything else is read from it.
+template <class FirstMessage>
+bool DriverCore::refuse(const std::string& identity, const FirstMessage& hello) {
+  const auto why = proto::refusal(hello);
+  if (why.empty()) return false;
+  spdlog::warn("refused a {} from {}: {}", proto::verb(proto::Message{hello}), hello.host, why);
+  send_to(identity, proto::Reject{why});
+  return true;
+}
+
+void DriverCore::on_message(const std::string& identity, const proto::Message& message, Clock::time_point now) {
+  now_ = now;
+  if (auto* hello = std::get_if<proto::NodeHello>(&message)) {
+    if (refuse(identity, *hello)) return;
+    const auto& node = registry_.add_node(identity, *hello, now_);
+    send_to(identity, proto::NodeWelcome{proto::kProtocolVersion, node.id, config_.heartbeat_seconds});
+    std::string devices;
+    for (const auto& d : node.devices) {
+      devices += fmt::format("{}{} ({} MiB)", devices.empty() ? "; " : ", ", d.name, d.memory_bytes >> 20);
+    }
+    spdlog::info("node {} joined from {} (pid {}): {} actor(s), {} core(s), {} MiB memory{}", node.id, node.host,
+                 node.pid, node.actors, node.cores, node.memory_bytes >> 20, devices);
+    return;
+  }
+  if (auto* node = registry_.node(identity)) {
+    node->last_heard = now_;
+    if (node->dead) {
+      registry_.revive_node(*node);
+      spdlog::warn("node {} on {} is heard again", node->id, node->host);
+    }
+    on_node_message(*node, message);
+    return;
+  }
+  if (auto* hello = std::get_if<proto::Hello>(&message)) {
+    if (refuse(identity, *hello)) return;
+    auto& actor = registry_.add_actor(identity, *hello, now_);
+    proto::Welcome welcome;
+    welcome.actor_id = actor.id;
+    welcome.spec = experiment_spec();
+    send(actor, welcome);
+    spdlog::info("actor {} joined from {} (pid {}{})", actor.id, actor.host, actor.pid,
+                 actor.node_id >= 0 ? fmt::format(", node {} slot {}", actor.node_id, actor.local_index) : "");
+    return;
+  }
+  ActorState* found = registry_.actor(identity);
+  if (!found) {
+    // A node or actor of the driver this one resumed (--resume after a kill): it has jobs
+    // and ids this driver never gave. Told once, it drops them and says Hello again.
+    if (asked_to_hello_.insert(identity).second) {
+      spdlog::info("a peer this driver does not know sent {}; asking it to join again", proto::verb(message));
+      send_to(identity, proto::Rejoin{"the driver was restarted (packtune run --resume) and does not know this "
+                                      "peer; its jobs went back to the queue"});
+    }
+    return;
+  }
+  ActorState& actor = *found;
+  actor.last_heard = now_;
+  if (actor.dead) {
+    ask_to_rejoin(actor, message);
+    return;
+  }
+  on_actor_message(actor, message);
+}
+
+void DriverCore::on_actor_message(ActorState& actor, const proto::Message& message) {
+  std::visit(
+      [&](const auto& m) {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, proto::Ready>) {
+          if (const auto why = proto::refusal(m); !why.empty()) {
+            retire(actor, "its Ready was refused: " + why);
+            return;
+          }
+          registry_.mark_ready(actor, m);
+          // Once per batch, before the next dispatch: 1,000 actors say Ready at once, and each
+          // update goes over every actor.
+          capacities_stale_ = true;
+          spdlog::info("actor {} ready on {}", actor.id, m.device);
+          explain_units(m.device);
+        } else if constexpr (std::is_same_v<T, proto::Report>) {
+          on_report(actor, m);
+        } else if constexpr (std::is_same_v<T, proto::TrialFailed>) {
+          on_trial_failed(actor, m);
+        } else if constexpr (std::is_same_v<T, proto::ActorFailed>) {
+          actor_failures_.push_back(m.message);
+          actor_said_ = m.message;
+          spdlog::error("actor {} failed: {}", actor.id, m.message);
+          retire(actor, "it failed: " + m.message);
+        } else if constexpr (std::is_same_v<T, proto::Measured>) {
+          if (const auto why = proto::refusal(m); !why.empty()) {
+            spdlog::warn("ignoring a measurement of actor {}: {}", actor.id, why);
+          } else {
+            on_measured(actor, m);
+          }
+        } else if constexpr (std::is_same_v<T, proto::OutOfMemory>) {
+          on_out_of_memory(actor, m);
+        } else if constexpr (std::is_same_v<T, proto::Checkpointed>) {
+          on_checkpointed(actor, m);
+        } else if constexpr (std::is_same_v<T, proto::Profiled>) {
+          release(profiles_.on_profiled(actor.id, m));
+        } else if constexpr (std::is_same_v<T, proto::Tested>) {
+          if (testing_ && testing_->actor == actor.id && m.trial == testing_->trial) testing_->answer = m;
+        } else if constexpr (std::is_same_v<T, proto::Heartbeat>) {
+        } else {
+          spdlog::warn("unexpected {} from actor {}", proto::verb(message), actor.id);
+        }
+      },
+      message);
+}
+
+proto::ExperimentSpec DriverCore::experiment_spec() const {
+  proto::ExperimentSpec s;
+  s.data_name = config_.data.name;
+  s.data_dir = std::filesystem::absolute(config_.data.dir).string();
+  s.train_size = config_.data.train_size;
+  s.validation_size = config_.data.validation_size;
+  s.device = config_.device;
+  s.budget_unit = config_.budget_unit;
+  s.report_every = config_.report_every;
+  s.data_seed = config_.seed;
+  s.heartbeat_seconds = config_.heartbeat_seconds;
+  s.fuse = config_.fuse;
+  s.checkpoint_dir = store_->dir();
+  s.store_token = store_->token();
+  s.actor_memory_bytes = config_.actor_memory;
+  s.checkpoint_every_seconds = config_.checkpoint_every;
+  return s;
+}
+
+// --- reports and results ---------------------------------------------------------------------
+
+void DriverCore::on_report(ActorState& actor, const proto::Report& report) {
+  TrialState* found = book_.running_on(report.trial, actor.id, report.lease);
+  if (!found) return;  // stale: stopped, or given to another actor since
+  TrialState& trial = *found;
+  check_resumed(report, trial);
+  if (report.final && report.disk_full) {
+    // The job's report waits for its checkpoint; a resume re-runs the job from its last one.
+    throw Error(report.checkpoint_error + "; the experiment stops: free space there, then continue with "
+                "`packtune run --resume " + options_.out_dir + "`");
+  }
+  trial.reached = report.budget;
+  auto metric = report.metrics.find(config_.metric);
+  trial.last_metric = metric == report.metrics.end() ? std::numeric_limits<double>::quiet_NaN() : metric->second;
+  // A trial whose loss is no longer a number has diverged: its accuracy is chance, and the
+  // tuner hears NaN (ranked below everything, never promoted), as docs/tuners.md says.
+  for (const char* loss : {"train_loss", "val_loss"}) {
+    auto it = report.metrics.find(loss);
+    if (it != report.metrics.end() && !std::isfinite(it->second)) {
+      trial.last_metric = std::numeric_limits<double>::quiet_NaN();
+    }
+  }
+  // A job that restarted below what its trial reported before (its actor died, the driver
+  // was resumed) trains through budgets the results and the tuner have already seen.
+  const bool seen = report.budget <= trial.reported + 1e-9 * std::max(1.0, report.budget);
+  nlohmann::json row;
+  if (!seen) {
+    row = ResultsWriter::line(report_row(actor, trial, report), trial.full);
+    results_->append(row);
+    test_hold("driver.reported");
+    trial.reported = report.budget;
+  }
+  if (report.final) {
+    if (!report.checkpoint.empty()) record_checkpoint(report.trial, report.checkpoint, report.budget);
+    finish_job(actor, report.trial, false, row);
+    if (!report.checkpoint.empty()) on_final_checkpoint(report.trial, report.budget);
+    return;
+  }
+  if (seen) return;
+  if (tuning_.on_report(report.trial, report.budget, trial.last_metric, row) == tuners::Decision::Stop) {
+    send(actor, proto::Stop{report.trial});
+    spdlog::info("trial {} stopped early by the tuner at budget {}", report.trial, report.budget);
+    finish_job(actor, report.trial);
+  }
+}
+
+ReportRow DriverCore::report_row(const ActorState& actor, const TrialState& trial,
+                                 const proto::Report& report) const {
+  ReportRow row;
+  row.trial = report.trial;
+  row.budget = report.budget;
+  row.metrics = report.metrics;
+  row.final = report.final;
+  row.wall_time = seconds_since_start();
+  row.train_seconds = report.train_seconds;
+  row.actor = actor.id;
+  row.unit_size = report.unit_size;
+  row.unit = trial.unit;
+  row.job_start = trial.job_start;
+  return row;
+}
+
+// `row`: the final report's results line, if it has one.
+void DriverCore::finish_job(ActorState& actor, TrialId id, bool failed, const nlohmann::json& row) {
+  const TrialState& trial = book_.finish(id, failed);
+  actor.running.erase(id);
+  planner_.remove(plan_, id);
+  if (job_lines_) {
+    const auto& best = results_->best();
+    spdlog::info("trial {:>3} reached budget {:g}: {} {:.4f} | best {:.4f} (trial {}) | {} jobs done, {} running", id,
+                 trial.reached, config_.metric, trial.last_metric, best ? best->value : NAN, best ? best->trial : -1,
+                 book_.completed_jobs(), book_.running());
+  }
+  tuning_.on_result(id, trial.reached, trial.last_metric, row, failed);
+}
+
+void DriverCore::on_trial_failed(ActorState& actor, const proto::TrialFailed& m) {
+  if (!book_.running_on(m.trial, actor.id, m.lease)) return;
+  spdlog::warn("trial {} failed on actor {}: {}", m.trial, actor.id, m.message);
+  finish_job(actor, m.trial, true);
+}
+
+// The trial cannot go on: the tuner hears a failed result.
+void DriverCore::tell_failed(const std::optional<TrialBook::Failure>& failure) {
+  if (failure) {
+    tuning_.on_result(failure->trial, failure->budget, std::numeric_limits<double>::quiet_NaN(), nullptr, true);
+  }
+}
+
+// --- checkpoints (docs/checkpoints.md) ---------------------------------------------------------
+
+// The store holds the trial's checkpoint at `budget`; the journal says so for --resume.
+void DriverCore::record_checkpoint(TrialId trial, const std::string& path, double budget) {
+  store_->record(trial, path, budget);
+  tuning_.on_checkpoint(trial, path, budget);
+}
+
+// A checkpoint inside a running job: a restart of the job resumes from it.
+void DriverCore::on_checkpointed(const ActorState& actor, const proto::Checkpointed& m) {
+  if (!book_.running_on(m.trial, actor.id, m.lease)) return;
+  record_checkpoint(m.trial, m.path, m.budget);
+  spdlog::debug("trial {} checkpointed at budget {:g} on actor {}", m.trial, m.budget, actor.id);
+}
+
+// The budget of the trial's newest checkpoint, if it has one: where it resumes.
+std::optional<double> DriverCore::checkpoint_of(TrialId id) const {
+  if (!store_->has(id)) return std::nullopt;
+  return store_->newest_budget(id);
+}
+
+// An actor that could not use a checkpoint (torn, corrupt, another architecture) fell back
+// to an older one or to scratch; the unusable ones are forgotten.
+void DriverCore::check_resumed(const proto::Report& report, TrialState& trial) {
+  if (trial.start_checked) return;
+  trial.start_checked = true;
+  // Budgets recovered from file names (CheckpointStore::recover) carry six digits.
+  if (std::abs(report.start_budget - trial.resume_budget) <= 1e-6 * std::max(1.0, trial.resume_budget)) return;
+  spdlog::warn("trial {} could not resume from its checkpoint at budget {:g} and started from {}; see the "
+               "actor's log",
+               report.trial, trial.resume_budget,
+               report.start_budget > 0 ? fmt::format("budget {:g}", report.start_budget) : std::string("scratch"));
+  store_->forget_after(report.trial, report.start_budget);
+}
+
+// --- resuming (docs/faults.md) -------------------------------------------------------------------
+
+// Jobs that had no result go back to the queue, each from its trial's newest checkpoint.
+void DriverCore::restore(const TunerJournal::Recovered& r) {
+  std::vector<CheckpointStore::Recorded> recorded;
+  for (const auto& c : r.checkpoints) recorded.push_back({c.trial, c.path, c.budget});
+  // The journal commits in groups (the loop's commit interval), and an actor's checkpoint
+  // file may outlive the reports before it that the killed driver had not committed:
+  // resuming from it would skip them. Such a checkpoint is left, unless it is the next
+  // report's own. A job resumed from a checkpoint reports above it, and at its budget in any case.
+  store_->recover(recorded, [&](TrialId id, double budget) {
+    auto it = r.trials.find(id);
+    if (it == r.trials.end()) return true;
+    const double job_budget = it->second.job.budget;
+    const double eps = 1e-9 * std::max(1.0, job_budget);
+    const double next = next_report(config_.report_every, std::max(0.0, it->second.reported), job_budget);
+    return budget < next - eps || (std::abs(budget - job_budget) <= eps && next >= job_budget - eps);
+  });
+  for (const auto& [id, progress] : r.trials) {
+    TrialState* trial = book_.remember(progress.job);
+    if (!trial) continue;
+    trial->reported = progress.reported;
+    trial->reached = std::max(0.0, progress.reported);
+    trial->last_metric = progress.last_metric;
+    trial->job_budget = progress.job.budget;
+  }
+  book_.restore_counts(r.results, r.failed);
+  start_ -= std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(r.wall_time));
+  int requeued = 0;
+  for (const auto& job : r.in_flight) {
+    const auto& progress = r.trials.at(job.trial);
+    if (progress.stopped) {
+      // The tuner stopped it and the driver died before passing on the result.
+      book_.finish(job.trial);
+      tuning_.on_result(job.trial, std::max(0.0, progress.reported), progress.last_metric, nullptr, false);
+      continue;
+    }
+    book_.enqueue(job);
+    ++requeued;
+  }
+  commit();
+  spdlog::info("resuming {} from {}: {} report(s) and {} finished job(s) kept, {} job(s) go back to the queue",
+               config_.name, journal_->path(), r.rows.size(), r.results, requeued);
+}
+
+}  // namespace packtune

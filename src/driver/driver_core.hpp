@@ -1,0 +1,209 @@
+#pragma once
+// The driver's policy without sockets: admission, dispatch and rung re-plans, reports and
+// results, actors and nodes that come and go, out-of-memory splits, resume, the final test,
+// the status and the summary. It takes messages and the time, and hands the messages it
+// answers with to a callback, so that a scenario (an actor killed, a partition, a pack that
+// runs out of memory) runs as a unit test against a fake fleet in virtual time. The loop
+// around it (driver.cpp) owns the sockets, the signals, the local actors' processes and the
+// display.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "driver/actor_registry.hpp"
+#include "driver/checkpoint_store.hpp"
+#include "driver/journal.hpp"
+#include "driver/profile_gate.hpp"
+#include "driver/status_view.hpp"
+#include "driver/trial_book.hpp"
+#include "driver/tuner_journal.hpp"
+#include "experiment/experiment_config.hpp"
+#include "experiment/planner_setup.hpp"
+#include "experiment/results_writer.hpp"
+#include "packing/planner.hpp"
+#include "protocol/protocol.hpp"
+#include "tuners/tuner.hpp"
+
+namespace packtune {
+
+class DriverCore {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Delivers a message to the peer of that ZeroMQ identity; a peer that is gone is the
+  // heartbeat check's business, so delivery may fail silently.
+  using Send = std::function<void(const std::string& identity, const protocol::Message& message)>;
+
+  struct Options {
+    std::string out_dir;
+    std::int64_t train_images = 0;  // an epoch's images (training_images(config))
+    // The log of the driver's own actor in slot i (node 0).
+    std::function<std::string(int)> local_log_path = [](int) { return std::string(); };
+  };
+
+  DriverCore(const ExperimentConfig& config, Options options, Send send, Clock::time_point now);
+  ~DriverCore();
+  DriverCore(const DriverCore&) = delete;
+  DriverCore& operator=(const DriverCore&) = delete;
+
+  // Where peers join (after the bind), for the lines that tell how; `curve`: they need --keys.
+  void listening_on(const std::string& endpoint, bool curve);
+  // A line per finished job, for displays without the table, which shows them otherwise.
+  void show_job_lines(bool on) { job_lines_ = on; }
+
+  // --- the results folder -----------------------------------------------------------------
+  // Every call to the tuner goes through it; a resume replays the journal into it first.
+  TunerJournal& tuning() { return tuning_; }
+  // The folder's journal, results and checkpoint store, once the loop holds its lock.
+  // The run's clock starts here.
+  void attach(std::unique_ptr<Journal> journal, std::unique_ptr<ResultsWriter> results,
+              std::unique_ptr<CheckpointStore> store, Clock::time_point now);
+  // The tuner replayed the journal; the books, the store and the clock follow it.
+  void restore(const TunerJournal::Recovered& recovered);
+  // Makes what the journal took durable, then writes the results rows it holds.
+  void commit();
+  Journal* journal() { return journal_.get(); }
+  ResultsWriter* results() { return results_.get(); }
+  CheckpointStore* store() { return store_.get(); }
+
+  // --- peers and time ---------------------------------------------------------------------
+  // The driver's own actors are node 0, with `actors` slots.
+  void add_local_node(const std::string& host, Clock::time_point now);
+  void on_message(const std::string& identity, const protocol::Message& message, Clock::time_point now);
+  // A process of node 0 ended (the loop's supervisor saw it).
+  void on_local_actor_exited(const protocol::ActorExited& exited, Clock::time_point now);
+  // Retires actors and nodes silent past actor_timeout_seconds.
+  void check_heartbeats(Clock::time_point now);
+  // The loop's turn after a batch of messages: silent peers, expired profile holds, and jobs
+  // for actors with room. Returns true when the experiment is over.
+  bool step(Clock::time_point now);
+  // A heartbeat to every peer that was sent nothing for heartbeat_seconds.
+  void send_heartbeats(Clock::time_point now);
+  void shutdown_actors();
+
+  // --- the end ----------------------------------------------------------------------------
+  // The test of the best trial's final model on the test split, one ready actor at a time.
+  // False when there is nothing to test (said why).
+  bool test_wanted();
+  // Sends the test to the next ready actor not asked yet; false when none is left.
+  bool ask_next_tester(Clock::time_point now);
+  bool test_answered() const { return testing_ && testing_->answer.has_value(); }
+  bool tester_lost() const;
+  // Records the answer for best.json; the run's exit code (0).
+  int record_test();
+  // No answer: the exit code, 130 when a signal cut the test short, else 1.
+  int test_unanswered(bool interrupted);
+  void on_finished() { tuning_.on_finished(book_.completed_jobs()); }
+  StatusSnapshot status(Clock::time_point now) const;
+  // The last lines of a run; `report_written`: report.html exists.
+  void summarize(bool finished, bool report_written, Clock::time_point now);
+  // Every trial failed (too little memory, a model the device cannot run): not a result.
+  bool every_trial_failed() const { return !results_->best() && book_.failed_trials() > 0; }
+  const std::string& last_failure() const { return book_.last_failure(); }
+
+  // What the unit tests look at.
+  const TrialBook& book() const { return book_; }
+  const ActorRegistry& registry() const { return registry_; }
+  const packing::Plan& plan() const { return plan_; }
+  std::int64_t refused_reports() const { return refused_reports_; }
+
+ private:
+  using Job = tuners::Job;
+  using TrialId = tuners::TrialId;
+
+  void send(ActorState& actor, const protocol::Message& message);
+  void send_to(const std::string& identity, const protocol::Message& message);
+  template <class FirstMessage>
+  bool refuse(const std::string& identity, const FirstMessage& hello);
+  void on_actor_message(ActorState& actor, const protocol::Message& message);
+  protocol::ExperimentSpec experiment_spec() const;
+  double seconds_since_start() const;
+
+  // Reports, results and checkpoints (driver_core.cpp).
+  void on_report(ActorState& actor, const protocol::Report& report);
+  ReportRow report_row(const ActorState& actor, const TrialState& trial, const protocol::Report& report) const;
+  void finish_job(ActorState& actor, TrialId id, bool failed = false, const nlohmann::json& row = nullptr);
+  void record_checkpoint(TrialId trial, const std::string& path, double budget);
+  void on_checkpointed(const ActorState& actor, const protocol::Checkpointed& m);
+  void on_trial_failed(ActorState& actor, const protocol::TrialFailed& m);
+  void check_resumed(const protocol::Report& report, TrialState& trial);
+  void on_final_checkpoint(TrialId id, double budget);
+  std::optional<double> checkpoint_of(TrialId id) const;
+  void tell_failed(const std::optional<TrialBook::Failure>& failure);
+
+  // Actors and nodes coming and going (driver_peers.cpp).
+  void on_node_message(NodeState& node, const protocol::Message& message);
+  void on_actor_exited(NodeState& node, const protocol::ActorExited& m);
+  void ask_to_rejoin(ActorState& actor, const protocol::Message& message);
+  void retire(ActorState& actor, const std::string& why);
+  std::string join_command() const;
+
+  // Placement (driver_dispatch.cpp).
+  bool dispatch();
+  bool no_actor_left();
+  bool replans_rungs() const;
+  void start_next_job(int actor_id, TrialState& trial);
+  void start_rung(Job first);
+  protocol::Assign make_assign(const Job& job, TrialState& trial);
+  bool hold_for_profile(const Job& job, const TrialState& trial);
+  void release(const std::vector<Job>& jobs) { book_.put_back(jobs); }
+  void explain_units(const std::string& device);
+  void update_capacities();
+  void on_measured(const ActorState& actor, const protocol::Measured& m);
+  void on_out_of_memory(ActorState& actor, const protocol::OutOfMemory& m);
+  bool local_actors_settled();
+
+  // The end (driver_finish.cpp).
+  void finish_checkpoints(bool finished);
+
+  ExperimentConfig config_;
+  Options options_;
+  Send send_;
+  std::string endpoint_;
+  bool curve_ = false;
+  bool job_lines_ = true;
+  Clock::time_point now_;  // the time of the call being handled
+  std::unique_ptr<tuners::Tuner> tuner_;
+  TunerJournal tuning_;
+  PlannerSetup setup_;  // the planner's options and actors' limits, as `packtune plan` has them
+  packing::Planner planner_;
+  packing::Plan plan_;  // the live actors and the units they train now
+  ActorRegistry registry_;
+  ProfileGate profiles_;  // jobs waiting for their shape's throughput profile
+  TrialBook book_;        // the queue of jobs and the state of every trial
+  std::unique_ptr<Journal> journal_;
+  std::unique_ptr<ResultsWriter> results_;
+  std::unique_ptr<CheckpointStore> store_;
+
+  std::vector<TrialId> best_finished_;  // trials keeping their final models, best first
+  struct Testing {
+    TrialId trial = -1;
+    int actor = -1;
+    std::optional<protocol::Tested> answer;
+  };
+  std::optional<Testing> testing_;  // the test of the best trial, while it runs
+  std::set<int> testers_asked_;     // actors asked to run it, who died or hung
+  std::vector<std::string> actor_failures_;
+  bool actor_input_error_ = false;  // an actor process exited with code 2 (bad input)
+  std::string actor_said_;          // the last ActorFailed message
+  std::int64_t refused_reports_ = 0;  // from retired actors, after a partition
+  std::set<std::string> asked_to_hello_;  // unknown peers told to join again (Rejoin), once each
+  bool settled_ = false;
+  std::set<std::string> explained_;  // device kinds explain_units spoke of
+  bool capacities_stale_ = false;  // an actor got ready since the plan's actors were updated
+  Clock::time_point start_;
+  Clock::time_point next_silence_check_;
+  Clock::time_point last_heartbeat_;
+  std::optional<Clock::time_point> alone_since_;  // since when no actor trains and none can come back
+};
+
+// The first budget above `reported` at which an actor reports in a job to `job_budget`
+// (pack_executor.cpp: every `report_every` below the job's budget, then at the budget).
+double next_report(double report_every, double reported, double job_budget);
+
+}  // namespace packtune

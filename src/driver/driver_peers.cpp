@@ -1,0 +1,114 @@
+// DriverCore: actors and nodes that come and go (docs/faults.md). An actor's process that
+// ends, or a peer silent past actor_timeout_seconds, is retired and its trials go back to the
+// queue; one heard again after that drops its pack and joins anew.
+#include <spdlog/spdlog.h>
+
+#include "driver/driver_core.hpp"
+
+namespace packtune {
+
+namespace proto = protocol;
+
+void DriverCore::add_local_node(const std::string& host, Clock::time_point now) {
+  now_ = now;
+  registry_.add_local_node(host, config_.actors, now_);
+}
+
+std::string DriverCore::join_command() const {
+  return fmt::format("packtune node --driver {}{}", endpoint_, curve_ ? " --keys DIR" : "");
+}
+
+void DriverCore::on_node_message(NodeState& node, const proto::Message& message) {
+  if (auto* exited = std::get_if<proto::ActorExited>(&message)) {
+    on_actor_exited(node, *exited);
+  } else if (!std::holds_alternative<proto::Heartbeat>(message)) {
+    spdlog::warn("unexpected {} from node {}", proto::verb(message), node.id);
+  }
+}
+
+void DriverCore::on_local_actor_exited(const proto::ActorExited& exited, Clock::time_point now) {
+  now_ = now;
+  on_actor_exited(*registry_.node_by_id(0), exited);
+}
+
+// An actor's process ended: its trials go back to the queue now, not after the heartbeat
+// timeout.
+void DriverCore::on_actor_exited(NodeState& node, const proto::ActorExited& m) {
+  registry_.slot_exited(node.id, m.local_index, !m.restarting);
+  if (m.input_error) actor_input_error_ = true;
+  const std::string where =
+      node.id == 0 ? "see " + options_.local_log_path(m.local_index)
+                   : fmt::format("node {} on {}; see its actor-{}.log", node.id, node.host, m.local_index);
+  const std::string what = m.how + (m.restarting ? ", restarting" : "") + "; " + where;
+  if (auto* actor = registry_.actor_in_slot(node.id, m.local_index, m.pid)) {
+    retire(*actor, "its process " + what);
+  } else if (!m.restarting) {
+    actor_failures_.push_back(fmt::format("actor {} of node {} {}", m.local_index, node.id, what));
+  }
+}
+
+// A retired actor speaks again: a partition healed, or it was only slow. Its jobs run
+// elsewhere now, so what it says of them is refused; it drops them and joins anew.
+void DriverCore::ask_to_rejoin(ActorState& actor, const proto::Message& message) {
+  if (std::holds_alternative<proto::Report>(message) || std::holds_alternative<proto::TrialFailed>(message)) {
+    ++refused_reports_;
+    spdlog::info("refusing {} from retired actor {}: its jobs were given to other actors", proto::verb(message),
+                 actor.id);
+  }
+  if (actor.asked_to_rejoin) return;
+  actor.asked_to_rejoin = true;
+  spdlog::warn("actor {} on {} is heard again after it was retired; it drops its pack and rejoins", actor.id,
+               actor.host);
+  send(actor, proto::Rejoin{"it was silent for more than actor_timeout_seconds; its jobs were given to other actors"});
+}
+
+// Takes an actor out of service; its trials go back to the queue and start again.
+void DriverCore::retire(ActorState& actor, const std::string& why) {
+  if (actor.dead) return;
+  registry_.mark_dead(actor);
+  for (const auto id : actor.running) tell_failed(book_.lost_actor(id, checkpoint_of(id)));
+  actor.running.clear();
+  update_capacities();
+  spdlog::warn("actor {} is out of service: {}", actor.id, why);
+}
+
+void DriverCore::check_heartbeats(Clock::time_point now) {
+  now_ = now;
+  // Timeouts are tens of seconds: ten looks a second are plenty, and under load the loop
+  // comes here after every batch of messages.
+  if (now < next_silence_check_) return;
+  next_silence_check_ = now + std::chrono::milliseconds(100);
+  for (auto* actor : registry_.silent_actors(now)) {
+    retire(*actor, "no message for " + std::to_string(static_cast<int>(config_.actor_timeout_seconds)) + " s");
+  }
+  for (auto* node : registry_.silent_nodes(now)) {
+    registry_.mark_node_dead(*node);
+    spdlog::warn("node {} on {} is out of service: no message for {} s", node->id, node->host,
+                 static_cast<int>(config_.actor_timeout_seconds));
+  }
+}
+
+void DriverCore::send_heartbeats(Clock::time_point now) {
+  now_ = now;
+  const auto period = std::chrono::duration<double>(config_.heartbeat_seconds);
+  if (now - last_heartbeat_ <= period) return;
+  // An actor that got an Assign or anything else since the last round needs no heartbeat.
+  for (auto& [identity, actor] : registry_.actors()) {
+    if (!actor.dead && now - actor.last_sent > period) send(actor, proto::Heartbeat{});
+  }
+  for (const auto& [id, node] : registry_.nodes()) {
+    if (id != 0 && !node.dead) send_to(node.identity, proto::Heartbeat{});
+  }
+  last_heartbeat_ = now;
+}
+
+void DriverCore::shutdown_actors() {
+  for (auto& [identity, actor] : registry_.actors()) {
+    if (!actor.dead) send(actor, proto::Shutdown{});
+  }
+  for (const auto& [id, node] : registry_.nodes()) {
+    if (id != 0 && !node.dead) send_to(node.identity, proto::Shutdown{});
+  }
+}
+
+}  // namespace packtune

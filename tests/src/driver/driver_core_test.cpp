@@ -1,0 +1,372 @@
+// The driver's policy against a fake fleet, without sockets or processes, in virtual time:
+// every scenario here takes milliseconds. The fake actors answer an Assign with one report per
+// job, whose metric is a fixed function of the trial's config and budget, and write the
+// checkpoint file the report names, so promotions and restarts resume from it.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "driver/driver_core.hpp"
+#include "driver/journal.hpp"
+#include "../../temp_dir.hpp"
+
+using namespace packtune;
+namespace proto = packtune::protocol;
+using Clock = DriverCore::Clock;
+using tuners::TrialId;
+
+namespace {
+
+constexpr std::int64_t GiB = std::int64_t{1} << 30;
+
+nlohmann::json sweep(const std::string& tuner, int trials, double max_budget, int max_pack, const std::string& fuse) {
+  return {{"name", "fake"},
+          {"seed", 3},
+          {"budget", {{"unit", "steps"}, {"min", 1}, {"max", max_budget}}},
+          {"tuner", {{"name", tuner}, {"trials", trials}}},
+          {"actors", 0},
+          {"max_pack", max_pack},
+          {"fuse", fuse},
+          {"model", {{"family", "mlp"}, {"depth", 1}, {"width", 32}, {"batch_size", 16}, {"optimizer", "adam"}}},
+          {"space", {{"lr", {{"type", "loguniform"}, {"low", 1e-4}, {"high", 1e-1}}}}}};
+}
+
+// A trial's metric: higher for a larger lr and budget, the same on every actor.
+double metric_of(const tuners::TrialConfig& config, double budget) {
+  return std::get<double>(config.at("lr")) * 10 + budget / 1000;
+}
+
+struct Sent {
+  std::string to;
+  proto::Message message;
+};
+
+// A driver core and the actors it talks to. Time moves only when a test says so.
+struct Fleet {
+  testing::TempDir dir;
+  ExperimentConfig config;
+  Clock::time_point now = Clock::time_point{} + std::chrono::hours(1);
+  std::vector<Sent> outbox;  // what the core sent, not yet taken by an actor
+  std::unique_ptr<DriverCore> core;
+  std::map<std::string, int> ids;           // actor identity -> the id its Welcome gave
+  std::set<std::string> silent;             // actors that hear but do not answer
+  std::vector<proto::Assign> assigned;      // every Assign, in order
+  std::vector<std::string> assigned_to;     // and the actor it went to
+  std::int64_t capacity = 8 * GiB;          // each fake actor's memory for trials
+  std::vector<std::vector<TrialId>> waves;  // the trials of the Assigns of each step
+  int profiles_asked = 0;
+  std::vector<Sent> last_sent;  // what the core sent in the last turn
+
+  explicit Fleet(const nlohmann::json& json, bool resume = false) : config(parse_config(json, "fake.json")) {
+    config.source = json;
+    open(resume);
+  }
+
+  std::string out() const { return dir.path().string() + "/run"; }
+
+  void open(bool resume) {
+    core = std::make_unique<DriverCore>(
+        config, DriverCore::Options{out(), 0, [](int i) { return "actor-" + std::to_string(i) + ".log"; }},
+        [this](const std::string& to, const proto::Message& m) { outbox.push_back({to, m}); }, now);
+    core->listening_on("ipc:///fake", false);
+    std::unique_ptr<Journal> journal;
+    std::unique_ptr<ResultsWriter> results;
+    std::optional<TunerJournal::Recovered> recovered;
+    if (resume) {
+      auto reopened = Journal::reopen(out() + "/journal.jsonl");
+      recovered = core->tuning().replay(reopened.entries);
+      journal = std::make_unique<Journal>(std::move(reopened.journal));
+      results = std::make_unique<ResultsWriter>(out(), recovered->rows, config.metric, config.mode);
+    } else {
+      ResultsWriter::create_folder(out());
+      results = std::make_unique<ResultsWriter>(out(), config.source, config.metric, config.mode);
+      journal = std::make_unique<Journal>(
+          Journal::create(out() + "/journal.jsonl", {{"packtune_journal", 1}, {"name", "fake"}, {"config", json()}}));
+    }
+    auto store = std::make_unique<CheckpointStore>(out() + "/checkpoints", TransferOptions{},
+                                                   [](const std::string&) {});
+    core->attach(std::move(journal), std::move(results), std::move(store), now);
+    if (recovered) core->restore(*recovered);
+    core->add_local_node("h", now);
+  }
+
+  nlohmann::json json() const { return config.source; }
+
+  void say(const std::string& actor, const proto::Message& m) { core->on_message(actor, m, now); }
+
+  void join(const std::string& actor) {
+    proto::Hello hello;
+    hello.host = "h";
+    hello.pid = 1000 + static_cast<int>(ids.size());
+    say(actor, hello);
+    ids[actor] = core->registry().actors().at(actor).id;
+    say(actor, proto::Ready{"cpu", capacity, false, 0});
+  }
+
+  std::string checkpoint_path(TrialId trial, double budget) const {
+    return out() + "/checkpoints/trial-" + std::to_string(trial) + "-budget-" + std::to_string(int(budget)) + ".h5";
+  }
+
+  // Each actor trains what it was assigned: the final report, after its checkpoint.
+  void answer(const Sent& sent) {
+    if (silent.count(sent.to)) return;
+    if (auto* assign = std::get_if<proto::Assign>(&sent.message)) {
+      proto::Report report;
+      report.trial = assign->trial;
+      report.budget = assign->budget;
+      report.metrics = {{"val_accuracy", metric_of(assign->config, assign->budget)}};
+      report.final = true;
+      report.lease = assign->lease;
+      if (!assign->resume_from.empty()) report.start_budget = core->store()->newest_budget(assign->trial);
+      if (assign->checkpoint) {
+        report.checkpoint = checkpoint_path(assign->trial, assign->budget);
+        std::ofstream(report.checkpoint) << "weights";
+      }
+      say(sent.to, report);
+    } else if (auto* profile = std::get_if<proto::Profile>(&sent.message)) {
+      ++profiles_asked;
+      say(sent.to, proto::Profiled{profile->key, "cpu", {1, 2, 4}, {0.010, 0.012, 0.014}, ""});
+    }
+  }
+
+  // One turn of the loop: the actors that answer say they live, the core steps, and the
+  // actors answer what it sent. True when over.
+  bool turn() {
+    now += std::chrono::milliseconds(500);
+    for (const auto& [actor, id] : ids) {
+      if (!silent.count(actor)) say(actor, proto::Heartbeat{});
+    }
+    const bool over = core->step(now);
+    core->commit();
+    std::vector<Sent>& sent = last_sent;
+    sent.clear();
+    sent.swap(outbox);
+    std::vector<TrialId> wave;
+    for (const auto& s : sent) {
+      if (auto* assign = std::get_if<proto::Assign>(&s.message)) {
+        assigned.push_back(*assign);
+        assigned_to.push_back(s.to);
+        wave.push_back(assign->trial);
+      }
+    }
+    if (!wave.empty()) waves.push_back(wave);
+    for (const auto& s : sent) answer(s);
+    return over;
+  }
+
+  void run(int max_turns = 1000) {
+    for (int i = 0; i < max_turns; ++i) {
+      if (turn()) return;
+    }
+    FAIL("the sweep did not end in " << max_turns << " turns");
+  }
+
+  std::vector<nlohmann::json> rows() const { return Journal::read(out() + "/results.jsonl"); }
+};
+
+// results.jsonl's (trial, budget, metric) lines, the parts that must not depend on scheduling.
+std::set<std::tuple<TrialId, double, double>> outcomes(const std::vector<nlohmann::json>& rows) {
+  std::set<std::tuple<TrialId, double, double>> out;
+  for (const auto& row : rows) {
+    out.insert({row["trial"].get<TrialId>(), row["budget"].get<double>(), row["val_accuracy"].get<double>()});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("driver core: a random sweep on two fake actors ends with every trial's report") {
+  Fleet f(sweep("random", 6, 4, 1, "never"));
+  f.join("a");
+  f.join("b");
+  f.run();
+  CHECK(f.core->book().completed_jobs() == 6);
+  CHECK(f.rows().size() == 6);
+  std::set<TrialId> trials;
+  for (const auto& a : f.assigned) trials.insert(a.trial);
+  CHECK(trials.size() == 6);
+  // max_pack 1: never more jobs out than actors.
+  for (const auto& wave : f.waves) CHECK(wave.size() <= 2);
+}
+
+TEST_CASE("driver core: an actor silent past actor_timeout_seconds loses its trials, which finish elsewhere") {
+  Fleet f(sweep("random", 4, 4, 1, "never"));
+  f.join("a");
+  f.join("b");
+  f.silent.insert("a");  // a takes a trial and never reports
+  f.turn();
+  REQUIRE(std::count(f.assigned_to.begin(), f.assigned_to.end(), "a") == 1);
+  const TrialId lost = f.assigned[std::find(f.assigned_to.begin(), f.assigned_to.end(), "a") - f.assigned_to.begin()].trial;
+  // b trains the others; a's trial waits for a's silence to count.
+  for (int i = 0; i < 10; ++i) f.turn();
+  CHECK(f.core->book().completed_jobs() == 3);
+  CHECK_FALSE(f.core->registry().actors().at("a").dead);
+  f.run(200);  // 100 s in turns of 0.5 s: a is retired after 60
+  CHECK(f.core->registry().actors().at("a").dead);
+  CHECK(f.core->book().completed_jobs() == 4);
+  // The lost trial ran again on b, under a new lease.
+  std::set<std::uint64_t> leases;
+  for (std::size_t i = 0; i < f.assigned.size(); ++i) {
+    if (f.assigned[i].trial == lost) {
+      leases.insert(f.assigned[i].lease);
+      if (leases.size() == 2) CHECK(f.assigned_to[i] == "b");
+    }
+  }
+  CHECK(leases.size() == 2);
+  CHECK(f.rows().size() == 4);
+}
+
+TEST_CASE("driver core: after a partition the retired actor's report is refused and it is told to rejoin") {
+  Fleet f(sweep("random", 3, 4, 1, "never"));
+  f.join("a");
+  f.join("b");
+  f.silent.insert("a");
+  f.turn();
+  const auto on_a = std::find(f.assigned_to.begin(), f.assigned_to.end(), "a") - f.assigned_to.begin();
+  REQUIRE(on_a < static_cast<long>(f.assigned.size()));
+  const proto::Assign held = f.assigned[on_a];
+  for (int i = 0; i < 130 && !f.core->registry().actors().at("a").dead; ++i) f.turn();
+  CHECK(f.core->registry().actors().at("a").dead);
+  // The partition heals: a reports the job it was given before.
+  proto::Report late;
+  late.trial = held.trial;
+  late.budget = held.budget;
+  late.final = true;
+  late.lease = held.lease;
+  late.metrics = {{"val_accuracy", 0.99}};
+  f.outbox.clear();
+  f.say("a", late);
+  CHECK(f.core->refused_reports() == 1);
+  REQUIRE(f.outbox.size() == 1);
+  CHECK(std::holds_alternative<proto::Rejoin>(f.outbox.front().message));
+  f.outbox.clear();
+  f.run();
+  for (const auto& row : f.rows()) CHECK(row["val_accuracy"].get<double>() != 0.99);
+  CHECK(f.core->book().completed_jobs() == 3);
+}
+
+TEST_CASE("driver core: a local actor's exit retires it at once, without the heartbeat timeout") {
+  auto json = sweep("random", 2, 4, 1, "never");
+  json["actors"] = 2;
+  Fleet f(json);
+  for (int slot = 0; slot < 2; ++slot) {
+    proto::Hello hello;
+    hello.host = "h";
+    hello.pid = 500 + slot;
+    hello.node_id = 0;
+    hello.local_index = slot;
+    f.say("s" + std::to_string(slot), hello);
+    f.say("s" + std::to_string(slot), proto::Ready{"cpu", 8 * GiB, false, 0});
+  }
+  f.silent.insert("s0");
+  f.turn();
+  f.core->on_local_actor_exited(proto::ActorExited{0, 500, "killed by signal 9", false, false}, f.now);
+  CHECK(f.core->registry().actors().at("s0").dead);
+  f.run();
+  CHECK(f.core->book().completed_jobs() == 2);
+  CHECK(f.rows().size() == 2);
+}
+
+TEST_CASE("driver core: a pack that ran out of memory is split into smaller units, and its trials finish") {
+  const auto json = sweep("random", 4, 4, 4, "always");
+  // What the planner reckons a unit of the four needs: the actor gets half as much again.
+  std::int64_t unit_of_four = 0;
+  {
+    Fleet probe(json);
+    probe.join("a");
+    probe.silent.insert("a");
+    probe.turn();
+    REQUIRE(probe.waves.size() == 1);
+    REQUIRE(probe.waves.front().size() == 4);  // trials of one width share one unit
+    unit_of_four = probe.core->plan().actors.at(0).estimated_bytes;
+  }
+  Fleet f(json);
+  f.capacity = unit_of_four * 3 / 2;
+  f.join("a");
+  f.silent.insert("a");
+  f.turn();
+  REQUIRE(f.waves.size() == 1);
+  REQUIRE(f.waves.front().size() == 4);
+  proto::OutOfMemory oom;
+  oom.message = "CPU memory limit";
+  for (const auto& a : f.assigned) {
+    oom.trials.push_back(a.trial);
+    oom.leases.push_back(a.lease);
+  }
+  f.say("a", oom);
+  f.silent.clear();
+  f.run();
+  // The shape's figure doubled: four no longer fit, so they went out in smaller units.
+  CHECK(f.core->book().completed_jobs() == 4);
+  CHECK(f.core->book().failed_trials() == 0);
+  REQUIRE(f.waves.size() > 2);
+  for (std::size_t i = 1; i < f.waves.size(); ++i) CHECK(f.waves[i].size() < 4);
+  CHECK(f.assigned.size() == 8);  // each trial went out twice
+}
+
+TEST_CASE("driver core: jobs of a shape with no throughput profile wait until an actor profiled it") {
+  Fleet f(sweep("random", 4, 4, 4, "auto"));
+  f.join("a");
+  f.join("b");
+  f.silent = {"a", "b"};
+  f.turn();
+  // The first turn asks for a profile and holds the jobs: nothing is assigned yet.
+  CHECK(f.assigned.empty());
+  std::vector<Sent> asked;
+  for (const auto& s : f.last_sent) {
+    if (std::holds_alternative<proto::Profile>(s.message)) asked.push_back(s);
+  }
+  f.silent.clear();
+  f.turn();
+  CHECK(f.assigned.empty());
+  REQUIRE(asked.size() == 1);  // one shape, one profile, on one actor
+  f.answer(asked.front());
+  f.run();
+  CHECK(f.profiles_asked == 1);
+  CHECK(f.core->book().completed_jobs() == 4);
+}
+
+TEST_CASE("driver core: Hyperband's promotions of a rung go out together, resuming from their checkpoints") {
+  auto json = sweep("hyperband", 0, 9, 1, "never");
+  json["tuner"] = {{"name", "hyperband"}, {"eta", 3}};
+  Fleet f(json);
+  for (const auto* actor : {"a", "b", "c"}) f.join(actor);
+  f.run();
+  std::size_t promoted = 0;
+  for (const auto& a : f.assigned) promoted += !a.resume_from.empty();
+  CHECK(promoted > 0);
+  // Some step handed out more than one promotion at once: the rung was re-planned together.
+  bool together = false;
+  for (const auto& wave : f.waves) {
+    std::size_t resumed = 0;
+    for (const auto trial : wave) {
+      for (const auto& a : f.assigned) resumed += a.trial == trial && !a.resume_from.empty() ? 1 : 0;
+    }
+    together = together || resumed > 1;
+  }
+  CHECK(together);
+}
+
+TEST_CASE("driver core: a sweep resumed from its journal ends with the reports of an uninterrupted one") {
+  auto json = sweep("hyperband", 0, 9, 1, "never");
+  json["tuner"] = {{"name", "hyperband"}, {"eta", 3}};
+  Fleet whole(json);
+  whole.join("a");
+  whole.run();
+
+  Fleet cut(json);
+  cut.join("a");
+  for (int i = 0; i < 6; ++i) cut.turn();
+  REQUIRE(cut.core->book().completed_jobs() > 0);
+  cut.core.reset();  // the driver dies; its actor with it
+  cut.outbox.clear();
+  cut.ids.clear();
+  cut.open(true);
+  cut.join("b");
+  cut.run();
+  CHECK(outcomes(cut.rows()) == outcomes(whole.rows()));
+}
