@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fills .gpu/ (ignored by git) for a session that is lent a GPU machine: what
-# ../shared/gpu/prepare.sh gathers (the packages the GPU image lacks, Fashion-MNIST,
+# the workplace's GPU prepare script gathers (the packages the GPU image lacks, Fashion-MNIST,
 # build.sh), plus what packtune needs there beyond it:
 #   .gpu/plotly.js  the report page's chart library: the build embeds it and the image has no
 #                   python3-plotly, so without it CMake stops at configure
@@ -10,7 +10,7 @@
 #                   wheels alone are larger than the 64 MiB a device call can carry.
 # Then, on the GPU machine: bench/gpu_figures.sh (docs/benchmarks.md, "GPU figures").
 #
-#   scripts/gpu-prepare.sh [PREPARE]   PREPARE: the shared prepare.sh (default ../shared/gpu/prepare.sh)
+#   scripts/gpu-prepare.sh [PREPARE]   PREPARE: the workplace's GPU prepare script (docs/building.md)
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
