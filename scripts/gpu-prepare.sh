@@ -8,7 +8,7 @@
 #                   bench/gpu_figures.sh can run Optuna beside packtune (no package registry
 #                   there). Not numpy (the image's torch brings it) and not Ray Tune: its
 #                   wheels alone are larger than the 64 MiB a device call can carry.
-# Then, on the GPU machine: bench/gpu_figures.sh (docs/benchmarks.md, "GPU figures").
+# Then, on the GPU machine: bench/gpu_figures.sh (docs/building.md, "On a GPU machine").
 #
 #   scripts/gpu-prepare.sh [PREPARE]   PREPARE: the workplace's GPU prepare script (docs/building.md)
 set -euo pipefail
