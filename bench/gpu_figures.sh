@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpu_figures: issue 14's GPU figures, phase by phase, on the lent GPU machine — so that a
+# gpu_figures: the GPU figures of docs/benchmarks.md, phase by phase, on the lent GPU machine — so that a
 # session that is lent one spends its device time measuring, not writing scripts.
 #
 # On the development machine, once: scripts/gpu-prepare.sh (fills .gpu/). Then `run` (the

@@ -343,7 +343,7 @@ def bench(a):
         for name, w in ways.items():
             if name == "packtune":
                 continue
-            # The issue's measure: packtune's time to this way's own best over this way's time to it
+            # The strict measure (docs/benchmarks.md): packtune's time to this way's own best over this way's time to it
             # (None where packtune never reached it).
             own_best = w["best_val_accuracy"]
             to_own_best = time_to(w["curve"], own_best) if own_best is not None else None
@@ -437,7 +437,7 @@ def median_measure(values):
 
 
 def summarize_seeds(runs):
-    """Per way that is not packtune: the issue's measure in each sitting and its median."""
+    """Per way that is not packtune: the strict measure in each sitting and its median."""
     out = {}
     for name in WAYS:
         if name == "packtune" or not all(name in r["ratios"] for r in runs):

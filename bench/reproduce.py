@@ -16,7 +16,7 @@ Timing is only used to pick kill points; a result never depends on it. Prints on
 check and a JSON summary with --json; exit 1 when any report differs.
 
 Run from the repository root after the build: bench/reproduce.py [--kills 10]. See
-docs/benchmarks.md (Reproducibility).
+docs/benchmarks.md (reproduce.py).
 """
 import argparse
 import datetime

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fills .gpu/ (ignored by git) for a session that is lent a GPU machine: what
-# ../shared/gpu/prepare.sh gathers (the packages the GPU image lacks, Fashion-MNIST,
+# the workplace's GPU prepare script gathers (the packages the GPU image lacks, Fashion-MNIST,
 # build.sh), plus what packtune needs there beyond it:
 #   .gpu/plotly.js  the report page's chart library: the build embeds it and the image has no
 #                   python3-plotly, so without it CMake stops at configure
@@ -8,9 +8,9 @@
 #                   bench/gpu_figures.sh can run Optuna beside packtune (no package registry
 #                   there). Not numpy (the image's torch brings it) and not Ray Tune: its
 #                   wheels alone are larger than the 64 MiB a device call can carry.
-# Then, on the GPU machine: bench/gpu_figures.sh (docs/benchmarks.md, "GPU figures").
+# Then, on the GPU machine: bench/gpu_figures.sh (docs/building.md, "On a GPU machine").
 #
-#   scripts/gpu-prepare.sh [PREPARE]   PREPARE: the shared prepare.sh (default ../shared/gpu/prepare.sh)
+#   scripts/gpu-prepare.sh [PREPARE]   PREPARE: the workplace's GPU prepare script (docs/building.md)
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"

@@ -22,7 +22,7 @@ TableObjective small_table() {
                      {0, 4, 0.4}, {1, 4, 0.9}, {2, 4, 0.1}, {3, 4, 0.75}});
 }
 
-// ASHA exactly as the paper and issue 3 state it, with no cleverness: every request sorts
+// ASHA exactly as the paper states it (docs/tuners.md), with no cleverness: every request sorts
 // every rung. The real tuner must hand out the same jobs. `eager`: a non-empty rung's quota is
 // at least one (tuner setting "eager_promotion").
 class ReferenceAsha : public Tuner {

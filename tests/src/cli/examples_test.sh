@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every config in examples/ is one a user can run as it is: it parses, plans on this
 # machine's actors, and its tuner's schedule simulates to the end. (Training them is what
-# the README's figures measure; it takes minutes to half an hour.)
+# docs/benchmarks.md measures; it takes minutes to half an hour.)
 set -euo pipefail
 packtune="$1"
 examples="$2"

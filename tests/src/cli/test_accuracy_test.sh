@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The winner's test accuracy (issue 13): after the run, best.json holds the best trial's final
+# The winner's test accuracy: after the run, best.json holds the best trial's final
 # model evaluated on the test split, and it equals a forward pass of that checkpoint in NumPy
 # on Fashion-MNIST's t10k files, normalised with the training slice's mean and std as the
 # actor does. With "evaluate_test": false there is none.
