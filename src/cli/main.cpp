@@ -116,7 +116,8 @@ int run_command(const std::vector<std::string>& args) {
       ("mixed-packs", po::value<std::string>(), "override mixed_packs: auto (default: on GPUs, not on CPUs) | always | never")
       ("tuner-plugin", po::value<std::vector<std::string>>(), "load tuners from a shared library")
       ("keep-checkpoints", po::value<std::string>(), "all | needed (default): trial checkpoints kept in DIR/checkpoints")
-      ("quiet,q", "warnings and the final summary only: no status table or lines");
+      ("quiet,q", "warnings and the final summary only: no status table or lines")
+      ("verbose,v", "the planner's and profiler's workings on the console too (DIR/driver.log always has them)");
   po::positional_options_description positional;
   positional.add("config", 1);
   auto vm = packtune::cli::parse_command_line("run", args, options, positional);
@@ -152,6 +153,8 @@ int run_command(const std::vector<std::string>& args) {
 
   packtune::DriverOptions driver;
   driver.quiet = vm.count("quiet") > 0;
+  driver.verbose = vm.count("verbose") > 0;
+  if (driver.quiet && driver.verbose) throw packtune::InputError("run: --quiet and --verbose contradict each other; give one");
   packtune::ExperimentConfig config;
   if (resume) {
     driver.out_dir = vm["resume"].as<std::string>();

@@ -25,6 +25,7 @@
 #include "actors/checkpoint_file.hpp"
 #include "driver/checkpoint_store.hpp"
 #include "driver/driver_core.hpp"
+#include "driver/driver_log.hpp"
 #include "driver/journal.hpp"
 #include "driver/live_report.hpp"
 #include "driver/status_display.hpp"
@@ -204,6 +205,12 @@ class Driver {
     }
     // Before any thread that logs starts: on a terminal the display takes the log's sinks.
     display_ = std::make_unique<StatusDisplay>(StatusDisplay::choose(options_.quiet));
+    // After the display, which takes the console's sinks: a line only for the file must not
+    // redraw the table.
+    log_ = std::make_unique<DriverLog>(options_.out_dir + "/driver.log",
+                                       options_.quiet     ? DriverLog::Console::Quiet
+                                       : options_.verbose ? DriverLog::Console::Verbose
+                                                          : DriverLog::Console::Normal);
     core_.show_job_lines(display_->mode() == StatusDisplay::Mode::Lines);
     // The lock outlives the report (declared before it), and still_at only reads its fd.
     report_ = std::make_unique<LiveReport>(
@@ -311,7 +318,7 @@ class Driver {
     spdlog::info("experiment {}: tuner {}, {}, {} local actor(s) on {}, {} thread(s) each", config_.name,
                  config_.tuner, limit > 0 ? std::to_string(limit) + " trials" : std::string("its whole schedule"),
                  config_.actors, config_.device, threads);
-    spdlog::info("{}{}", config_.fuse == "always"
+    spdlog::debug("{}{}", config_.fuse == "always"
                            ? "fuse always: trials of unlike widths share units, padded; which trials share one "
                              "depends on timing and can change a trial's last bits (docs/reproducibility.md)"
                        : config_.fuse == "never"
@@ -468,6 +475,7 @@ class Driver {
   DriverOptions options_;
   std::unique_ptr<FolderLock> folder_lock_;  // before the report, whose thread asks it
   std::unique_ptr<StatusDisplay> display_;
+  std::unique_ptr<DriverLog> log_;  // DIR/driver.log; goes before the display gives the sinks back
   std::unique_ptr<LiveReport> report_;  // DIR/report.html, rewritten during the run
   std::string ipc_file_;  // the socket file of an ipc endpoint, removed at the end
   zmq::context_t context_;

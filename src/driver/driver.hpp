@@ -9,7 +9,8 @@ namespace packtune {
 
 struct DriverOptions {
   std::string out_dir;
-  bool quiet = false;  // warnings and the final summary only (docs/status.md)
+  bool quiet = false;    // warnings and the final summary only (docs/status.md)
+  bool verbose = false;  // the planner's and profiler's workings on the console too (driver.log has them)
   // Continue the experiment in out_dir from its journal (docs/faults.md); the caller checked
   // that `config` is the one it ran with.
   bool resume = false;

@@ -119,7 +119,7 @@ void DriverCore::on_message(const std::string& identity, const proto::Message& m
     welcome.actor_id = actor.id;
     welcome.spec = experiment_spec();
     send(actor, welcome);
-    spdlog::info("actor {} joined from {} (pid {}{})", actor.id, actor.host, actor.pid,
+    spdlog::debug("actor {} joined from {} (pid {}{})", actor.id, actor.host, actor.pid,
                  actor.node_id >= 0 ? fmt::format(", node {} slot {}", actor.node_id, actor.local_index) : "");
     return;
   }
@@ -156,7 +156,7 @@ void DriverCore::on_actor_message(ActorState& actor, const proto::Message& messa
           // Once per batch, before the next dispatch: 1,000 actors say Ready at once, and each
           // update goes over every actor.
           capacities_stale_ = true;
-          spdlog::info("actor {} ready on {}", actor.id, m.device);
+          spdlog::debug("actor {} ready on {}", actor.id, m.device);
           explain_units(m.device);
         } else if constexpr (std::is_same_v<T, proto::Report>) {
           on_report(actor, m);
@@ -250,7 +250,7 @@ void DriverCore::on_report(ActorState& actor, const proto::Report& report) {
   if (seen) return;
   if (tuning_.on_report(report.trial, report.budget, trial.last_metric, row) == tuners::Decision::Stop) {
     send(actor, proto::Stop{report.trial});
-    spdlog::info("trial {} stopped early by the tuner at budget {}", report.trial, report.budget);
+    spdlog::debug("trial {} stopped early by the tuner at budget {}", report.trial, report.budget);
     finish_job(actor, report.trial);
   }
 }

@@ -148,7 +148,7 @@ proto::Assign DriverCore::make_assign(const Job& job, TrialState& trial) {
   trial.start_checked = false;
   if (store_->has(job.trial)) {
     trial.reached = trial.resume_budget;
-    spdlog::info("trial {} resumes from its checkpoint at budget {:g} and trains to budget {:g}", job.trial,
+    spdlog::debug("trial {} resumes from its checkpoint at budget {:g} and trains to budget {:g}", job.trial,
                  trial.resume_budget, job.budget);
   } else if (job.kind == Job::Kind::Resume) {
     spdlog::warn("trial {} has no checkpoint to resume from; it trains from scratch to budget {:g}", job.trial,
@@ -201,7 +201,7 @@ void DriverCore::start_rung(Job first) {
   for (const auto id : placement.waiting) book_.enqueue(jobs.at(id));
   if (after) book_.enqueue(std::move(*after));
   if (!demands.empty()) {
-    spdlog::info("rung boundary: {} promoted trial(s) re-planned into {} unit(s) on {} actor(s){}{}",
+    spdlog::debug("rung boundary: {} promoted trial(s) re-planned into {} unit(s) on {} actor(s){}{}",
                  demands.size(), placement.units, placement.actors,
                  placement.waiting.empty() ? "" : fmt::format(", {} wait for room", placement.waiting.size()),
                  placement.replanned ? "" : " (placed one by one: a running unit would have moved)");
@@ -228,7 +228,7 @@ void DriverCore::explain_units(const std::string& device) {
   const auto kind = packing::device_class(device);
   if (config_.max_pack <= 1 || !explained_.insert(kind).second) return;
   if (packing::units_per_actor(setup_.mixed_packs, device) > 1) return;
-  spdlog::info("{} actors train one unit (a model, or trials fused into one) at a time, as mixed_packs {} says{}; "
+  spdlog::debug("{} actors train one unit (a model, or trials fused into one) at a time, as mixed_packs {} says{}; "
                "\"mixed_packs\": \"always\" packs units side by side",
                kind, config_.mixed_packs,
                setup_.mixed_packs == packing::MixedPacks::Auto
@@ -256,7 +256,7 @@ void DriverCore::on_measured(const ActorState& actor, const proto::Measured& m) 
     if (trial.shape.key != m.key) continue;
     const auto before = planner_.memory_model().estimate(trial.shape, m.members).peak();
     planner_.memory_model().record_measurement(trial.shape, m.members, m.peak_bytes);
-    spdlog::info("actor {} measured {} MiB for {} trial(s) of shape {} (the model said {} MiB)", actor.id,
+    spdlog::debug("actor {} measured {} MiB for {} trial(s) of shape {} (the model said {} MiB)", actor.id,
                  m.peak_bytes >> 20, m.members, m.key, before >> 20);
     for (auto& a : plan_.actors) planner_.refresh(a);
     return;

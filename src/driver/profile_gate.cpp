@@ -76,7 +76,7 @@ std::optional<ProfileGate::Ask> ProfileGate::request(const packing::TrialShape& 
   }
   if (!best) return std::nullopt;
   requests_[shape.key] = {best->id, now, shape};
-  spdlog::info("actor {} profiles the throughput of shape {}", best->id, shape.key);
+  spdlog::debug("actor {} profiles the throughput of shape {}", best->id, shape.key);
   return Ask{best->id, protocol::Profile{shape.key, full, options_.max_pack}};
 }
 
@@ -97,7 +97,7 @@ std::vector<tuners::Job> ProfileGate::on_profiled(int actor, const protocol::Pro
   } else {
     planner_.record_profile(m.device, request->second.shape, points);
     for (auto& a : plan_.actors) planner_.refresh(a);
-    spdlog::info("actor {} profiled shape {} on {}: step time by unit size {}; units of up to {} pay", actor, m.key,
+    spdlog::debug("actor {} profiled shape {} on {}: step time by unit size {}; units of up to {} pay", actor, m.key,
                  m.device, table, planner_.useful_members(request->second.shape, m.device));
   }
   requests_.erase(request);

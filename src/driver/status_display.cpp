@@ -60,10 +60,8 @@ StatusDisplay::StatusDisplay(Mode mode) : mode_(mode) {
   last_shown_ = mode_ == Mode::Table ? Clock::time_point{} : Clock::now();
   auto logger = spdlog::default_logger();
   original_level_ = logger->level();
-  if (mode_ == Mode::Quiet) {
-    logger->set_level(std::max(original_level_, spdlog::level::warn));
-    logger_changed_ = true;
-  } else if (mode_ == Mode::Table) {
+  // Quiet's console level is DriverLog's business: DIR/driver.log still takes every line.
+  if (mode_ == Mode::Table) {
     // Log lines (spdlog's default logger writes to stdout) share the terminal with the table.
     // Sinks are swapped before the driver starts any thread that logs, and back after they end.
     original_sinks_ = logger->sinks();

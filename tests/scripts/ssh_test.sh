@@ -182,7 +182,7 @@ JSON
 grep -q "^\[root@$(host_ip 0)\] " "$work/ssh.log" && grep -q "^\[root@$(host_ip 1)\] " "$work/ssh.log" \
   || { echo "FAILED: the hosts' output is not labelled in packtune-ssh's output"; exit 1; }
 # Promoted trials resumed from checkpoints the hosts could only get over ZeroMQ.
-grep -q "resumes from its checkpoint" "$work/ssh.log" || { echo "FAILED: no trial was promoted"; exit 1; }
+grep -q "resumes from its checkpoint" "$work/ssh/driver.log" || { echo "FAILED: no trial was promoted"; exit 1; }
 if grep -E "could not resume|no checkpoint to resume" "$work/ssh.log"; then
   echo "FAILED: a promoted trial did not resume from its checkpoint"; exit 1
 fi

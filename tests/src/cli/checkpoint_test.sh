@@ -35,7 +35,7 @@ h5dump -H "$first" > "$work/header"
 h5dump -a /trial -a /budget "$first" > "$work/attrs"
 "$packtune" inspect "$first" > "$work/inspect.txt"
 "$packtune" inspect "$first" --json > "$work/inspect.json"
-grep -h "resumes from its checkpoint\|started from" "$work/all.stdout" > "$work/driver_resumed" || true
+grep -h "resumes from its checkpoint\|started from" "$work/all/driver.log" > "$work/driver_resumed" || true
 cat "$work/all/logs"/actor-*.log | grep -h "resumed from" > "$work/actor_resumed" || true
 
 /usr/bin/python3 - "$work" "$first" <<'PY'

@@ -26,8 +26,8 @@ JSON
 "$packtune" run "$work/config.json" --out "$work/auto" > "$work/auto.log" 2>&1 || { cat "$work/auto.log"; exit 1; }
 "$packtune" run "$work/config.json" --out "$work/always" --mixed-packs always > "$work/always.log" 2>&1 ||
   { cat "$work/always.log"; exit 1; }
-grep -q "cpu actors train one unit" "$work/auto.log" || { echo "FAILED: the driver did not say why"; exit 1; }
-if grep -q "cpu actors train one unit" "$work/always.log"; then echo "FAILED: 'always' said one unit"; exit 1; fi
+grep -q "cpu actors train one unit" "$work/auto/driver.log" || { echo "FAILED: the driver did not say why"; exit 1; }
+if grep -q "cpu actors train one unit" "$work/always/driver.log"; then echo "FAILED: 'always' said one unit"; exit 1; fi
 
 /usr/bin/python3 - "$work" <<'PY'
 import json, sys

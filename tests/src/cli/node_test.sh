@@ -55,7 +55,7 @@ run_pair plain 4 1
 wait "$driver" || fail "the driver exited $?" "$work/plain.driver.log" "$work/plain.node.log"
 wait "$node" || fail "the node exited $? after the driver's Shutdown" "$work/plain.node.log"
 grep -q "node 1 joined from .*2 actor(s)" "$work/plain.driver.log" || fail "no node registered" "$work/plain.driver.log"
-grep -q "node 1 slot 1" "$work/plain.driver.log" || fail "actors not linked to the node" "$work/plain.driver.log"
+grep -q "node 1 slot 1" "$work/plain/driver.log" || fail "actors not linked to the node" "$work/plain/driver.log"
 check_results plain 4
 test -s "$work/plain.logs/actor-0.log" && test -s "$work/plain.logs/actor-1.log"
 

@@ -68,7 +68,8 @@ pids+=("$!")
 # the driver's own actor cannot finish the other jobs before the link is back.
 node_actor=""
 for _ in $(seq 1 600); do
-  node_actor="$(sed -n 's/.*actor \([0-9]*\) joined from .*node 1 slot 0.*/\1/p' "$work/cut.out" | head -1)"
+  # The driver writes driver.log once it holds the results folder.
+  node_actor="$(sed -n 's/.*actor \([0-9]*\) joined from .*node 1 slot 0.*/\1/p' "$work/cut/driver.log" 2> /dev/null | head -1 || true)"
   if [ -n "$node_actor" ] && python3 - "$work/cut/results.jsonl" "$node_actor" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])] if open(sys.argv[1]).read() else []
@@ -89,14 +90,14 @@ ip link set "$veth" up
 echo "link up again"
 wait "$driver"
 
-grep "out of service\|heard again\|joined\|refus" "$work/cut.out" || true
+grep "out of service\|heard again\|joined\|refus" "$work/cut/driver.log" || true
 grep -q "actor $node_actor is out of service: no message for 3 s" "$work/cut.out" || {
   echo "FAIL: the cut-off actor was not retired"; cat "$work/cut.out"; exit 1; }
 grep -q "actor $node_actor on .* is heard again after it was retired" "$work/cut.out" || {
   echo "FAIL: the actor never came back"; cat "$work/cut.out"; exit 1; }
 grep -q "refusing Report from retired actor $node_actor" "$work/cut.out" || {
   echo "FAIL: no report of the cut-off actor was refused"; cat "$work/cut.out"; exit 1; }
-rejoined="$(sed -n "s/.*actor \([0-9]*\) joined from .*node 1 slot 0.*/\1/p" "$work/cut.out" | tail -1)"
+rejoined="$(sed -n "s/.*actor \([0-9]*\) joined from .*node 1 slot 0.*/\1/p" "$work/cut/driver.log" | tail -1)"
 [ "$rejoined" != "$node_actor" ] || { echo "FAIL: the actor did not rejoin"; exit 1; }
 python3 - "$work/cut/results.jsonl" "$rejoined" <<'PY'
 import json, sys

@@ -74,7 +74,7 @@ def check(name):
     return {(r["trial"], r["budget"]): r for r in rows}
 
 on, off = check("on"), check("off")
-log_on, log_off = open(f"{work}/on.log").read(), open(f"{work}/off.log").read()
+log_on, log_off = open(f"{work}/on/driver.log").read(), open(f"{work}/off/driver.log").read()
 assert "rung boundary:" in log_on, "replan on: no rung boundary was re-planned"
 assert "rung boundary:" not in log_off, "replan off: the driver re-planned anyway"
 assert on.keys() == off.keys(), (sorted(set(on) ^ set(off)))

@@ -162,7 +162,7 @@ PY
 kill -9 "$(cat "$work/actor.hold")"
 wait "$driver"
 grep -q "restarting" "$work/actor_killed.out" || { echo "FAIL: the killed actor was not restarted"; cat "$work/actor_killed.out"; exit 1; }
-grep "resumes from its checkpoint at budget" "$work/actor_killed.out" || {
+grep "resumes from its checkpoint at budget" "$work/actor_killed/driver.log" || {
   echo "FAIL: no job resumed from a checkpoint inside it"; cat "$work/actor_killed.out"
   echo "checkpoints in the journal:"; grep '"checkpoint"' "$work/actor_killed/journal.jsonl" || true
   exit 1; }

@@ -1,0 +1,45 @@
+#include "driver/driver_log.hpp"
+
+#include <algorithm>
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "packtune/error.hpp"
+
+namespace packtune {
+
+DriverLog::DriverLog(const std::string& path, Console console) {
+  auto logger = spdlog::default_logger();
+  logger_level_ = logger->level();
+  flush_level_ = logger->flush_level();
+  const auto shown = console == Console::Quiet     ? spdlog::level::warn
+                     : console == Console::Verbose ? spdlog::level::debug
+                                                   : spdlog::level::info;
+  console_ = logger->sinks();
+  for (auto& sink : console_) {
+    console_levels_.push_back(sink->level());
+    sink->set_level(std::max(shown, sink->level()));
+  }
+  try {
+    file_ = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, false);
+  } catch (const spdlog::spdlog_ex& e) {
+    throw Error("cannot write " + path + ": " + e.what());
+  }
+  file_->set_level(spdlog::level::debug);
+  logger->sinks().push_back(file_);
+  logger->set_level(std::min(logger_level_, spdlog::level::debug));
+  // A driver killed with -9 loses no line of it: each is written through at once.
+  logger->flush_on(spdlog::level::debug);
+}
+
+DriverLog::~DriverLog() {
+  auto logger = spdlog::default_logger();
+  auto& sinks = logger->sinks();
+  sinks.erase(std::remove(sinks.begin(), sinks.end(), file_), sinks.end());
+  for (std::size_t i = 0; i < console_.size(); ++i) console_[i]->set_level(console_levels_[i]);
+  logger->set_level(logger_level_);
+  logger->flush_on(flush_level_);
+}
+
+}  // namespace packtune

@@ -1,0 +1,36 @@
+#pragma once
+// Where the driver's log lines go while a run holds its results folder. The console gets what
+// a user acts on: the experiment line, where the charts are, warnings, errors and results
+// (info and above; warnings only with --quiet). DIR/driver.log gets every line, the planner's
+// and profiler's workings (debug) too, and --verbose shows those on the console as well.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <spdlog/common.h>
+
+namespace spdlog::sinks {
+class sink;
+}
+
+namespace packtune {
+
+class DriverLog {
+ public:
+  enum class Console { Quiet, Normal, Verbose };
+
+  // Appends to `path` (a resumed run continues the file); restores the logger when it ends.
+  DriverLog(const std::string& path, Console console);
+  ~DriverLog();
+  DriverLog(const DriverLog&) = delete;
+  DriverLog& operator=(const DriverLog&) = delete;
+
+ private:
+  std::vector<std::shared_ptr<spdlog::sinks::sink>> console_;
+  std::vector<spdlog::level::level_enum> console_levels_;
+  std::shared_ptr<spdlog::sinks::sink> file_;
+  spdlog::level::level_enum logger_level_;
+  spdlog::level::level_enum flush_level_;
+};
+
+}  // namespace packtune
