@@ -67,7 +67,9 @@ wait_for "$resumed"
 [ "$code" -eq 0 ] || fail "held: the resumed driver exited $code" "$work/held.resumed" "$work/held.node"
 wait_for "$node"
 [ "$code" -eq 0 ] || fail "held: the node exited $code" "$work/held.node"
-grep -q "node 1 joined from" "$work/held/driver.log" && grep -q "node 1 slot 0" "$work/held/driver.log" ||
+# The resumed driver's lines of driver.log: the file is appended to, after the killed one's.
+sed -n '/\] resuming /,$p' "$work/held/driver.log" > "$work/held.resumed.log"
+grep -q "node 1 joined from" "$work/held.resumed.log" && grep -q "node 1 slot 0" "$work/held.resumed.log" ||
   fail "held: the node did not rejoin as node 1 with its actor" "$work/held.resumed"
 check_results held
 echo "PASS"
