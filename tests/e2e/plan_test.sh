@@ -4,9 +4,7 @@
 # profile says fusing pays (as a run does), the --actors grammar (1000xcuda=16GiB: 1,000
 # GPU actors) holds, and bad actor specs and configs `run` refuses are input errors (exit 2).
 set -euo pipefail
-packtune="$1"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/prelude.sh" "$@"
 
 cat > "$work/config.json" <<'JSON'
 {

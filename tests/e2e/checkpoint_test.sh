@@ -5,10 +5,7 @@
 # inspect` shows a checkpoint and refuses corrupt, truncated, foreign and non-HDF5 files with
 # one line and exit 2; the default (needed) leaves only the best trials' checkpoints.
 set -euo pipefail
-KEEP_WORK="${KEEP_WORK:-}"
-packtune="$1"
-work="$(mktemp -d)"
-[ -n "$KEEP_WORK" ] || trap 'rm -rf "$work"' EXIT; echo "work: $work"
+source "$(dirname "$0")/prelude.sh" "$@"  # KEEP_WORK=1 keeps $work
 command -v h5dump > /dev/null || { echo "h5dump not found: run scripts/setup.sh (hdf5-tools)"; exit 1; }
 
 cat > "$work/config.json" <<'JSON'
@@ -122,7 +119,7 @@ refused corrupt "corrupt" "$work/flipped.h5"
 refused missing "no such file" "$work/none.h5"
 # Found by fuzz/fuzz_checkpoint: this file crashes HDF5 1.10 itself (SIGSEGV); inspect reads it
 # in a child first.
-refused hdf5_crash "the HDF5 library crashed" "$(cd "$(dirname "$0")/../../data/fuzz" && pwd)/checkpoint-global-heap-crash.h5"
+refused hdf5_crash "the HDF5 library crashed" "$(cd "$here/../data/fuzz" && pwd)/checkpoint-global-heap-crash.h5"
 
 # The default keeps what is needed: at most the best three trials' last checkpoints.
 "$packtune" run "$work/config.json" --out "$work/needed" --trials 6 --quiet > "$work/needed.stdout" 2>&1

@@ -5,8 +5,7 @@
 # and is killed there; every restart fails (a stand-in packtune-actor that runs the real one
 # only the first time), so the node gives the slot up. `timeout 300` bounds a regression.
 set -euo pipefail
-packtune="$1"
-source "$(dirname "$0")/background.sh"
+source "$(dirname "$0")/prelude.sh" "$@"
 
 # The driver starts actors from its own folder (cli/actor_launch.hpp).
 mkdir "$work/bin"

@@ -8,15 +8,15 @@
 # process of either job is left).
 # Usage: slurm_test.sh PACKTUNE
 set -euo pipefail
-packtune="$1"
-sbatch_script="$(cd "$(dirname "$0")/../../scripts/slurm" && pwd)/packtune.sbatch"
+work_template="${TMPDIR:-/tmp}/packtune-slurm-test.XXXXXX"
+source "$(dirname "$0")/prelude.sh" "$@"
+sbatch_script="$(cd "$here/../../scripts/slurm" && pwd)/packtune.sbatch"
 
 if [ "$(id -u)" -ne 0 ]; then echo "SKIPPED: the private Slurm runs its daemons as root"; exit 77; fi
 for tool in munged slurmctld slurmd sbatch squeue scancel sinfo ss python3; do
   command -v "$tool" >/dev/null || { echo "FAILED: $tool is missing; run scripts/setup.sh"; exit 1; }
 done
 
-work="$(mktemp -d "${TMPDIR:-/tmp}/packtune-slurm-test.XXXXXX")"
 chmod 700 "$work"
 conf="$work/slurm.conf"
 daemons=()
@@ -68,7 +68,7 @@ cleanup() {
       [ -f "$f" ] && { echo "--- $f (last 30 lines)"; tail -n 30 "$f"; }
     done
   fi
-  rm -rf "$work"
+  cleanup_work
   exit "$code"
 }
 trap cleanup EXIT

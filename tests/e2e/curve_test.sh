@@ -3,8 +3,7 @@
 # "insecure": true); with keys it admits the actors it authorized and refuses, with a log line,
 # an actor holding another key and a client sending garbage; the results are its own actors'.
 set -euo pipefail
-packtune="$1"
-source "$(dirname "$0")/background.sh"
+source "$(dirname "$0")/prelude.sh" "$@"
 
 "$packtune" keys "$work/keys" > "$work/keys.out"
 for f in driver.key driver.pub actor.key actor.pub authorized_actors; do test -s "$work/keys/$f"; done

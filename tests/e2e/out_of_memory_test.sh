@@ -10,9 +10,7 @@
 #               evaluation takes 64 validation images per member at once (evaluation_chunk),
 #               256 for the unit, and its first convolution alone needs 12 MiB.
 set -euo pipefail
-packtune="$1"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/prelude.sh" "$@"
 
 cat > "$work/step.json" <<'JSON'
 {

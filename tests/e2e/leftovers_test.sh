@@ -7,8 +7,7 @@
 # its temporary folder at start, and one of another test running beside this one would remove
 # what this test looks for.
 set -euo pipefail
-packtune="$1"
-source "$(dirname "$0")/background.sh"
+source "$(dirname "$0")/prelude.sh" "$@"
 export TMPDIR="$work/tmp"
 mkdir "$TMPDIR"
 tmp="$TMPDIR"

@@ -3,9 +3,7 @@
 # place with log lines above it; in a file, plain lines and no escape codes; with --quiet,
 # warnings and the summary only.
 set -euo pipefail
-packtune="$1"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/prelude.sh" "$@"
 command -v script > /dev/null || { echo "script(1) (util-linux) is missing: run scripts/setup.sh"; exit 1; }
 
 cat > "$work/config.json" <<'JSON'

@@ -10,8 +10,7 @@
 # The actor's and node's patience with a silent driver is long (heartbeat_seconds 5 gives the
 # actor 150 s, --driver-timeout 300), so a slow machine between kill and resume is no matter.
 set -euo pipefail
-packtune="$1"
-source "$(dirname "$0")/background.sh"
+source "$(dirname "$0")/prelude.sh" "$@"
 
 tiny_config "$work/config.json" \
   '{"actors": 0, "tuner": {"name": "random", "trials": 4}, "heartbeat_seconds": 5, "join_timeout_seconds": 300}'
@@ -25,8 +24,6 @@ assert set(finals) == set(range(4)) and max(finals.values()) == 1, finals
 print(f"{sys.argv[1]}: {len(rows)} reports, 4 trials finished once each")
 PY
 }
-fail() { echo "FAIL: $1"; shift; for f in "$@"; do echo "--- $f"; cat "$f"; done; exit 1; }
-
 # Starts the driver held at $2 (a point) and a node of one actor (its env: $3); kills the
 # driver with -9 once a process holds there, and resumes it in the background ($resumed).
 kill_and_resume() {  # $1: name, $2: driver hold point or "", $3: node hold point or ""

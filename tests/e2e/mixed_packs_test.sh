@@ -4,9 +4,7 @@
 # that do not fuse side by side (the check that the first run's figure can fail). Both runs
 # report the same metrics (training is deterministic per trial), and the driver says why.
 set -euo pipefail
-packtune="$1"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/prelude.sh" "$@"
 
 cat > "$work/config.json" <<'JSON'
 {

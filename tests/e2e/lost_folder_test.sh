@@ -4,8 +4,7 @@
 # and writes nothing into the replacement. The one actor holds at its first job
 # (PACKTUNE_TEST_HOLD=actor.assigned), so the run cannot end before the folder goes.
 set -euo pipefail
-packtune="$1"
-source "$(dirname "$0")/background.sh"
+source "$(dirname "$0")/prelude.sh" "$@"
 
 tiny_config "$work/config.json"
 for how in deleted replaced; do

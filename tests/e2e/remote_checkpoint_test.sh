@@ -5,8 +5,7 @@
 # ZeroMQ. The reports equal those of the same experiment with the driver's own actors (which
 # share the store and copy nothing), within 2e-3.
 set -euo pipefail
-packtune="$1"
-source "$(dirname "$0")/background.sh"
+source "$(dirname "$0")/prelude.sh" "$@"
 
 if ! unshare --mount --propagation private true 2>/dev/null; then
   echo "SKIPPED: this test needs a mount namespace (unshare --mount, as root)"
@@ -23,6 +22,7 @@ cat > "$work/config.json" <<'JSON'
   "space": {"lr": {"type": "loguniform", "low": 0.001, "high": 0.01}}
 }
 JSON
+# The prelude's fail, with only the last lines of each file: the node's and actors' logs are long.
 fail() { echo "FAILED: $1"; shift; for f in "$@"; do echo "--- $f"; tail -40 "$f"; done; exit 1; }
 
 # 1. On one machine: the driver's two actors read and write the store directly.

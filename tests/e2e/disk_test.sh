@@ -6,9 +6,7 @@
 # 256 MiB a live report leaves free) a run that fits still gets its report.html. Needs root
 # for a mount namespace (skipped, exit 77, without).
 set -euo pipefail
-packtune="$1"
-here="$(cd "$(dirname "$0")" && pwd)"
-source "$here/background.sh"
+source "$(dirname "$0")/prelude.sh" "$@"
 if [ "$(id -u)" -ne 0 ] || ! unshare -m true 2> /dev/null; then
   echo "SKIP: needs root and mount namespaces"; exit 77
 fi

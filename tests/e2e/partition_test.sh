@@ -6,9 +6,7 @@
 # actor and gets new work, and the experiment ends with the reports of a run that was never
 # cut (no trial reports a budget twice; metrics within 2e-3). Needs root (skipped, exit 77).
 set -euo pipefail
-packtune="$1"
-here="$(cd "$(dirname "$0")" && pwd)"
-source "$here/background.sh"
+source "$(dirname "$0")/prelude.sh" "$@"
 if [ "$(id -u)" -ne 0 ] || ! ip netns list > /dev/null 2>&1; then echo "SKIP: needs root and ip netns"; exit 77; fi
 
 net="$(private_net $$)"
@@ -21,7 +19,7 @@ cleanup_net() {
   fi
   ip link del "$veth" 2> /dev/null || true
 }
-trap 'cleanup_net; cleanup' EXIT
+trap 'cleanup_net; cleanup_work' EXIT
 ip netns add "$ns"
 ip link add "$veth" type veth peer name "${veth}n"
 ip link set "${veth}n" netns "$ns"

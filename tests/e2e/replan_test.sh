@@ -6,9 +6,7 @@
 # reports a budget twice, every job the tuner gave reaches its budget with a final report, and
 # the two runs report the same metrics within 2e-3.
 set -euo pipefail
-packtune="$1"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/prelude.sh" "$@"
 
 cat > "$work/on.json" <<'JSON'
 {

@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # Every bad input gets one line on stderr naming the problem, exit code 2, and nothing in --out.
 set -uo pipefail
-packtune="$1"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/prelude.sh" "$@"
 failures=0
 passed=0
 

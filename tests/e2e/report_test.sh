@@ -5,15 +5,12 @@
 # (the page counts what plotly drew into a hidden element, read here from the DOM), and takes
 # a screenshot. Bad input exits 2 with one line. Without chromium: skipped (exit 77).
 set -euo pipefail
-packtune="$1"
+source "$(dirname "$0")/prelude.sh" "$@"
 browser="$(command -v chromium || command -v chromium-browser || true)"
 if [ -z "$browser" ]; then
   echo "SKIP: no chromium (Debian's chromium; scripts/setup.sh installs it)"
   exit 77
 fi
-work="$(mktemp -d)"
-driver=""
-trap '[ -n "$driver" ] && kill "$driver" 2> /dev/null; rm -rf "$work"' EXIT
 
 cat > "$work/config.json" <<'JSON'
 {
@@ -34,6 +31,7 @@ JSON
 PACKTUNE_TEST_HOLD="actor.reported#3:$work/actor.hold" \
   "$packtune" run "$work/config.json" --out "$work/out" --quiet > "$work/run.log" 2>&1 &
 driver=$!
+pids+=("$driver")
 # The live page, whatever the machine's speed: the first actor to send its third report holds
 # there (PACKTUNE_TEST_HOLD, include/packtune/test_hold.hpp), so the run cannot end, until the
 # driver has rewritten the page (every 5 s); then it is let go. The page must reload itself and
@@ -54,7 +52,6 @@ for _ in $(seq 1 1200); do
 done
 rm "$work/actor.hold"
 wait "$driver" || { cat "$work/run.log"; exit 1; }
-driver=""
 [ "$live" = yes ] || { echo "FAIL: no report.html with the reports so far that reloads itself during the run"; exit 1; }
 grep -q 'http-equiv="refresh"' "$work/out/report.html" && { echo "FAIL: the final report.html still reloads itself"; exit 1; }
 cp "$work/out/report.html" "$work/driver.html"
@@ -83,7 +80,7 @@ for dir in "$work/nowhere" "$work/empty" "$work/corrupt"; do
   [ "$code" = 2 ] && [ "$(wc -l < "$work/err")" = 1 ] || { echo "FAIL: report $dir: exit $code"; cat "$work/err"; exit 1; }
 done
 
-/usr/bin/python3 - "$work" "$(cd "$(dirname "$0")/../../scripts" && pwd)" <<'PY'
+/usr/bin/python3 - "$work" "$here" <<'PY'
 import json, sys
 work = sys.argv[1]
 sys.path.insert(0, sys.argv[2])

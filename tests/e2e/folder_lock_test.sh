@@ -3,8 +3,7 @@
 # on a fresh --out whose lock another driver holds (here flock(1) on the folder, the lock the
 # driver takes) is refused with exit 2, and leaves config.json as it was and no results.jsonl.
 set -euo pipefail
-packtune="$1"
-source "$(dirname "$0")/background.sh"
+source "$(dirname "$0")/prelude.sh" "$@"
 
 tiny_config "$work/config.json"
 mkdir "$work/run"

@@ -4,8 +4,7 @@
 # again) and best.json gets the test accuracy. The actor is held at the test
 # (PACKTUNE_TEST_HOLD=actor.testing), so the signal comes at that point on any machine.
 set -euo pipefail
-packtune="$1"
-source "$(dirname "$0")/background.sh"
+source "$(dirname "$0")/prelude.sh" "$@"
 
 tiny_config "$work/config.json"
 PACKTUNE_TEST_HOLD="actor.testing:$work/held" "$packtune" run "$work/config.json" --out "$work/run" --quiet \

@@ -3,7 +3,7 @@
 # machine's actors, and its tuner's schedule simulates to the end. (Training them is what
 # the README's figures measure; it takes minutes to half an hour.)
 set -euo pipefail
-packtune="$1"
+source "$(dirname "$0")/prelude.sh" "$@"
 examples="$2"
 count=0
 for config in "$examples"/*.json; do

@@ -4,10 +4,7 @@
 # line saying so. No wall-clock window: the actor's exit is awaited with a generous bound,
 # whatever the machine's load.
 set -euo pipefail
-packtune="$1"
-source "$(dirname "$0")/background.sh"
-
-fail() { echo "FAILED: $1"; shift; for f in "$@"; do echo "--- $f"; cat "$f"; done; exit 1; }
+source "$(dirname "$0")/prelude.sh" "$@"
 
 cat > "$work/config.json" <<'JSON'
 {

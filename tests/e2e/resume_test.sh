@@ -8,9 +8,7 @@
 # finished experiment says so; a changed config is refused with the key named; a folder without
 # a journal is refused.
 set -euo pipefail
-packtune="$1"
-here="$(cd "$(dirname "$0")" && pwd)"
-source "$here/background.sh"
+source "$(dirname "$0")/prelude.sh" "$@"
 
 # One Hyperband sweep (eta 3, 0.25 to 2.25 epochs: 17 trials, 22 jobs) on a small slice.
 cp "$here/hyperband_sweep.json" "$work/config.json"

@@ -4,8 +4,7 @@
 # says so), the driver requeues its trials at once, every trial finishes once; and nothing of
 # ours is left running afterwards.
 set -euo pipefail
-packtune="$1"
-source "$(dirname "$0")/background.sh"
+source "$(dirname "$0")/prelude.sh" "$@"
 
 config() {  # $1: trials, $2: budget.max
   cat <<JSON
@@ -19,8 +18,6 @@ config() {  # $1: trials, $2: budget.max
 }
 JSON
 }
-
-fail() { echo "FAILED: $1"; shift; for f in "$@"; do echo "--- $f"; cat "$f"; done; exit 1; }
 
 # Starts the driver (--actors 0) and a node with two actors; waits for both.
 run_pair() {  # $1: name, $2: trials, $3: budget; then the kill hook runs while they work

@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # A real `packtune run`: two actors, random search, a small slice of Fashion-MNIST.
 set -euo pipefail
-packtune="$1"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/prelude.sh" "$@"
 
 cat > "$work/config.json" <<'JSON'
 {

@@ -1,16 +1,39 @@
-# Sourced by CLI tests that start processes in the background: `$work`, a fresh folder, and
-# `pids`, the processes to stop; both are cleaned up however the test ends. `$compare` compares
-# two results.jsonl report by report.
-work="$(mktemp -d)"
+# shellcheck shell=bash disable=SC2034
+# (SC2034: $compare, $code and the rest are set here for the tests that source this.)
+# Sourced by every end-to-end test in this folder, right after its `set` line:
+#   source "$(dirname "$0")/prelude.sh" "$@"
+# What the tests share, so each one holds only its own steps and assertions:
+#   $packtune  the packtune binary, the test's first argument (checked here)
+#   $here      this folder (the test's data: hyperband_sweep.json, compare_results.py, ...)
+#   $work      a fresh folder, removed however the test ends (kept with KEEP_WORK=1, to look
+#              into after a failure); a test may name where with work_template=TEMPLATE (for
+#              mktemp -d) before sourcing
+#   pids       the background processes to stop when the test ends
+#   $compare   compare_results.py, which compares two results.jsonl report by report
+# and the helpers below: fail, private_net, free_port, wait_held, tiny_config, wait_for.
+
+packtune="${1:-}"
+if [ -z "$packtune" ] || [ ! -x "$packtune" ]; then
+  echo "usage: $(basename "$0") PACKTUNE [...]: the packtune binary to test (got '${packtune}')"
+  exit 2
+fi
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+compare="$here/compare_results.py"
+
+work="$(mktemp -d ${work_template:+"$work_template"})"
 echo "work: $work"
 pids=()
-compare="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../scripts" && pwd)/compare_results.py"
-cleanup() {
+# The EXIT trap. A test with more to undo (namespaces, daemons) sets a trap of its own that
+# calls this last, or removes $work itself.
+cleanup_work() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
+  [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"
 }
-trap cleanup EXIT
+trap cleanup_work EXIT
+
+# fail MESSAGE [FILE...]: says what failed, shows the files that tell why, and ends the test.
+fail() { echo "FAILED: $1"; shift; for f in "$@"; do echo "--- $f"; cat "$f"; done; exit 1; }
 
 # A private 10.x.y prefix for a /24 of test addresses that no interface here uses, picked from
 # `$1` (a pid), so that two runs of a test do not meet.
@@ -25,7 +48,7 @@ private_net() {
 }
 
 # free_port SEED: a port for a driver to listen on (the rule packtune-ssh uses).
-source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../scripts" && pwd)/free_port.sh"
+source "$here/../../scripts/free_port.sh"
 
 # wait_held FILE PID: waits until a process holds at a PACKTUNE_TEST_HOLD point (FILE holds
 # its pid; include/packtune/test_hold.hpp), or fails if PID (the driver) ended first. No timing:

@@ -10,8 +10,8 @@
 #  2. SIGTERM to packtune-ssh mid-run: the driver keeps its reports, and again nothing is left.
 # Usage: ssh_test.sh PACKTUNE
 set -euo pipefail
-packtune="$1"
-here="$(cd "$(dirname "$0")" && pwd)"
+work_template=/tmp/packtune-ssh-test.XXXXXX  # results: hidden from the hosts (/tmp is their own)
+source "$(dirname "$0")/prelude.sh" "$@"
 packtune_ssh="$here/../../scripts/packtune-ssh"
 
 if [ "$(id -u)" -ne 0 ]; then echo "SKIPPED: network namespaces and sshd need root"; exit 77; fi
@@ -21,12 +21,7 @@ done
 
 # Names and a private /24 from this shell's pid, so that two runs of the test (two worktrees)
 # do not meet; a /24 already on this machine is skipped.
-id=$$
-while :; do
-  net="10.$((64 + id % 128)).$(((id / 128) % 256))"
-  ip -4 -o addr | grep -qF " $net." || break
-  id=$((id + 7919))
-done
+net="$(private_net $$)"
 hosts=(0 1)
 ns_name() { echo "ptssh-$$-$1"; }
 veth_name() { echo "pts$$h$1"; }           # at most 15 characters
@@ -35,7 +30,6 @@ root_ip() { echo "$net.$((4 * $1 + 1))"; }
 
 build_dir="$(dirname "$(dirname "$(readlink -f "$packtune")")")"  # build/src/packtune -> build
 build_top="$(echo "$build_dir" | sed -n 's#^/tmp/\([^/]*\).*#\1#p')"  # its folder in /tmp, if there
-work="$(mktemp -d /tmp/packtune-ssh-test.XXXXXX)"    # results: hidden from the hosts
 sshdir="$(mktemp -d /tmp/packtune-ssh-hosts.XXXXXX)" # sshd's files, bound into each host
 sshd_pids=()
 script_pid=""
@@ -58,7 +52,8 @@ cleanup() {
       [ -f "$f" ] && { echo "--- $f (last 25 lines)"; tail -n 25 "$f"; }
     done
   fi
-  rm -rf "$work" "$sshdir"
+  rm -rf "$sshdir"
+  cleanup_work
   exit "$code"
 }
 trap cleanup EXIT
@@ -134,11 +129,11 @@ done
 
 # What must be left on a host after a run: its sshd and nothing else; no packtune folder.
 check_hosts_clean() {  # $1: what ran
-  local i pids extra
+  local i host_pids extra
   for i in "${hosts[@]}"; do
-    pids="$(ip netns pids "$(ns_name "$i")" | sort -n | tr '\n' ' ')"
+    host_pids="$(ip netns pids "$(ns_name "$i")" | sort -n | tr '\n' ' ')"
     extra=""
-    for pid in $pids; do [ "$pid" = "${sshd_pids[$i]}" ] || extra+="$pid "; done
+    for pid in $host_pids; do [ "$pid" = "${sshd_pids[$i]}" ] || extra+="$pid "; done
     if [ -n "$extra" ]; then
       echo "FAILED: after $1, host $i still runs:"; ps -o pid=,args= -p "${extra// /,}" || true; exit 1
     fi
@@ -192,7 +187,7 @@ rows = [json.loads(l) for l in open(f"{sys.argv[1]}/results.jsonl")]
 actors = {r["actor"] for r in rows}
 assert len(actors) == 2, f"both hosts' actors should train, got actors {actors}"
 PY
-python3 "$here/compare_results.py" "$work/local/results.jsonl" "$work/ssh/results.jsonl" --tolerance 2e-3 \
+python3 "$compare" "$work/local/results.jsonl" "$work/ssh/results.jsonl" --tolerance 2e-3 \
   || { echo "FAILED: the run over ssh reported otherwise than the run on one machine"; exit 1; }
 check_hosts_clean "a finished run"
 

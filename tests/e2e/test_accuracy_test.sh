@@ -4,9 +4,7 @@
 # on Fashion-MNIST's t10k files, normalised with the training slice's mean and std as the
 # actor does. With "evaluate_test": false there is none.
 set -euo pipefail
-packtune="$1"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/prelude.sh" "$@"
 data="${PACKTUNE_DATA_DIR:-/usr/share/datasets/fashion-mnist}"
 
 cat > "$work/config.json" <<'JSON'

@@ -4,9 +4,7 @@
 # padded to the widest member (--max-pack 8 --fuse always), report the same metrics within 1e-3;
 # trials of one width, alone and in one unit of 8, bit for bit (MLP and CNN).
 set -euo pipefail
-packtune="$1"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/prelude.sh" "$@"
 
 cat > "$work/config.json" <<'JSON'
 {

@@ -3,8 +3,7 @@
 # an error naming the journal and the line, not only the tuner's complaint; a damaged
 # config.json is written again from the journal's header.
 set -euo pipefail
-packtune="$1"
-source "$(dirname "$0")/background.sh"
+source "$(dirname "$0")/prelude.sh" "$@"
 
 tiny_config "$work/config.json" \
   '{"tuner": {"name": "sha", "trials": 4, "eta": 2}, "budget": {"unit": "epochs", "min": 0.25, "max": 0.5}, "evaluate_test": false}'
