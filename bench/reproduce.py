@@ -32,7 +32,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = {"example": os.path.join(ROOT, "examples", "fashion_mnist.json"),
            "hyperband": os.path.join(ROOT, "bench", "hyperband_repro.json")}
-COMPARE = os.path.join(ROOT, "tests", "scripts", "compare_results.py")
+COMPARE = os.path.join(ROOT, "tests", "e2e", "compare_results.py")
 
 
 def run(packtune, args, log):

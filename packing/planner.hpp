@@ -3,6 +3,10 @@
 // across them (FLEET's greedy allocation by estimated time). Trials of one shape form fused
 // units (HFTA) up to the size where one more member stops paying for itself; the rest share
 // an actor as mixed units. Pure logic: actors are figures, trials are shapes.
+//
+// The algorithms live in files of their own: first fit (first_fit.hpp, over room_tree.hpp),
+// least-loaded placement (least_loaded.cpp), balance (balance.cpp), the unit estimates
+// (unit_estimates.cpp) and the index filing (plan_filing.cpp); planner.cpp composes them.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -10,7 +14,9 @@
 #include <tuple>
 #include <vector>
 
+#include "packing/fuse_mode.hpp"
 #include "packing/memory_model.hpp"
+#include "packing/mixed_packs.hpp"
 #include "packing/plan_index.hpp"
 #include "packing/throughput_model.hpp"
 
@@ -25,17 +31,6 @@ struct ActorSpec {
   // Units trained side by side (a fused unit counts once); see MixedPacks.
   int max_units = 1 << 30;
 };
-
-// Whether an actor trains several units at once (a mixed pack: trials that do not fuse,
-// each a model of its own, on the pack's one data stream). On a GPU each unit steps on a
-// CUDA stream of its own, so small units overlap and fill the device. On a CPU they step
-// one after another on the same cores: a second unit adds no throughput and only delays the
-// first one's results (measured: docs/planner.md, Mixed packs), so `auto` gives CPU actors
-// one unit at a time, and the trials beyond it wait in the driver's queue.
-enum class MixedPacks { Auto, Always, Never };
-MixedPacks parse_mixed_packs(const std::string& text);  // "auto" | "always" | "never"
-// max_units for an actor on `device` ("cpu", "cuda:0", ...).
-int units_per_actor(MixedPacks mode, const std::string& device);
 
 struct TrialDemand {
   std::int64_t trial = -1;
@@ -81,11 +76,6 @@ struct Plan {
   PlanIndex index;
   int actors_used() const;
 };
-
-// never: every trial its own plain model; auto: fuse while the throughput model says one
-// more member pays; always: fuse what can fuse, as far as memory and max_members allow.
-enum class FuseMode { Never, Auto, Always };
-FuseMode parse_fuse_mode(const std::string& text);  // "never" | "auto" | "always"
 
 struct PlanOptions {
   FuseMode fuse = FuseMode::Auto;
@@ -174,6 +164,7 @@ class Planner {
             const UnitEstimate* alone = nullptr) const;
   std::int64_t usable(const ActorSpec& actor) const;
   double unit_seconds(const PlannedUnit& unit, const std::string& device) const;
+  static double total_steps(const std::vector<TrialDemand>& members);  // the members' steps
   Unplaced why_unplaced(const Plan& plan, const TrialDemand& trial) const;
   void balance(Plan& plan) const;
 

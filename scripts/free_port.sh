@@ -1,4 +1,4 @@
-# Sourced by scripts/packtune-ssh and the CLI tests (tests/src/cli/background.sh); the Slurm
+# Sourced by scripts/packtune-ssh and the CLI tests (tests/e2e/prelude.sh); the Slurm
 # batch script keeps a copy of the rule, since Slurm runs a copy of it without its siblings.
 #
 # free_port SEED: a tcp port for a driver to listen on, 20000 + SEED mod the span up to the

@@ -43,7 +43,7 @@ test_packages=(
   linux-perf  # profiling the driver under bench/load_bench (docs/benchmarks.md)
   chromium        # cli/report opens a report in headless Chromium (skipped without it)
 )
-# For the cluster tests (tests/scripts/): a private Slurm and munged, sshd in network
+# For the cluster tests (tests/e2e/): a private Slurm and munged, sshd in network
 # namespaces. The tests start their own daemons with their own configs, ports and sockets;
 # the system's services are kept from starting (see below).
 daemon_packages=(slurmd slurmctld munge openssh-server)

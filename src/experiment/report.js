@@ -2,7 +2,7 @@
 // src/experiment/report_data.cpp builds (its header describes the fields), then writes a
 // self-check into the page: a hidden pre element, id report-check, holding
 // {"errors": [...], "charts": {id: points drawn}},
-// which tests read from the rendered DOM (tests/src/cli/report_test.sh). All the shaping of
+// which tests read from the rendered DOM (tests/e2e/report_test.sh). All the shaping of
 // the data is done in C++, where it is unit-tested; this file only draws.
 (function () {
   'use strict';

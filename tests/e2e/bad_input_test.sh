@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Every bad input gets one line on stderr naming the problem, exit code 2, and nothing in --out.
+set -uo pipefail
+source "$(dirname "$0")/prelude.sh" "$@"
+failures=0
+passed=0
+
+good='{"budget": {"max": 0.1}, "tuner": {"name": "random", "trials": 1}, "actors": 1,
+       "data": {"train_size": 200, "validation_size": 50},
+       "space": {"lr": {"type": "loguniform", "low": 0.001, "high": 0.1}}}'
+
+# expect NAME EXPECTED_TEXT CONFIG_JSON [extra args...]
+expect() {
+  local name="$1" text="$2" config="$3"
+  shift 3
+  local cfg="$work/$name.json" out="$work/out-$name"
+  if [ "$config" != "-" ]; then printf '%s' "$config" > "$cfg"; fi
+  "$packtune" run "$cfg" --out "$out" "$@" > "$work/stdout" 2> "$work/stderr"
+  local code=$?
+  local lines
+  lines=$(wc -l < "$work/stderr")
+  if [ "$code" -ne 2 ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$text" "$work/stderr" || [ -e "$out" ]; then
+    echo "FAIL $name: exit $code, $lines stderr line(s), out exists: $([ -e "$out" ] && echo yes || echo no)"
+    sed 's/^/    /' "$work/stderr"
+    failures=$((failures + 1))
+  else
+    echo "ok   $name: $(cat "$work/stderr")"
+    passed=$((passed + 1))
+  fi
+}
+
+set_key() {  # set_key JSON PYTHON_EXPR -> JSON with the change applied
+  /usr/bin/python3 -c "import json,sys; c=json.loads(sys.argv[1]); $2; print(json.dumps(c))" "$1"
+}
+
+expect unknown_key "learning_rate: unknown key" "$(set_key "$good" 'c["learning_rate"]=0.1')"
+expect wrong_type "actors: expected an integer" "$(set_key "$good" 'c["actors"]="two"')"
+expect keep_checkpoints "keep_checkpoints: unknown value \"some\"" "$(set_key "$good" 'c["keep_checkpoints"]="some"')"
+expect keep_checkpoints_flag "--keep-checkpoints: unknown value" "$good" --keep-checkpoints none
+expect empty_range "space.lr: empty range" "$(set_key "$good" 'c["space"]["lr"]["high"]=0.0001')"
+expect not_json "not valid JSON" '{"tuner": '
+expect missing_config "config file not found" - 
+expect missing_data "data file not found" "$(set_key "$good" 'c["data"]["dir"]="/nonexistent"')"
+expect unknown_model "model.family" "$(set_key "$good" 'c["model"]={"family": "resnet"}')"
+expect unknown_tuner "unknown tuner \"bayes\"" "$(set_key "$good" 'c["tuner"]["name"]="bayes"')"
+expect unknown_tuner_flag "unknown tuner \"nope\"" "$good" --tuner nope
+expect bad_device "device" "$good" --device tpu
+expect bad_trials "--trials" "$good" --trials 0
+expect unknown_flag "unrecognised option" "$good" --frobnicate
+expect other_tuners_settings "written for hyperband; with --tuner random remove or change them" \
+  "$(set_key "$good" 'c["tuner"]={"name": "hyperband", "eta": 3}')" --tuner random
+expect negative_seed "--seed: expected an integer from 0" "$good" --seed -1
+expect no_whole_batch "100 training images make no whole batch of 128" "$(set_key "$good" 'c["data"]["train_size"]=100')"
+expect no_whole_batch_space "make no whole batch of 512" \
+  "$(set_key "$good" 'c["space"]["batch_size"]={"type": "choice", "values": [64, 512]}')"
+expect cnn_key_for_mlp "space.channels: a cnn hyper-parameter, but model.family is mlp" \
+  "$(set_key "$good" 'c["space"]["channels"]={"type": "choice", "values": [8, 16]}')"
+expect too_many_images "100000 is more than the 59950 training images" "$(set_key "$good" 'c["data"]["train_size"]=100000')"
+expect actor_timeout "would retire healthy actors" "$(set_key "$good" 'c["heartbeat_seconds"]=5; c["actor_timeout_seconds"]=1')"
+expect array_config "the config: expected an object, got array" '[1, 2]'
+# Found by the driver after the folder was made: it is removed again.
+expect bad_listen "listen: cannot bind bogus" "$(set_key "$good" 'c["listen"]="bogus"')"
+expect open_listen "can be reached from other machines" "$(set_key "$good" 'c["listen"]="tcp://0.0.0.0:0"')"
+mkdir -p "$work/folder_config.json"
+expect folder_config "a folder, not a config file" -
+
+# A missing CONFIG argument and an unknown command are usage errors too.
+"$packtune" run > /dev/null 2> "$work/stderr"; code=$?
+if [ $code -eq 2 ] && [ "$(wc -l < "$work/stderr")" -eq 1 ]; then passed=$((passed + 1)); else
+  echo "FAIL run without CONFIG: exit $code"; failures=$((failures + 1)); fi
+"$packtune" frobnicate > /dev/null 2>&1; code=$?
+if [ $code -eq 2 ]; then passed=$((passed + 1)); else
+  echo "FAIL unknown command: exit $code"; failures=$((failures + 1)); fi
+
+# Other commands' bad input: one line, exit 2.
+other() {  # other NAME EXPECTED_TEXT COMMAND...
+  local name="$1" text="$2"
+  shift 2
+  "$@" > /dev/null 2> "$work/stderr"
+  local code=$?
+  if [ $code -eq 2 ] && [ "$(wc -l < "$work/stderr")" -eq 1 ] && grep -qF -- "$text" "$work/stderr"; then
+    echo "ok   $name: $(cat "$work/stderr")"; passed=$((passed + 1))
+  else
+    echo "FAIL $name: exit $code"; cat "$work/stderr"; failures=$((failures + 1))
+  fi
+}
+other node_bad_endpoint "--driver bogus://x: Protocol not supported" "$packtune" node --driver bogus://x
+# A GPU that nvidia-smi does not list (a stand-in nvidia-smi with GPUs 0 and 1).
+mkdir -p "$work/bin"
+printf '#!/bin/sh\necho "0, GPU-a, Stand-in, 1024"\necho "1, GPU-b, Stand-in, 1024"\n' > "$work/bin/nvidia-smi"
+chmod +x "$work/bin/nvidia-smi"
+other node_unknown_gpu "--gpus: GPU 5 is not one nvidia-smi lists here (0, 1)" \
+  env PATH="$work/bin:$PATH" "$packtune" node --driver "ipc://$work/none.ipc" --gpus 5
+mkdir -p "$work/keys" && echo "kept" > "$work/keys/actor.pub"
+other keys_over_a_key "actor.pub exists" "$packtune" keys "$work/keys"
+grep -q kept "$work/keys/actor.pub" || { echo "FAIL keys_over_a_key: actor.pub was overwritten"; failures=$((failures + 1)); }
+
+# Bad input only an actor can see (no GPU here): its one line, exit 2, and no restarts (each
+# would fail the same way). The actor already wrote its log in --out, so the folder stays.
+if ! nvidia-smi -L > /dev/null 2>&1; then
+  start=$SECONDS
+  printf '%s' "$good" > "$work/no-gpu.json"
+  "$packtune" run "$work/no-gpu.json" --out "$work/no-gpu" --device cuda --quiet > "$work/stdout" 2> "$work/stderr"
+  code=$?
+  if [ $code -eq 2 ] && [ "$(wc -l < "$work/stderr")" -eq 1 ] && grep -q 'device: "cuda" requested' "$work/stderr" &&
+     ! grep -q "restarting" "$work/stdout" && [ $((SECONDS - start)) -lt 20 ]; then
+    echo "ok   no_gpu: $(cat "$work/stderr")"; passed=$((passed + 1))
+  else
+    echo "FAIL no_gpu: exit $code after $((SECONDS - start)) s"; cat "$work/stderr" "$work/stdout"; failures=$((failures + 1))
+  fi
+fi
+
+echo "$passed passed, $failures failed"
+[ "$failures" -eq 0 ]
