@@ -18,7 +18,7 @@
 
 #include <torch/torch.h>
 
-#include "actor/transfer_client.hpp"
+#include "actors/process/transfer_client.hpp"
 #include "actors/checkpoint_file.hpp"
 #include "driver/checkpoint_store.hpp"
 #include "protocol/zmq_channel.hpp"
@@ -109,7 +109,7 @@ double transfer(const std::string& store_dir, const std::string& actor_dir, cons
   const std::string endpoint = router.get(zmq::sockopt::last_endpoint);
   const std::string into = upload ? store_dir + "/in" : store_dir;
   CheckpointStore store(into, TransferOptions{}, {});
-  TransferClient client(endpoint, nullptr, TransferOptions{});
+  actors::TransferClient client(endpoint, nullptr, TransferOptions{});
   const auto start = Clock::now();
   auto done = upload ? client.upload(actor_dir + "/" + name, name) : client.fetch(name, actor_dir + "/fetched.h5");
   while (done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {

@@ -1,22 +1,11 @@
 #pragma once
-// Parsing of one subcommand's options: a malformed command line is an input error naming the
-// command and where its help is.
-#include <functional>
-#include <string>
-#include <vector>
-
-#include <boost/program_options.hpp>
+// The commands' option parsing and exit codes, which util/command_line.hpp holds since
+// packtune-actor uses them too; the names stay in packtune::cli for the commands here.
+#include "util/command_line.hpp"
 
 namespace packtune::cli {
 
-boost::program_options::variables_map parse_command_line(
-    const std::string& command, const std::vector<std::string>& args,
-    const boost::program_options::options_description& options,
-    const boost::program_options::positional_options_description& positional = {});
-
-// Runs one command of `packtune` or `packtune-actor` and returns the process's exit code: the
-// command's own, or 2 after an InputError and 1 after any other exception, each printed as one
-// line on stderr ("packtune: error: ..."), so both executables report errors alike.
-int exit_code_of(const std::function<int()>& command);
+using util::exit_code_of;
+using util::parse_command_line;
 
 }  // namespace packtune::cli

@@ -1,8 +1,6 @@
 #include "driver/driver.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,6 +35,9 @@
 #include "packtune/test_hold.hpp"
 #include "protocol/curve_keys.hpp"
 #include "protocol/zmq_channel.hpp"
+#include "util/folder_lock.hpp"
+#include "util/host_name.hpp"
+#include "util/work_folder.hpp"
 
 namespace packtune {
 namespace {
@@ -44,35 +45,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace proto = protocol;
 
-// One driver per results folder: a second one (a --resume while the run still goes on) would
-// cut the journal and results.jsonl the first is writing. The kernel drops the lock when the
-// process ends, however it ends; actors do not inherit it (close-on-exec).
-class FolderLock {
- public:
-  explicit FolderLock(const std::string& dir) : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
-    if (fd_ < 0) throw Error("cannot open the results folder " + dir + ": " + std::strerror(errno));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
-    const int error = errno;
-    ::close(fd_);
-    if (error == EWOULDBLOCK) {
-      throw InputError(dir + ": another packtune driver is running this experiment; wait for it to end, or stop it "
-                       "(Ctrl-C) and then run `packtune run --resume " + dir + "`");
-    }
-    throw Error("cannot lock the results folder " + dir + ": " + std::strerror(error));
-  }
-  ~FolderLock() { ::close(fd_); }
-  // Whether `dir` is still the folder this locked: not deleted, not moved away and replaced.
-  bool still_at(const std::string& dir) const {
-    struct stat locked {}, now {};
-    if (::fstat(fd_, &locked) != 0 || locked.st_nlink == 0) return false;
-    return ::stat(dir.c_str(), &now) == 0 && now.st_dev == locked.st_dev && now.st_ino == locked.st_ino;
-  }
-  FolderLock(const FolderLock&) = delete;
-  FolderLock& operator=(const FolderLock&) = delete;
-
- private:
-  int fd_;
-};
+// The folder lock, the work folders and the host name live in util/; their names stay the
+// ones this file always used.
+using util::FolderLock;
+using util::fresh_work_dir;
+using util::host_name;
+using util::temp_folder;
 
 std::atomic<bool> interrupted{false};
 extern "C" void on_interrupt(int) { interrupted = true; }

@@ -3,7 +3,7 @@
 #include <cctype>
 
 #include "actors/device_syntax.hpp"
-#include "experiment/trial_shape.hpp"
+#include "util/byte_size.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune {
@@ -59,7 +59,7 @@ std::int64_t parse_size(const std::string& text, const std::string& group) {
     }
   }
   try {
-    return parse_byte_size(text, "SIZE");
+    return util::parse_byte_size(text, "SIZE");
   } catch (const InputError&) {
     throw refused(group, "SIZE \"" + shown(text) + "\" is not a memory size (a positive number with a unit: 600MiB, 16GiB)");
   }

@@ -15,6 +15,7 @@
 #include "packtune/error.hpp"
 #include "experiment/trial_shape.hpp"
 #include "tuners/tuner_registry.hpp"
+#include "util/byte_size.hpp"
 
 namespace packtune {
 namespace {
@@ -213,7 +214,7 @@ ExperimentConfig parse_config(const json& root, const std::string& path) {
   top.number("checkpoint_every", c.checkpoint_every, 0, false);
   if (top.has("actor_memory")) {
     const auto& v = top.get("actor_memory", json::value_t::string, "a memory size such as \"600MiB\"");
-    c.actor_memory = parse_byte_size(v.get<std::string>(), "actor_memory");
+    c.actor_memory = util::parse_byte_size(v.get<std::string>(), "actor_memory");
   }
   top.number("memory_estimate_scale", c.memory_estimate_scale, 0, true);
   check_keep_checkpoints(c.keep_checkpoints, "keep_checkpoints");

@@ -33,7 +33,4 @@ std::int64_t training_images(const ExperimentConfig& config);
 // CPU actors on it share.
 std::int64_t available_memory_bytes();
 
-// Parses "600MiB", "16GiB", "1.5GB", "1000000" (bytes); throws InputError naming `where`.
-std::int64_t parse_byte_size(const std::string& text, const std::string& where);
-
 }  // namespace packtune

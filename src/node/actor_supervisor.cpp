@@ -1,8 +1,6 @@
 #include "node/actor_supervisor.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,8 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "packtune/error.hpp"
-
-extern char** environ;
+#include "util/child_process.hpp"
 
 namespace packtune {
 namespace {
@@ -27,21 +24,6 @@ std::string exit_cause(int status) {
   if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
   return "stopped (status " + std::to_string(status) + ")";
-}
-
-// The parent's environment with the command's variables set, built before fork: the child
-// of a threaded process must not allocate.
-std::vector<std::string> child_environment(const ActorCommand& command) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry = *e;
-    const auto name = entry.substr(0, entry.find('='));
-    const bool replaced = std::any_of(command.env.begin(), command.env.end(),
-                                      [&](const auto& kv) { return kv.first == name; });
-    if (!replaced) env.push_back(entry);
-  }
-  for (const auto& [name, value] : command.env) env.push_back(name + "=" + value);
-  return env;
 }
 
 std::string local_time() {
@@ -71,20 +53,6 @@ ActorCommand actor_command(const std::string& driver, int node_id, int local_ind
     command.argv.push_back(keys);
   }
   return command;
-}
-
-std::filesystem::path temp_folder() {
-  std::error_code ec;
-  auto base = std::filesystem::temp_directory_path(ec);
-  return ec ? std::filesystem::path("/tmp") : base;
-}
-
-std::string fresh_work_dir(const std::string& owner) {
-  std::error_code ec;
-  const auto dir = temp_folder() / ("packtune-" + owner + "-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw Error("cannot create the work folder " + dir.string() + ": " + ec.message());
-  return dir.string();
 }
 
 ActorSupervisor::ActorSupervisor(SupervisorOptions options, Now now)
@@ -125,32 +93,9 @@ void ActorSupervisor::launch(int local_index, bool restart) {
   // training step's many small regions then wait on descheduled spinners (pack_bench: 3-7x
   // slower at two threads). Passive waiting costs nothing measurable. A user's setting wins.
   setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
-  const std::vector<std::string> env = child_environment(slot.command);
-  std::vector<char*> envp;
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  std::vector<char*> argv;
-  for (const auto& a : slot.command.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const int flags = O_WRONLY | O_CREAT | (restart ? O_APPEND : O_TRUNC);
-
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) throw Error("cannot start an actor process (fork failed: " + std::string(std::strerror(errno)) +
+  const int pid = util::start_child_process(slot.command.argv, slot.command.env, log, restart);
+  if (pid < 0) throw Error("cannot start an actor process (fork failed: " + std::string(std::strerror(-pid)) +
                            "); too many processes?");
-  if (pid == 0) {
-    // An actor must not outlive its parent, even when the parent is killed hard.
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(1);
-    const int fd = open(log.c_str(), flags, 0644);
-    if (fd >= 0) {
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-      close(fd);
-    }
-    execve(argv[0], argv.data(), envp.data());
-    _exit(127);
-  }
   slot.pid = pid;
   slot.waiting = false;
 }

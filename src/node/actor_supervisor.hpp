@@ -103,12 +103,4 @@ ActorCommand actor_command(const std::string& driver, int node_id, int local_ind
 // The path of the running executable, so actors run the same build as their parent.
 std::string self_executable();
 
-// Where packtune's processes put their scratch files (work folders, ipc sockets): $TMPDIR, or
-// /tmp when it names no folder.
-std::filesystem::path temp_folder();
-
-// A new folder for actors' local files, temp_folder()/packtune-OWNER-PID; its owner removes
-// it when it ends.
-std::string fresh_work_dir(const std::string& owner);
-
 }  // namespace packtune

@@ -20,6 +20,8 @@
 #include "packtune/error.hpp"
 #include "protocol/curve_keys.hpp"
 #include "protocol/zmq_channel.hpp"
+#include "util/host_name.hpp"
+#include "util/work_folder.hpp"
 
 namespace packtune {
 namespace {
@@ -83,7 +85,7 @@ class NodeAgent {
     hello_ = describe_machine(options_.gpus, slots);
     register_with_driver(hello_);
     const bool own_work_dir = options_.work_dir.empty();
-    const std::string work_dir = own_work_dir ? fresh_work_dir("node") : options_.work_dir;
+    const std::string work_dir = own_work_dir ? util::fresh_work_dir("node") : options_.work_dir;
     SupervisorOptions supervision;
     supervision.log_dir = options_.log_dir.empty() ? work_dir + "/logs" : options_.log_dir;
     supervision.max_restarts = options_.max_restarts;
@@ -247,12 +249,6 @@ class NodeAgent {
 
 }  // namespace
 
-std::string host_name() {
-  char buffer[256] = {};
-  gethostname(buffer, sizeof buffer - 1);
-  return buffer;
-}
-
 std::vector<std::string> node_gpus(const std::string& flag, const char* visible) {
   const bool from_flag = !flag.empty();
   const std::string text = from_flag ? flag : visible ? trim(visible) : "";
@@ -269,7 +265,7 @@ std::vector<std::string> node_gpus(const std::string& flag, const char* visible)
 
 proto::NodeHello describe_machine(const std::vector<std::string>& gpus, int actors) {
   proto::NodeHello hello;
-  hello.host = host_name();
+  hello.host = util::host_name();
   hello.pid = getpid();
   hello.cores = static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   hello.memory_bytes = static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);

@@ -32,9 +32,6 @@ struct NodeOptions {
 // or malformed list.
 std::vector<std::string> node_gpus(const std::string& flag, const char* visible);
 
-// This machine's name, as nodes and actors tell the driver.
-std::string host_name();
-
 // The machine as the driver sees it: host, pid, cores, memory, and for each GPU its name and
 // memory as nvidia-smi reports them (the entry itself and 0 when it cannot tell).
 protocol::NodeHello describe_machine(const std::vector<std::string>& gpus, int actors);

@@ -77,13 +77,3 @@ TEST_CASE("a memory budget turns an oversized allocation into an out-of-memory e
   auto big = torch::zeros({4 << 20});
   CHECK(meter.current_bytes() >= before + (16 << 20));
 }
-
-TEST_CASE("memory sizes parse with binary and decimal units") {
-  CHECK(parse_byte_size("600MiB", "x") == 600LL << 20);
-  CHECK(parse_byte_size("16GiB", "x") == 16LL << 30);
-  CHECK(parse_byte_size("1.5GB", "x") == 1500000000LL);
-  CHECK(parse_byte_size("4096", "x") == 4096);
-  CHECK_THROWS_AS(parse_byte_size("lots", "x"), InputError);
-  CHECK_THROWS_AS(parse_byte_size("5parsecs", "x"), InputError);
-  CHECK_THROWS_AS(parse_byte_size("-1MiB", "x"), InputError);
-}

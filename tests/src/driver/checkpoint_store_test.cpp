@@ -7,7 +7,7 @@
 
 #include "../../file_bytes.hpp"
 #include "../../temp_dir.hpp"
-#include "actor/transfer_client.hpp"
+#include "actors/process/transfer_client.hpp"
 #include "driver/checkpoint_store.hpp"
 #include "packtune/error.hpp"
 #include "protocol/zmq_channel.hpp"
@@ -70,7 +70,7 @@ TEST_CASE("an actor's checkpoint reaches the store over tcp and comes back, veri
     if (read_file(path).rfind("CKPT", 0) != 0) throw InputError(path + ": not a checkpoint");
   };
   DriverSide driver(driver_dir.file("checkpoints"), options, verify);
-  TransferClient client(driver.endpoint, nullptr, options);
+  actors::TransferClient client(driver.endpoint, nullptr, options);
 
   const auto bytes = "CKPT" + random_bytes(100'000, 4);
   const auto local = actor_dir.file("trial-1-budget-0.5.h5");

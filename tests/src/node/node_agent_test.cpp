@@ -2,6 +2,7 @@
 
 #include "node/node_agent.hpp"
 #include "packtune/error.hpp"
+#include "util/host_name.hpp"
 
 using namespace packtune;
 
@@ -16,7 +17,7 @@ TEST_CASE("a node's GPUs come from --gpus, else CUDA_VISIBLE_DEVICES, else there
 
 TEST_CASE("a node describes its machine: cores, memory, one device per GPU it was given") {
   const auto cpu = describe_machine({}, 3);
-  CHECK(cpu.host == host_name());
+  CHECK(cpu.host == util::host_name());
   CHECK(cpu.actors == 3);
   CHECK(cpu.cores >= 1);
   CHECK(cpu.memory_bytes > (std::int64_t{64} << 20));

@@ -1,10 +1,10 @@
-#include "cli/command_line.hpp"
+#include "util/command_line.hpp"
 
 #include <iostream>
 
 #include "packtune/error.hpp"
 
-namespace packtune::cli {
+namespace packtune::util {
 
 namespace po = boost::program_options;
 
@@ -38,4 +38,4 @@ int exit_code_of(const std::function<int()>& command) {
   }
 }
 
-}  // namespace packtune::cli
+}  // namespace packtune::util

@@ -2,7 +2,7 @@
 // `packtune actor`: connects to a driver, takes trials and trains them as one pack.
 #include <string>
 
-namespace packtune {
+namespace packtune::actors {
 
 struct ActorOptions {
   std::string driver;     // ZeroMQ endpoint of the driver
@@ -21,4 +21,4 @@ struct ActorOptions {
 // Returns the process exit code.
 int run_actor(const ActorOptions& options);
 
-}  // namespace packtune
+}  // namespace packtune::actors

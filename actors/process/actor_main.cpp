@@ -10,9 +10,9 @@
 #include <boost/program_options.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actor/actor_process.hpp"
-#include "cli/command_line.hpp"
+#include "actors/process/actor_process.hpp"
 #include "packtune/error.hpp"
+#include "util/command_line.hpp"
 
 namespace po = boost::program_options;
 
@@ -32,13 +32,13 @@ int actor_command(const std::vector<std::string>& args) {
       ("keys", po::value<std::string>(), "CURVE keys from `packtune keys DIR` (the driver's config names the same DIR)")
       ("work-dir", po::value<std::string>(), "where to keep checkpoints on their way to or from a driver on another "
                                              "machine (default: a fresh folder in the temp folder)");
-  auto vm = packtune::cli::parse_command_line("actor", args, options);
+  auto vm = packtune::util::parse_command_line("actor", args, options);
   if (vm.count("help")) {
     std::cout << options;
     return 0;
   }
   if (!vm.count("driver")) throw packtune::InputError("actor: missing --driver ENDPOINT");
-  packtune::ActorOptions actor;
+  packtune::actors::ActorOptions actor;
   actor.driver = vm["driver"].as<std::string>();
   actor.threads = vm["threads"].as<int>();
   actor.local_index = vm["local-index"].as<int>();
@@ -51,7 +51,7 @@ int actor_command(const std::vector<std::string>& args) {
   if (vm.count("keys")) actor.keys = vm["keys"].as<std::string>();
   if (vm.count("work-dir")) actor.work_dir = vm["work-dir"].as<std::string>();
   if (actor.threads < 0) throw packtune::InputError("--threads: expected 0 or more");
-  return packtune::run_actor(actor);
+  return packtune::actors::run_actor(actor);
 }
 
 }  // namespace
@@ -61,5 +61,5 @@ int main(int argc, char** argv) {
   // `actor` first when packtune handed over (its command line kept as it was).
   const int first = argc > 1 && std::string(argv[1]) == "actor" ? 2 : 1;
   const std::vector<std::string> args(argv + first, argv + argc);
-  return packtune::cli::exit_code_of([&] { return actor_command(args); });
+  return packtune::util::exit_code_of([&] { return actor_command(args); });
 }

@@ -1,8 +1,8 @@
-#include "logging.hpp"
+#include "actors/process/logging.hpp"
 
 #include <spdlog/spdlog.h>
 
-namespace packtune::logging {
+namespace packtune::actors::logging {
 
 void write(Level level, const std::string& message) {
   switch (level) {
@@ -13,4 +13,4 @@ void write(Level level, const std::string& message) {
   }
 }
 
-}  // namespace packtune::logging
+}  // namespace packtune::actors::logging

@@ -1,4 +1,4 @@
-#include "actor/transfer_client.hpp"
+#include "actors/process/transfer_client.hpp"
 
 #include <filesystem>
 #include <random>
@@ -6,7 +6,7 @@
 #include "packtune/error.hpp"
 #include "protocol/zmq_channel.hpp"
 
-namespace packtune {
+namespace packtune::actors {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -183,4 +183,4 @@ void TransferClient::tick() {
   }
 }
 
-}  // namespace packtune
+}  // namespace packtune::actors

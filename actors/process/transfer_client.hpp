@@ -18,7 +18,7 @@
 #include "protocol/file_transfer.hpp"
 #include "protocol/zmq_channel.hpp"
 
-namespace packtune {
+namespace packtune::actors {
 
 class TransferClient {
  public:
@@ -77,4 +77,4 @@ class TransferClient {
   std::thread thread_;
 };
 
-}  // namespace packtune
+}  // namespace packtune::actors

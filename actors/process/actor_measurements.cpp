@@ -1,0 +1,119 @@
+#include "actors/process/actor.hpp"
+
+#include "actors/device.hpp"
+#include "actors/memory_profile.hpp"
+#include "actors/process/logging.hpp"
+#include "actors/trial_runner.hpp"
+#include "experiment/trial_shape.hpp"
+#include "packtune/error.hpp"
+#include "protocol/zmq_channel.hpp"
+
+namespace packtune::actors {
+
+namespace proto = protocol;
+
+proto::Ready Actor::memory_figures(const std::string& device, actors::MemoryMeter& meter) {
+  pack_device_ = device;
+  proto::Ready r;
+  // The heap glibc may keep after a step's buffers are freed is this process's memory
+  // too: on a CPU it comes out of the same share as the trials'.
+  r.base_bytes = meter.current_bytes() + retained_heap_bytes_;
+  // On a GPU the data set lives in device memory, which the meter (CPU tensors) does not see.
+  const auto gpu = actors::gpu_memory(device);
+  r.base_bytes += gpu.held_bytes;
+  if (spec_.actor_memory_bytes > 0) {
+    r.capacity_bytes = spec_.actor_memory_bytes;
+    r.capacity_shared = false;
+    if (torch::Device(device).is_cpu()) meter.set_limit(spec_.actor_memory_bytes);
+  } else if (torch::Device(device).is_cpu()) {
+    r.capacity_bytes = available_memory_bytes();
+  } else {
+    r.capacity_bytes = gpu.total_bytes;  // shared: the driver splits it among the GPU's actors
+  }
+  return r;
+}
+
+void Actor::calibrate(const actors::TrialSpec& spec, torch::Device device) {
+  if (!device.is_cpu()) return;
+  if (!profiled_.insert(trial_shape(spec).key).second) return;
+  calibrations_.push_back(spec);
+}
+
+void Actor::queue_profile(const proto::Profile& request) {
+  try {
+    auto spec = actors::parse_trial_spec(request.config, "profile of shape " + request.key);
+    profiles_.push_back({request.key, Clock::now(),
+                         std::make_unique<actors::ThroughputProfiler>(spec, request.max_members, input_,
+                                                                      torch::Device(pack_device_))});
+  } catch (const std::exception& e) {
+    send_message(socket_, proto::Profiled{request.key, pack_device_, {}, {}, actors::error_message(e)});
+  }
+}
+
+bool Actor::advance_profiles() {
+  if (!calibrations_.empty()) {
+    const auto spec = calibrations_.front();
+    calibrations_.pop_front();
+    const auto key = trial_shape(spec).key;
+    try {
+      const auto bytes = actors::measure_peak_bytes(spec, 1, input_, torch::Device(pack_device_));
+      send_message(socket_, proto::Measured{key, 1, bytes});
+      return true;
+    } catch (const std::exception& e) {
+      logging::warn("actor {}: could not profile the memory of shape {}: {}", id_, key, actors::error_message(e));
+      return false;
+    }
+  }
+  if (profiles_.empty()) return false;
+  auto& task = profiles_.front();
+  if (task.profiler->advance()) return false;
+  proto::Profiled answer{task.key, pack_device_, {}, {}, task.profiler->error()};
+  for (const auto& [members, seconds] : task.profiler->points()) {
+    answer.members.push_back(members);
+    answer.seconds.push_back(seconds);
+  }
+  logging::info("actor {}: profiled shape {} up to {} member(s) in {:.2f} s", id_, task.key,
+               answer.members.empty() ? 0 : answer.members.back(),
+               std::chrono::duration<double>(Clock::now() - task.asked).count());
+  send_message(socket_, answer);
+  profiles_.pop_front();
+  return true;
+}
+
+proto::Tested Actor::run_test(const proto::Test& test) {
+  proto::Tested out;
+  out.trial = test.trial;
+  try {
+    datasets::DataOptions data;
+    data.name = spec_.data_name;
+    data.dir = spec_.data_dir;
+    const auto test_set = datasets::load_test_set(data);
+    const auto [inputs, labels] = stream_->prepare(test_set);
+    const auto spec = actors::parse_trial_spec(test.config, "trial " + std::to_string(test.trial));
+    for (const auto& path : test.checkpoints) {
+      try {
+        const auto checkpoint = read_from_store(path);
+        if (checkpoint.trial != test.trial) {
+          throw InputError("checkpoint " + path + ": belongs to trial " + std::to_string(checkpoint.trial));
+        }
+        actors::TrialRunner runner(test.trial, spec, test.seed, *stream_);
+        runner.restore(checkpoint);
+        out.metrics = runner.evaluate_on(inputs, labels, "test_");
+        out.budget = checkpoint.budget;
+        out.error.clear();
+        logging::info("actor {}: trial {} at budget {:g}: test_accuracy {:.4f} on {} test images", id_,
+                      test.trial, checkpoint.budget, out.metrics["test_accuracy"], test_set.count);
+        break;
+      } catch (const Error& e) {
+        out.error = e.what();  // the next, older checkpoint may do
+      }
+    }
+    if (out.metrics.empty() && out.error.empty()) out.error = "the driver holds no checkpoint of it";
+  } catch (const std::exception& e) {
+    out.error = actors::error_message(e);
+  }
+  if (!out.error.empty()) logging::warn("actor {}: no test metrics for trial {}: {}", id_, test.trial, out.error);
+  return out;
+}
+
+}  // namespace packtune::actors

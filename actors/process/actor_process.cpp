@@ -1,0 +1,281 @@
+#include "actors/process/actor_process.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "actors/cuda_step.hpp"
+#include "actors/device.hpp"
+#include "actors/process/actor.hpp"
+#include "actors/process/logging.hpp"
+#include "experiment/trial_shape.hpp"
+#include "packtune/error.hpp"
+#include "packtune/test_hold.hpp"
+#include "protocol/curve_keys.hpp"
+#include "protocol/zmq_channel.hpp"
+#include "util/host_name.hpp"
+
+namespace packtune::actors {
+
+namespace proto = protocol;
+
+Actor::Actor(const ActorOptions& options)
+    : options_(options), context_(1), socket_(context_, zmq::socket_type::dealer) {
+  socket_.set(zmq::sockopt::linger, 1000);
+  if (!options_.keys.empty()) use_curve_client(socket_, load_actor_keys(options_.keys));
+  socket_.connect(options_.driver);
+}
+
+int Actor::run() {
+  if (!options_.work_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options_.work_dir, ec);
+    if (ec) throw Error("cannot create the work folder " + options_.work_dir + ": " + ec.message());
+  }
+  const int threads = options_.threads > 0 ? options_.threads
+                                            : static_cast<int>(std::thread::hardware_concurrency());
+  proto::Hello& hello = hello_;
+  hello.host = util::host_name();
+  hello.pid = getpid();
+  hello.local_index = options_.local_index;
+  hello.node_id = options_.node_id;
+  hello.threads = threads;
+  send_message(socket_, hello);
+
+  auto reply = receive_message(socket_, static_cast<long>(options_.connect_timeout_seconds * 1000));
+  if (!reply) {
+    throw Error("no driver answered at " + options_.driver + " within " +
+                std::to_string(static_cast<int>(options_.connect_timeout_seconds)) +
+                " s; is `packtune run` listening there? A driver with CURVE keys admits only actors started "
+                "with --keys DIR holding an actor key it authorized");
+  }
+  if (auto* reject = std::get_if<proto::Reject>(&*reply)) {
+    throw Error("the driver refused this actor: " + reject->reason);
+  }
+  auto* welcome = std::get_if<proto::Welcome>(&*reply);
+  if (!welcome) throw Error(std::string("expected Welcome from the driver, got ") + proto::verb(*reply));
+  id_ = welcome->actor_id;
+  spec_ = welcome->spec;
+  logging::info("actor {}: connected to {} (pid {})", id_, options_.driver, hello.pid);
+  open_checkpoint_store();
+
+  std::unique_ptr<datasets::BatchStream> stream;
+  std::string device;
+  proto::Ready& ready = ready_;
+  try {
+    // Counts every CPU tensor from here on: the data set is the actor's base, the rest
+    // is what its trials hold (the planner's currency).
+    auto& meter = actors::MemoryMeter::instance();
+    device = actors::resolve_device(spec_.device, options_.local_index >= 0 ? options_.local_index : id_);
+    actors::make_current(torch::Device(device));
+    actors::configure_cpu_threads(threads);
+    // Before the data set is loaded: its buffers come from the heap whose trim threshold
+    // this sets.
+    const bool cpu = torch::Device(device).is_cpu();
+    retained_heap_bytes_ = cpu ? actors::retained_heap_bytes(spec_.actor_memory_bytes > 0 ? spec_.actor_memory_bytes
+                                                                                         : available_memory_bytes())
+                               : 0;
+    actors::keep_large_blocks_in_heap(cpu ? retained_heap_bytes_ : actors::kMaxRetainedHeapBytes);
+    datasets::DataOptions data;
+    data.name = spec_.data_name;
+    data.dir = spec_.data_dir;
+    data.train_size = spec_.train_size;
+    data.validation_size = spec_.validation_size;
+    const auto start = Clock::now();
+    auto split = datasets::load_image_split(data);
+    stream = std::make_unique<datasets::BatchStream>(split, torch::Device(device), spec_.data_seed);
+    stream_ = stream.get();
+    ready = memory_figures(device, meter);
+    logging::info("actor {}: {} training and {} validation images on {} in {:.2f} s, {} threads",
+                 id_, split.train.count, split.validation.count, device,
+                 std::chrono::duration<double>(Clock::now() - start).count(), threads);
+  } catch (const std::exception& e) {
+    send_message(socket_, proto::ActorFailed{actors::error_message(e)});
+    throw;
+  }
+  actors::PackExecutor pack(*stream, actors::parse_budget_unit(spec_.budget_unit), spec_.fuse != "never");
+  ready.device = device;
+  input_ = actors::InputShape{stream->channels(), stream->height(), stream->width(), stream->classes()};
+  send_message(socket_, ready);
+  return serve(pack);
+}
+
+int Actor::serve(actors::PackExecutor& pack) {
+  const auto heartbeat = std::chrono::duration<double>(spec_.heartbeat_seconds);
+  // The driver heartbeats too; silence this long means it is gone.
+  const auto driver_timeout = options_.driver_timeout_seconds > 0
+                                  ? std::chrono::duration<double>(options_.driver_timeout_seconds)
+                                  : std::max(std::chrono::duration<double>(30), heartbeat * 30);
+  auto last_sent = Clock::now();
+  auto last_heard = Clock::now();
+  while (true) {
+    const bool busy = !pack.empty() || !calibrations_.empty() || !profiles_.empty();
+    const bool waiting = !saves_.empty() || !resumes_.empty();
+    while (auto message = receive_message(socket_, busy ? 0 : waiting ? 5 : 100)) {
+      last_heard = Clock::now();
+      if (std::holds_alternative<proto::Shutdown>(*message)) {
+        logging::info("actor {}: shutdown by the driver", id_);
+        send_saved(true);
+        return 0;
+      }
+      if (auto* assign = std::get_if<proto::Assign>(&*message)) {
+        // Fault tests act on a driver whose run cannot end meanwhile: its one actor holds here.
+        test_hold("actor.assigned");
+        start_trial(pack, *assign);
+      } else if (auto* stop = std::get_if<proto::Stop>(&*message)) {
+        pack.remove(stop->trial);
+        resumes_.remove_if([&](const Resume& r) { return r.job.trial == stop->trial; });
+        lease_of(stop->trial, true);
+      } else if (auto* rejoin = std::get_if<proto::Rejoin>(&*message)) {
+        join_again(pack, rejoin->reason);
+      } else if (auto* welcome = std::get_if<proto::Welcome>(&*message)) {
+        logging::info("actor {}: joined again as actor {}", id_, welcome->actor_id);
+        id_ = welcome->actor_id;
+        send_message(socket_, ready_);
+      } else if (auto* profile = std::get_if<proto::Profile>(&*message)) {
+        queue_profile(*profile);
+      } else if (auto* test = std::get_if<proto::Test>(&*message)) {
+        // Fault tests stop the driver while its test of the best trial is under way.
+        test_hold("actor.testing");
+        send_message(socket_, run_test(*test));
+      }
+      last_sent = Clock::now();  // replies above count as signs of life
+    }
+    advance_resumes(pack);
+    if (!pack.empty()) {
+      proto::OutOfMemory out_of_memory;
+      for (auto& event : pack.step_round()) {
+        if (event.out_of_memory) {
+          // The driver re-places these with a larger memory figure; not a trial failure.
+          out_of_memory.trials.push_back(event.trial);
+          out_of_memory.leases.push_back(lease_of(event.trial, true));
+          out_of_memory.message = event.error;
+        } else if (!event.error.empty()) {
+          logging::warn("actor {}: trial {} failed: {}", id_, event.trial, event.error);
+          send_message(socket_, proto::TrialFailed{event.trial, event.error, lease_of(event.trial, true)});
+        } else {
+          report(event);
+        }
+        last_sent = Clock::now();
+      }
+      if (const auto failure = actors::take_cuda_graph_failure(); !failure.empty()) {
+        logging::warn("actor {}: CUDA graphs are off in this actor, every step runs eagerly (same results, "
+                      "slower): a capture failed: {}", id_, failure);
+      }
+      if (!out_of_memory.trials.empty()) {
+        logging::warn("actor {}: {} trial(s) ran out of memory and leave the pack: {}", id_,
+                     out_of_memory.trials.size(), out_of_memory.message);
+        send_message(socket_, out_of_memory);
+      }
+    }
+    checkpoint_long_jobs(pack);
+    if (advance_profiles()) last_sent = Clock::now();
+    if (send_saved(false)) last_sent = Clock::now();
+    const auto now = Clock::now();
+    if (now - last_sent >= heartbeat) {
+      send_message(socket_, proto::Heartbeat{});
+      last_sent = now;
+    }
+    if (now - last_heard > driver_timeout) {
+      throw Error(fmt::format("actor {}: no message from the driver at {} for {:g} s; stopping this actor", id_,
+                              options_.driver, driver_timeout.count()));
+    }
+  }
+}
+
+std::uint64_t Actor::lease_of(tuners::TrialId trial, bool ended) {
+  auto it = leases_.find(trial);
+  if (it == leases_.end()) return 0;
+  const auto lease = it->second;
+  if (ended) {
+    leases_.erase(it);
+    last_saved_.erase(trial);
+  }
+  return lease;
+}
+
+void Actor::join_again(actors::PackExecutor& pack, const std::string& reason) {
+  logging::warn("actor {}: the driver retired this actor ({}); dropping {} job(s) and joining again", id_, reason,
+                leases_.size());
+  for (const auto& [trial, lease] : leases_) pack.remove(trial);
+  leases_.clear();
+  last_saved_.clear();
+  start_budget_.clear();
+  resumes_.clear();
+  profiles_.clear();
+  saves_.clear();  // waits for checkpoints being written; their reports are not sent
+  send_message(socket_, hello_);
+}
+
+void Actor::start_trial(actors::PackExecutor& pack, const proto::Assign& assign) {
+  leases_[assign.trial] = assign.lease;
+  last_saved_.erase(assign.trial);
+  try {
+    actors::PackJob job;
+    job.trial = assign.trial;
+    job.spec = actors::parse_trial_spec(assign.config, "trial " + std::to_string(assign.trial));
+    job.seed = assign.seed;
+    job.budget = assign.budget;
+    job.report_every = spec_.report_every;
+    job.config = assign.config;
+    job.checkpoint = !spec_.checkpoint_dir.empty() && assign.checkpoint;
+    job.max_fused = assign.max_fused;
+    job.unit = assign.unit;
+    calibrate(job.spec, torch::Device(pack_device_));
+    Resume resume{job, assign.resume_from};
+    if (!advance_resume(pack, resume)) {
+      logging::info("actor {}: trial {} waits for its checkpoint from the driver", id_, assign.trial);
+      resumes_.push_back(std::move(resume));
+      return;
+    }
+    logging::info("actor {}: trial {} joins the pack ({} members) for budget {}", id_,
+                 assign.trial, pack.size(), assign.budget);
+  } catch (const std::exception& e) {
+    lease_of(assign.trial, true);
+    send_message(socket_, proto::TrialFailed{assign.trial, actors::error_message(e), assign.lease});
+  }
+}
+
+void Actor::report(const actors::PackEvent& event) {
+  proto::Report report{event.trial, event.budget, event.metrics, event.final, event.train_seconds};
+  report.lease = lease_of(event.trial, event.final);
+  report.start_budget = start_budget_[event.trial];
+  report.unit_size = event.unit_size;
+  if (!event.final) {
+    send_message(socket_, report);
+    test_hold("actor.reported");
+    return;
+  }
+  start_budget_.erase(event.trial);
+  if (!event.checkpoint_error.empty()) {
+    logging::warn("actor {}: trial {}: no checkpoint at budget {:g}: {}", id_, event.trial, event.budget,
+                 event.checkpoint_error);
+  }
+  // The tensors are already host copies: the pack trains on while a thread writes them,
+  // and the final report goes out once the file is in place.
+  std::future<Saved> saved;
+  if (event.checkpoint) {
+    saved = std::async(std::launch::async, [this, checkpoint = event.checkpoint] { return save(*checkpoint); });
+  } else {
+    std::promise<Saved> none;
+    none.set_value({});
+    saved = none.get_future();
+  }
+  saves_.push_back({std::move(report), std::move(saved)});
+  send_saved(false);
+}
+
+int run_actor(const ActorOptions& options) {
+  try {
+    Actor actor(options);
+    return actor.run();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    // LibTorch errors carry a C++ backtrace; the user gets the first line only.
+    throw Error(actors::error_message(e));
+  }
+}
+
+}  // namespace packtune::actors

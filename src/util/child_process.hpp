@@ -1,0 +1,21 @@
+#pragma once
+// Starting a child process in the sandbox packtune's processes run their children in (the
+// actors a node or a driver supervises): the child dies with its parent, even a parent killed
+// with -9, so no actor trains on for a driver that is gone; its stdout and stderr go to a log
+// file; its environment is the parent's with some variables set.
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace packtune::util {
+
+// Starts argv[0] (a path, not looked up in PATH) with arguments argv[1...] and the parent's
+// environment with `env` set or replaced. stdout and stderr go to `output`, appended to or
+// truncated; a child that cannot open it writes where the parent does. The child gets SIGTERM
+// when the thread that started it ends. Returns the child's pid, or minus the errno of a fork
+// that failed; a child whose exec fails exits with code 127.
+int start_child_process(const std::vector<std::string>& argv,
+                        const std::vector<std::pair<std::string, std::string>>& env, const std::string& output,
+                        bool append_output);
+
+}  // namespace packtune::util

@@ -1,0 +1,17 @@
+#pragma once
+// Where packtune's processes put their scratch files: the driver's ipc socket, the work folders
+// of nodes, actors and the driver's own actors, and the sweep of those a killed driver left.
+// One function names the folder so that all of them agree on it.
+#include <filesystem>
+#include <string>
+
+namespace packtune::util {
+
+// $TMPDIR, or /tmp when it names no folder.
+std::filesystem::path temp_folder();
+
+// A new folder for actors' local files, temp_folder()/packtune-OWNER-PID; its owner removes
+// it when it ends. Throws Error when it cannot be created.
+std::string fresh_work_dir(const std::string& owner);
+
+}  // namespace packtune::util

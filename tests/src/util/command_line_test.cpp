@@ -1,0 +1,31 @@
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+
+#include "packtune/error.hpp"
+#include "util/command_line.hpp"
+
+using namespace packtune;
+namespace po = boost::program_options;
+
+TEST_CASE("a command line is parsed into its options, and a malformed one names the command and its help") {
+  po::options_description options;
+  options.add_options()("threads", po::value<int>()->default_value(0), "")("driver", po::value<std::string>(), "");
+  po::positional_options_description positional;
+  positional.add("driver", 1);
+  const auto vm = util::parse_command_line("actor", {"--threads", "3", "tcp://host:5555"}, options, positional);
+  CHECK(vm["threads"].as<int>() == 3);
+  CHECK(vm["driver"].as<std::string>() == "tcp://host:5555");
+  CHECK_THROWS_AS(util::parse_command_line("actor", {"--no-such-flag"}, options), InputError);
+  CHECK_THROWS_WITH(util::parse_command_line("actor", {"--threads", "many"}, options),
+                    Catch::StartsWith("actor: ") && Catch::EndsWith("; see packtune actor --help"));
+}
+
+TEST_CASE("a command's exit code: its own, 2 after bad input, 1 after any other failure") {
+  CHECK(util::exit_code_of([] { return 0; }) == 0);
+  CHECK(util::exit_code_of([] { return 3; }) == 3);
+  CHECK(util::exit_code_of([]() -> int { throw InputError("bad"); }) == 2);
+  CHECK(util::exit_code_of([]() -> int { throw Error("failed"); }) == 1);
+  CHECK(util::exit_code_of([]() -> int { throw std::runtime_error("failed"); }) == 1);
+  CHECK(util::exit_code_of([]() -> int { throw 42; }) == 1);
+}
