@@ -165,16 +165,15 @@ class Driver {
         tuner_(tuners::TunerRegistry::instance().create(config.tuner, tuner_context(config))),
         tuning_(*tuner_, nullptr),
         setup_(planner_setup(config)),
-        planner_({}, setup_.options),
+        planner_(make_planner(config, setup_)),
         registry_({config.actor_timeout_seconds, config.actor_timeout_seconds}),
-        profiles_(planner_, plan_, registry_, {config.fuse == "auto" && config.max_pack > 1, config.max_pack}),
+        profiles_(planner_, plan_, registry_, {config.fuse == packing::FuseMode::Auto && config.max_pack > 1, config.max_pack}),
         book_(config.model, config.seed,
               [padded = fuse_pads_widths(config)](const tuners::TrialConfig& full) {
                 return trial_shape(actors::parse_trial_spec(full, "trial"), {}, padded);
               }),
         context_(1),
         router_(context_, zmq::socket_type::router) {
-    planner_.memory_model().set_scale(config.memory_estimate_scale);
     tuning_.check_jobs(tuner_->name(), config.max_budget);
     train_images_ = training_images(config);
   }
@@ -279,21 +278,21 @@ class Driver {
                  config_.tuner, limit > 0 ? std::to_string(limit) + " trials" : std::string("its whole schedule"),
                  config_.actors, config_.device, threads);
     // What a user reproducing a run needs to know: whether packing can show in the numbers.
-    spdlog::info("{}{}", config_.fuse == "always"
+    spdlog::info("{}{}", config_.fuse == packing::FuseMode::Always
                            ? "fuse always: trials of unlike widths share units, padded; which trials share one "
                              "depends on timing and can change a trial's last bits (docs/reproducibility.md)"
-                       : config_.fuse == "never"
+                       : config_.fuse == packing::FuseMode::Never
                            ? "fuse never: every trial trains as a plain LibTorch model"
                            : "fuse auto: units hold trials of one width and a trial alone is a unit of one, so "
                              "packing never changes a trial's numbers (docs/reproducibility.md)",
-                 config_.fuse == "auto" && config_.device != "cpu" ? "; checked on CPUs, not yet on GPUs" : "");
+                 config_.fuse == packing::FuseMode::Auto && config_.device != "cpu" ? "; checked on CPUs, not yet on GPUs" : "");
     for (const auto& warning : tuner_->warnings()) spdlog::warn("{}", warning);
     spdlog::info("driver listening on {}; machines join with: packtune node --driver {}{}", endpoint_, endpoint_,
                  curve_ ? " --keys DIR" : "");
     // Uploads come from peers: HDF5 reads them in a child process, which a damaged file may crash.
     store_ = std::make_unique<CheckpointStore>(checkpoint_dir(), TransferOptions{},
                                                [](const std::string& path) { actors::verify_checkpoint(path); });
-    store_->set_keep_all(config_.keep_checkpoints == "all");
+    store_->set_keep_all(config_.keep_checkpoints == KeepCheckpoints::All);
     start_ = Clock::now();
     if (recovered) restore(*recovered);
     start_local_actors(threads);
@@ -528,7 +527,7 @@ class Driver {
     s.report_every = config_.report_every;
     s.data_seed = config_.seed;
     s.heartbeat_seconds = config_.heartbeat_seconds;
-    s.fuse = config_.fuse;
+    s.fuse = to_string(config_.fuse);
     s.checkpoint_dir = store_->dir();
     s.store_token = store_->token();
     s.actor_memory_bytes = config_.actor_memory;
@@ -821,7 +820,7 @@ class Driver {
     if (packing::units_per_actor(setup_.mixed_packs, device) > 1) return;
     spdlog::info("{} actors train one unit (a model, or trials fused into one) at a time, as mixed_packs {} says{}; "
                  "\"mixed_packs\": \"always\" packs units side by side",
-                 kind, config_.mixed_packs,
+                 kind, to_string(config_.mixed_packs),
                  setup_.mixed_packs == packing::MixedPacks::Auto
                      ? " (units on a CPU take turns on its cores: a second one adds no throughput and delays the first)"
                      : "");
@@ -991,7 +990,7 @@ class Driver {
     assign.max_fused = unit->solo ? 1 : 0;
     // Nothing can resume a job at the largest budget: its checkpoint would only be deleted.
     // The final model too when the best trial's is tested at the end (on_final_checkpoint keeps few).
-    assign.checkpoint = config_.keep_checkpoints == "all" || config_.evaluate_test ||
+    assign.checkpoint = config_.keep_checkpoints == KeepCheckpoints::All || config_.evaluate_test ||
                         started.budget < config_.max_budget * (1 - 1e-9);
     send(*actor, assign);
   }
@@ -1212,7 +1211,7 @@ class Driver {
   // Only the best few finished trials, and the best report's trial, keep theirs: a sweep of
   // 100,000 trials must not fill the disk with final models nobody will test.
   void on_final_checkpoint(TrialId id, double budget) {
-    if (config_.keep_checkpoints == "all" || budget < config_.max_budget * (1 - 1e-9)) return;
+    if (config_.keep_checkpoints == KeepCheckpoints::All || budget < config_.max_budget * (1 - 1e-9)) return;
     auto ranks = [this](TrialId a, TrialId b) {
       return tuners::ranks_before(book_.at(a).last_metric, a, book_.at(b).last_metric, b, config_.mode);
     };
@@ -1294,7 +1293,7 @@ class Driver {
                                 : store_->usage();
     std::printf("checkpoints: %lld file(s), %.1f MiB in %s (keep %s; %d deleted%s)\n",
                 static_cast<long long>(usage.files), static_cast<double>(usage.bytes) / (1 << 20),
-                store_->dir().c_str(), config_.keep_checkpoints.c_str(), usage.deleted,
+                store_->dir().c_str(), to_string(config_.keep_checkpoints).c_str(), usage.deleted,
                 finished ? "" : "; all kept for --resume");
   }
 
