@@ -94,8 +94,7 @@ int run_plan_command(const std::vector<std::string>& args) {
   }
 
   const auto& plan_options = setup.options;
-  packing::Planner planner({}, plan_options);
-  planner.memory_model().set_scale(config.memory_estimate_scale);
+  const auto planner = make_planner(config, setup);
   auto plan = planner.plan(actors, trials);
   // The planner's "waits for room" means memory; where every actor already trains all the
   // units mixed_packs lets it (a CPU actor: one), a trial waits for a unit to end instead.
@@ -105,7 +104,7 @@ int run_plan_command(const std::vector<std::string>& args) {
   for (auto& u : plan.unplaced) {
     if (u.waits && units_taken) {
       u.reason = "waits for an actor to finish its unit: each trains one unit at a time (\"mixed_packs\": \"" +
-                 config.mixed_packs + "\") and has one";
+                 to_string(config.mixed_packs) + "\") and has one";
     }
   }
   plan.unplaced.insert(plan.unplaced.end(), invalid.begin(), invalid.end());

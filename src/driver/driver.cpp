@@ -296,14 +296,14 @@ class Driver {
     spdlog::info("experiment {}: tuner {}, {}, {} local actor(s) on {}, {} thread(s) each", config_.name,
                  config_.tuner, limit > 0 ? std::to_string(limit) + " trials" : std::string("its whole schedule"),
                  config_.actors, config_.device, threads);
-    spdlog::debug("{}{}", config_.fuse == "always"
+    spdlog::debug("{}{}", config_.fuse == packing::FuseMode::Always
                            ? "fuse always: trials of unlike widths share units, padded; which trials share one "
                              "depends on timing and can change a trial's last bits (docs/reproducibility.md)"
-                       : config_.fuse == "never"
+                       : config_.fuse == packing::FuseMode::Never
                            ? "fuse never: every trial trains as a plain LibTorch model"
                            : "fuse auto: units hold trials of one width and a trial alone is a unit of one, so "
                              "packing never changes a trial's numbers (docs/reproducibility.md)",
-                 config_.fuse == "auto" && config_.device != "cpu" ? "; checked on CPUs, not yet on GPUs" : "");
+                 config_.fuse == packing::FuseMode::Auto && config_.device != "cpu" ? "; checked on CPUs, not yet on GPUs" : "");
     spdlog::info("driver listening on {}; machines join with: packtune node --driver {}{}", endpoint_, endpoint_,
                  curve_ ? " --keys DIR" : "");
   }

@@ -35,16 +35,15 @@ DriverCore::DriverCore(const ExperimentConfig& config, Options options, Send sen
       tuner_(tuners::TunerRegistry::instance().create(config.tuner, tuner_context(config))),
       tuning_(*tuner_, nullptr),
       setup_(planner_setup(config)),
-      planner_({}, setup_.options),
+      planner_(make_planner(config, setup_)),
       registry_({config.actor_timeout_seconds, config.actor_timeout_seconds}),
-      profiles_(planner_, plan_, registry_, {config.fuse == "auto" && config.max_pack > 1, config.max_pack}),
+      profiles_(planner_, plan_, registry_, {config.fuse == packing::FuseMode::Auto && config.max_pack > 1, config.max_pack}),
       book_(config.model, config.seed,
             [padded = fuse_pads_widths(config)](const tuners::TrialConfig& full) {
               return trial_shape(actors::parse_trial_spec(full, "trial"), {}, padded);
             }),
       start_(now),
       last_heartbeat_(now) {
-  planner_.memory_model().set_scale(config.memory_estimate_scale);
   tuning_.check_jobs(tuner_->name(), config.max_budget);
 }
 
@@ -61,7 +60,7 @@ void DriverCore::attach(std::unique_ptr<Journal> journal, std::unique_ptr<Result
   results_ = std::move(results);
   store_ = std::move(store);
   tuning_.set_journal(journal_.get());
-  store_->set_keep_all(config_.keep_checkpoints == "all");
+  store_->set_keep_all(config_.keep_checkpoints == KeepCheckpoints::All);
   now_ = start_ = now;
 }
 
@@ -200,7 +199,7 @@ proto::ExperimentSpec DriverCore::experiment_spec() const {
   s.report_every = config_.report_every;
   s.data_seed = config_.seed;
   s.heartbeat_seconds = config_.heartbeat_seconds;
-  s.fuse = config_.fuse;
+  s.fuse = to_string(config_.fuse);
   s.checkpoint_dir = store_->dir();
   s.store_token = store_->token();
   s.actor_memory_bytes = config_.actor_memory;

@@ -134,7 +134,7 @@ void DriverCore::start_next_job(int actor_id, TrialState& trial) {
   assign.max_fused = unit->solo ? 1 : 0;
   // Nothing can resume a job at the largest budget: its checkpoint would only be deleted.
   // The final model too when the best trial's is tested at the end (on_final_checkpoint keeps few).
-  assign.checkpoint = config_.keep_checkpoints == "all" || config_.evaluate_test ||
+  assign.checkpoint = config_.keep_checkpoints == KeepCheckpoints::All || config_.evaluate_test ||
                       started.budget < config_.max_budget * (1 - 1e-9);
   send(*actor, assign);
 }
@@ -230,7 +230,7 @@ void DriverCore::explain_units(const std::string& device) {
   if (packing::units_per_actor(setup_.mixed_packs, device) > 1) return;
   spdlog::debug("{} actors train one unit (a model, or trials fused into one) at a time, as mixed_packs {} says{}; "
                "\"mixed_packs\": \"always\" packs units side by side",
-               kind, config_.mixed_packs,
+               kind, to_string(config_.mixed_packs),
                setup_.mixed_packs == packing::MixedPacks::Auto
                    ? " (units on a CPU take turns on its cores: a second one adds no throughput and delays the first)"
                    : "");

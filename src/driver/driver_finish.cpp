@@ -84,7 +84,7 @@ StatusSnapshot DriverCore::status(Clock::time_point now) const {
 // Only the best few finished trials, and the best report's trial, keep theirs: a sweep of
 // 100,000 trials must not fill the disk with final models nobody will test.
 void DriverCore::on_final_checkpoint(TrialId id, double budget) {
-  if (config_.keep_checkpoints == "all" || budget < config_.max_budget * (1 - 1e-9)) return;
+  if (config_.keep_checkpoints == KeepCheckpoints::All || budget < config_.max_budget * (1 - 1e-9)) return;
   auto ranks = [this](TrialId a, TrialId b) {
     return tuners::ranks_before(book_.at(a).last_metric, a, book_.at(b).last_metric, b, config_.mode);
   };
@@ -170,7 +170,7 @@ void DriverCore::finish_checkpoints(bool finished) {
                               : store_->usage();
   std::printf("checkpoints: %lld file(s), %.1f MiB in %s (keep %s; %d deleted%s)\n",
               static_cast<long long>(usage.files), static_cast<double>(usage.bytes) / (1 << 20),
-              store_->dir().c_str(), config_.keep_checkpoints.c_str(), usage.deleted,
+              store_->dir().c_str(), to_string(config_.keep_checkpoints).c_str(), usage.deleted,
               finished ? "" : "; all kept for --resume");
 }
 

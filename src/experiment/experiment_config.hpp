@@ -9,81 +9,46 @@
 #include <nlohmann/json.hpp>
 
 #include "datasets/image_dataset.hpp"
+#include "experiment/config_keys.hpp"
 #include "tuners/search_space.hpp"
 #include "tuners/trial_config.hpp"
 #include "tuners/tuner.hpp"
 
 namespace packtune {
 
+// The `packtune run` options that override a key, one for each PACKTUNE_CONFIG_FLAG row.
 struct Overrides {
-  std::optional<std::int64_t> trials;
-  std::optional<int> actors;
-  std::optional<std::int64_t> seed;  // signed: boost reads "-1" as a huge unsigned
-  std::optional<std::string> device;
-  std::optional<std::string> tuner;
-  std::optional<int> max_pack;
-  std::optional<std::string> keep_checkpoints;
-  std::optional<std::string> fuse;
-  std::optional<std::string> mixed_packs;
-  std::optional<std::string> listen;
-  std::optional<std::string> keys;
-  std::optional<std::string> tuner_plugin;  // relative to the current folder
+#define PACKTUNE_CONFIG_KEY(...)
+#define PACKTUNE_CONFIG_BLOCK(...)
+#define PACKTUNE_CONFIG_FLAG(member, flag, CliType, rule, help) std::optional<CliType> member;
+#include "experiment/config_keys.def"
+#undef PACKTUNE_CONFIG_KEY
+#undef PACKTUNE_CONFIG_BLOCK
+#undef PACKTUNE_CONFIG_FLAG
 };
 
 struct ExperimentConfig {
-  std::string name;
-  std::uint64_t seed = 0;
-  std::string metric = "val_accuracy";
-  tuners::Mode mode = tuners::Mode::Max;
+  // The keys of the table, each a member of its own name (docs/config.md says what they mean).
+#define PACKTUNE_CONFIG_KEY(name, Type, default_value, ...) Type name = default_value;
+#define PACKTUNE_CONFIG_BLOCK(...)
+#define PACKTUNE_CONFIG_FLAG(...)
+#include "experiment/config_keys.def"
+#undef PACKTUNE_CONFIG_KEY
+#undef PACKTUNE_CONFIG_BLOCK
+#undef PACKTUNE_CONFIG_FLAG
 
+  // budget
   std::string budget_unit = "epochs";
   double min_budget = 1;
   double max_budget = 1;
   double report_every = 0;
 
+  // tuner
   std::string tuner = "random";
   // The trial limit as given; -1: not given, see trial_limit().
   std::int64_t trials = -1;
   nlohmann::json tuner_settings = nlohmann::json::object();
   std::string settings_tuner;  // the tuner the settings were written for, when --tuner replaced it
-  // A shared library with more tuners, or empty; a relative path in a config file is relative to
-  // that file's folder. The config as run records it absolute, so --resume finds it from anywhere.
-  std::string tuner_plugin;
-  // At the end, the best trial's final model is evaluated on the test split (best.json "test").
-  bool evaluate_test = true;
-
-  int actors = 1;                 // 0: none; nodes and actors started elsewhere join
-  std::string device = "cpu";
-  int max_pack = 8;               // trials trained at once per actor
-  // At a rung boundary the trials the tuner promotes are planned together (Planner::replan,
-  // docs/planner.md); false: each is placed online as the tuner hands it out.
-  bool replan = true;
-  // auto: fuse trials (HFTA, unlike widths and optimizers too) where the throughput the
-  // actors measured says it pays; always: as far as memory and max_pack allow; never.
-  std::string fuse = "auto";
-  // Whether an actor trains trials that do not fuse side by side (packing::MixedPacks):
-  // auto: on GPUs, not on CPUs, where they only take turns on the same cores; always; never.
-  std::string mixed_packs = "auto";
-  int threads_per_actor = 0;      // 0: the cores divided among the local actors
-  std::string listen = "ipc";     // ipc | tcp | an explicit ZeroMQ endpoint
-  // CURVE keys (`packtune keys DIR`) for a listen endpoint other machines can reach; without
-  // them such a driver refuses to start unless `insecure` says so.
-  std::string keys;
-  bool insecure = false;
-  double heartbeat_seconds = 1;
-  double actor_timeout_seconds = 60;
-  // With no local actors: how long the driver waits for the first actor to join.
-  double join_timeout_seconds = 120;
-  // Trial checkpoints in DIR/checkpoints: "needed" deletes those no promotion or restart can
-  // use and keeps the best trials' last ones; "all" keeps every one (docs/checkpoints.md).
-  std::string keep_checkpoints = "needed";
-  // Seconds between the checkpoints an actor writes inside a long job, so that a dead actor
-  // or host loses at most that much training; 0: only at the end of a job.
-  double checkpoint_every = 300;
-  // Memory each actor may fill with trials (0: its device's share). On the CPU the actor
-  // enforces it: a pack that needs more runs out of memory and is split by the planner.
-  std::int64_t actor_memory = 0;
-  double memory_estimate_scale = 1.0;  // multiplies the memory model's figures
 
   datasets::DataOptions data;
   tuners::TrialConfig model;      // fixed hyper-parameters
@@ -93,12 +58,21 @@ struct ExperimentConfig {
 
 // Parses and validates. `path` is used in messages and for the default name.
 ExperimentConfig parse_config(const nlohmann::json& json, const std::string& path);
+// Reads only the keys in `only` as parse_config does and ignores the others, which a caller
+// that needs a few keys (`packtune simulate`) leaves to `packtune run` to check.
+ExperimentConfig parse_config_keys(const nlohmann::json& json, const std::string& path,
+                                   const std::vector<std::string>& only);
 // The text of a config file: not JSON is an InputError too.
 ExperimentConfig parse_config_text(const std::string& text, const std::string& path);
 ExperimentConfig load_config(const std::string& path);
+// load_config's file, read as parse_config_keys reads it.
+ExperimentConfig load_config_keys(const std::string& path, const std::vector<std::string>& only);
+// Each override's own check ("--actors: expected 0 ... or more"), then its value, checked as
+// its key's (an enum's word, a device) and written over the config's.
 void apply_overrides(ExperimentConfig& config, const Overrides& overrides);
-// auto | always | never, else an InputError naming `where`.
-void check_fuse_mode(const std::string& mode, const std::string& where);
+// The checks of how often a flag is given (--tuner-plugin: once), for a command line checked
+// before its config is read; apply_overrides checks the rest.
+void check_override_counts(const Overrides& overrides);
 
 // Checks everything that can be checked before a process starts: the tuner's settings, every
 // hyper-parameter the space can produce, the device syntax and the data files.
@@ -119,9 +93,9 @@ int local_actor_threads(const ExperimentConfig& config);
 // --resume keeps.
 void record_as_run(ExperimentConfig& config);
 // The keys (dotted paths, e.g. "tuner.eta") whose values differ between two configs as run,
-// leaving out those a resumed experiment may change: where its actors are and how they join
-// ("actors", "listen", "keys", "insecure", "join_timeout_seconds"). threads_per_actor is not
-// among them: it can change a trial's numbers.
+// leaving out those a resumed experiment may change (Resume::MayChange in config_keys.def):
+// where its actors are and how they join. threads_per_actor is not among them: it can change
+// a trial's numbers.
 std::vector<std::string> resume_differences(const nlohmann::json& ran, const nlohmann::json& now);
 
 }  // namespace packtune

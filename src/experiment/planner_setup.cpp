@@ -18,14 +18,20 @@ packing::ActorSpec PlannerSetup::actor(int id, const std::string& device, std::i
 
 PlannerSetup planner_setup(const ExperimentConfig& config) {
   PlannerSetup setup;
-  setup.options.fuse = packing::parse_fuse_mode(config.fuse);
+  setup.options.fuse = config.fuse;
   setup.options.headroom = 0.1;  // allocator fragmentation and the framework's own buffers
   // Before a shape's profile a run holds its first trials (driver/profile_gate.hpp) and on
   // this CPU the profiles keep every unit single (docs/planner.md); the prior says the same.
   setup.options.cpu_step_overhead_seconds = 0;
   setup.max_members = config.max_pack;
-  setup.mixed_packs = packing::parse_mixed_packs(config.mixed_packs);
+  setup.mixed_packs = config.mixed_packs;
   return setup;
+}
+
+packing::Planner make_planner(const ExperimentConfig& config, const PlannerSetup& setup) {
+  packing::Planner planner({}, setup.options);
+  planner.memory_model().set_scale(config.memory_estimate_scale);
+  return planner;
 }
 
 std::vector<packing::ActorSpec> planned_actors(const ExperimentConfig& config, const PlannerSetup& setup,

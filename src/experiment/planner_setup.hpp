@@ -23,8 +23,12 @@ struct PlannerSetup {
                            std::int64_t base_bytes) const;
 };
 
-// Checks fuse and mixed_packs (InputError).
 PlannerSetup planner_setup(const ExperimentConfig& config);
+
+// The planner a run plans with and `packtune plan` shows: the setup's options and the
+// config's memory_estimate_scale. Before any profile or measurement, the same config gives
+// the same plan in both.
+packing::Planner make_planner(const ExperimentConfig& config, const PlannerSetup& setup);
 
 // The actors `packtune plan` plans for: `groups` (--actors), or with none the config's
 // local actors. A group without a size gets actor_memory when the config sets it; else CPU

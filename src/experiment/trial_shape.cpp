@@ -7,7 +7,7 @@
 
 namespace packtune {
 
-bool fuse_pads_widths(const ExperimentConfig& config) { return config.fuse == "always"; }
+bool fuse_pads_widths(const ExperimentConfig& config) { return config.fuse == packing::FuseMode::Always; }
 
 packing::TrialShape trial_shape(const actors::TrialSpec& spec, const InputDims& input, bool padded) {
   const auto m = actors::model_shape(spec.model, input.channels, input.height, input.width, input.classes);

@@ -1,0 +1,137 @@
+#include "cli/run_command.hpp"
+
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+
+#include <boost/program_options.hpp>
+
+#include "cli/command_line.hpp"
+#include "driver/driver.hpp"
+#include "driver/journal.hpp"
+#include "experiment/experiment_config.hpp"
+#include "packtune/error.hpp"
+#include "tuners/plugin_loader.hpp"
+
+namespace packtune::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+std::string default_out_dir(const std::string& name) {
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  return "runs/" + name + "-" + stamp;
+}
+
+// `packtune run --resume DIR [CONFIG]`: the config comes from the journal's header; a CONFIG or
+// an override given anyway must not change what the experiment is.
+ExperimentConfig resumed_config(const std::string& dir, const po::variables_map& vm,
+                                const Overrides& overrides) {
+  const auto journal = journal_path(dir);
+  if (!std::filesystem::exists(journal)) {
+    throw InputError("--resume " + dir + ": no journal.jsonl there; is it the --out of a packtune run?");
+  }
+  const auto header = Journal::read_header(journal);
+  if (!header.contains("config")) {
+    throw InputError("--resume " + dir + ": journal.jsonl has no header; the experiment cannot be resumed");
+  }
+  const auto& ran = header["config"];
+  ExperimentConfig config;
+  if (vm.count("config")) {
+    config = load_config(vm["config"].as<std::string>());
+    apply_overrides(config, overrides);
+  } else {
+    config = parse_config(ran, dir + "/journal.jsonl");
+    apply_overrides(config, overrides);
+  }
+  // The threads an actor trains with can change a trial's sums, so they are the run's own:
+  // --actors may change on resume, the threads of each actor stay (an explicit other value
+  // is refused below).
+  if (config.threads_per_actor == 0 && ran.contains("threads_per_actor") && ran["threads_per_actor"].is_number_integer()) {
+    config.threads_per_actor = ran["threads_per_actor"].get<int>();
+  }
+  record_as_run(config);
+  // A run whose config as run has no threads (it had no local actors, or ran before packtune
+  // recorded them) takes what this machine gives.
+  if (!ran.contains("threads_per_actor")) config.source.erase("threads_per_actor");
+  const auto differ = resume_differences(ran, config.source);
+  if (!differ.empty()) {
+    std::string keys;
+    for (const auto& k : differ) keys += (keys.empty() ? "" : ", ") + k;
+    throw InputError("--resume " + dir + ": the config differs from the one the experiment ran with in " +
+                     keys + "; resume with the same config, or start a new experiment with another --out");
+  }
+  return config;
+}
+
+}  // namespace
+
+int run_run_command(const std::vector<std::string>& args) {
+  po::options_description options("packtune run CONFIG [options] | packtune run --resume DIR [options]");
+  auto add = options.add_options();
+  add("help,h", "show this help")
+     ("config", po::value<std::string>(), "the experiment config (JSON)")
+     ("out,o", po::value<std::string>(), "results directory (default runs/NAME-TIME)")
+     ("resume", po::value<std::string>(), "continue the experiment whose results are in DIR (its driver was killed or "
+                                          "stopped); CONFIG may be left out");
+  // One option for each override of the config table.
+#define PACKTUNE_CONFIG_KEY(...)
+#define PACKTUNE_CONFIG_BLOCK(...)
+#define PACKTUNE_CONFIG_FLAG(member, flag, CliType, rule, help) add(flag, po::value<CliType>(), help);
+#include "experiment/config_keys.def"
+#undef PACKTUNE_CONFIG_KEY
+#undef PACKTUNE_CONFIG_BLOCK
+#undef PACKTUNE_CONFIG_FLAG
+  add("quiet,q", "warnings and the final summary only: no status table or lines");
+  add("verbose,v", "the planner's and profiler's workings on the console too (DIR/driver.log always has them)");
+  po::positional_options_description positional;
+  positional.add("config", 1);
+  auto vm = parse_command_line("run", args, options, positional);
+  if (vm.count("help")) {
+    std::cout << options;
+    return 0;
+  }
+  const bool resume = vm.count("resume") > 0;
+  if (!vm.count("config") && !resume) {
+    throw InputError("run: missing CONFIG; usage: packtune run CONFIG [--out DIR] or packtune run --resume DIR");
+  }
+  if (resume && vm.count("out") && vm["out"].as<std::string>() != vm["resume"].as<std::string>()) {
+    throw InputError("run: --resume DIR continues the experiment in DIR; leave --out out");
+  }
+  Overrides overrides;
+#define PACKTUNE_CONFIG_KEY(...)
+#define PACKTUNE_CONFIG_BLOCK(...)
+#define PACKTUNE_CONFIG_FLAG(member, flag, CliType, rule, help) \
+  if (vm.count(flag)) overrides.member = vm[flag].as<CliType>();
+#include "experiment/config_keys.def"
+#undef PACKTUNE_CONFIG_KEY
+#undef PACKTUNE_CONFIG_BLOCK
+#undef PACKTUNE_CONFIG_FLAG
+  // The config as run records the plugin for --resume, and it holds one.
+  check_override_counts(overrides);
+
+  DriverOptions driver;
+  driver.quiet = vm.count("quiet") > 0;
+  driver.verbose = vm.count("verbose") > 0;
+  if (driver.quiet && driver.verbose) throw InputError("run: --quiet and --verbose contradict each other; give one");
+  ExperimentConfig config;
+  if (resume) {
+    driver.out_dir = vm["resume"].as<std::string>();
+    driver.resume = true;
+    config = resumed_config(driver.out_dir, vm, overrides);
+  } else {
+    config = load_config(vm["config"].as<std::string>());
+    apply_overrides(config, overrides);
+    record_as_run(config);
+    driver.out_dir = vm.count("out") ? vm["out"].as<std::string>() : default_out_dir(config.name);
+  }
+  if (!config.tuner_plugin.empty()) tuners::load_tuner_plugin(config.tuner_plugin);
+  validate(config);
+  // The driver checks --out is fresh once it holds the folder's lock: a check here could
+  // pass for two drivers started together.
+  return run_experiment(config, driver);
+}
+
+}  // namespace packtune::cli

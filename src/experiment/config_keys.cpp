@@ -1,0 +1,521 @@
+// The config table (config_keys.def) expanded into the parser, the overrides, the config as
+// run, the resume check and the docs.
+#include "experiment/config_keys.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <type_traits>
+
+#include "actors/device_syntax.hpp"
+#include "experiment/experiment_config.hpp"
+#include "experiment/trial_shape.hpp"
+#include "packtune/error.hpp"
+#include "util/byte_size.hpp"
+
+namespace packtune {
+namespace {
+
+using nlohmann::json;
+using namespace config_table;
+// The words of the table's `resume` and `record` columns.
+constexpr Resume Fixed = Resume::Fixed;
+constexpr Resume MayChange = Resume::MayChange;
+constexpr Record Always = Record::Always;
+constexpr Record IfNotEmpty = Record::IfNotEmpty;
+constexpr Record No = Record::No;
+
+// The keys of one JSON object, read once each; finish() refuses the ones no one read.
+class Fields {
+ public:
+  Fields(const json& object, std::string where) : object_(object), where_(std::move(where)) {
+    if (!object_.is_object()) {
+      throw InputError((where_.empty() ? std::string("the config") : where_) + ": expected an object, got " +
+                       std::string(object_.type_name()));
+    }
+  }
+
+  bool has(const char* key) const { return object_.contains(key); }
+  const json& value(const char* key) const { return object_.at(key); }
+  std::string at(const char* key) const { return where_.empty() ? key : where_ + "." + key; }
+
+  const json& get(const char* key, json::value_t kind, const char* expected) {
+    seen_.insert(key);
+    const auto& v = object_.at(key);
+    const bool ok = kind == json::value_t::number_float ? v.is_number() : v.type() == kind ||
+                    (kind == json::value_t::number_unsigned && v.is_number_integer());
+    if (!ok) throw InputError(at(key) + ": expected " + expected + ", got " + type_of(v));
+    return v;
+  }
+
+  void boolean(const char* key, bool& out) {
+    if (has(key)) out = get(key, json::value_t::boolean, "true or false").get<bool>();
+  }
+  void string(const char* key, std::string& out) {
+    if (has(key)) out = get(key, json::value_t::string, "a string").get<std::string>();
+  }
+  template <class Int>
+  void integer(const char* key, Int& out, std::int64_t low, std::int64_t high) {
+    if (!has(key)) return;
+    const auto& v = get(key, json::value_t::number_unsigned, "an integer");
+    const auto i = v.get<std::int64_t>();
+    if (i < low || i > high) {
+      throw InputError(at(key) + ": " + v.dump() + " is out of range; expected " +
+                       std::to_string(low) + " to " + std::to_string(high));
+    }
+    out = static_cast<Int>(i);
+  }
+  void number(const char* key, double& out, double low, bool low_open) {
+    if (!has(key)) return;
+    const auto& v = get(key, json::value_t::number_float, "a number");
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || d < low || (low_open && d == low)) {
+      throw InputError(at(key) + ": " + v.dump() + " is out of range; expected a number " +
+                       (low_open ? "> " : ">= ") + json(low).dump());
+    }
+    out = d;
+  }
+  const json& object(const char* key) {
+    seen_.insert(key);
+    const auto& v = object_.at(key);
+    if (!v.is_object()) throw InputError(at(key) + ": expected an object, got " + type_of(v));
+    return v;
+  }
+  void mark(const char* key) { seen_.insert(key); }
+
+  // Every key not read is unknown: a typo must not silently fall back to a default.
+  void finish() const {
+    for (const auto& [key, _] : object_.items()) {
+      if (!seen_.count(key)) {
+        throw InputError((where_.empty() ? key : where_ + "." + key) + ": unknown key; expected one of " +
+                         allowed_);
+      }
+    }
+  }
+  void allow(std::string list) { allowed_ = std::move(list); }
+
+ private:
+  static std::string type_of(const json& v) {
+    if (v.is_number_integer()) return "an integer (" + v.dump() + ")";
+    if (v.is_number()) return "a number (" + v.dump() + ")";
+    return std::string(v.type_name());
+  }
+  const json& object_;
+  std::string where_;
+  std::set<std::string> seen_;
+  std::string allowed_;
+};
+
+// --- a key's value, by its type --------------------------------------------------------------
+
+void read_value(Fields& f, const char* key, bool& out, const Limits&) { f.boolean(key, out); }
+void read_value(Fields& f, const char* key, std::string& out, const Limits&) { f.string(key, out); }
+void read_value(Fields& f, const char* key, double& out, const Limits& l) { f.number(key, out, l.min, l.open); }
+
+template <class T>
+void read_value(Fields& f, const char* key, T& out, const Limits& l) {
+  if constexpr (std::is_enum_v<T>) {
+    if (!f.has(key)) return;
+    std::string word;
+    // true and false are fuse's spellings of the first releases: auto and never.
+    if constexpr (std::is_same_v<T, packing::FuseMode>) {
+      if (f.value(key).is_boolean()) {
+        f.mark(key);
+        word = f.value(key).get<bool>() ? "auto" : "never";
+      }
+    }
+    if (word.empty()) f.string(key, word);
+    out = parse_enum<T>(word, key);
+  } else if (l.kind == Limits::Kind::ByteSize) {
+    if (!f.has(key)) return;
+    const auto& v = f.get(key, json::value_t::string, "a memory size such as \"600MiB\"");
+    out = util::parse_byte_size(v.get<std::string>(), key);
+  } else {
+    f.integer(key, out, l.low, l.high);
+  }
+}
+
+// --- the checks after a key (the `check` column) ----------------------------------------------
+
+void no_check(ExperimentConfig&, const std::string&) {}
+
+void check_metric(ExperimentConfig& c, const std::string&) {
+  if (c.metric != "val_accuracy" && c.metric != "val_loss" && c.metric != "train_loss") {
+    throw InputError("metric: unknown metric \"" + c.metric + "\"; expected val_accuracy, val_loss or train_loss");
+  }
+  c.mode = c.metric == "val_accuracy" ? tuners::Mode::Max : tuners::Mode::Min;  // mode's default
+}
+
+void resolve_tuner_plugin(ExperimentConfig& c, const std::string& path) {
+  if (!c.tuner_plugin.empty() && std::filesystem::path(c.tuner_plugin).is_relative()) {
+    c.tuner_plugin = (std::filesystem::absolute(path).parent_path() / c.tuner_plugin).lexically_normal().string();
+  }
+}
+
+void check_device(ExperimentConfig& c, const std::string&) { actors::check_device_syntax(c.device); }
+
+void check_actor_timeout(ExperimentConfig& c, const std::string&) {
+  // Heartbeats are late by a scheduling hiccup now and then: one missed must not retire an actor.
+  if (c.actor_timeout_seconds < 2 * c.heartbeat_seconds) {
+    throw InputError("actor_timeout_seconds: " + json(c.actor_timeout_seconds).dump() +
+                     " would retire healthy actors, which send a heartbeat every heartbeat_seconds (" +
+                     json(c.heartbeat_seconds).dump() + "); set it to at least twice that");
+  }
+}
+
+// --- the blocks their owners parse (read_<name>) ------------------------------------------------
+
+void read_budget(Fields& top, ExperimentConfig& c, const std::string&) {
+  if (!top.has("budget")) return;
+  Fields b(top.object("budget"), "budget");
+  b.allow("unit, min, max, report_every");
+  b.string("unit", c.budget_unit);
+  if (c.budget_unit != "epochs" && c.budget_unit != "steps") {
+    throw InputError("budget.unit: unknown unit \"" + c.budget_unit + "\"; expected epochs or steps");
+  }
+  b.number("max", c.max_budget, 0, true);
+  c.min_budget = c.max_budget;
+  b.number("min", c.min_budget, 0, true);
+  if (c.min_budget > c.max_budget) {
+    throw InputError("budget.min: " + json(c.min_budget).dump() + " is above budget.max " +
+                     json(c.max_budget).dump() + "; expected min <= max");
+  }
+  b.number("report_every", c.report_every, 0, false);
+  b.finish();
+}
+
+void read_tuner(Fields& top, ExperimentConfig& c, const std::string&) {
+  if (!top.has("tuner")) return;
+  const auto& t = top.value("tuner");
+  if (t.is_string()) {
+    top.mark("tuner");
+    c.tuner = t.get<std::string>();
+    return;
+  }
+  Fields f(top.object("tuner"), "tuner");
+  f.string("name", c.tuner);
+  f.integer("trials", c.trials, 0, 100000000);
+  for (const auto& [key, value] : t.items()) {
+    if (key != "name" && key != "trials") c.tuner_settings[key] = value;
+  }
+}
+
+void read_data(Fields& top, ExperimentConfig& c, const std::string&) {
+  // Without data.dir the files are in $PACKTUNE_DATA_DIR, else where Debian's
+  // dataset-fashion-mnist puts them (DataOptions' default).
+  if (const char* dir = std::getenv("PACKTUNE_DATA_DIR"); dir != nullptr && *dir != '\0') c.data.dir = dir;
+  if (!top.has("data")) return;
+  Fields d(top.object("data"), "data");
+  d.allow("name, dir, train_size, validation_size");
+  d.string("name", c.data.name);
+  d.string("dir", c.data.dir);
+  d.integer("train_size", c.data.train_size, 1, std::numeric_limits<std::uint32_t>::max());
+  d.integer("validation_size", c.data.validation_size, 1, std::numeric_limits<std::uint32_t>::max());
+  d.finish();
+}
+
+void read_model(Fields& top, ExperimentConfig& c, const std::string&) {
+  if (!top.has("model")) return;
+  for (const auto& [key, value] : top.object("model").items()) {
+    c.model[key] = tuners::param_from_json(value, "model." + key);
+  }
+}
+
+void read_space(Fields& top, ExperimentConfig& c, const std::string&) {
+  if (top.has("space")) c.space = tuners::SearchSpace::from_json(top.object("space"), "space");
+}
+
+// --- the table ---------------------------------------------------------------------------------
+
+struct Row {
+  const char* name;
+  void (*read)(Fields&, ExperimentConfig&, const std::string& path);
+  Record record;
+  void (*write)(const ExperimentConfig&, json& source);  // the value into the config as run
+};
+
+// The value a key holds, as JSON.
+template <class T>
+json json_of(const T& value) {
+  if constexpr (std::is_enum_v<T>) {
+    return to_string<T>(value);
+  } else {
+    return value;
+  }
+}
+
+template <class T>
+bool is_empty(const T& value) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return value.empty();
+  } else {
+    return false;
+  }
+}
+
+const std::vector<Row>& rows() {
+  static const std::vector<Row> all = {
+#define PACKTUNE_CONFIG_KEY(key, Type, default_value, limits, check, resume, record, default_doc, doc) \
+  {#key,                                                                                              \
+   [](Fields& f, ExperimentConfig& c, const std::string& path) {                                      \
+     read_value(f, #key, c.key, limits);                                                              \
+     check(c, path);                                                                                  \
+   },                                                                                                 \
+   record,                                                                                            \
+   [](const ExperimentConfig& c, json& source) {                                                      \
+     if (record == Always || (record == IfNotEmpty && !is_empty(c.key))) source[#key] = json_of(c.key); \
+   }},
+#define PACKTUNE_CONFIG_BLOCK(key, default_doc, resume, doc) {#key, read_##key, No, nullptr},
+#define PACKTUNE_CONFIG_FLAG(...)
+#include "experiment/config_keys.def"
+#undef PACKTUNE_CONFIG_KEY
+#undef PACKTUNE_CONFIG_BLOCK
+#undef PACKTUNE_CONFIG_FLAG
+  };
+  return all;
+}
+
+ExperimentConfig read_config(const json& root, const std::string& path, const std::vector<std::string>* only) {
+  ExperimentConfig c;
+  c.source = root;
+  c.name = std::filesystem::path(path).stem().string();
+  Fields top(root, "");
+  std::string allowed;
+  for (const auto& row : rows()) allowed += (allowed.empty() ? "" : ", ") + std::string(row.name);
+  top.allow(allowed);
+  for (const auto& row : rows()) {
+    if (only == nullptr || std::find(only->begin(), only->end(), row.name) != only->end()) {
+      row.read(top, c, path);
+    }
+  }
+  if (only == nullptr) top.finish();
+  return c;
+}
+
+// --- overrides -----------------------------------------------------------------------------------
+
+template <class T>
+void check_rule(const FlagRule& rule, const std::string& flag, const T& value) {
+  if constexpr (std::is_integral_v<T>) {
+    if (rule.kind == FlagRule::Kind::AtLeast && value < rule.low) throw InputError(flag + ": " + rule.message);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (rule.kind == FlagRule::Kind::NotEmpty && value.empty()) throw InputError(flag + ": " + rule.message);
+  } else {
+    if (rule.kind == FlagRule::Kind::OneValue && value.size() != 1) throw InputError(flag + ": " + rule.message);
+  }
+}
+
+// An override's value into its member: an enum parsed as the flag's, a device checked.
+template <class Member, class Value>
+void assign(Member& member, const Value& value, const std::string& flag) {
+  if constexpr (std::is_enum_v<Member>) {
+    member = parse_enum<Member>(value, flag);
+  } else {
+    member = static_cast<Member>(value);
+  }
+}
+
+void apply_one(ExperimentConfig& c, std::string ExperimentConfig::*member, const std::string& value,
+               const std::string& flag) {
+  if (member == &ExperimentConfig::device) actors::check_device_syntax(value);
+  if (member == &ExperimentConfig::tuner && value != c.tuner && !c.tuner_settings.empty()) c.settings_tuner = c.tuner;
+  c.*member = value;
+  (void)flag;
+}
+
+template <class Member, class Value>
+void apply_one(ExperimentConfig& c, Member ExperimentConfig::*member, const Value& value, const std::string& flag) {
+  assign(c.*member, value, flag);
+}
+
+// --tuner-plugin is relative to the current folder, not to the config's.
+void apply_one(ExperimentConfig& c, std::string ExperimentConfig::*member, const std::vector<std::string>& value,
+               const std::string&) {
+  c.*member = std::filesystem::absolute(value.front()).lexically_normal().string();
+}
+
+std::string default_doc_of(const char* given, const json& value) {
+  if (*given != '\0') return given;
+  return value.is_string() ? "\"" + value.get<std::string>() + "\"" : value.dump();
+}
+
+template <class T>
+const char* type_doc() {
+  if constexpr (std::is_same_v<T, bool>) return "boolean";
+  if constexpr (std::is_same_v<T, std::string>) return "string";
+  if constexpr (std::is_same_v<T, double>) return "number";
+  if constexpr (std::is_enum_v<T>) return "string (one of)";
+  return "integer";
+}
+
+template <class T>
+std::string limits_doc(const Limits& l) {
+  if constexpr (std::is_enum_v<T>) {
+    return enum_words<T>();
+  } else {
+    switch (l.kind) {
+      case Limits::Kind::Integer:
+        return std::to_string(l.low) + " to " + std::to_string(l.high);
+      case Limits::Kind::Number:
+        return (l.open ? "> " : ">= ") + json(l.min).dump();
+      case Limits::Kind::ByteSize:
+        return "a size: 600MiB, 2GiB, ...";
+      case Limits::Kind::Any:
+        break;
+    }
+    return "";
+  }
+}
+
+// The flag that overrides `key`, or "".
+std::string flag_of(const std::string& key) {
+  if (key == "tuner") return "--tuner, --trials";
+#define PACKTUNE_CONFIG_KEY(...)
+#define PACKTUNE_CONFIG_BLOCK(...)
+#define PACKTUNE_CONFIG_FLAG(member, flag, CliType, rule, help) \
+  if (key == #member) return "--" flag;
+#include "experiment/config_keys.def"
+#undef PACKTUNE_CONFIG_KEY
+#undef PACKTUNE_CONFIG_BLOCK
+#undef PACKTUNE_CONFIG_FLAG
+  return "";
+}
+
+}  // namespace
+
+ExperimentConfig parse_config(const json& root, const std::string& path) { return read_config(root, path, nullptr); }
+
+ExperimentConfig parse_config_keys(const json& root, const std::string& path, const std::vector<std::string>& only) {
+  return read_config(root, path, &only);
+}
+
+void check_override_counts(const Overrides& o) {
+#define PACKTUNE_CONFIG_KEY(...)
+#define PACKTUNE_CONFIG_BLOCK(...)
+#define PACKTUNE_CONFIG_FLAG(member, flag, CliType, rule, help) \
+  if (o.member && (rule).kind == FlagRule::Kind::OneValue) check_rule(rule, "--" flag, *o.member);
+#include "experiment/config_keys.def"
+#undef PACKTUNE_CONFIG_KEY
+#undef PACKTUNE_CONFIG_BLOCK
+#undef PACKTUNE_CONFIG_FLAG
+}
+
+void apply_overrides(ExperimentConfig& c, const Overrides& o) {
+#define PACKTUNE_CONFIG_KEY(...)
+#define PACKTUNE_CONFIG_BLOCK(...)
+#define PACKTUNE_CONFIG_FLAG(member, flag, CliType, rule, help) \
+  if (o.member) {                                               \
+    check_rule(rule, "--" flag, *o.member);                     \
+    apply_one(c, &ExperimentConfig::member, *o.member, "--" flag); \
+  }
+#include "experiment/config_keys.def"
+#undef PACKTUNE_CONFIG_KEY
+#undef PACKTUNE_CONFIG_BLOCK
+#undef PACKTUNE_CONFIG_FLAG
+}
+
+void record_as_run(ExperimentConfig& config) {
+  auto& source = config.source;
+  // Decided once, kept by --resume: the number of threads can change a trial's numbers.
+  if (config.actors > 0) {
+    config.threads_per_actor = local_actor_threads(config);
+    source["threads_per_actor"] = config.threads_per_actor;
+  }
+  for (const auto& row : rows()) {
+    if (row.write != nullptr) row.write(config, source);
+  }
+  if (source.contains("tuner") && source["tuner"].is_object()) {
+    source["tuner"]["name"] = config.tuner;
+    source["tuner"]["trials"] = trial_limit(config);
+  } else {
+    source["tuner"] = {{"name", config.tuner}, {"trials", trial_limit(config)}};
+  }
+}
+
+namespace {
+
+void collect_differences(const json& a, const json& b, const std::string& where, std::vector<std::string>& out) {
+  if (a.is_object() && b.is_object()) {
+    std::set<std::string> keys;
+    for (const auto& [k, v] : a.items()) keys.insert(k);
+    for (const auto& [k, v] : b.items()) keys.insert(k);
+    for (const auto& k : keys) {
+      const std::string path = where.empty() ? k : where + "." + k;
+      if (!a.contains(k) || !b.contains(k)) {
+        out.push_back(path);
+      } else {
+        collect_differences(a[k], b[k], path, out);
+      }
+    }
+  } else if (a != b) {
+    out.push_back(where);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> resume_differences(const json& ran, const json& now) {
+  std::set<std::string> may_change;
+  for (const auto& key : config_table::keys()) {
+    if (key.resume == Resume::MayChange) may_change.insert(key.name);
+  }
+  std::vector<std::string> all, out;
+  collect_differences(ran, now, "", all);
+  for (const auto& key : all) {
+    if (!may_change.count(key)) out.push_back(key);
+  }
+  return out;
+}
+
+namespace config_table {
+
+const std::vector<KeyInfo>& keys() {
+  static const std::vector<KeyInfo> all = [] {
+    const ExperimentConfig defaults;
+    return std::vector<KeyInfo>{
+#define PACKTUNE_CONFIG_KEY(key, Type, default_value, limits, check, resume, record, default_doc, doc) \
+  {#key, type_doc<Type>(), default_doc_of(default_doc, json_of(defaults.key)), limits_doc<Type>(limits), doc, \
+   flag_of(#key), resume},
+#define PACKTUNE_CONFIG_BLOCK(key, default_doc, resume, doc) \
+  {#key, "object", default_doc, "", doc, flag_of(#key), resume},
+#define PACKTUNE_CONFIG_FLAG(...)
+#include "experiment/config_keys.def"
+#undef PACKTUNE_CONFIG_KEY
+#undef PACKTUNE_CONFIG_BLOCK
+#undef PACKTUNE_CONFIG_FLAG
+    };
+  }();
+  return all;
+}
+
+std::string markdown() {
+  std::string out =
+      "# The experiment config\n"
+      "\n"
+      "<!-- Generated by `packtune config --markdown` from src/experiment/config_keys.def; the test\n"
+      "     cli/config_doc checks it. Edit the table, then run the command to write this file. -->\n"
+      "\n"
+      "A config is a JSON object with these keys, all optional. An unknown key, a value of the wrong\n"
+      "type or out of range is an error naming the key. `packtune run` overrides the keys with a flag;\n"
+      "`packtune run --resume DIR` refuses a config that differs from the one the experiment ran with,\n"
+      "except in the keys marked *may change*.\n"
+      "\n"
+      "| key | type | default | range or values | flag | on --resume | meaning |\n"
+      "|---|---|---|---|---|---|---|\n";
+  const auto cell = [](std::string text) {
+    std::string escaped;
+    for (char ch : text) escaped += ch == '|' ? std::string("\\|") : std::string(1, ch);
+    return escaped;
+  };
+  for (const auto& k : keys()) {
+    out += "| `" + std::string(k.name) + "` | " + k.type + " | " + cell(k.default_doc) + " | " + cell(k.limits_doc) +
+           " | " + cell(k.flag) + " | " + (k.resume == Resume::MayChange ? "may change" : "fixed") + " | " +
+           cell(k.doc) + " |\n";
+  }
+  return out;
+}
+
+}  // namespace config_table
+}  // namespace packtune

@@ -1,0 +1,128 @@
+#pragma once
+// The vocabulary of the config table (config_keys.def): the typed values of the keys that
+// take one of a few words (fuse, mixed_packs, keep_checkpoints, mode), parsed once and
+// written back word for word; the limits a number key has; what a CLI override checks;
+// whether a key may change on --resume and whether the config as run records it.
+#include <cstdint>
+#include <iterator>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "packing/planner.hpp"
+#include "packtune/error.hpp"
+#include "tuners/tuner.hpp"
+
+namespace packtune {
+
+// Trial checkpoints in DIR/checkpoints (docs/checkpoints.md).
+enum class KeepCheckpoints { Needed, All };
+
+// The words of an enum key, in the order its error message lists them.
+template <class Enum>
+struct EnumWords;
+template <>
+struct EnumWords<packing::FuseMode> {
+  static constexpr std::pair<const char*, packing::FuseMode> words[] = {
+      {"auto", packing::FuseMode::Auto}, {"always", packing::FuseMode::Always}, {"never", packing::FuseMode::Never}};
+};
+template <>
+struct EnumWords<packing::MixedPacks> {
+  static constexpr std::pair<const char*, packing::MixedPacks> words[] = {
+      {"auto", packing::MixedPacks::Auto}, {"always", packing::MixedPacks::Always},
+      {"never", packing::MixedPacks::Never}};
+};
+template <>
+struct EnumWords<KeepCheckpoints> {
+  static constexpr std::pair<const char*, KeepCheckpoints> words[] = {{"all", KeepCheckpoints::All},
+                                                                      {"needed", KeepCheckpoints::Needed}};
+};
+template <>
+struct EnumWords<tuners::Mode> {
+  static constexpr std::pair<const char*, tuners::Mode> words[] = {{"min", tuners::Mode::Min},
+                                                                   {"max", tuners::Mode::Max}};
+};
+
+// "auto, always or never": the words of an enum key as its error message lists them.
+template <class Enum>
+std::string enum_words() {
+  std::string out;
+  const auto& words = EnumWords<Enum>::words;
+  const std::size_t n = std::size(words);
+  for (std::size_t i = 0; i < n; ++i) out += (i == 0 ? "" : i + 1 == n ? " or " : ", ") + std::string(words[i].first);
+  return out;
+}
+
+// The word of `value`, as config.json records it.
+template <class Enum>
+std::string to_string(Enum value) {
+  for (const auto& [word, v] : EnumWords<Enum>::words) {
+    if (v == value) return word;
+  }
+  return "?";
+}
+
+// One of the words of Enum, else an InputError "WHERE: unknown value "TEXT"; expected ...".
+template <class Enum>
+Enum parse_enum(const std::string& text, const std::string& where) {
+  for (const auto& [word, v] : EnumWords<Enum>::words) {
+    if (text == word) return v;
+  }
+  throw InputError(where + ": unknown value \"" + text + "\"; expected " + enum_words<Enum>());
+}
+
+inline std::string to_string(KeepCheckpoints value) { return to_string<KeepCheckpoints>(value); }
+inline std::string to_string(packing::FuseMode value) { return to_string<packing::FuseMode>(value); }
+inline std::string to_string(packing::MixedPacks value) { return to_string<packing::MixedPacks>(value); }
+
+namespace config_table {
+
+// What a key's value may be beyond its type. Integers: low to high; numbers: > or >= low.
+struct Limits {
+  enum class Kind { Any, Integer, Number, ByteSize } kind = Kind::Any;
+  std::int64_t low = 0, high = 0;
+  double min = 0;
+  bool open = false;  // min itself excluded
+};
+constexpr Limits any() { return {}; }
+constexpr Limits integer(std::int64_t low, std::int64_t high) { return {Limits::Kind::Integer, low, high, 0, false}; }
+constexpr Limits positive() { return {Limits::Kind::Number, 0, 0, 0, true}; }
+constexpr Limits non_negative() { return {Limits::Kind::Number, 0, 0, 0, false}; }
+constexpr Limits byte_size() { return {Limits::Kind::ByteSize, 0, 0, 0, false}; }
+
+// What a `packtune run` override checks before its key's own check: "--FLAG: MESSAGE".
+struct FlagRule {
+  enum class Kind { None, AtLeast, NotEmpty, OneValue } kind = Kind::None;
+  std::int64_t low = 0;
+  const char* message = "";
+};
+constexpr FlagRule no_rule() { return {}; }
+constexpr FlagRule at_least(std::int64_t low, const char* message) { return {FlagRule::Kind::AtLeast, low, message}; }
+constexpr FlagRule not_empty(const char* message) { return {FlagRule::Kind::NotEmpty, 0, message}; }
+constexpr FlagRule one_value(const char* message) { return {FlagRule::Kind::OneValue, 0, message}; }
+
+// Whether --resume accepts another value than the experiment ran with: where its actors are
+// and how they join may change; anything that can change a trial's numbers may not.
+enum class Resume { Fixed, MayChange };
+// Whether the config as run (config.json, the journal's header) writes the value it ran with.
+enum class Record { No, Always, IfNotEmpty };
+
+// A row of the table, for the docs and the checks that go over every key.
+struct KeyInfo {
+  const char* name;
+  const char* type;         // as the docs name it
+  std::string default_doc;  // the default as the docs show it
+  std::string limits_doc;   // the range or the allowed values, or ""
+  const char* doc;
+  std::string flag;         // "--trials", or "" without one
+  Resume resume;
+};
+
+// Every top-level key, in the table's order.
+const std::vector<KeyInfo>& keys();
+// The keys and the run options as a Markdown page: docs/config.md.
+std::string markdown();
+
+}  // namespace config_table
+}  // namespace packtune

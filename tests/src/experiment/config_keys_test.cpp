@@ -1,0 +1,91 @@
+// The config table (experiment/config_keys.def): what comes from it agrees with what packtune
+// did before the table, key by key: the resume check, the config as run, the enums' words.
+#include <set>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "experiment/config_keys.hpp"
+#include "experiment/experiment_config.hpp"
+#include "packtune/error.hpp"
+
+using namespace packtune;
+using nlohmann::json;
+
+TEST_CASE("a resumed experiment may change where its actors are and how they join, nothing else") {
+  std::set<std::string> may_change;
+  for (const auto& key : config_table::keys()) {
+    if (key.resume == config_table::Resume::MayChange) may_change.insert(key.name);
+  }
+  CHECK(may_change == std::set<std::string>{"actors", "listen", "keys", "insecure", "join_timeout_seconds"});
+  const json ran = {{"actors", 2}, {"seed", 1}, {"listen", "ipc"}, {"tuner", {{"eta", 3}}}};
+  const json now = {{"actors", 0}, {"seed", 2}, {"listen", "tcp"}, {"tuner", {{"eta", 2}}}};
+  CHECK(resume_differences(ran, now) == std::vector<std::string>{"seed", "tuner.eta"});
+}
+
+TEST_CASE("the enum keys parse once and are recorded with the words of the config") {
+  auto c = parse_config(json{{"fuse", false}, {"mixed_packs", "always"}, {"keep_checkpoints", "all"}}, "x.json");
+  CHECK(c.fuse == packing::FuseMode::Never);
+  CHECK(c.mixed_packs == packing::MixedPacks::Always);
+  CHECK(c.keep_checkpoints == KeepCheckpoints::All);
+  CHECK(parse_config(json{{"fuse", true}}, "x.json").fuse == packing::FuseMode::Auto);
+  record_as_run(c);
+  CHECK(c.source["fuse"] == "never");
+  CHECK(c.source["mixed_packs"] == "always");
+  CHECK(c.source["keep_checkpoints"] == "all");
+  CHECK_THROWS_WITH(parse_config(json{{"fuse", "sometimes"}}, "x.json"),
+                    "fuse: unknown value \"sometimes\"; expected auto, always or never");
+  CHECK_THROWS_WITH(parse_config(json{{"mixed_packs", 1}}, "x.json"), "mixed_packs: expected a string, got an integer (1)");
+  CHECK_THROWS_WITH(parse_config(json{{"keep_checkpoints", "some"}}, "x.json"),
+                    "keep_checkpoints: unknown value \"some\"; expected all or needed");
+  CHECK_THROWS_WITH(parse_config(json{{"mode", "up"}}, "x.json"), "mode: unknown value \"up\"; expected min or max");
+  Overrides o;
+  o.mixed_packs = "sometimes";
+  CHECK_THROWS_WITH(apply_overrides(c, o), "--mixed-packs: unknown value \"sometimes\"; expected auto, always or never");
+}
+
+TEST_CASE("the config as run records the keys overrides change, and only those") {
+  auto c = parse_config(json{{"name", "n"}, {"replan", false}}, "x.json");
+  record_as_run(c);
+  std::set<std::string> keys;
+  for (const auto& [key, value] : c.source.items()) keys.insert(key);
+  CHECK(keys == std::set<std::string>{"name", "seed", "actors", "listen", "device", "max_pack", "fuse", "mixed_packs",
+                                      "keep_checkpoints", "tuner", "threads_per_actor", "replan"});
+  Overrides o;
+  o.keys = "k";
+  o.tuner_plugin = std::vector<std::string>{"p.so"};
+  apply_overrides(c, o);
+  record_as_run(c);
+  CHECK(c.source["keys"] == "k");
+  CHECK(c.source.contains("tuner_plugin"));
+}
+
+TEST_CASE("the overrides check what they did before the table") {
+  ExperimentConfig c;
+  Overrides o;
+  o.max_pack = 0;
+  CHECK_THROWS_WITH(apply_overrides(c, o), "--max-pack: expected at least 1");
+  o = {};
+  o.seed = -1;
+  CHECK_THROWS_WITH(apply_overrides(c, o), "--seed: expected an integer from 0 to 9223372036854775807");
+  o = {};
+  o.listen = "";
+  CHECK_THROWS_WITH(apply_overrides(c, o), "--listen: expected ipc, tcp or a ZeroMQ endpoint");
+  o = {};
+  o.tuner_plugin = std::vector<std::string>{"a.so", "b.so"};
+  CHECK_THROWS_WITH(check_override_counts(o), "--tuner-plugin: one library per run");
+  o = {};
+  o.trials = 5000;
+  o.actors = 5000;  // an override has no upper bound: it never had one
+  apply_overrides(c, o);
+  CHECK(c.trials == 5000);
+  CHECK(c.actors == 5000);
+}
+
+TEST_CASE("every key has a row in docs/config.md") {
+  const auto page = config_table::markdown();
+  for (const auto& key : config_table::keys()) {
+    CHECK(page.find("| `" + std::string(key.name) + "` |") != std::string::npos);
+  }
+  CHECK(page.find("| `actors` | integer | 1 | 0 to 4096 | --actors | may change |") != std::string::npos);
+}
