@@ -37,7 +37,8 @@ DriverCore::DriverCore(const ExperimentConfig& config, Options options, Send sen
       setup_(planner_setup(config)),
       planner_(make_planner(config, setup_)),
       registry_({config.actor_timeout_seconds, config.actor_timeout_seconds}),
-      profiles_(planner_, plan_, registry_, {config.fuse == packing::FuseMode::Auto && config.max_pack > 1, config.max_pack}),
+      profiles_(planner_, plan_, registry_, {config.fuse == packing::FuseMode::Auto && config.max_pack > 1, config.max_pack,
+                                            config.profile_timeout_seconds}),
       book_(config.model, config.seed,
             [padded = fuse_pads_widths(config)](const tuners::TrialConfig& full) {
               return trial_shape(actors::parse_trial_spec(full, "trial"), {}, padded);

@@ -112,7 +112,12 @@ std::vector<tuners::Job> ProfileGate::expire(Clock::time_point now) {
       ++it;
       continue;
     }
-    spdlog::warn("no throughput profile of shape {} came back; its units are sized by the prior", it->first);
+    if (actor && !actor->dead) {
+      // Timed out on a live actor: asked again, it would hold the shape's jobs as long once
+      // more, and again after that. An actor that died leaves the shape to the next one.
+      failed_.insert(it->first);
+      spdlog::warn("no throughput profile of shape {} came back; its units are sized by the prior", it->first);
+    }
     it = requests_.erase(it);
   }
   return release();

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "driver/driver_core.hpp"
@@ -59,6 +60,8 @@ struct Fleet {
   std::int64_t capacity = 8 * GiB;          // each fake actor's memory for trials
   std::vector<std::vector<TrialId>> waves;  // the trials of the Assigns of each step
   int profiles_asked = 0;
+  bool answer_profiles = true;  // false: an actor that never finishes a profile
+  std::optional<Clock::time_point> first_assign;
   std::vector<Sent> last_sent;  // what the core sent in the last turn
 
   explicit Fleet(const nlohmann::json& json, bool resume = false) : config(parse_config(json, "fake.json")) {
@@ -129,6 +132,7 @@ struct Fleet {
       say(sent.to, report);
     } else if (auto* profile = std::get_if<proto::Profile>(&sent.message)) {
       ++profiles_asked;
+      if (!answer_profiles) return;
       say(sent.to, proto::Profiled{profile->key, "cpu", {1, 2, 4}, {0.010, 0.012, 0.014}, ""});
     }
   }
@@ -149,6 +153,7 @@ struct Fleet {
     for (const auto& s : sent) {
       if (auto* assign = std::get_if<proto::Assign>(&s.message)) {
         assigned.push_back(*assign);
+        if (!first_assign) first_assign = now;
         assigned_to.push_back(s.to);
         wave.push_back(assign->trial);
       }
@@ -369,4 +374,21 @@ TEST_CASE("driver core: a sweep resumed from its journal ends with the reports o
   cut.join("b");
   cut.run();
   CHECK(outcomes(cut.rows()) == outcomes(whole.rows()));
+}
+
+TEST_CASE("driver core: jobs held for a profile that never comes go out after profile_timeout_seconds") {
+  auto json = sweep("random", 4, 4, 4, "auto");
+  json["profile_timeout_seconds"] = 5;
+  Fleet f(json);
+  f.answer_profiles = false;
+  f.join("a");
+  f.join("b");
+  const auto start = f.now;
+  f.run();
+  CHECK(f.profiles_asked == 1);
+  REQUIRE(f.first_assign);
+  // Held for the whole timeout (the loop turns every 0.5 s here), then placed by the prior.
+  CHECK(*f.first_assign - start >= std::chrono::seconds(5));
+  CHECK(*f.first_assign - start <= std::chrono::seconds(6));
+  CHECK(f.core->book().completed_jobs() == 4);
 }

@@ -97,6 +97,10 @@ TEST_CASE("a job of an unprofiled shape waits while the least loaded actor profi
   SECTION("a request older than the timeout is given up and its jobs released") {
     CHECK(trials_of(f.gate.expire(f.t0 + std::chrono::seconds(121))) == std::vector<tuners::TrialId>{1, 3});
     CHECK_FALSE(f.gate.asked(shape.key));
+    // Not asked again: the live actor that let it time out would hold the jobs as long again.
+    auto later = f.admit(5, shape, f.t0 + std::chrono::seconds(122));
+    CHECK_FALSE(later.held);
+    CHECK_FALSE(later.ask);
   }
 }
 
