@@ -44,8 +44,10 @@ mkdir -p "$out"
 build=$(cd "$(dirname "$build")" && pwd)/$(basename "$build")
 summary=$out/summary.txt
 
-# What .gpu/build.sh unpacks the carried packages into; the data set travels in .gpu/data.
-[ -d /opt/debs/usr/lib/x86_64-linux-gnu ] && export LD_LIBRARY_PATH=/opt/debs/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+# What .gpu/build.sh unpacks the carried packages into (set before it runs: on a fresh machine
+# the folder appears only then, and the binaries need its ZeroMQ and libsodium); the data set
+# travels in .gpu/data.
+export LD_LIBRARY_PATH=/opt/debs/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 if [ -z "${PACKTUNE_DATA_DIR:-}" ] && [ -d .gpu/data ]; then export PACKTUNE_DATA_DIR=$root/.gpu/data; fi
 gpu=$(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null | head -1)
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC') $(git rev-parse --short HEAD 2>/dev/null) device $device (${gpu:-no GPU seen}); $(nproc) cores" >> "$summary"
@@ -162,13 +164,34 @@ phase_peers() {
     --peers-python "$python" --device "$device" --ways "$ways" --peer-timeout 300 --json "${size[@]}"
 }
 
+# h5dump and h5copy for the checkpoint test: Debian's, each with its own HDF5 on its own library
+# path only (the image's HDF5 is what packtune links, and HDF5 aborts on a version mismatch).
+h5tools() {
+  [ -d .gpu/h5tools ] || return 0
+  local dir=/opt/h5tools tool
+  mkdir -p "$dir/bin"
+  for f in .gpu/h5tools/*.deb; do dpkg -x "$f" "$dir"; done
+  for tool in "$dir"/usr/bin/h5*; do
+    printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$dir/usr/lib/x86_64-linux-gnu" "$tool" \
+      > "$dir/bin/$(basename "$tool")"
+    chmod +x "$dir/bin/$(basename "$tool")"
+  done
+  export PATH=$dir/bin:$PATH
+}
+
 phase_tests() {
+  h5tools
+  # The shell tests' Python needs h5py and numpy: the image's python3, where /usr/bin/python3 lacks them.
+  local py
+  for py in /usr/bin/python3 python3 /usr/local/bin/python3; do
+    if "$py" -c 'import h5py, numpy' 2>/dev/null; then export PACKTUNE_TEST_PYTHON=$(command -v "$py"); break; fi
+  done
   # PACKTUNE_TEST_DEVICE puts the fusion equivalence tests (tests/src/actors) on the GPU, graphs included.
-  phase_build tests && PACKTUNE_TEST_DEVICE=$device ctest --test-dir "$build" -LE 'cluster|faults' --output-on-failure -j8
+  phase_build tests && PACKTUNE_TEST_DEVICE=$device ctest --test-dir "$build" -LE 'cluster|faults' --output-on-failure -j12
 }
 
 export root device smoke build out
-export -f phase_build phase_cnn phase_peers phase_tests
+export -f phase_build phase_cnn phase_peers phase_tests h5tools
 limit() { if [ "$smoke" = 1 ]; then echo 300; else echo "$1"; fi; }
 for phase in "${phases[@]}"; do
   case "$phase" in

@@ -151,7 +151,10 @@ def experiment_config(a, work):
     config["device"] = a.device
     data = config.setdefault("data", {})
     data["dir"] = a.data_dir
-    data["train_size"] = a.train_size
+    if a.train_size > 0:  # 0: all of it, which the config says by leaving the key out
+        data["train_size"] = a.train_size
+    else:
+        data.pop("train_size", None)
     if a.validation_size is not None:
         data["validation_size"] = a.validation_size
     if a.max_pack is not None:
@@ -275,7 +278,7 @@ def bench(a):
             "host": platform.node(), "cores": os.cpu_count(),
             "load_average_before": load_before, "load_average_after": load_average(),
             "device": a.device, "trials": a.trials, "epochs": a.epochs,
-            "train_size": config["data"]["train_size"],
+            "train_size": config["data"].get("train_size", 0),
             "validation_size": config["data"].get("validation_size", 10000),
             "batch_size": config.get("model", {}).get("batch_size"),
             "actors": a.actors, "max_pack": config.get("max_pack"),

@@ -4,6 +4,9 @@
 # build.sh), plus what packtune needs there beyond it:
 #   .gpu/plotly.js  the report page's chart library: the build embeds it and the image has no
 #                   python3-plotly, so without it CMake stops at configure
+#   .gpu/h5tools/   hdf5-tools (h5dump) and its Debian HDF5, for the suite's checkpoint test; kept
+#                   apart from .gpu/debs because the build links the image's own HDF5, and HDF5
+#                   aborts a program whose headers and library versions differ
 #   .gpu/wheels/    Optuna and its dependencies as wheels for the image's Python 3.12, so
 #                   bench/gpu_figures.sh can run Optuna beside packtune (no package registry
 #                   there). Not numpy (the image's torch brings it) and not Ray Tune: its
@@ -24,6 +27,10 @@ bash "$shared"
 plotly=/usr/share/python3-plotly/plotly.js
 [ -f "$plotly" ] || { echo "gpu-prepare: no $plotly: install python3-plotly (scripts/setup.sh does)" >&2; exit 1; }
 cp "$plotly" .gpu/plotly.js
+
+rm -rf .gpu/h5tools && mkdir -p .gpu/h5tools
+(cd .gpu/h5tools && apt-get download -q hdf5-tools libhdf5-103-1 libhdf5-hl-100 libsz2 libaec0 2>&1 | grep -v '^W:' || true)
+ls .gpu/h5tools/hdf5-tools_*.deb > /dev/null || { echo "gpu-prepare: could not download hdf5-tools" >&2; exit 1; }
 
 # Any pip will do to download; the peers' venv pins the Optuna version peers_bench measures here.
 pip_python=

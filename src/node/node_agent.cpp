@@ -264,13 +264,17 @@ std::vector<std::string> node_gpus(const std::string& flag, const char* visible)
 }
 
 proto::NodeHello describe_machine(const std::vector<std::string>& gpus, int actors) {
+  return describe_machine(gpus, actors, gpus.empty() ? std::vector<std::vector<std::string>>{} : query_gpus());
+}
+
+proto::NodeHello describe_machine(const std::vector<std::string>& gpus, int actors,
+                                  const std::vector<std::vector<std::string>>& known) {
   proto::NodeHello hello;
   hello.host = util::host_name();
   hello.pid = getpid();
   hello.cores = static_cast<std::int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   hello.memory_bytes = static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
   hello.actors = actors;
-  const auto known = gpus.empty() ? std::vector<std::vector<std::string>>{} : query_gpus();
   if (!gpus.empty() && known.empty()) {
     spdlog::warn("nvidia-smi lists no GPU here: the GPUs {} cannot be checked, and actors that find none train "
                  "on the CPU unless the config says \"device\": \"cuda\"", fmt::join(gpus, ","));

@@ -36,6 +36,12 @@ std::vector<std::string> node_gpus(const std::string& flag, const char* visible)
 // memory as nvidia-smi reports them (the entry itself and 0 when it cannot tell).
 protocol::NodeHello describe_machine(const std::vector<std::string>& gpus, int actors);
 
+// The same from nvidia-smi's rows as given ({index, uuid, name, MiB} each), so that a test
+// does not depend on the GPUs of the machine it runs on. Throws InputError for a GPU the rows
+// do not list, unless there are no rows at all.
+protocol::NodeHello describe_machine(const std::vector<std::string>& gpus, int actors,
+                                     const std::vector<std::vector<std::string>>& nvidia_smi_rows);
+
 // Runs the node until the experiment ends; returns the exit code.
 int run_node(const NodeOptions& options);
 

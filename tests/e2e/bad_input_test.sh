@@ -30,7 +30,7 @@ expect() {
 }
 
 set_key() {  # set_key JSON PYTHON_EXPR -> JSON with the change applied
-  /usr/bin/python3 -c "import json,sys; c=json.loads(sys.argv[1]); $2; print(json.dumps(c))" "$1"
+  "$py" -c "import json,sys; c=json.loads(sys.argv[1]); $2; print(json.dumps(c))" "$1"
 }
 
 expect unknown_key "learning_rate: unknown key" "$(set_key "$good" 'c["learning_rate"]=0.1')"

@@ -35,7 +35,7 @@ h5dump -a /trial -a /budget "$first" > "$work/attrs"
 grep -h "resumes from its checkpoint\|started from" "$work/all/driver.log" > "$work/driver_resumed" || true
 cat "$work/all/logs"/actor-*.log | grep -h "resumed from" > "$work/actor_resumed" || true
 
-/usr/bin/python3 - "$work" "$first" <<'PY'
+"$py" - "$work" "$first" <<'PY'
 import json, os, re, sys
 work, first = sys.argv[1], sys.argv[2]
 files = open(f"{work}/files").read().split()
@@ -109,7 +109,7 @@ echo '{"not": "hdf5"}' > "$work/text.h5"
 refused not_hdf5 "not an HDF5 file" "$work/text.h5"
 h5copy -i "$first" -o "$work/foreign.h5" -s /model/1.weight -d /weights
 refused foreign "not a packtune checkpoint" "$work/foreign.h5"
-/usr/bin/python3 - "$first" "$work/flipped.h5" <<'PY'
+"$py" - "$first" "$work/flipped.h5" <<'PY'
 import sys
 data = bytearray(open(sys.argv[1], "rb").read())
 data[len(data) * 3 // 4] ^= 0xFF   # inside the tensors
@@ -126,6 +126,6 @@ refused hdf5_crash "the HDF5 library crashed" "$(cd "$here/../data/fuzz" && pwd)
 kept=$(ls "$work/needed/checkpoints" | wc -l)
 grep -q "^checkpoints: $kept file(s)" "$work/needed.stdout"
 if [ "$kept" -lt 1 ] || [ "$kept" -gt 3 ]; then echo "FAIL needed kept $kept files"; exit 1; fi
-best=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['trial'])" "$work/needed/best.json")
+best=$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['trial'])" "$work/needed/best.json")
 compgen -G "$work/needed/checkpoints/trial-$best-budget-*" > /dev/null || { echo "FAIL best trial $best lost its checkpoint"; exit 1; }
 echo "1 passed, 0 failed: keep needed left $kept checkpoint(s)"

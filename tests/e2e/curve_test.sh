@@ -52,7 +52,7 @@ grep -q "without authentication" "$work/insecure.log"
 intruder=$!
 pids+=("$intruder")
 # And a client that sends garbage as soon as the port opens.
-/usr/bin/python3 - "$port" > "$work/garbage.log" 2>&1 <<'PY' &
+"$py" - "$port" > "$work/garbage.log" 2>&1 <<'PY' &
 import socket, sys, time
 for _ in range(300):
     try:
@@ -79,7 +79,7 @@ if ! grep -q "refused .*not in $work/keys/authorized_actors" "$work/keyed.log"; 
   echo "FAILED: the driver did not log the refusal:"; cat "$work/keyed.log"; exit 1
 fi
 
-/usr/bin/python3 - "$work/keyed" <<'PY'
+"$py" - "$work/keyed" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(f"{sys.argv[1]}/results.jsonl")]
 assert {r["trial"] for r in rows} == {0, 1}, rows

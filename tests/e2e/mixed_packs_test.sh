@@ -27,7 +27,7 @@ JSON
 grep -q "cpu actors train one unit" "$work/auto/driver.log" || { echo "FAILED: the driver did not say why"; exit 1; }
 if grep -q "cpu actors train one unit" "$work/always/driver.log"; then echo "FAILED: 'always' said one unit"; exit 1; fi
 
-/usr/bin/python3 - "$work" <<'PY'
+"$py" - "$work" <<'PY'
 import json, sys
 work = sys.argv[1]
 

@@ -35,7 +35,7 @@ run_pair() {  # $1: name, $2: trials, $3: budget; then the kill hook runs while 
 }
 
 check_results() {  # $1: name, $2: trials
-  /usr/bin/python3 - "$work/$1" "$2" <<'PY'
+  "$py" - "$work/$1" "$2" <<'PY'
 import collections, json, sys
 out, trials = sys.argv[1], int(sys.argv[2])
 rows = [json.loads(l) for l in open(f"{out}/results.jsonl")]

@@ -54,7 +54,7 @@ check() {  # case name, trials, the out-of-memory message the tight run must log
   grep -q "ran out of memory ($expect" "$work/$name.log" ||
     { echo "FAILED: $name: no '$expect' out-of-memory in the tight run"; cat "$work/$name.log"; exit 1; }
   grep -q "the pack is split" "$work/$name.log" || { echo "FAILED: $name: the pack was not split"; exit 1; }
-  /usr/bin/python3 - "$name" "$trials" "$work/$name" "$work/$name-roomy" <<'PY'
+  "$py" - "$name" "$trials" "$work/$name" "$work/$name-roomy" <<'PY'
 import json, sys
 name, trials = sys.argv[1], int(sys.argv[2])
 def finals(d):
@@ -73,7 +73,7 @@ check evaluation 4 "evaluating: out of memory"
 # Memory for no trial at all, fuse auto: the throughput profile fails (out of memory) once and
 # is not asked again, each trial fails with the reason, and the run ends with exit 1 and one
 # line, instead of asking for the profile again and again for ever.
-/usr/bin/python3 - "$work/step.json" "$work/none.json" <<'PY'
+"$py" - "$work/step.json" "$work/none.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
 c.update({"actor_memory": "1KiB", "fuse": "auto", "max_pack": 4, "tuner": {"name": "random", "trials": 3}})

@@ -2,7 +2,9 @@
 # Packing never changes results: the same 8 trials of three widths and three optimizers,
 # trained one at a time as plain models (--max-pack 1 --fuse never) and as one fused unit of 8
 # padded to the widest member (--max-pack 8 --fuse always), report the same metrics within 1e-3;
-# trials of one width, alone and in one unit of 8, bit for bit (MLP and CNN).
+# trials of one width, alone and in one unit of 8, bit for bit (MLP and CNN). On 2 threads: on
+# 16 the CPU kernels split a unit's products otherwise and the last bits move
+# (docs/reproducibility.md, Many threads).
 set -euo pipefail
 source "$(dirname "$0")/prelude.sh" "$@"
 
@@ -12,6 +14,7 @@ cat > "$work/config.json" <<'JSON'
   "budget": {"unit": "epochs", "max": 0.5, "report_every": 0.25},
   "tuner": {"name": "random", "trials": 8},
   "actors": 1,
+  "threads_per_actor": 2,
   "data": {"train_size": 2048, "validation_size": 512},
   "model": {"family": "mlp", "depth": 1, "width": 64, "batch_size": 64, "optimizer": "sgd"},
   "space": {
@@ -26,7 +29,7 @@ JSON
 "$packtune" run "$work/config.json" --out "$work/alone" --max-pack 1 --fuse never --quiet > /dev/null
 "$packtune" run "$work/config.json" --out "$work/packed" --max-pack 8 --fuse always --quiet > /dev/null
 
-/usr/bin/python3 - "$work" <<'PY'
+"$py" - "$work" <<'PY'
 import json, sys
 work = sys.argv[1]
 def reports(name):
@@ -51,7 +54,7 @@ PY
 # of 8 (no padding), the same numbers bit for bit, for an MLP and a CNN with batch norm
 # (docs/reproducibility.md). Optimizers, learning rates, momentum and dropout differ.
 for family in mlp cnn; do
-  /usr/bin/python3 - "$work/config.json" "$work/$family.json" "$family" <<'PY'
+  "$py" - "$work/config.json" "$work/$family.json" "$family" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
 del c["space"]["width"]
@@ -62,7 +65,7 @@ json.dump(c, open(sys.argv[2], "w"))
 PY
   "$packtune" run "$work/$family.json" --out "$work/$family-alone" --max-pack 1 --quiet > /dev/null
   "$packtune" run "$work/$family.json" --out "$work/$family-packed" --max-pack 8 --fuse always --quiet > /dev/null
-  /usr/bin/python3 - "$work" "$family" <<'PY'
+  "$py" - "$work" "$family" <<'PY'
 import json, sys
 work, family = sys.argv[1], sys.argv[2]
 def reports(name):

@@ -23,7 +23,7 @@ cat > "$work/config.json" <<'JSON'
 JSON
 
 check() {  # check PLAN.json EXPECT_ALL_PLACED [MAX_PACKS_PER_ACTOR]
-/usr/bin/python3 - "$1" "$2" "${3:-0}" <<'PY'
+"$py" - "$1" "$2" "${3:-0}" <<'PY'
 import json, sys
 plan = json.load(open(sys.argv[1]))
 all_placed = sys.argv[2] == "1"
@@ -75,7 +75,7 @@ grep -q "^actor 1" "$work/two.txt"
 
 # COUNTxDEVICE=SIZE: a thousand GPU actors (planned as one actor of device "1000xcuda" before).
 "$packtune" plan "$work/config.json" --actors 1000xcuda=16GiB --json > "$work/gpus.json"
-/usr/bin/python3 - "$work/gpus.json" <<'PY'
+"$py" - "$work/gpus.json" <<'PY'
 import json, sys
 actors = json.load(open(sys.argv[1]))["actors"]
 assert len(actors) == 1000, len(actors)

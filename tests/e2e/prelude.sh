@@ -10,6 +10,9 @@
 #              mktemp -d) before sourcing
 #   pids       the background processes to stop when the test ends
 #   $compare   compare_results.py, which compares two results.jsonl report by report
+#   $py        the Python the tests' checks run under, with h5py and numpy: Debian's
+#              /usr/bin/python3 (not a venv's python3 on PATH), or $PACKTUNE_TEST_PYTHON where the
+#              system has another (the GPU machine's image)
 # and the helpers below: fail, private_net, free_port, wait_held, tiny_config, wait_for.
 
 packtune="${1:-}"
@@ -19,6 +22,7 @@ if [ -z "$packtune" ] || [ ! -x "$packtune" ]; then
 fi
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 compare="$here/compare_results.py"
+py="${PACKTUNE_TEST_PYTHON:-/usr/bin/python3}"
 
 work="$(mktemp -d ${work_template:+"$work_template"})"
 echo "work: $work"

@@ -54,6 +54,6 @@ fetched=$(grep -c "fetched from the driver" "$work/actors.log" || true)
 leftover=$(find "$work/node" -name '*.h5*' | wc -l)
 [ "$leftover" -eq 0 ] || fail "the node's work folder kept $leftover checkpoint file(s)"
 
-/usr/bin/python3 "$compare" "$work/local/results.jsonl" \
+"$py" "$compare" "$work/local/results.jsonl" \
   "$work/remote/results.jsonl" --tolerance 2e-3 || fail "the remote run's reports differ from the local run's"
 echo "sent $sent checkpoint(s) to the driver and fetched $fetched over ZeroMQ"

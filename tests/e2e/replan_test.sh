@@ -26,7 +26,7 @@ cat > "$work/on.json" <<'JSON'
   }
 }
 JSON
-/usr/bin/python3 -c '
+"$py" -c '
 import json, sys
 c = json.load(open(sys.argv[1])); c["replan"] = False
 json.dump(c, open(sys.argv[2], "w"))' "$work/on.json" "$work/off.json"
@@ -34,7 +34,7 @@ json.dump(c, open(sys.argv[2], "w"))' "$work/on.json" "$work/off.json"
 "$packtune" run "$work/on.json" --out "$work/on" > "$work/on.log" 2>&1 || { cat "$work/on.log"; exit 1; }
 "$packtune" run "$work/off.json" --out "$work/off" > "$work/off.log" 2>&1 || { cat "$work/off.log"; exit 1; }
 
-/usr/bin/python3 - "$work" <<'PY'
+"$py" - "$work" <<'PY'
 import json, sys
 from collections import defaultdict
 work = sys.argv[1]

@@ -80,7 +80,7 @@ for dir in "$work/nowhere" "$work/empty" "$work/corrupt"; do
   [ "$code" = 2 ] && [ "$(wc -l < "$work/err")" = 1 ] || { echo "FAIL: report $dir: exit $code"; cat "$work/err"; exit 1; }
 done
 
-/usr/bin/python3 - "$work" "$here" <<'PY'
+"$py" - "$work" "$here" <<'PY'
 import json, sys
 work = sys.argv[1]
 sys.path.insert(0, sys.argv[2])

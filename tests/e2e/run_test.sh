@@ -21,7 +21,7 @@ JSON
 "$packtune" run "$work/config.json" --out "$work/out" --actors 2 --trials 4 --quiet > "$work/stdout"
 "$packtune" export "$work/out" --csv --output "$work/results.csv"
 
-/usr/bin/python3 - "$work/out" "$work/stdout" "$work/results.csv" <<'PY'
+"$py" - "$work/out" "$work/stdout" "$work/results.csv" <<'PY'
 import csv, json, sys
 out, stdout, exported = sys.argv[1], sys.argv[2], sys.argv[3]
 rows = [json.loads(l) for l in open(f"{out}/results.jsonl")]

@@ -21,7 +21,7 @@ TERM=xterm script -qec "stty cols 100; '$packtune' run '$work/config.json' --out
 "$packtune" run "$work/config.json" --out "$work/file" > "$work/file.out" 2>&1
 "$packtune" run "$work/config.json" --out "$work/quiet" --quiet > "$work/quiet.out" 2>&1
 
-/usr/bin/python3 - "$work" <<'PY'
+"$py" - "$work" <<'PY'
 import json, re, sys
 work = sys.argv[1]
 tty = open(f"{work}/tty.typescript", "rb").read().decode("utf8", "replace").replace("\r", "")

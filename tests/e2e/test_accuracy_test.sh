@@ -22,7 +22,7 @@ JSON
 sed 's/"seed": 5,/"seed": 5, "evaluate_test": false,/' "$work/config.json" > "$work/off.json"
 "$packtune" run "$work/off.json" --out "$work/off" --quiet > "$work/off.log" 2>&1 || { cat "$work/off.log"; exit 1; }
 
-/usr/bin/python3 - "$work" "$data" <<'PY'
+"$py" - "$work" "$data" <<'PY'
 import gzip, json, os, sys
 import h5py, numpy as np
 work, data = sys.argv[1], sys.argv[2]

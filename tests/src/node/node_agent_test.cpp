@@ -22,9 +22,18 @@ TEST_CASE("a node describes its machine: cores, memory, one device per GPU it wa
   CHECK(cpu.cores >= 1);
   CHECK(cpu.memory_bytes > (std::int64_t{64} << 20));
   CHECK(cpu.devices.empty());
-  // A GPU nvidia-smi does not know keeps its name as given and an unknown memory.
-  const auto gpus = describe_machine({"no-such-gpu"}, 1);
-  REQUIRE(gpus.devices.size() == 1);
-  CHECK(gpus.devices[0].name == "no-such-gpu");
-  CHECK(gpus.devices[0].memory_bytes == 0);
+  // Without nvidia-smi's rows a GPU keeps its name as given and an unknown memory.
+  const auto unseen = describe_machine({"no-such-gpu"}, 1, {});
+  REQUIRE(unseen.devices.size() == 1);
+  CHECK(unseen.devices[0].name == "no-such-gpu");
+  CHECK(unseen.devices[0].memory_bytes == 0);
+  // With them, by index or UUID, and a GPU they do not list is refused.
+  const std::vector<std::vector<std::string>> rows{{"0", "GPU-aa", "NVIDIA H200", "143771"},
+                                                   {"1", "GPU-bb", "NVIDIA H200", "[N/A]"}};
+  const auto seen = describe_machine({"GPU-aa", "1"}, 2, rows);
+  REQUIRE(seen.devices.size() == 2);
+  CHECK(seen.devices[0].name == "NVIDIA H200");
+  CHECK(seen.devices[0].memory_bytes == std::int64_t{143771} << 20);
+  CHECK(seen.devices[1].memory_bytes == 0);
+  CHECK_THROWS_WITH(describe_machine({"2"}, 1, rows), Catch::Contains("not one nvidia-smi lists here (0, 1)"));
 }
