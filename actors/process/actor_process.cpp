@@ -57,6 +57,7 @@ int Actor::run() {
   if (!welcome) throw Error(std::string("expected Welcome from the driver, got ") + proto::verb(*reply));
   id_ = welcome->actor_id;
   spec_ = welcome->spec;
+  transfer_token_ = welcome->transfer_token;
   logging::info("actor {}: connected to {} (pid {})", id_, options_.driver, hello.pid);
   open_checkpoint_store();
 
@@ -132,6 +133,8 @@ int Actor::serve(actors::PackExecutor& pack) {
       } else if (auto* welcome = std::get_if<proto::Welcome>(&*message)) {
         logging::info("actor {}: joined again as actor {}", id_, welcome->actor_id);
         id_ = welcome->actor_id;
+        transfer_token_ = welcome->transfer_token;
+        if (transfer_) transfer_->set_token(transfer_token_);
         send_message(socket_, ready_);
       } else if (auto* profile = std::get_if<proto::Profile>(&*message)) {
         queue_profile(*profile);
