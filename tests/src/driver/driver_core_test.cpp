@@ -600,3 +600,32 @@ TEST_CASE("driver core: a report with a metric no model reports, or an infinite 
   REQUIRE(g.rows().size() == 1);
   CHECK(g.rows().front()["trial"].get<TrialId>() == job.trial);
 }
+
+TEST_CASE("driver core: the tester may fetch the tested checkpoint, and a test answer with other metrics is refused") {
+  Fleet f(sweep("random", 2, 4, 1, "never"));
+  f.join("a");
+  f.join("b");
+  f.run();
+  REQUIRE(f.core->test_wanted());
+  f.outbox.clear();
+  REQUIRE(f.core->ask_next_tester(f.now));
+  std::string tester;
+  std::optional<proto::Test> test;
+  for (const auto& s : f.outbox) {
+    if (auto* t = std::get_if<proto::Test>(&s.message)) {
+      tester = s.to;
+      test = *t;
+    }
+  }
+  REQUIRE(test);
+  REQUIRE_FALSE(test->checkpoints.empty());
+  const std::string other = tester == "a" ? "b" : "a";
+  const auto name = std::filesystem::path(test->checkpoints.front()).filename().string();
+  CHECK(f.core->admit_transfer("t", proto::FetchChunk{3, name, 0, 1 << 20, token_of(f, tester)}, f.now));
+  CHECK_FALSE(f.core->admit_transfer("t", proto::FetchChunk{3, name, 0, 1 << 20, token_of(f, other)}, f.now));
+
+  f.say(tester, proto::Tested{test->trial, 4, {{"test_accuracy", 0.9}, {"trial", 1e300}}, ""});
+  REQUIRE(f.core->test_answered());
+  CHECK(f.core->record_test() == 0);
+  CHECK(f.core->results()->test().is_null());
+}
