@@ -138,7 +138,7 @@ void DriverCore::on_message(const std::string& identity, const proto::Message& m
     // Nothing else of it is taken: a stranger gets no work and no file.
     if (asked_to_hello_.size() >= 65536) asked_to_hello_.clear();  // bounded; a second Rejoin does no harm
     if (asked_to_hello_.insert(identity).second) {
-      admission_.refused(fmt::format("{} from a peer that never said Hello; it is asked to join again",
+      admission_.refused(fmt::format("{} from a peer that never said Hello to this driver; asking it to join again",
                                      proto::verb(message)),
                          now_);
       send_to(identity, proto::Rejoin{"the driver was restarted (packtune run --resume) and does not know this "

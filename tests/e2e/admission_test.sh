@@ -40,7 +40,7 @@ left = sorted(os.listdir(f"{out}/checkpoints"))
 assert left == [".store"], f"the store took files from the hostile peer: {left}"
 print(f"{out}: {len(rows)} honest reports, no file of the hostile peer")
 PY
-grep -q "refused: Report from a peer that never said Hello" \
+grep -q "refused: Report from a peer that never said Hello to this driver" \
   "$work/out/driver.log" || fail "the driver did not log the stranger's refusal" "$work/out/driver.log"
 grep -q "said Hello again" "$work/out/driver.log" || fail "no retirement on a second Hello" "$work/out/driver.log"
 grep -q -- "-9223372036854775808" "$work/driver.out" && fail "the summary names a forged trial" "$work/driver.out"
