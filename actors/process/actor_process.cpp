@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 #include "actors/cuda_step.hpp"
@@ -242,6 +244,11 @@ void Actor::start_trial(actors::PackExecutor& pack, const proto::Assign& assign)
 
 void Actor::report(const actors::PackEvent& event) {
   proto::Report report{event.trial, event.budget, event.metrics, event.final, event.train_seconds};
+  // The driver refuses infinite metrics (a forged report's); a loss that overflowed to infinity
+  // has diverged as one that is NaN, and goes as NaN.
+  for (auto& [name, value] : report.metrics) {
+    if (std::isinf(value)) value = std::numeric_limits<double>::quiet_NaN();
+  }
   report.lease = lease_of(event.trial, event.final);
   report.start_budget = start_budget_[event.trial];
   report.unit_size = event.unit_size;
