@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -603,13 +605,28 @@ std::string checkpoint_path(const std::string& dir, std::int64_t trial, double b
 }
 
 std::optional<CheckpointName> parse_checkpoint_name(const std::string& file_name) {
-  CheckpointName parsed;
-  int end = 0;
-  // %n after the literal ".h5" is reached only when all of it matched; nothing may follow.
-  if (std::sscanf(file_name.c_str(), "trial-%" SCNd64 "-budget-%lf.h5%n", &parsed.trial, &parsed.budget, &end) != 2 ||
-      end != static_cast<int>(file_name.size()) || parsed.trial < 0) {
+  // Split at the literal parts first: scanf's %lf takes the "4." of "trial-0-budget-4.h5" (a
+  // whole budget, as %g writes it) and then misses ".h5".
+  static const std::string prefix = "trial-", middle = "-budget-", suffix = ".h5";
+  if (file_name.size() <= prefix.size() + middle.size() + suffix.size() ||
+      file_name.compare(0, prefix.size(), prefix) != 0 ||
+      file_name.compare(file_name.size() - suffix.size(), suffix.size(), suffix) != 0) {
     return std::nullopt;
   }
+  const auto at = file_name.find(middle, prefix.size());
+  if (at == std::string::npos) return std::nullopt;
+  const std::string trial = file_name.substr(prefix.size(), at - prefix.size());
+  const std::string budget = file_name.substr(at + middle.size(), file_name.size() - suffix.size() - at - middle.size());
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (trial.empty() || trial.size() > 18 || !std::all_of(trial.begin(), trial.end(), digit) || budget.empty() ||
+      !digit(budget[0])) {
+    return std::nullopt;
+  }
+  CheckpointName parsed;
+  parsed.trial = std::stoll(trial);
+  char* end = nullptr;
+  parsed.budget = std::strtod(budget.c_str(), &end);
+  if (end != budget.c_str() + budget.size() || !std::isfinite(parsed.budget)) return std::nullopt;
   return parsed;
 }
 

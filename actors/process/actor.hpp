@@ -126,6 +126,7 @@ class Actor {
   zmq::socket_t socket_;
   int id_ = -1;
   protocol::ExperimentSpec spec_;
+  std::string transfer_token_;  // the last Welcome's: names this actor's transfers to the driver
   std::map<tuners::TrialId, double> start_budget_;  // budget each running job started from
   std::map<tuners::TrialId, std::uint64_t> leases_;  // each job's Assign.lease
   std::map<tuners::TrialId, Clock::time_point> last_saved_;  // checkpoint_every's clock per job

@@ -31,6 +31,7 @@ void Actor::open_checkpoint_store() {
   std::unique_ptr<CurveKeys> keys;
   if (!options_.keys.empty()) keys = std::make_unique<CurveKeys>(load_actor_keys(options_.keys));
   transfer_ = std::make_unique<TransferClient>(options_.driver, keys.get(), TransferOptions{});
+  transfer_->set_token(transfer_token_);
   logging::info("actor {}: the driver's checkpoint store {} is not on this machine; checkpoints travel over "
                 "ZeroMQ through {}", id_, spec_.checkpoint_dir, local_checkpoints_);
 }

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 #include "actors/cuda_step.hpp"
@@ -57,6 +59,7 @@ int Actor::run() {
   if (!welcome) throw Error(std::string("expected Welcome from the driver, got ") + proto::verb(*reply));
   id_ = welcome->actor_id;
   spec_ = welcome->spec;
+  transfer_token_ = welcome->transfer_token;
   logging::info("actor {}: connected to {} (pid {})", id_, options_.driver, hello.pid);
   open_checkpoint_store();
 
@@ -132,6 +135,8 @@ int Actor::serve(actors::PackExecutor& pack) {
       } else if (auto* welcome = std::get_if<proto::Welcome>(&*message)) {
         logging::info("actor {}: joined again as actor {}", id_, welcome->actor_id);
         id_ = welcome->actor_id;
+        transfer_token_ = welcome->transfer_token;
+        if (transfer_) transfer_->set_token(transfer_token_);
         send_message(socket_, ready_);
       } else if (auto* profile = std::get_if<proto::Profile>(&*message)) {
         queue_profile(*profile);
@@ -239,6 +244,11 @@ void Actor::start_trial(actors::PackExecutor& pack, const proto::Assign& assign)
 
 void Actor::report(const actors::PackEvent& event) {
   proto::Report report{event.trial, event.budget, event.metrics, event.final, event.train_seconds};
+  // The driver refuses infinite metrics (a forged report's); a loss that overflowed to infinity
+  // has diverged as one that is NaN, and goes as NaN.
+  for (auto& [name, value] : report.metrics) {
+    if (std::isinf(value)) value = std::numeric_limits<double>::quiet_NaN();
+  }
   report.lease = lease_of(event.trial, event.final);
   report.start_budget = start_budget_[event.trial];
   report.unit_size = event.unit_size;

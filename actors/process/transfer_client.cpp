@@ -44,6 +44,16 @@ void TransferClient::wake() {
   wake_out_.send(zmq::message_t(), zmq::send_flags::dontwait);
 }
 
+void TransferClient::set_token(const std::string& token) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  token_ = token;
+}
+
+std::string TransferClient::token() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return token_;
+}
+
 std::future<std::string> TransferClient::fetch(const std::string& name, const std::string& local_path,
                                                ChunkFetcher::Verify verify) {
   Request r{false, name, local_path, {}, std::move(verify)};
@@ -83,11 +93,15 @@ void TransferClient::start(Request& request) {
     return;
   }
   uploads_[id] = Upload{request.local_path, request.name, std::move(request.done), Clock::now()};
-  send_message(socket_, protocol::Offer{id, request.name, size});
+  send_message(socket_, protocol::Offer{id, request.name, size, token()});
 }
 
 void TransferClient::send_requests(Fetch& fetch) {
-  for (const auto& r : fetch.fetcher->take_requests()) send_message(socket_, r);
+  const auto secret = token();
+  for (auto& r : fetch.fetcher->take_requests()) {
+    r.token = secret;
+    send_message(socket_, r);
+  }
 }
 
 void TransferClient::run() {

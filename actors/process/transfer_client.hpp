@@ -36,6 +36,9 @@ class TransferClient {
   // Offers the file at `local_path` to the driver's store as `name`. The future gives its path
   // in the store once the driver has it whole and verified, or throws Error.
   std::future<std::string> upload(const std::string& local_path, const std::string& name);
+  // The secret of the actor's last Welcome: the driver takes an Offer or a FetchChunk only
+  // with it. Transfers sent from now on carry it.
+  void set_token(const std::string& token);
 
  private:
   struct Fetch {
@@ -62,6 +65,7 @@ class TransferClient {
   void on_message(Received& received);
   void tick();
   void wake();
+  std::string token();
 
   TransferOptions options_;
   zmq::context_t context_;
@@ -70,6 +74,7 @@ class TransferClient {
   zmq::socket_t wake_out_;  // callers' end, under mutex_
   std::mutex mutex_;
   std::vector<Request> requests_;  // handed over to the thread, under mutex_
+  std::string token_;              // under mutex_
   std::map<std::uint64_t, Fetch> fetches_;
   std::map<std::uint64_t, Upload> uploads_;
   std::uint64_t next_transfer_;

@@ -61,6 +61,7 @@ ActorState& ActorRegistry::add_actor(const std::string& identity, const protocol
                                      Clock::time_point now) {
   ActorState& actor = actors_[identity];
   if (actor.id >= 0) by_id_[static_cast<std::size_t>(actor.id)] = nullptr;
+  by_token_.erase(actor.transfer_token);
   actor = ActorState{};
   actor.id = next_actor_id_++;
   by_id_.push_back(&actor);
@@ -78,6 +79,18 @@ ActorState& ActorRegistry::add_actor(const std::string& identity, const protocol
 ActorState* ActorRegistry::actor(const std::string& identity) {
   auto it = actors_.find(identity);
   return it == actors_.end() ? nullptr : &it->second;
+}
+
+ActorState* ActorRegistry::actor_by_token(const std::string& token) {
+  if (token.empty()) return nullptr;
+  auto it = by_token_.find(token);
+  return it == by_token_.end() ? nullptr : actor(it->second);
+}
+
+void ActorRegistry::give_token(ActorState& actor, const std::string& token) {
+  by_token_.erase(actor.transfer_token);
+  actor.transfer_token = token;
+  by_token_[token] = actor.identity;
 }
 
 const ActorState* ActorRegistry::actor_by_id(int id) const {

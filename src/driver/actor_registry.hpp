@@ -32,6 +32,7 @@ struct ActorState {
   std::int64_t base_bytes = 0;
   std::set<tuners::TrialId> running;
   bool asked_to_rejoin = false;  // retired, heard again, and told to join anew
+  std::string transfer_token;    // names its transfer socket's messages (Welcome.transfer_token)
   std::chrono::steady_clock::time_point last_heard;
   std::chrono::steady_clock::time_point last_sent;  // by the driver: any message is a sign of life
 };
@@ -80,6 +81,9 @@ class ActorRegistry {
   // identity replaces the earlier state.
   ActorState& add_actor(const std::string& identity, const protocol::Hello& hello, Clock::time_point now);
   ActorState* actor(const std::string& identity);
+  // The actor whose Welcome gave `token`, or nullptr; a Hello again gets a new one.
+  ActorState* actor_by_token(const std::string& token);
+  void give_token(ActorState& actor, const std::string& token);
   ActorState* actor_by_id(int id);
   const ActorState* actor_by_id(int id) const;
   std::map<std::string, ActorState>& actors() { return actors_; }
@@ -125,6 +129,7 @@ class ActorRegistry {
   // Null for an id whose identity said Hello again. Map nodes do not move, so these stay valid.
   std::vector<ActorState*> by_id_;
   std::map<int, NodeState> nodes_;            // by node id
+  std::map<std::string, std::string> by_token_;  // transfer token -> actor identity
   int next_actor_id_ = 0;
   int next_node_id_ = 1;  // 0 is the driver's own
 };

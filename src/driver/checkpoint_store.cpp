@@ -1,7 +1,12 @@
 #include "driver/checkpoint_store.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <fstream>
@@ -19,6 +24,13 @@ namespace {
 // Pulls run at once: each holds at most a window of chunks in flight, so the driver's
 // memory for incoming checkpoints stays bounded however many actors offer at the same time.
 constexpr std::size_t kMaxPulls = 4;
+// Offers waiting for a pull slot; beyond them an offer is refused at once (the actor's save
+// fails, and a job's final report goes without its checkpoint).
+constexpr std::size_t kMaxWaiting = 1024;
+// Threads verifying files at once. A file may hold one for verify's whole timeout; pulls
+// that arrived wait their turn in their slot, so a hostile file costs a slot and a thread
+// for a while, never the driver's loop.
+constexpr int kVerifyThreads = 2;
 
 std::string random_token() {
   std::random_device rd;
@@ -38,6 +50,17 @@ CheckpointStore::CheckpointStore(std::string dir, TransferOptions options, Chunk
   std::ofstream out(dir_ + "/.store", std::ios::trunc);
   out << token_ << "\n";
   if (ec || !out.flush()) throw Error("cannot write the checkpoint store " + dir_ + "; is the output folder writable?");
+  options_.verify_later = true;
+}
+
+CheckpointStore::~CheckpointStore() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    to_verify_.clear();
+  }
+  wake_.notify_all();
+  for (auto& t : workers_) t.join();
 }
 
 void CheckpointStore::send(zmq::socket_t& router, const std::string& peer, const protocol::Message& message) {
@@ -76,6 +99,16 @@ void CheckpointStore::on_offer(zmq::socket_t& router, const std::string& peer, c
     send(router, peer, protocol::Stored{offer.transfer, "", "not a checkpoint name: " + offer.name});
     return;
   }
+  if (offer.size > protocol::kMaxCheckpointBytes) {
+    send(router, peer, protocol::Stored{offer.transfer, "", "a checkpoint of " + std::to_string(offer.size) +
+                                                                " bytes is beyond the store's limit"});
+    return;
+  }
+  if (pulls_.count({peer, offer.transfer})) return;  // offered twice: the pull runs already
+  if (waiting_.size() >= kMaxWaiting) {
+    send(router, peer, protocol::Stored{offer.transfer, "", "the store has too many offers waiting"});
+    return;
+  }
   waiting_.push_back({peer, offer});
   start_pulls(router);
 }
@@ -84,8 +117,9 @@ void CheckpointStore::start_pulls(zmq::socket_t& router) {
   while (pulls_.size() < kMaxPulls && !waiting_.empty()) {
     auto w = std::move(waiting_.front());
     waiting_.pop_front();
+    if (pulls_.count({w.peer, w.offer.transfer})) continue;
     auto fetcher = std::make_unique<ChunkFetcher>(w.offer.transfer, w.offer.name, path_of(w.offer.name), options_,
-                                                  verify_);
+                                                  nullptr, w.offer.size);
     send_requests(router, w.peer, *fetcher);
     pulls_[{w.peer, w.offer.transfer}] = std::move(fetcher);
   }
@@ -101,12 +135,68 @@ void CheckpointStore::on_chunk(zmq::socket_t& router, const std::string& peer, c
   if (it == pulls_.end()) return;
   it->second->on_chunk(chunk, payload.data(), payload.size());
   send_requests(router, peer, *it->second);
+  if (it->second->arrived()) verify_arrived(it->first, *it->second);
   const bool ended = it->second->done() || it->second->failed();
   settle(router, it);
   if (ended) start_pulls(router);
 }
 
+void CheckpointStore::verify_arrived(const Key& key, ChunkFetcher& fetcher) {
+  if (!verifying_.insert(key).second) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    to_verify_.emplace_back(key, fetcher.part_path());
+    if (workers_.empty()) {
+      for (int i = 0; i < kVerifyThreads; ++i) workers_.emplace_back([this] { work(); });
+    }
+  }
+  wake_.notify_one();
+}
+
+// A worker thread: makes each file durable and verifies it. Touches nothing but the queues
+// and the file it was handed; the pull waits in the loop's hands meanwhile.
+void CheckpointStore::work() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    wake_.wait(lock, [this] { return stopping_ || !to_verify_.empty(); });
+    if (stopping_) return;
+    auto [key, path] = std::move(to_verify_.front());
+    to_verify_.pop_front();
+    lock.unlock();
+    std::string error;
+    try {
+      if (options_.durable) {
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || ::fsync(fd) != 0) error = "cannot write " + path + ": " + std::strerror(errno);
+        if (fd >= 0) ::close(fd);
+      }
+      if (error.empty() && verify_) verify_(path);
+    } catch (const std::exception& e) {
+      error = e.what();
+      if (error.empty()) error = "verification failed";
+    }
+    lock.lock();
+    verified_.emplace_back(std::move(key), std::move(error));
+  }
+}
+
+void CheckpointStore::take_verified(zmq::socket_t& router) {
+  std::deque<std::pair<Key, std::string>> taken;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    taken.swap(verified_);
+  }
+  for (auto& [key, error] : taken) {
+    verifying_.erase(key);
+    auto it = pulls_.find(key);
+    if (it == pulls_.end()) continue;
+    it->second->on_verified(error);
+    send_requests(router, key.first, *it->second);  // a damaged file is fetched again
+  }
+}
+
 void CheckpointStore::tick(zmq::socket_t& router) {
+  take_verified(router);
   const auto now = ChunkFetcher::Clock::now();
   for (auto it = pulls_.begin(); it != pulls_.end();) {
     it->second->on_tick(now);

@@ -2,14 +2,22 @@
 // The driver's checkpoint store, DIR/checkpoints: the one place every checkpoint the tuner may
 // still promote lives. Actors that share the driver's file system (its `.store` file holds the
 // token they were sent) read and write it directly. For the others the store serves chunks of
-// its files and pulls the files they offer, a few at a time, verifying each before it counts.
+// its files and pulls the files they offer, a few at a time, verifying each before it counts:
+// on worker threads, as a peer's file may take a verification its whole timeout, and the
+// driver's loop must never wait on a peer. Which peer may offer or fetch what is the driver
+// core's business (DriverCore::admit_transfer); the store takes what it is handed.
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include <zmq.hpp>
 
@@ -23,6 +31,10 @@ class CheckpointStore {
  public:
   // Creates `dir` and its `.store` token file. `verify` throws for a damaged file.
   CheckpointStore(std::string dir, TransferOptions options, ChunkFetcher::Verify verify);
+  // Waits for the verifications under way (each bounded by `verify`'s own timeout).
+  ~CheckpointStore();
+  CheckpointStore(const CheckpointStore&) = delete;
+  CheckpointStore& operator=(const CheckpointStore&) = delete;
 
   using Key = std::pair<std::string, std::uint64_t>;  // peer identity, its transfer id
 
@@ -30,9 +42,15 @@ class CheckpointStore {
   const std::string& token() const { return token_; }
   std::string path_of(const std::string& name) const { return dir_ + "/" + name; }
 
-  // Takes a checkpoint transfer message (FetchChunk, Offer, Chunk) from any peer the socket
-  // admitted; returns false for every other message.
+  // Takes a checkpoint transfer message (FetchChunk, Offer, Chunk) the driver core admitted;
+  // returns false for every other message.
   bool handle(zmq::socket_t& router, Routed& routed);
+  static bool is_transfer(const protocol::Message& message) {
+    return std::holds_alternative<protocol::FetchChunk>(message) || std::holds_alternative<protocol::Offer>(message) ||
+           std::holds_alternative<protocol::Chunk>(message);
+  }
+  // Whether `peer` is being asked for the file of `transfer`: the only Chunks the store takes.
+  bool pulling(const std::string& peer, std::uint64_t transfer) const { return pulls_.count({peer, transfer}) > 0; }
 
   // An actor's request for a chunk of a stored file.
   void serve(zmq::socket_t& router, const std::string& peer, const protocol::FetchChunk& request);
@@ -40,7 +58,8 @@ class CheckpointStore {
   void on_offer(zmq::socket_t& router, const std::string& peer, const protocol::Offer& offer);
   void on_chunk(zmq::socket_t& router, const std::string& peer, const protocol::Chunk& chunk,
                 const zmq::message_t& payload);
-  // Re-asks quiet pulls, answers finished and failed ones; call every loop.
+  // Re-asks quiet pulls, takes the verifications that finished, answers finished and failed
+  // pulls; call every loop.
   void tick(zmq::socket_t& router);
 
   // --- what the store holds for each trial, each file written whole ---------------------
@@ -86,6 +105,8 @@ class CheckpointStore {
   Usage usage() const;
 
   int active_pulls() const { return static_cast<int>(pulls_.size()); }
+  // Files that arrived whole and wait for (or are in) verification on a worker thread.
+  int verifying() const { return static_cast<int>(verifying_.size()); }
   std::int64_t bytes_received() const { return bytes_received_; }
 
  private:
@@ -99,6 +120,9 @@ class CheckpointStore {
   Pulls::iterator settle(zmq::socket_t& router, Pulls::iterator it);
   void send(zmq::socket_t& router, const std::string& peer, const protocol::Message& message);
   void send_requests(zmq::socket_t& router, const std::string& peer, ChunkFetcher& fetcher);
+  void verify_arrived(const Key& key, ChunkFetcher& fetcher);
+  void take_verified(zmq::socket_t& router);
+  void work();
 
   std::string dir_;
   std::string token_;
@@ -117,6 +141,16 @@ class CheckpointStore {
   int deleted_ = 0;
   std::deque<Waiting> waiting_;  // offers beyond the pulls the store runs at once
   std::int64_t bytes_received_ = 0;
+
+  // Verification on worker threads: the loop hands over (key, .part path) and takes back
+  // (key, error) in tick(). Only the fields under mutex_ are shared.
+  std::set<Key> verifying_;  // the loop's: handed over, not yet taken back
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::pair<Key, std::string>> to_verify_;  // under mutex_
+  std::deque<std::pair<Key, std::string>> verified_;   // under mutex_: the error, or ""
+  bool stopping_ = false;                               // under mutex_
+  std::vector<std::thread> workers_;                    // started with the first file to verify
 };
 
 }  // namespace packtune

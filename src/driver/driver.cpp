@@ -320,8 +320,13 @@ class Driver {
         continue;
       }
       if (!routed) break;
-      // Checkpoint transfers come from an actor's transfer socket, not its own.
-      if (!core_.store()->handle(router_, *routed)) core_.on_message(routed->identity, routed->message, Clock::now());
+      // Checkpoint transfers come from an actor's transfer socket, not its own; the core
+      // admits them before the store sees them.
+      if (!CheckpointStore::is_transfer(routed->message)) {
+        core_.on_message(routed->identity, routed->message, Clock::now());
+      } else if (core_.admit_transfer(routed->identity, routed->message, Clock::now())) {
+        core_.store()->handle(router_, *routed);
+      }
     }
     core_.store()->tick(router_);
     poll_local_actors();

@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/checkpoint_file.hpp"
 #include "actors/trial_spec.hpp"
 #include "experiment/trial_shape.hpp"
 #include "packtune/error.hpp"
@@ -114,9 +115,16 @@ void DriverCore::on_message(const std::string& identity, const proto::Message& m
   }
   if (auto* hello = std::get_if<proto::Hello>(&message)) {
     if (refuse(identity, *hello)) return;
+    // An actor says Hello when it starts and when told to rejoin, and drops its pack before it
+    // rejoins: a Hello again from a live actor means the jobs it held run nowhere. They go back
+    // to the queue now, as when an actor is lost. Refusing the Hello instead would leave them
+    // assigned for good: the heartbeat check never retires an actor that keeps talking.
+    if (auto* known = registry_.actor(identity); known && !known->dead) retire(*known, "it said Hello again");
     auto& actor = registry_.add_actor(identity, *hello, now_);
+    registry_.give_token(actor, Admission::new_token());
     proto::Welcome welcome;
     welcome.actor_id = actor.id;
+    welcome.transfer_token = actor.transfer_token;
     welcome.spec = experiment_spec();
     send(actor, welcome);
     spdlog::debug("actor {} joined from {} (pid {}{})", actor.id, actor.host, actor.pid,
@@ -127,8 +135,12 @@ void DriverCore::on_message(const std::string& identity, const proto::Message& m
   if (!found) {
     // A node or actor of the driver this one resumed (--resume after a kill): it has jobs
     // and ids this driver never gave. Told once, it drops them and says Hello again.
+    // Nothing else of it is taken: a stranger gets no work and no file.
+    if (asked_to_hello_.size() >= 65536) asked_to_hello_.clear();  // bounded; a second Rejoin does no harm
     if (asked_to_hello_.insert(identity).second) {
-      spdlog::info("a peer this driver does not know sent {}; asking it to join again", proto::verb(message));
+      admission_.refused(fmt::format("{} from a peer that never said Hello to this driver; asking it to join again",
+                                     proto::verb(message)),
+                         now_);
       send_to(identity, proto::Rejoin{"the driver was restarted (packtune run --resume) and does not know this "
                                       "peer; its jobs went back to the queue"});
     }
@@ -180,7 +192,17 @@ void DriverCore::on_actor_message(ActorState& actor, const proto::Message& messa
         } else if constexpr (std::is_same_v<T, proto::Profiled>) {
           release(profiles_.on_profiled(actor.id, m));
         } else if constexpr (std::is_same_v<T, proto::Tested>) {
-          if (testing_ && testing_->actor == actor.id && m.trial == testing_->trial) testing_->answer = m;
+          if (testing_ && testing_->actor == actor.id && m.trial == testing_->trial) {
+            auto answer = m;
+            auto why = Admission::metrics_refusal(m.metrics, true);
+            if (why.empty() && !std::isfinite(m.budget)) why = "its budget is not a number";
+            if (!why.empty()) {
+              admission_.refused(fmt::format("the test answer of actor {}: {}", actor.id, why), now_);
+              answer.metrics.clear();
+              answer.error = "its answer was refused: " + why;
+            }
+            testing_->answer = std::move(answer);
+          }
         } else if constexpr (std::is_same_v<T, proto::Heartbeat>) {
         } else {
           spdlog::warn("unexpected {} from actor {}", proto::verb(message), actor.id);
@@ -214,6 +236,15 @@ void DriverCore::on_report(ActorState& actor, const proto::Report& report) {
   TrialState* found = book_.running_on(report.trial, actor.id, report.lease);
   if (!found) return;  // stale: stopped, or given to another actor since
   TrialState& trial = *found;
+  if (const auto why = report_refusal(report, trial); !why.empty()) {
+    // Never written: a report is a row of results.jsonl and a result for the tuner. The job
+    // fails, so that the run does not wait for a report that will not come.
+    admission_.refused(fmt::format("a report of actor {} for trial {}: {}; the job fails", actor.id, report.trial, why),
+                       now_);
+    send(actor, proto::Stop{report.trial});
+    finish_job(actor, report.trial, true);
+    return;
+  }
   check_resumed(report, trial);
   if (report.final && report.disk_full) {
     // The job's report waits for its checkpoint; a resume re-runs the job from its last one.
@@ -253,6 +284,12 @@ void DriverCore::on_report(ActorState& actor, const proto::Report& report) {
     spdlog::debug("trial {} stopped early by the tuner at budget {}", report.trial, report.budget);
     finish_job(actor, report.trial);
   }
+}
+
+std::string DriverCore::report_refusal(const proto::Report& report, const TrialState& trial) const {
+  if (auto why = Admission::metrics_refusal(report.metrics, false); !why.empty()) return why;
+  if (!std::isfinite(report.train_seconds) || report.train_seconds < 0) return "train_seconds is not a duration";
+  return Admission::budget_refusal(report.budget, {report.trial, trial.job_budget, trial.resume_budget});
 }
 
 ReportRow DriverCore::report_row(const ActorState& actor, const TrialState& trial,
@@ -302,13 +339,28 @@ void DriverCore::tell_failed(const std::optional<TrialBook::Failure>& failure) {
 
 // The store holds the trial's checkpoint at `budget`; the journal says so for --resume.
 void DriverCore::record_checkpoint(TrialId trial, const std::string& path, double budget) {
+  // The store deletes a trial's older files: a report naming another trial's file would
+  // delete that one.
+  const auto named = actors::parse_checkpoint_name(std::filesystem::path(path).filename().string());
+  if (!named || named->trial != trial) {
+    admission_.refused(fmt::format("trial {}'s checkpoint {}: not a file of that trial", trial,
+                                   Admission::printable(path)),
+                       now_);
+    return;
+  }
   store_->record(trial, path, budget);
   tuning_.on_checkpoint(trial, path, budget);
 }
 
 // A checkpoint inside a running job: a restart of the job resumes from it.
 void DriverCore::on_checkpointed(const ActorState& actor, const proto::Checkpointed& m) {
-  if (!book_.running_on(m.trial, actor.id, m.lease)) return;
+  const TrialState* trial = book_.running_on(m.trial, actor.id, m.lease);
+  if (!trial) return;
+  if (const auto why = Admission::budget_refusal(m.budget, {m.trial, trial->job_budget, trial->resume_budget});
+      !why.empty()) {
+    admission_.refused(fmt::format("a checkpoint of actor {}: {}", actor.id, why), now_);
+    return;
+  }
   record_checkpoint(m.trial, m.path, m.budget);
   spdlog::debug("trial {} checkpointed at budget {:g} on actor {}", m.trial, m.budget, actor.id);
 }
@@ -331,6 +383,58 @@ void DriverCore::check_resumed(const proto::Report& report, TrialState& trial) {
                report.trial, trial.resume_budget,
                report.start_budget > 0 ? fmt::format("budget {:g}", report.start_budget) : std::string("scratch"));
   store_->forget_after(report.trial, report.start_budget);
+}
+
+// --- checkpoint transfers (docs/security-admission.md) -------------------------------------------
+
+bool DriverCore::admit_transfer(const std::string& identity, const proto::Message& message, Clock::time_point now) {
+  now_ = now;
+  if (const auto* chunk = std::get_if<proto::Chunk>(&message)) {
+    if (store_->pulling(identity, chunk->transfer)) return true;
+    admission_.refused("a Chunk the store did not ask for", now_);
+    return false;
+  }
+  const auto* offer = std::get_if<proto::Offer>(&message);
+  const auto* fetch = std::get_if<proto::FetchChunk>(&message);
+  if (!offer && !fetch) return false;
+  ActorState* actor = registry_.actor_by_token(offer ? offer->token : fetch->token);
+  if (!actor || actor->dead) {
+    admission_.refused(fmt::format("{} from a peer that is no live actor's transfer socket", proto::verb(message)),
+                       now_);
+    return false;
+  }
+  const auto why = offer ? offer_refusal(*actor, *offer) : fetch_refusal(*actor, *fetch);
+  if (why.empty()) return true;
+  admission_.refused(fmt::format("{} of actor {}: {}", proto::verb(message), actor->id, why), now_);
+  if (offer) {
+    send_to(identity, proto::Stored{offer->transfer, "", why});
+  } else {
+    send_to(identity, proto::Chunk{fetch->transfer, fetch->offset, 0, why});
+  }
+  return false;
+}
+
+std::string DriverCore::offer_refusal(const ActorState& actor, const proto::Offer& offer) {
+  const auto named = actors::parse_checkpoint_name(offer.name);
+  if (!named) return "not a checkpoint name: " + Admission::printable(offer.name);
+  const TrialState* trial = book_.running_on(named->trial, actor.id);
+  if (!trial) return fmt::format("trial {} is not a trial this actor trains", named->trial);
+  return Admission::offer_refusal(offer, {named->trial, trial->job_budget, trial->resume_budget},
+                                  config_.checkpoint_every > 0);
+}
+
+// A fetch is a resume's (the trial's checkpoints, named in its Assign) or the test's.
+std::string DriverCore::fetch_refusal(const ActorState& actor, const proto::FetchChunk& fetch) {
+  const auto named = actors::parse_checkpoint_name(fetch.name);
+  if (!named) return "not a checkpoint name: " + Admission::printable(fetch.name);
+  const bool tests = testing_ && testing_->actor == actor.id && testing_->trial == named->trial;
+  if (!tests && !book_.running_on(named->trial, actor.id)) {
+    return fmt::format("trial {} is not a trial this actor trains or tests", named->trial);
+  }
+  for (const auto& path : store_->newest_first(named->trial)) {
+    if (std::filesystem::path(path).filename().string() == fetch.name) return "";
+  }
+  return fmt::format("{} is not a checkpoint the store holds for trial {}", fetch.name, named->trial);
 }
 
 // --- resuming (docs/faults.md) -------------------------------------------------------------------

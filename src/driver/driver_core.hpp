@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "driver/actor_registry.hpp"
+#include "driver/admission.hpp"
 #include "driver/checkpoint_store.hpp"
 #include "driver/journal.hpp"
 #include "driver/profile_gate.hpp"
@@ -74,7 +75,15 @@ class DriverCore {
   // --- peers and time ---------------------------------------------------------------------
   // The driver's own actors are node 0, with `actors` slots.
   void add_local_node(const std::string& host, Clock::time_point now);
+  // Every message but a checkpoint transfer's. Only Hello and NodeHello are taken from a peer
+  // that has not registered; a Hello again from a live actor retires its jobs first.
   void on_message(const std::string& identity, const protocol::Message& message, Clock::time_point now);
+  // Whether the store may take a checkpoint transfer message (Offer, FetchChunk, Chunk) from
+  // the socket `identity`: an Offer or a FetchChunk must carry a live actor's transfer token and
+  // name a checkpoint of a trial it trains now (or tests), an Offer at a budget and size that
+  // job may write; a Chunk must answer a pull of the store. A registered actor hears why it
+  // was refused (Stored, Chunk); anyone else hears nothing. False for any other message.
+  bool admit_transfer(const std::string& identity, const protocol::Message& message, Clock::time_point now);
   // A process of node 0 ended (the loop's supervisor saw it).
   void on_local_actor_exited(const protocol::ActorExited& exited, Clock::time_point now);
   // Retires actors and nodes silent past actor_timeout_seconds.
@@ -111,6 +120,7 @@ class DriverCore {
   const ActorRegistry& registry() const { return registry_; }
   const packing::Plan& plan() const { return plan_; }
   std::int64_t refused_reports() const { return refused_reports_; }
+  const Admission& admission() const { return admission_; }
 
  private:
   using Job = tuners::Job;
@@ -126,6 +136,9 @@ class DriverCore {
 
   // Reports, results and checkpoints (driver_core.cpp).
   void on_report(ActorState& actor, const protocol::Report& report);
+  std::string report_refusal(const protocol::Report& report, const TrialState& trial) const;
+  std::string offer_refusal(const ActorState& actor, const protocol::Offer& offer);
+  std::string fetch_refusal(const ActorState& actor, const protocol::FetchChunk& fetch);
   ReportRow report_row(const ActorState& actor, const TrialState& trial, const protocol::Report& report) const;
   void finish_job(ActorState& actor, TrialId id, bool failed = false, const nlohmann::json& row = nullptr);
   void record_checkpoint(TrialId trial, const std::string& path, double budget);
@@ -193,6 +206,7 @@ class DriverCore {
   std::string actor_said_;          // the last ActorFailed message
   std::int64_t refused_reports_ = 0;  // from retired actors, after a partition
   std::set<std::string> asked_to_hello_;  // unknown peers told to join again (Rejoin), once each
+  Admission admission_;  // the refusals of what peers may not say, and their bounded log
   bool settled_ = false;
   std::set<std::string> explained_;  // device kinds explain_units spoke of
   bool capacities_stale_ = false;  // an actor got ready since the plan's actors were updated

@@ -57,9 +57,9 @@ std::pair<protocol::Chunk, zmq::message_t> serve_chunk(const std::string& dir, c
 }
 
 ChunkFetcher::ChunkFetcher(std::uint64_t transfer, std::string name, std::string local_path, TransferOptions options,
-                           Verify verify)
+                           Verify verify, std::optional<std::uint64_t> size)
     : transfer_(transfer), name_(std::move(name)), local_path_(std::move(local_path)),
-      part_path_(local_path_ + ".part"), options_(options), verify_(std::move(verify)) {
+      part_path_(local_path_ + ".part"), options_(options), verify_(std::move(verify)), declared_(size) {
   try {
     open_part();
   } catch (const Error& e) {
@@ -112,6 +112,12 @@ void ChunkFetcher::on_chunk(const protocol::Chunk& chunk, const void* data, std:
     return;
   }
   if (state_ == State::Sizing) {
+    if (declared_ && chunk.total != *declared_) {
+      // A holder that offered one size and serves another could make the store write
+      // without end: the offer's size is the most that is ever written.
+      fail(name_ + ": offered as " + std::to_string(*declared_) + " bytes, served as " + std::to_string(chunk.total));
+      return;
+    }
     total_ = chunk.total;
     next_offset_ = options_.chunk_bytes;
     state_ = State::Fetching;
@@ -141,12 +147,16 @@ void ChunkFetcher::on_chunk(const protocol::Chunk& chunk, const void* data, std:
 }
 
 void ChunkFetcher::finish() {
-  if ((options_.durable && ::fsync(fd_) != 0) || ::close(fd_) != 0) {
+  if ((options_.durable && !options_.verify_later && ::fsync(fd_) != 0) || ::close(fd_) != 0) {
     fd_ = -1;
     fail("cannot write " + part_path_ + ": " + std::strerror(errno));
     return;
   }
   fd_ = -1;
+  if (options_.verify_later) {
+    state_ = State::Arrived;
+    return;
+  }
   if (verify_) {
     try {
       verify_(part_path_);
@@ -155,6 +165,20 @@ void ChunkFetcher::finish() {
       return;
     }
   }
+  keep();
+}
+
+void ChunkFetcher::on_verified(const std::string& error) {
+  if (state_ != State::Arrived) return;
+  if (!error.empty()) {
+    retry("it arrived damaged: " + error);
+    return;
+  }
+  keep();
+}
+
+// The verified file takes its name.
+void ChunkFetcher::keep() {
   std::error_code ec;
   std::filesystem::rename(part_path_, local_path_, ec);
   if (ec) {

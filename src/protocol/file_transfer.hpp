@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@ struct TransferOptions {
   // fsync the file and its folder before it counts as arrived: for the driver's store, whose
   // acknowledgement lets the actor delete its copy. An actor's fetched copy is read once.
   bool durable = false;
+  // The owner verifies a file that arrived whole (arrived(), part_path()) where it likes, on
+  // another thread, and says how it went with on_verified(): a driver's loop must not wait on
+  // a peer's file. The fsync of `durable` is then the owner's too.
+  bool verify_later = false;
 };
 
 // Whether `name` may be served or stored: a checkpoint file's base name, nothing that walks
@@ -47,8 +52,10 @@ class ChunkFetcher {
   // `verify` throws (with the reason) for a file that arrived whole but is damaged.
   using Verify = std::function<void(const std::string& path)>;
 
+  // `size`: what the holder declared (an Offer); a file of any other size is refused before a
+  // byte of it is asked for beyond the first chunk.
   ChunkFetcher(std::uint64_t transfer, std::string name, std::string local_path, TransferOptions options,
-               Verify verify = {});
+               Verify verify = {}, std::optional<std::uint64_t> size = std::nullopt);
   ~ChunkFetcher();
   ChunkFetcher(const ChunkFetcher&) = delete;
   ChunkFetcher& operator=(const ChunkFetcher&) = delete;
@@ -66,16 +73,23 @@ class ChunkFetcher {
 
   bool done() const { return state_ == State::Done; }
   bool failed() const { return state_ == State::Failed; }
+  // verify_later: the file is whole in part_path() and waits for on_verified().
+  bool arrived() const { return state_ == State::Arrived; }
+  const std::string& part_path() const { return part_path_; }
+  // The owner's verification of an arrived file: "" keeps it, else why it is damaged (fetched
+  // again, a bounded number of times).
+  void on_verified(const std::string& error);
   const std::string& error() const { return error_; }
   std::uint64_t total_bytes() const { return total_; }
   int outstanding() const { return static_cast<int>(outstanding_.size()); }
 
  private:
-  enum class State { Sizing, Fetching, Done, Failed };
+  enum class State { Sizing, Fetching, Arrived, Done, Failed };
   void open_part();
   void request(std::uint64_t offset);
   void fill_window();
   void finish();
+  void keep();
   void retry(const std::string& why);
   void fail(const std::string& why);
 
@@ -85,6 +99,7 @@ class ChunkFetcher {
   std::string part_path_;
   TransferOptions options_;
   Verify verify_;
+  std::optional<std::uint64_t> declared_;
   State state_ = State::Sizing;
   std::string error_;
   int fd_ = -1;

@@ -13,7 +13,7 @@
 
 namespace packtune::protocol {
 
-constexpr std::uint32_t kProtocolVersion = 8;  // 8: NodeHello.node_id
+constexpr std::uint32_t kProtocolVersion = 9;  // 9: Welcome.transfer_token, Offer.token, FetchChunk.token
 
 // What every actor of an experiment needs to know, sent once in Welcome.
 struct ExperimentSpec {
@@ -62,9 +62,12 @@ struct Welcome {
   std::uint32_t protocol_version = kProtocolVersion;
   std::int32_t actor_id = 0;
   ExperimentSpec spec;
+  // The actor's checkpoint transfers come from a socket of their own, which never said Hello:
+  // each Offer and FetchChunk carries this secret, new with every Welcome, to name its actor.
+  std::string transfer_token;
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(protocol_version, actor_id, spec); }
+  void serialize(Archive& ar) { ar(protocol_version, actor_id, spec, transfer_token); }
 };
 
 // driver -> actor: refused (for example another protocol version); the actor exits.
@@ -308,9 +311,10 @@ struct FetchChunk {
   std::string name;
   std::uint64_t offset = 0;
   std::uint32_t length = 0;
+  std::string token;  // actor -> driver: its Welcome.transfer_token; empty the other way
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(transfer, name, offset, length); }
+  void serialize(Archive& ar) { ar(transfer, name, offset, length, token); }
 };
 
 // holder -> requester: the file's size and, in a second frame after this one, the bytes at
@@ -330,9 +334,10 @@ struct Offer {
   std::uint64_t transfer = 0;
   std::string name;
   std::uint64_t size = 0;
+  std::string token;  // the actor's Welcome.transfer_token
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(transfer, name, size); }
+  void serialize(Archive& ar) { ar(transfer, name, size, token); }
 };
 
 // driver -> actor: the offered file is in the store at `path` and verified, or `error`.
@@ -394,6 +399,9 @@ const char* verb(const Message& message);
 constexpr std::int32_t kMaxNodeActors = 4096;                   // as the config's "actors"
 constexpr std::int64_t kMaxMemoryBytes = std::int64_t{1} << 50;  // 1 PiB: any machine's or device's
 constexpr std::int32_t kMaxMeasuredMembers = 1 << 20;
+// The largest checkpoint an Offer may declare: a trial's weights and optimizer state, far
+// beyond any model an actor trains, and a bound on what one upload may write to the store.
+constexpr std::uint64_t kMaxCheckpointBytes = std::uint64_t{64} << 30;
 
 // Why the driver refuses a peer's message (another protocol version, a count or a size out of
 // range), or "" to take it.

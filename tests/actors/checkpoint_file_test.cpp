@@ -87,7 +87,15 @@ TEST_CASE("a checkpoint's file name gives back its trial and budget, and no othe
   REQUIRE(parsed);
   CHECK(parsed->trial == 17);
   CHECK(parsed->budget == 2.25);
-  for (const char* other : {"trial-17-budget-2.25.h5.part", "trial-17-budget-2.25.h", "trial-x-budget-1.h5",
+  // A whole budget ends in a digit right before ".h5".
+  for (const double budget : {4.0, 20.0, 1e-05, 0.333333}) {
+    const auto whole = parse_checkpoint_name(std::filesystem::path(checkpoint_path("/runs/x", 3, budget)).filename().string());
+    REQUIRE(whole);
+    CHECK(whole->trial == 3);
+    CHECK(whole->budget == budget);
+  }
+  for (const char* other : {"trial-17-budget-nan.h5", "trial-17-budget-inf.h5", "trial-17-budget- 1.h5",
+                            "trial-1x-budget-1.h5", "trial-17-budget-1.h5x", "trial-17-budget-2.25.h5.part", "trial-17-budget-2.25.h", "trial-x-budget-1.h5",
                             "trial--3-budget-1.h5", "best.json", "", "trial-17-budget-.h5"}) {
     INFO(other);
     CHECK_FALSE(parse_checkpoint_name(other));

@@ -1,7 +1,12 @@
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -31,12 +36,16 @@ struct DriverSide {
     endpoint = router.get(zmq::sockopt::last_endpoint);
   }
 
-  // Serves until `ready` says the future is there, or 20 s passed.
+  // Serves until the future is there; 20 s only bound a hang.
   template <class Future>
   void serve_until(Future& future) {
+    serve_while([&] { return future.wait_for(std::chrono::seconds(0)) != std::future_status::ready; });
+  }
+
+  template <class Predicate>
+  void serve_while(Predicate more) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready &&
-           std::chrono::steady_clock::now() < deadline) {
+    while (more() && std::chrono::steady_clock::now() < deadline) {
       while (auto routed = receive_routed(router, 10)) {
         store.handle(router, *routed);
       }
@@ -64,7 +73,7 @@ TEST_CASE("an actor's checkpoint reaches the store over tcp and comes back, veri
   TransferOptions options;
   options.chunk_bytes = 4096;  // many chunks, so the window matters
   options.window = 4;
-  int verified = 0;
+  std::atomic<int> verified{0};  // the store verifies on its own threads
   auto verify = [&verified](const std::string& path) {
     ++verified;
     if (read_file(path).rfind("CKPT", 0) != 0) throw InputError(path + ": not a checkpoint");
@@ -147,4 +156,89 @@ TEST_CASE("the store keeps a trial's newest checkpoint, forgets unusable ones an
   CHECK_FALSE(std::filesystem::exists(store.path_of("trial-5-budget-1.h5")));
   CHECK_FALSE(std::filesystem::exists(store.path_of("trial-8-budget-1.h5.part")));
   CHECK(usage.deleted == 1 + 3 + 1);  // 0.5 replaced; 5, 6, 7 at the end; the 1-budget-1 file too
+}
+
+TEST_CASE("the store verifies uploads off the loop: a stalled verification holds up no other transfer") {
+  TempDir driver_dir, actor_dir;
+  std::mutex mutex;
+  std::condition_variable released_cv;
+  bool released = false;
+  std::atomic<int> stalled_in_verify{0};
+  // The hostile file's verification hangs until the test lets it go (a damaged HDF5 file can
+  // hold verify_checkpoint for its whole timeout).
+  auto verify = [&](const std::string& path) {
+    if (path.find("trial-1-") == std::string::npos) return;
+    ++stalled_in_verify;
+    std::unique_lock<std::mutex> lock(mutex);
+    released_cv.wait(lock, [&] { return released; });
+  };
+  DriverSide driver(driver_dir.file("checkpoints"), {}, verify);
+  // Declared after the store: lets the verification go before the store waits for it.
+  struct Release {
+    std::mutex& mutex;
+    std::condition_variable& cv;
+    bool& released;
+    void operator()() {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        released = true;
+      }
+      cv.notify_all();
+    }
+    ~Release() { (*this)(); }
+  } release{mutex, released_cv, released};
+  actors::TransferClient client(driver.endpoint, nullptr, {});
+
+  const auto hostile = actor_dir.file("trial-1-budget-1.h5");
+  const auto honest = actor_dir.file("trial-2-budget-1.h5");
+  write_file(hostile, "CKPT" + random_bytes(50'000, 8));
+  write_file(honest, "CKPT" + random_bytes(50'000, 9));
+  auto stalled = client.upload(hostile, "trial-1-budget-1.h5");
+  driver.serve_while([&] { return stalled_in_verify == 0; });
+  REQUIRE(stalled_in_verify == 1);
+  CHECK(driver.store.verifying() == 1);
+
+  auto other = client.upload(honest, "trial-2-budget-1.h5");
+  driver.serve_until(other);
+  CHECK(other.get() == driver.store.dir() + "/trial-2-budget-1.h5");
+  auto back = client.fetch("trial-2-budget-1.h5", actor_dir.file("back.h5"));
+  driver.serve_until(back);
+  CHECK(read_file(back.get()) == read_file(honest));
+  CHECK(stalled.wait_for(std::chrono::seconds(0)) != std::future_status::ready);
+  CHECK_FALSE(std::filesystem::exists(driver.store.dir() + "/trial-1-budget-1.h5"));
+
+  release();
+  driver.serve_until(stalled);
+  CHECK(stalled.get() == driver.store.dir() + "/trial-1-budget-1.h5");
+  CHECK(driver.store.verifying() == 0);
+}
+
+TEST_CASE("the store writes no more of an upload than its offer declared") {
+  TempDir driver_dir;
+  DriverSide driver(driver_dir.file("checkpoints"), {}, {});
+  zmq::socket_t peer(driver.context, zmq::socket_type::dealer);
+  peer.set(zmq::sockopt::linger, 0);
+  peer.connect(driver.endpoint);
+  send_message(peer, protocol::Offer{5, "trial-0-budget-20.h5", 10, ""});
+  std::optional<protocol::Stored> stored;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!stored && std::chrono::steady_clock::now() < deadline) {
+    while (auto routed = receive_routed(driver.router, 10)) driver.store.handle(driver.router, *routed);
+    driver.store.tick(driver.router);
+    while (auto received = receive_with_payload(peer, 0)) {
+      if (auto* fetch = std::get_if<protocol::FetchChunk>(&received->message)) {
+        // It streams on: a whole chunk of a file of 1 GiB.
+        zmq::message_t data(fetch->length);
+        std::memset(data.data(), 'x', data.size());
+        send_message(peer, protocol::Chunk{fetch->transfer, fetch->offset, std::uint64_t{1} << 30, ""}, data);
+      } else if (auto* s = std::get_if<protocol::Stored>(&received->message)) {
+        stored = *s;
+      }
+    }
+  }
+  REQUIRE(stored);
+  CHECK_THAT(stored->error, Catch::Contains("offered as 10 bytes"));
+  CHECK(driver.store.usage().files == 0);
+  CHECK_FALSE(std::filesystem::exists(driver.store.dir() + "/trial-0-budget-20.h5.part"));
+  CHECK(driver.store.bytes_received() == 0);
 }

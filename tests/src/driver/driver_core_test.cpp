@@ -5,8 +5,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -391,4 +394,238 @@ TEST_CASE("driver core: jobs held for a profile that never comes go out after pr
   CHECK(*f.first_assign - start >= std::chrono::seconds(5));
   CHECK(*f.first_assign - start <= std::chrono::seconds(6));
   CHECK(f.core->book().completed_jobs() == 4);
+}
+
+// --- admission (docs/security-admission.md) -----------------------------------------------------
+
+namespace {
+
+// The job `actor` holds now (one per silent actor after a turn).
+proto::Assign held_by(const Fleet& f, const std::string& actor) {
+  for (std::size_t i = f.assigned.size(); i-- > 0;) {
+    if (f.assigned_to[i] == actor) return f.assigned[i];
+  }
+  FAIL("no job went to " << actor);
+  return {};
+}
+
+std::string token_of(const Fleet& f, const std::string& actor) {
+  return f.core->registry().actors().at(actor).transfer_token;
+}
+
+std::string name_of(TrialId trial, double budget) {
+  return "trial-" + std::to_string(trial) + "-budget-" + std::to_string(int(budget)) + ".h5";
+}
+
+// A report of `job` at its budget.
+proto::Report report_of(const proto::Assign& job, std::map<std::string, double> metrics, bool final = true) {
+  proto::Report report;
+  report.trial = job.trial;
+  report.budget = job.budget;
+  report.final = final;
+  report.lease = job.lease;
+  report.metrics = std::move(metrics);
+  return report;
+}
+
+// What the core sent to `to` since the outbox was last cleared.
+template <class T>
+std::vector<T> sent_to(const Fleet& f, const std::string& to) {
+  std::vector<T> out;
+  for (const auto& s : f.outbox) {
+    if (s.to == to && std::holds_alternative<T>(s.message)) out.push_back(std::get<T>(s.message));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("driver core: a peer that never said Hello gets no work and no file, and nothing it says is taken") {
+  Fleet f(sweep("random", 2, 4, 1, "never"));
+  f.join("a");
+  f.silent.insert("a");
+  f.say("x", proto::Ready{"cpu", 8 * GiB, false, 0});
+  f.turn();
+  for (const auto& to : f.assigned_to) CHECK(to == "a");
+  CHECK(f.core->registry().actors().count("x") == 0);
+  const auto job = held_by(f, "a");
+
+  // Its report of a's job, with the right lease, is no result.
+  f.say("x", report_of(job, {{"val_accuracy", 1.0}}));
+  CHECK(f.rows().empty());
+  CHECK(f.core->book().at(job.trial).actor == f.ids.at("a"));
+
+  // Transfers without a live actor's token: not even an answer.
+  f.outbox.clear();
+  const auto name = name_of(job.trial, job.budget);
+  std::ofstream(f.out() + "/checkpoints/" + name) << "real";
+  for (const std::string& token : {std::string(), std::string("0123456789abcdef0123456789abcdef")}) {
+    CHECK_FALSE(f.core->admit_transfer("x-t", proto::Offer{1, name, 10, token}, f.now));
+    CHECK_FALSE(f.core->admit_transfer("x-t", proto::FetchChunk{2, name, 0, 1 << 20, token}, f.now));
+  }
+  CHECK_FALSE(f.core->admit_transfer("x-t", proto::Chunk{1, 0, 10, ""}, f.now));
+  CHECK(f.outbox.empty());
+  CHECK(f.core->admission().refusals() >= 6);
+
+  f.silent.clear();
+  f.outbox.clear();
+  f.join("a");  // a restarted: its job goes back to the queue
+  f.run();
+  CHECK(f.core->book().completed_jobs() == 2);
+  for (const auto& row : f.rows()) CHECK(row["val_accuracy"].get<double>() != 1.0);
+}
+
+TEST_CASE("driver core: an actor offers and fetches only checkpoints of the trials it trains, at their budgets") {
+  Fleet f(sweep("random", 3, 4, 1, "never"));
+  for (const auto* actor : {"a", "b"}) {
+    f.join(actor);
+    f.silent.insert(actor);  // each holds a job
+  }
+  f.turn();
+  const auto on_a = held_by(f, "a");
+  const auto on_b = held_by(f, "b");
+  const auto a = token_of(f, "a");
+  const auto b = token_of(f, "b");
+  REQUIRE(a.size() == 32);
+  REQUIRE(a != b);
+
+  const auto offer = [&](const std::string& token, TrialId trial, double budget, std::uint64_t size) {
+    return f.core->admit_transfer("t", proto::Offer{7, name_of(trial, budget), size, token}, f.now);
+  };
+  CHECK(offer(a, on_a.trial, on_a.budget, 1000));
+  CHECK(offer(a, on_a.trial, 1, 1000));  // inside the job (checkpoint_every is on)
+  CHECK(offer(b, on_b.trial, on_b.budget, 1000));
+  f.outbox.clear();
+  CHECK_FALSE(offer(a, on_b.trial, on_b.budget, 1000));  // b's trial
+  CHECK_FALSE(offer(a, on_a.trial, on_a.budget * 2, 1000));  // beyond its job
+  CHECK_FALSE(offer(a, on_a.trial, on_a.budget, 0));
+  CHECK_FALSE(offer(a, on_a.trial, on_a.budget, proto::kMaxCheckpointBytes + 1));
+  CHECK_FALSE(f.core->admit_transfer("t", proto::Offer{7, "trial-x.h5", 10, a}, f.now));
+  // A registered actor hears why, so that its save fails at once.
+  const auto stored = sent_to<proto::Stored>(f, "t");
+  REQUIRE(stored.size() == 5);
+  CHECK_THAT(stored.front().error, Catch::Contains("not a trial this actor trains"));
+
+  // A checkpoint a wrote inside its job: a may fetch it back (a restart would), b may not.
+  const auto path = f.checkpoint_path(on_a.trial, 2);
+  std::ofstream(path) << "weights";
+  f.say("a", proto::Checkpointed{on_a.trial, on_a.lease, path, 2});
+  REQUIRE(f.core->store()->has(on_a.trial));
+  const auto fetch = [&](const std::string& token, const std::string& name) {
+    return f.core->admit_transfer("t", proto::FetchChunk{8, name, 0, 1 << 20, token}, f.now);
+  };
+  CHECK(fetch(a, name_of(on_a.trial, 2)));
+  f.outbox.clear();
+  CHECK_FALSE(fetch(b, name_of(on_a.trial, 2)));
+  CHECK_FALSE(fetch(a, name_of(on_a.trial, 3)));  // not a file of the store
+  CHECK_FALSE(fetch(a, "../journal.jsonl"));
+  CHECK(sent_to<proto::Chunk>(f, "t").size() == 3);
+
+  // A checkpoint named for another trial is not recorded: the store would delete that file.
+  const auto other = f.checkpoint_path(on_b.trial, 1);
+  std::ofstream(other) << "b's";
+  f.say("a", proto::Checkpointed{on_a.trial, on_a.lease, other, 3});
+  CHECK(f.core->store()->newest_budget(on_a.trial) == 2);
+  const auto next = f.checkpoint_path(on_a.trial, 3);
+  std::ofstream(next) << "weights";
+  f.say("a", proto::Checkpointed{on_a.trial, on_a.lease, next, 3});
+  CHECK(f.core->store()->newest_budget(on_a.trial) == 3);
+  CHECK_FALSE(std::filesystem::exists(path));  // a's older one goes
+  CHECK(std::filesystem::exists(other));
+
+  f.silent.clear();
+  f.outbox.clear();
+  for (const auto* actor : {"a", "b"}) f.join(actor);
+  f.run();
+  CHECK(f.core->book().completed_jobs() == 3);
+}
+
+TEST_CASE("driver core: a Hello again from a live actor sends its jobs back to the queue, and the run ends") {
+  Fleet f(sweep("random", 3, 4, 1, "never"));
+  f.join("a");
+  f.silent.insert("a");
+  f.turn();
+  const auto first = held_by(f, "a");
+  const int old_id = f.ids.at("a");
+  f.silent.clear();
+  f.join("a");  // Hello again, then Ready: it dropped its pack
+  CHECK(f.ids.at("a") != old_id);
+  CHECK(f.core->book().at(first.trial).actor != old_id);
+  CHECK(f.core->registry().actor_by_id(old_id) == nullptr);
+  f.run(100);  // 50 s: before the heartbeat timeout (60 s) could free the job
+  CHECK(f.core->book().completed_jobs() == 3);
+  CHECK(f.rows().size() == 3);
+}
+
+TEST_CASE("driver core: a report with a metric no model reports, or an infinite one, is refused and its job fails") {
+  Fleet f(sweep("random", 4, 4, 1, "never"));
+  f.join("a");
+  f.silent.insert("a");
+  std::vector<std::map<std::string, double>> hostile = {
+      {{"val_accuracy", 0.5}, {"trial", 1e300}, {"budget", -7.0}},
+      {{"val_accuracy", 0.5}, {std::string(100'000, 'm'), 1}},
+      {{"val_loss", std::numeric_limits<double>::infinity()}},
+  };
+  for (const auto& metrics : hostile) {
+    f.turn();
+    const auto job = held_by(f, "a");
+    f.outbox.clear();
+    f.say("a", report_of(job, metrics));
+    CHECK(sent_to<proto::Stop>(f, "a").size() == 1);
+    CHECK(f.core->book().at(job.trial).actor == -1);
+  }
+  CHECK(f.rows().empty());
+  CHECK(f.core->book().failed_trials() == 3);
+  // A report at a budget outside its job is refused too.
+  f.turn();
+  auto job = held_by(f, "a");
+  auto beyond = report_of(job, {{"val_accuracy", 0.5}}, false);
+  beyond.budget = job.budget * 10;
+  f.say("a", beyond);
+  CHECK(f.rows().empty());
+  CHECK(f.core->book().failed_trials() == 4);
+  f.silent.clear();
+  f.run();
+  CHECK(f.rows().empty());
+
+  // A diverged loss (NaN) is a result: ranked below everything, written.
+  Fleet g(sweep("random", 1, 4, 1, "never"));
+  g.join("a");
+  g.silent.insert("a");
+  g.turn();
+  job = held_by(g, "a");
+  g.say("a", report_of(job, {{"val_accuracy", 0.1}, {"val_loss", std::nan("")}, {"train_loss", 2.0}}));
+  g.silent.clear();
+  g.run();
+  REQUIRE(g.rows().size() == 1);
+  CHECK(g.rows().front()["trial"].get<TrialId>() == job.trial);
+}
+
+TEST_CASE("driver core: the tester may fetch the tested checkpoint, and a test answer with other metrics is refused") {
+  Fleet f(sweep("random", 2, 4, 1, "never"));
+  f.join("a");
+  f.join("b");
+  f.run();
+  REQUIRE(f.core->test_wanted());
+  f.outbox.clear();
+  REQUIRE(f.core->ask_next_tester(f.now));
+  std::string tester;
+  std::optional<proto::Test> test;
+  for (const auto& s : f.outbox) {
+    if (auto* t = std::get_if<proto::Test>(&s.message)) {
+      tester = s.to;
+      test = *t;
+    }
+  }
+  REQUIRE(test);
+  REQUIRE_FALSE(test->checkpoints.empty());
+  const std::string other = tester == "a" ? "b" : "a";
+  const auto name = std::filesystem::path(test->checkpoints.front()).filename().string();
+  CHECK(f.core->admit_transfer("t", proto::FetchChunk{3, name, 0, 1 << 20, token_of(f, tester)}, f.now));
+  CHECK_FALSE(f.core->admit_transfer("t", proto::FetchChunk{3, name, 0, 1 << 20, token_of(f, other)}, f.now));
+
+  f.say(tester, proto::Tested{test->trial, 4, {{"test_accuracy", 0.9}, {"trial", 1e300}}, ""});
+  REQUIRE(f.core->test_answered());
+  CHECK(f.core->record_test() == 0);
+  CHECK(f.core->results()->test().is_null());
 }

@@ -36,6 +36,17 @@ int pump(ChunkFetcher& fetcher, const std::string& dir, const TransferOptions& o
   return most;
 }
 
+// A file of `size` random bytes to fetch from `src` into `dst`, in chunks of 1 KiB.
+struct SmallFile {
+  TempDir src, dst;
+  std::string bytes;
+  TransferOptions options;
+  SmallFile(std::size_t size, unsigned seed) : bytes(random_bytes(size, seed)) {
+    write_file(src.file("t.h5"), bytes);
+    options.chunk_bytes = 1024;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("only plain checkpoint file names are served or stored") {
@@ -149,4 +160,43 @@ TEST_CASE("a holder that never answers fails the fetch after its attempts") {
   fetcher.on_tick(ChunkFetcher::Clock::now() + std::chrono::seconds(22));
   REQUIRE(fetcher.failed());
   CHECK_THAT(fetcher.error(), Catch::Contains("no answer"));
+}
+
+TEST_CASE("a holder that serves more than it offered is refused before the file grows") {
+  SmallFile file(50'000, 6);
+  auto& [src, dst, bytes, options] = file;
+  ChunkFetcher fetcher(1, "t.h5", dst.file("t.h5"), options, {}, 10);  // the Offer said 10 bytes
+  pump(fetcher, src.path().string(), options, [](auto&, auto&) { return true; });
+  REQUIRE(fetcher.failed());
+  CHECK_THAT(fetcher.error(), Catch::Contains("offered as 10 bytes") && Catch::Contains("50000"));
+  CHECK_FALSE(std::filesystem::exists(dst.file("t.h5.part")));
+
+  ChunkFetcher honest(2, "t.h5", dst.file("t.h5"), options, {}, bytes.size());
+  pump(honest, src.path().string(), options, [](auto&, auto&) { return true; });
+  REQUIRE(honest.done());
+  CHECK(read_file(dst.file("t.h5")) == bytes);
+}
+
+TEST_CASE("with verify_later the owner verifies an arrived file, which is fetched again when damaged") {
+  SmallFile file(3'000, 7);
+  auto& [src, dst, bytes, options] = file;
+  options.verify_later = true;
+  ChunkFetcher fetcher(1, "t.h5", dst.file("t.h5"), options);
+  const auto serve = [&] {
+    for (const auto& r : fetcher.take_requests()) {
+      auto [chunk, data] = serve_chunk(src.path().string(), r, options.chunk_bytes);
+      fetcher.on_chunk(chunk, data.data(), data.size());
+    }
+  };
+  for (int i = 0; i < 10 && !fetcher.arrived(); ++i) serve();
+  REQUIRE(fetcher.arrived());
+  CHECK(read_file(fetcher.part_path()) == bytes);
+  CHECK_FALSE(std::filesystem::exists(dst.file("t.h5")));
+  fetcher.on_verified("bad magic");
+  CHECK_FALSE(fetcher.arrived());
+  for (int i = 0; i < 10 && !fetcher.arrived(); ++i) serve();
+  REQUIRE(fetcher.arrived());
+  fetcher.on_verified("");
+  REQUIRE(fetcher.done());
+  CHECK(read_file(dst.file("t.h5")) == bytes);
 }
