@@ -114,7 +114,9 @@ struct Limits {
 };
 constexpr Limits any() { return {}; }
 constexpr Limits integer(std::int64_t low, std::int64_t high) { return {Limits::Kind::Integer, low, high, 0, false}; }
-constexpr Limits positive() { return {Limits::Kind::Number, 0, 0, 0, true}; }
+constexpr Limits positive(double high = std::numeric_limits<double>::infinity()) {
+  return {Limits::Kind::Number, 0, 0, 0, true, high};
+}
 constexpr Limits non_negative() { return {Limits::Kind::Number, 0, 0, 0, false}; }
 // Seconds: > 0 (or >= low, where a shorter time cannot work) up to kMaxSeconds.
 constexpr Limits seconds(double low = 0) { return {Limits::Kind::Number, 0, 0, low, low == 0, kMaxSeconds}; }

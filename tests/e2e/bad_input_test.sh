@@ -68,6 +68,8 @@ expect inproc_listen "listen: inproc://driver is inside the driver's process" "$
 expect inproc_listen_flag "--listen: inproc://x" "$good" --listen inproc://x
 expect heartbeat_too_short "heartbeat_seconds: 0.01 is out of range; expected a number >= 0.1" \
   "$(set_key "$good" 'c["heartbeat_seconds"]=0.01')"
+expect memory_scale_too_large "memory_estimate_scale: 1e+300 is out of range" \
+  "$(set_key "$good" 'c["memory_estimate_scale"]=1e300')"
 expect timeout_too_long "join_timeout_seconds: 1e+300 is out of range" "$(set_key "$good" 'c["join_timeout_seconds"]=1e300')"
 expect report_below_a_step "budget.report_every: 0.5 steps cannot be honoured" \
   "$(set_key "$good" 'c["budget"]={"unit": "steps", "max": 10, "report_every": 0.5}')"

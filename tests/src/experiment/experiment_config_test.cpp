@@ -291,6 +291,15 @@ TEST_CASE("heartbeats and timeouts: no shorter than the machine honours, no long
   }
 }
 
+TEST_CASE("memory_estimate_scale stays where the planner's byte counts hold the figures") {
+  auto j = base();
+  j["memory_estimate_scale"] = 1000;
+  CHECK(parse_error_of(j) == "no error");
+  j["memory_estimate_scale"] = 1e300;
+  CHECK_THAT(parse_error_of(j), Catch::StartsWith("memory_estimate_scale: 1e+300 is out of range") &&
+                                    Catch::Contains("at most 1000"));
+}
+
 TEST_CASE("budget: a step count a trial can hold, reports no finer than a step and not without end") {
   auto with_budget = [](json budget) {
     auto j = base();
