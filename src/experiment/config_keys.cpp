@@ -27,6 +27,8 @@ constexpr Record Always = Record::Always;
 constexpr Record IfNotEmpty = Record::IfNotEmpty;
 constexpr Record No = Record::No;
 
+std::string number_text(double d);
+
 // The keys of one JSON object, read once each; finish() refuses the ones no one read.
 class Fields {
  public:
@@ -67,13 +69,15 @@ class Fields {
     }
     out = static_cast<Int>(i);
   }
-  void number(const char* key, double& out, double low, bool low_open) {
+  void number(const char* key, double& out, double low, bool low_open,
+              double high = std::numeric_limits<double>::infinity()) {
     if (!has(key)) return;
     const auto& v = get(key, json::value_t::number_float, "a number");
     const double d = v.get<double>();
-    if (!std::isfinite(d) || d < low || (low_open && d == low)) {
+    if (!std::isfinite(d) || d < low || (low_open && d == low) || d > high) {
       throw InputError(at(key) + ": " + v.dump() + " is out of range; expected a number " +
-                       (low_open ? "> " : ">= ") + json(low).dump());
+                       (low_open ? "> " : ">= ") + number_text(low) +
+                       (std::isfinite(high) ? " and at most " + number_text(high) : std::string()));
     }
     out = d;
   }
@@ -108,11 +112,19 @@ class Fields {
   std::string allowed_;
 };
 
+// 100000000 rather than 1e+08 or 100000000.0: limits as a user writes them.
+std::string number_text(double d) {
+  if (d == std::floor(d) && std::fabs(d) < 1e16) return std::to_string(static_cast<std::int64_t>(d));
+  return json(d).dump();
+}
+
 // --- a key's value, by its type --------------------------------------------------------------
 
 void read_value(Fields& f, const char* key, bool& out, const Limits&) { f.boolean(key, out); }
 void read_value(Fields& f, const char* key, std::string& out, const Limits&) { f.string(key, out); }
-void read_value(Fields& f, const char* key, double& out, const Limits& l) { f.number(key, out, l.min, l.open); }
+void read_value(Fields& f, const char* key, double& out, const Limits& l) {
+  f.number(key, out, l.min, l.open, l.max);
+}
 
 template <class T>
 void read_value(Fields& f, const char* key, T& out, const Limits& l) {
@@ -140,6 +152,10 @@ void read_value(Fields& f, const char* key, T& out, const Limits& l) {
 // --- the checks after a key (the `check` column) ----------------------------------------------
 
 void no_check(ExperimentConfig&, const std::string&) {}
+
+void check_name(ExperimentConfig& c, const std::string&) { check_experiment_name(c.name, "name"); }
+
+void check_listen(ExperimentConfig& c, const std::string&) { check_listen_syntax(c.listen, "listen"); }
 
 void check_metric(ExperimentConfig& c, const std::string&) {
   if (c.metric != "val_accuracy" && c.metric != "val_loss" && c.metric != "train_loss") {
@@ -175,7 +191,8 @@ void read_budget(Fields& top, ExperimentConfig& c, const std::string&) {
   if (c.budget_unit != "epochs" && c.budget_unit != "steps") {
     throw InputError("budget.unit: unknown unit \"" + c.budget_unit + "\"; expected epochs or steps");
   }
-  b.number("max", c.max_budget, 0, true);
+  // A budget in epochs is at least a step an epoch: validate() checks it against the data.
+  b.number("max", c.max_budget, 0, true, kMaxSteps);
   c.min_budget = c.max_budget;
   b.number("min", c.min_budget, 0, true);
   if (c.min_budget > c.max_budget) {
@@ -183,6 +200,15 @@ void read_budget(Fields& top, ExperimentConfig& c, const std::string&) {
                      json(c.max_budget).dump() + "; expected min <= max");
   }
   b.number("report_every", c.report_every, 0, false);
+  if (c.report_every > 0 && c.budget_unit == "steps" && c.report_every < 1) {
+    throw InputError("budget.report_every: " + json(c.report_every).dump() +
+                     " steps cannot be honoured, a report comes after a whole step; use 0 or at least 1");
+  }
+  if (c.report_every > 0 && c.max_budget / c.report_every > kMaxReports) {
+    throw InputError("budget.report_every: " + json(c.report_every).dump() + " asks more than " +
+                     number_text(kMaxReports) + " reports of a trial up to budget.max " + json(c.max_budget).dump() +
+                     ", the most a trial may make; use 0 or at least " + json(c.max_budget / kMaxReports).dump());
+  }
   b.finish();
 }
 
@@ -280,7 +306,7 @@ const std::vector<Row>& rows() {
 ExperimentConfig read_config(const json& root, const std::string& path, const std::vector<std::string>* only) {
   ExperimentConfig c;
   c.source = root;
-  c.name = std::filesystem::path(path).stem().string();
+  c.name = experiment_name_from(std::filesystem::path(path).stem().string());
   Fields top(root, "");
   std::string allowed;
   for (const auto& row : rows()) allowed += (allowed.empty() ? "" : ", ") + std::string(row.name);
@@ -320,9 +346,9 @@ void assign(Member& member, const Value& value, const std::string& flag) {
 void apply_one(ExperimentConfig& c, std::string ExperimentConfig::*member, const std::string& value,
                const std::string& flag) {
   if (member == &ExperimentConfig::device) actors::check_device_syntax(value);
+  if (member == &ExperimentConfig::listen) check_listen_syntax(value, flag);
   if (member == &ExperimentConfig::tuner && value != c.tuner && !c.tuner_settings.empty()) c.settings_tuner = c.tuner;
   c.*member = value;
-  (void)flag;
 }
 
 template <class Member, class Value>
@@ -359,7 +385,8 @@ std::string limits_doc(const Limits& l) {
       case Limits::Kind::Integer:
         return std::to_string(l.low) + " to " + std::to_string(l.high);
       case Limits::Kind::Number:
-        return (l.open ? "> " : ">= ") + json(l.min).dump();
+        return (l.open ? "> " : ">= ") + number_text(l.min) +
+               (std::isfinite(l.max) ? ", at most " + number_text(l.max) : std::string());
       case Limits::Kind::ByteSize:
         return "a size: 600MiB, 2GiB, ...";
       case Limits::Kind::Any:
@@ -384,6 +411,40 @@ std::string flag_of(const std::string& key) {
 }
 
 }  // namespace
+
+namespace {
+// ASCII only: a name is a folder's on every file system the results may be copied to.
+bool plain_name_char(char ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
+         ch == '.';
+}
+}  // namespace
+
+void check_experiment_name(const std::string& name, const std::string& where) {
+  // The name becomes a folder under runs/: a slash or .. would put it elsewhere.
+  if (name.empty() || name == "." || name == ".." || name.size() > config_table::kMaxNameLength ||
+      !std::all_of(name.begin(), name.end(), plain_name_char)) {
+    throw InputError(where + ": " + json(name).dump(-1, ' ', false, json::error_handler_t::replace) +
+                     " is not a plain name; expected 1 to " + std::to_string(config_table::kMaxNameLength) +
+                     " letters, digits, -, _ or ., not . or ..");
+  }
+}
+
+std::string experiment_name_from(const std::string& stem) {
+  std::string name = stem.substr(0, config_table::kMaxNameLength);
+  for (char& ch : name) {
+    if (!plain_name_char(ch)) ch = '_';
+  }
+  if (name.empty() || name == "." || name == "..") return "experiment";
+  return name;
+}
+
+void check_listen_syntax(const std::string& listen, const std::string& where) {
+  if (listen.rfind("inproc://", 0) == 0) {
+    throw InputError(where + ": " + listen + " is inside the driver's process, where no actor can reach it; use ipc, "
+                     "tcp or an ipc:// or tcp:// endpoint");
+  }
+}
 
 ExperimentConfig parse_config(const json& root, const std::string& path) { return read_config(root, path, nullptr); }
 

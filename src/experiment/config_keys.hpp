@@ -19,6 +19,15 @@ namespace packtune {
 // Trial checkpoints in DIR/checkpoints (docs/checkpoints.md).
 enum class KeepCheckpoints { Needed, All };
 
+// `name` as a results folder's name allows it: letters, digits, - _ and ., not . or .., at most
+// kMaxNameLength; anything else is an InputError naming `where`.
+void check_experiment_name(const std::string& name, const std::string& where);
+// A config file's stem made such a name: other characters become _, cut to the length.
+std::string experiment_name_from(const std::string& stem);
+// A listen value the driver can bind without taking what is not its own: an inproc endpoint
+// is an InputError naming `where` (no actor process could reach it).
+void check_listen_syntax(const std::string& listen, const std::string& where);
+
 // The words of an enum key, in the order its error message lists them.
 template <class Enum>
 struct EnumWords;
@@ -78,17 +87,41 @@ inline std::string to_string(packing::MixedPacks value) { return to_string<packi
 
 namespace config_table {
 
-// What a key's value may be beyond its type. Integers: low to high; numbers: > or >= low.
+// The longest duration a seconds key takes (about 3 years): the driver compares times on a
+// 64-bit nanosecond clock (292 years) and logs whole seconds as an int (68 years).
+constexpr double kMaxSeconds = 1e8;
+// The shortest heartbeat: an idle actor or node wakes every 100 ms to send one, so a shorter
+// period cannot be honoured.
+constexpr double kMinHeartbeatSeconds = 0.1;
+
+// The most steps a trial may train, 2^53: budgets are doubles and steps are counted in an
+// int64; up to 2^53 every step count is a double exactly, so a budget maps to one step.
+constexpr double kMaxSteps = 9007199254740992.0;
+// The most reports budget.report_every may ask of a trial up to budget.max: each is a journal
+// line and a results row, and the actor lists a job's report steps up front.
+constexpr double kMaxReports = 100000;
+// The longest experiment name: runs/NAME-YYYYmmdd-HHMMSS stays far below a file name's 255 bytes.
+constexpr std::size_t kMaxNameLength = 100;
+
+// What a key's value may be beyond its type. Integers: low to high; numbers: > or >= min,
+// and <= max.
 struct Limits {
   enum class Kind { Any, Integer, Number, ByteSize } kind = Kind::Any;
   std::int64_t low = 0, high = 0;
   double min = 0;
   bool open = false;  // min itself excluded
+  double max = std::numeric_limits<double>::infinity();
 };
 constexpr Limits any() { return {}; }
 constexpr Limits integer(std::int64_t low, std::int64_t high) { return {Limits::Kind::Integer, low, high, 0, false}; }
-constexpr Limits positive() { return {Limits::Kind::Number, 0, 0, 0, true}; }
+constexpr Limits positive(double high = std::numeric_limits<double>::infinity()) {
+  return {Limits::Kind::Number, 0, 0, 0, true, high};
+}
 constexpr Limits non_negative() { return {Limits::Kind::Number, 0, 0, 0, false}; }
+// Seconds: > 0 (or >= low, where a shorter time cannot work) up to kMaxSeconds.
+constexpr Limits seconds(double low = 0) { return {Limits::Kind::Number, 0, 0, low, low == 0, kMaxSeconds}; }
+// Seconds where 0 means "never".
+constexpr Limits seconds_or_zero() { return {Limits::Kind::Number, 0, 0, 0, false, kMaxSeconds}; }
 constexpr Limits byte_size() { return {Limits::Kind::ByteSize, 0, 0, 0, false}; }
 
 // What a `packtune run` override checks before its key's own check: "--FLAG: MESSAGE".

@@ -1,7 +1,14 @@
 #include "experiment/experiment_config.hpp"
 
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <cstdlib>
 #include <fstream>
@@ -22,9 +29,50 @@ using nlohmann::json;
 
 namespace {
 
+// One object or array the parser is in, for the dotted name of a key given twice.
+struct OpenValue {
+  std::string where;  // "budget", or "" at the top
+  bool object = false;
+  std::set<std::string> keys;
+  std::string key;  // the object's key whose value is being read
+};
+
+std::string dotted(const std::string& where, const std::string& key) { return where.empty() ? key : where + "." + key; }
+
 json parse_json(const std::string& text, const std::string& path) {
+  // nlohmann::json keeps the last of two equal keys: a config that gives one twice would run
+  // with a value its author may not have meant, so it is refused, at any depth.
+  std::vector<OpenValue> open;
+  const json::parser_callback_t refuse_twice = [&](int, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start: {
+        OpenValue v;
+        if (!open.empty()) v.where = open.back().object ? dotted(open.back().where, open.back().key) : open.back().where;
+        v.object = event == json::parse_event_t::object_start;
+        open.push_back(std::move(v));
+        break;
+      }
+      case json::parse_event_t::key: {
+        auto& object = open.back();
+        object.key = parsed.get<std::string>();
+        if (!object.keys.insert(object.key).second) {
+          throw InputError(dotted(object.where, object.key) + ": given twice in " + path +
+                           "; JSON would keep only the last value, so give it once");
+        }
+        break;
+      }
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        open.pop_back();
+        break;
+      case json::parse_event_t::value:
+        break;
+    }
+    return true;
+  };
   try {
-    return json::parse(text);
+    return json::parse(text, refuse_twice);
   } catch (const json::exception& e) {
     // Not only parse_error: a number too large for a double ("1e400") is an out_of_range.
     throw InputError(path + ": not valid JSON (" + std::string(e.what()) + ")");
@@ -39,6 +87,41 @@ json read_json_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   return parse_json(text, path);
+}
+
+// Whether a process accepts connections on the unix socket at `path`: the socket of a driver
+// that runs. One left by a driver that was killed refuses them.
+bool someone_listens_at(const std::string& path) {
+  sockaddr_un address{};
+  if (path.size() >= sizeof address.sun_path) return false;  // too long to bind: ZeroMQ says so
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const bool listens = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0 ||
+                       (errno != ECONNREFUSED && errno != ENOENT);
+  ::close(fd);
+  return listens;
+}
+
+// ZeroMQ deletes whatever is at an ipc endpoint's path before it binds there: a file there
+// that is not a socket is the user's, and a socket someone listens on is another driver's,
+// whose actors would then reach this one. A socket nobody listens on is one a killed driver
+// left, replaced as before.
+void check_ipc_path(const std::string& listen) {
+  const std::string path = listen.substr(std::strlen("ipc://"));
+  // * : ZeroMQ picks a new file; @name: Linux's abstract namespace, no file at all.
+  if (path.empty() || path == "*" || path[0] == '@') return;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return;  // nothing there (or not ours to see: bind says so)
+  if (!S_ISSOCK(st.st_mode)) {
+    throw InputError("listen: " + path + " exists and is not a socket; binding there would delete it: name a path "
+                     "where nothing is");
+  }
+  if (someone_listens_at(path)) {
+    throw InputError("listen: " + path + " is the socket of a running process (another packtune driver?); binding "
+                     "there would take it over: name another path, or stop that process");
+  }
 }
 
 }  // namespace
@@ -72,6 +155,7 @@ std::int64_t trial_limit(const ExperimentConfig& c) {
 }
 
 void validate(const ExperimentConfig& c) {
+  if (c.listen.rfind("ipc://", 0) == 0) check_ipc_path(c.listen);
   // Building the tuner checks its name and its own settings.
   try {
     tuners::TunerRegistry::instance().create(c.tuner, tuner_context(c));
@@ -86,7 +170,7 @@ void validate(const ExperimentConfig& c) {
   // every config the space can produce is then a valid trial.
   auto fixed = c.model;
   const auto fixed_spec = actors::parse_trial_spec(fixed, "model");
-  int largest_batch = fixed_spec.batch_size;
+  int largest_batch = fixed_spec.batch_size, smallest_batch = fixed_spec.batch_size;
   // With the family fixed to mlp, a convolution's hyper-parameters would only be recorded in
   // each trial's config and never change a model: the user meant something else.
   const auto sampled = [&](const std::string& name) {
@@ -112,7 +196,9 @@ void validate(const ExperimentConfig& c) {
     for (const auto& v : probes) {
       auto trial = fixed;
       trial[p.name] = v;
-      largest_batch = std::max(largest_batch, actors::parse_trial_spec(trial, "space").batch_size);
+      const int batch = actors::parse_trial_spec(trial, "space").batch_size;
+      largest_batch = std::max(largest_batch, batch);
+      smallest_batch = std::min(smallest_batch, batch);
     }
   }
   for (const auto& file : datasets::data_files(c.data)) {
@@ -138,6 +224,24 @@ void validate(const ExperimentConfig& c) {
     if (images < static_cast<std::uint32_t>(largest_batch)) {
       throw InputError("data.train_size: " + std::to_string(images) + " training images make no whole batch of " +
                        std::to_string(largest_batch) + " (batch_size); use more training images or a smaller batch_size");
+    }
+    // An epoch is images / batch_size steps (BatchStream::steps_per_epoch): the smallest batch
+    // makes the most steps, the largest the fewest.
+    const auto epoch_text = [&](int batch) {
+      return std::to_string(images / static_cast<std::uint32_t>(batch)) + " steps an epoch with batch_size " +
+             std::to_string(batch) + " on " + std::to_string(images) + " images";
+    };
+    const double most_steps = static_cast<double>(images / static_cast<std::uint32_t>(smallest_batch));
+    if (c.max_budget * most_steps > config_table::kMaxSteps) {
+      throw InputError("budget.max: " + json(c.max_budget).dump() + " epochs of " + epoch_text(smallest_batch) +
+                       " are more than the 9007199254740992 (2^53) steps a trial can count; use at most " +
+                       std::to_string(static_cast<std::int64_t>(config_table::kMaxSteps / most_steps)) + " epochs");
+    }
+    const double fewest_steps = static_cast<double>(images / static_cast<std::uint32_t>(largest_batch));
+    if (c.report_every > 0 && c.report_every * fewest_steps < 1) {
+      throw InputError("budget.report_every: " + json(c.report_every).dump() + " epochs is less than a step (" +
+                       epoch_text(largest_batch) + "), after which a report comes at the earliest; use 0 or at least " +
+                       json(1 / fewest_steps).dump());
     }
   }
 }

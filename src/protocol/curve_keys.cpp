@@ -1,12 +1,17 @@
 #include "protocol/curve_keys.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <array>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -20,9 +25,47 @@ namespace fs = std::filesystem;
 
 constexpr std::size_t kZ85KeyLength = 40;
 
+// The mode bits a key file must not have, as ssh refuses a private key others can read: a
+// secret key readable by group or others is no secret; a public key or the list of admitted
+// actors that others can write lets them swap in their own key.
+constexpr mode_t kSecretForbidden = S_IRWXG | S_IRWXO;
+constexpr mode_t kPublicForbidden = S_IWGRP | S_IWOTH;
+
+std::string mode_text(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
+}
+
+// The text of a key file, checked on the descriptor it is read from (no window between the
+// check and the read for a rename).
+std::string read_key_file(const fs::path& path, mode_t forbidden) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw InputError(path.string() + ": cannot read the key; make keys with `packtune keys DIR`");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw InputError(path.string() + ": not a regular file; make keys with `packtune keys DIR`");
+  }
+  if ((st.st_mode & forbidden) != 0) {
+    ::close(fd);
+    throw InputError(path.string() + ": its permissions " + mode_text(st.st_mode) + " let others " +
+                     (forbidden == kSecretForbidden ? "read it" : "change it") + "; run chmod 600 " + path.string());
+  }
+  std::string text;
+  char buffer[4096];
+  ssize_t n;
+  // A key file is a line; authorized_actors a few hundred. 1 MiB bounds a wrong file.
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0 && text.size() < (1u << 20)) text.append(buffer, n);
+  const int read_error = errno;
+  ::close(fd);
+  if (n < 0) throw InputError(path.string() + ": cannot read the key (" + std::strerror(read_error) + ")");
+  return text;
+}
+
 std::string read_key(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path.string() + ": cannot read the key; make keys with `packtune keys DIR`");
+  const bool secret = path.extension() == ".key";
+  std::istringstream in(read_key_file(path, secret ? kSecretForbidden : kPublicForbidden));
   std::string key;
   in >> key;
   if (key.size() != kZ85KeyLength) {
@@ -31,13 +74,24 @@ std::string read_key(const fs::path& path) {
   return key;
 }
 
-void write_file(const fs::path& path, const std::string& text, mode_t mode) {
-  {
-    std::ofstream out(path, std::ios::trunc);
-    out << text;
-    if (!out.flush()) throw Error(path.string() + ": cannot write");
+// A new file, the owner's alone: never one that is there, nor through a link planted in its name.
+void write_file(const fs::path& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (errno == EEXIST) throw InputError(path.string() + " exists; packtune keys writes only new files");
+    throw Error(path.string() + ": cannot create (" + std::strerror(errno) + ")");
   }
-  if (chmod(path.c_str(), mode) != 0) throw Error(path.string() + ": cannot set its permissions");
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      throw Error(path.string() + ": cannot write (" + std::strerror(errno) + ")");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) throw Error(path.string() + ": cannot write (" + std::strerror(errno) + ")");
 }
 
 std::pair<std::string, std::string> new_key_pair() {
@@ -63,22 +117,33 @@ void make_keys(const std::string& dir) {
   // Any one of them: authorized_actors may list keys added by hand, and a lone actor.pub may be
   // what another machine's actors were given.
   for (const char* name : {"driver.key", "driver.pub", "actor.key", "actor.pub", "authorized_actors"}) {
-    if (fs::exists(root / name)) {
+    std::error_code ec;
+    if (fs::symlink_status(root / name, ec).type() != fs::file_type::not_found) {
       throw InputError((root / name).string() + " exists; remove " + dir + " to make new keys (actors with the old ones are then refused)");
     }
   }
-  std::error_code ec;
-  fs::create_directories(root, ec);
-  if (ec) throw InputError("keys: cannot create " + dir + " (" + ec.message() + ")");
-  chmod(root.c_str(), 0700);
+  // A new folder is made the owner's alone. An existing one keeps its mode (it may be shared
+  // on purpose; the files are 0600 anyway) and must be empty: whatever else is in it may be
+  // someone else's, and a link there could point anywhere.
+  if (::mkdir(root.c_str(), 0700) != 0) {
+    if (errno != EEXIST) throw InputError("keys: cannot create " + dir + " (" + std::strerror(errno) + ")");
+    struct stat st {};
+    if (::lstat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      throw InputError("keys: " + dir + " exists and is not a folder; name a new or empty folder");
+    }
+    std::error_code ec;
+    if (!fs::is_empty(root, ec) || ec) {
+      throw InputError("keys: " + dir + " is not empty; name a new or empty folder");
+    }
+  }
   const auto [driver_public, driver_secret] = new_key_pair();
   const auto [actor_public, actor_secret] = new_key_pair();
-  write_file(root / "driver.key", driver_secret + "\n", 0600);
-  write_file(root / "driver.pub", driver_public + "\n", 0644);
-  write_file(root / "actor.key", actor_secret + "\n", 0600);
-  write_file(root / "actor.pub", actor_public + "\n", 0644);
+  write_file(root / "driver.key", driver_secret + "\n");
+  write_file(root / "driver.pub", driver_public + "\n");
+  write_file(root / "actor.key", actor_secret + "\n");
+  write_file(root / "actor.pub", actor_public + "\n");
   write_file(root / "authorized_actors",
-             "# Public keys (actor.pub) of the actors the driver admits, one per line.\n" + actor_public + "\n", 0644);
+             "# Public keys (actor.pub) of the actors the driver admits, one per line.\n" + actor_public + "\n");
 }
 
 namespace {
@@ -97,8 +162,7 @@ CurveKeys load_driver_keys(const std::string& dir) {
   const fs::path root(dir);
   auto keys = keys_in(dir);
   keys.driver_secret = read_key(root / "driver.key");
-  std::ifstream in(root / "authorized_actors");
-  if (!in) throw InputError((root / "authorized_actors").string() + ": cannot read; make keys with `packtune keys DIR`");
+  std::istringstream in(read_key_file(root / "authorized_actors", kPublicForbidden));
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     const auto begin = line.find_first_not_of(" \t\r");

@@ -7,7 +7,9 @@
 //   DIR/actor.key   DIR/actor.pub       an actor pair (copy both to the actors' machines)
 //   DIR/authorized_actors               actor public keys the driver admits, one per line
 //
-// Keys are Z85 text, 40 characters; `.key` files are readable by their owner only.
+// Keys are Z85 text, 40 characters, in files readable by their owner only (0600). Loading
+// refuses, as ssh does, a `.key` file with any permission for group or others, and the other
+// files if group or others may write them.
 #include <atomic>
 #include <memory>
 #include <set>
@@ -27,8 +29,9 @@ struct CurveKeys {
   std::set<std::string> authorized;  // the driver's side only
 };
 
-// Writes a fresh set of keys into `dir` (created, mode 0700). Refuses, with an InputError,
-// to overwrite keys that are already there.
+// Writes a fresh set of keys, each file new and 0600, into `dir`: a folder it creates with mode
+// 0700, or an empty one whose mode it keeps. Anything else there, or a key file already there,
+// is an InputError: it never overwrites keys nor writes through a link.
 void make_keys(const std::string& dir);
 CurveKeys load_driver_keys(const std::string& dir);
 CurveKeys load_actor_keys(const std::string& dir);

@@ -1,6 +1,10 @@
 #include "util/work_folder.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "packtune/error.hpp"
 
@@ -13,10 +17,17 @@ std::filesystem::path temp_folder() {
 }
 
 std::string fresh_work_dir(const std::string& owner) {
-  std::error_code ec;
   const auto dir = temp_folder() / ("packtune-" + owner + "-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw Error("cannot create the work folder " + dir.string() + ": " + ec.message());
+  if (::mkdir(dir.c_str(), 0700) == 0) return dir.string();
+  if (errno != EEXIST) throw Error("cannot create the work folder " + dir.string() + ": " + std::strerror(errno));
+  // The name is predictable and the temporary folder shared: what another user put there (a
+  // link to a folder of the user's, say) must not become the folder actors write into and
+  // their owner removes. Our own folder of an earlier process with this pid is kept.
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
+    throw Error("cannot create the work folder " + dir.string() + ": something else is there (not a folder of " +
+                "this user's); remove it");
+  }
   return dir.string();
 }
 

@@ -10,8 +10,9 @@ namespace packtune::util {
 // $TMPDIR, or /tmp when it names no folder.
 std::filesystem::path temp_folder();
 
-// A new folder for actors' local files, temp_folder()/packtune-OWNER-PID; its owner removes
-// it when it ends. Throws Error when it cannot be created.
+// A new folder for actors' local files, temp_folder()/packtune-OWNER-PID (mode 0700); its owner
+// removes it when it ends. One of this user's already there is kept; anything else there (a
+// file, a link, another user's folder) is an Error, as is a folder that cannot be created.
 std::string fresh_work_dir(const std::string& owner);
 
 }  // namespace packtune::util

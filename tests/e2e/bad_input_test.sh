@@ -63,6 +63,72 @@ expect bad_listen "listen: cannot bind bogus" "$(set_key "$good" 'c["listen"]="b
 expect open_listen "can be reached from other machines" "$(set_key "$good" 'c["listen"]="tcp://0.0.0.0:0"')"
 mkdir -p "$work/folder_config.json"
 expect folder_config "a folder, not a config file" -
+# Values that cannot work.
+expect inproc_listen "listen: inproc://driver is inside the driver's process" "$(set_key "$good" 'c["listen"]="inproc://driver"')"
+expect inproc_listen_flag "--listen: inproc://x" "$good" --listen inproc://x
+expect heartbeat_too_short "heartbeat_seconds: 0.01 is out of range; expected a number >= 0.1" \
+  "$(set_key "$good" 'c["heartbeat_seconds"]=0.01')"
+expect memory_scale_too_large "memory_estimate_scale: 1e+300 is out of range" \
+  "$(set_key "$good" 'c["memory_estimate_scale"]=1e300')"
+expect timeout_too_long "join_timeout_seconds: 1e+300 is out of range" "$(set_key "$good" 'c["join_timeout_seconds"]=1e300')"
+expect report_below_a_step "budget.report_every: 0.5 steps cannot be honoured" \
+  "$(set_key "$good" 'c["budget"]={"unit": "steps", "max": 10, "report_every": 0.5}')"
+expect report_below_a_step_epochs "budget.report_every: 0.001 epochs is less than a step" \
+  "$(set_key "$good" 'c["budget"]={"max": 1, "report_every": 0.001}')"
+expect reports_without_end "asks more than 100000 reports" "$(set_key "$good" 'c["budget"]={"unit": "steps", "max": 1e12, "report_every": 1}')"
+expect steps_beyond_a_count "budget.max: 1e+20 is out of range" "$(set_key "$good" 'c["budget"]={"unit": "steps", "max": 1e20}')"
+expect epochs_beyond_a_count "steps a trial can count" \
+  "$(set_key "$good" 'c["budget"]={"max": 1e15}; c["data"]["train_size"]=10000')"
+expect key_twice "budget.max: given twice" '{"budget": {"max": 1, "max": 2}}'
+expect key_twice_top "actors: given twice" '{"actors": 1, "tuner": "random", "actors": 2}'
+
+# An ipc endpoint binds by deleting what is at its path: a file there is refused and kept, and
+# so is the socket of a process that listens on it (another driver's).
+echo "precious" > "$work/regular.txt"
+expect ipc_over_a_file "regular.txt exists and is not a socket" "$(set_key "$good" "c['listen']='ipc://$work/regular.txt'")"
+grep -qx precious "$work/regular.txt" || { echo "FAIL ipc_over_a_file: the file is gone or changed"; failures=$((failures + 1)); }
+"$py" -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); s.listen(8)
+open(sys.argv[2], "w").write("listening")
+while True: time.sleep(60)
+' "$work/live.sock" "$work/live.up" &
+pids+=($!)
+until [ -s "$work/live.up" ]; do
+  kill -0 "${pids[-1]}" 2> /dev/null || { echo "FAIL: the listening socket's process ended"; exit 1; }
+  sleep 0.05
+done
+expect ipc_over_a_live_socket "live.sock is the socket of a running process" \
+  "$(set_key "$good" "c['listen']='ipc://$work/live.sock'")"
+[ -S "$work/live.sock" ] || { echo "FAIL ipc_over_a_live_socket: the socket was deleted"; failures=$((failures + 1)); }
+
+# The name is a folder's under runs/: no path. Run without --out from a folder of its own;
+# nothing may appear in it (runs/) nor next to it (where ../ would lead).
+packtune_path="$(readlink -f "$packtune")"  # from another folder
+expect_nothing_written() {  # expect_nothing_written NAME EXPECTED_TEXT CONFIG_JSON
+  local name="$1" text="$2" cwd="$work/cwd-$1"
+  mkdir -p "$cwd"
+  printf '%s' "$3" > "$work/$name.json"
+  local before after code lines
+  before=$(ls -A "$work")
+  (cd "$cwd" && "$packtune_path" run "$work/$name.json" > "$work/stdout" 2> "$work/stderr")
+  code=$?
+  after=$(ls -A "$work")
+  lines=$(wc -l < "$work/stderr")
+  if [ "$code" -ne 2 ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$text" "$work/stderr" || [ -n "$(ls -A "$cwd")" ] ||
+     [ "$before" != "$after" ]; then
+    echo "FAIL $name: exit $code, $lines stderr line(s), in $cwd: $(ls -A "$cwd"), new beside it: $(comm -13 <(echo "$before") <(echo "$after"))"
+    sed 's/^/    /' "$work/stderr"
+    failures=$((failures + 1))
+  else
+    echo "ok   $name: $(cat "$work/stderr")"
+    passed=$((passed + 1))
+  fi
+}
+expect_nothing_written name_climbs 'name: "../../escaped" is not a plain name' "$(set_key "$good" 'c["name"]="../../escaped"')"
+expect_nothing_written name_nests 'name: "a/b" is not a plain name' "$(set_key "$good" 'c["name"]="a/b"')"
+expect_nothing_written name_dot_dot 'name: ".." is not a plain name' "$(set_key "$good" 'c["name"]=".."')"
 
 # A missing CONFIG argument and an unknown command are usage errors too.
 "$packtune" run > /dev/null 2> "$work/stderr"; code=$?
@@ -94,6 +160,19 @@ other node_unknown_gpu "--gpus: GPU 5 is not one nvidia-smi lists here (0, 1)" \
 mkdir -p "$work/keys" && echo "kept" > "$work/keys/actor.pub"
 other keys_over_a_key "actor.pub exists" "$packtune" keys "$work/keys"
 grep -q kept "$work/keys/actor.pub" || { echo "FAIL keys_over_a_key: actor.pub was overwritten"; failures=$((failures + 1)); }
+mkdir -p "$work/busy" && echo "mine" > "$work/busy/notes.txt" && chmod 755 "$work/busy"
+other keys_into_a_busy_folder "is not empty; name a new or empty folder" "$packtune" keys "$work/busy"
+[ "$(ls -A "$work/busy")" = notes.txt ] && [ "$(stat -c %a "$work/busy")" = 755 ] ||
+  { echo "FAIL keys_into_a_busy_folder: the folder changed"; failures=$((failures + 1)); }
+# A secret key others can read is refused where it is loaded, as ssh refuses it.
+"$packtune" keys "$work/open-keys" > /dev/null
+[ "$(stat -c %a "$work/open-keys")" = 700 ] && [ "$(stat -c %a "$work/open-keys/driver.pub")" = 600 ] ||
+  { echo "FAIL keys: the folder is not 700 or a file not 600"; failures=$((failures + 1)); }
+chmod 644 "$work/open-keys/driver.key"
+expect key_readable_by_others "run chmod 600 $work/open-keys/driver.key" \
+  "$(set_key "$good" "c['keys']='$work/open-keys'; c['listen']='tcp'")"
+other actor_key_readable_by_others "actor.key: its permissions 0664" \
+  bash -c 'chmod 664 "$1/actor.key" && exec "$2" actor --driver "ipc://$1/none.ipc" --keys "$1"' _ "$work/open-keys" "$packtune"
 
 # Bad input only an actor can see (no GPU here): its one line, exit 2, and no restarts (each
 # would fail the same way). The actor already wrote its log in --out, so the folder stays.

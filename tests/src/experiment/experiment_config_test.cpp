@@ -1,9 +1,16 @@
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <optional>
 #include <string>
 
 #include <catch2/catch.hpp>
 
+#include "../../temp_dir.hpp"
 #include "actors/device_syntax.hpp"
 #include "experiment/experiment_config.hpp"
 #include "packtune/error.hpp"
@@ -30,6 +37,16 @@ std::string error_of(const json& j) {
   try {
     auto c = parse_config(j, "x.json");
     packtune::validate(c);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// The parser's error alone (validate() also needs the data files).
+std::string parse_error_of(const json& j) {
+  try {
+    parse_config(j, "x.json");
   } catch (const InputError& e) {
     return e.what();
   }
@@ -206,4 +223,158 @@ TEST_CASE("actor_memory is a plain positive size that fits in 64 bits") {
     j["actor_memory"] = bad;
     CHECK_THAT(error_of(j), Catch::Contains("actor_memory") && Catch::Contains("is not a memory size"));
   }
+}
+
+TEST_CASE("a key given twice, at any depth, is refused naming it") {
+  using packtune::parse_config_text;
+  CHECK_THROWS_WITH(parse_config_text(R"({"seed": 1, "seed": 2})", "x.json"),
+                    "seed: given twice in x.json; JSON would keep only the last value, so give it once");
+  CHECK_THROWS_WITH(parse_config_text(R"({"budget": {"max": 1, "min": 1, "max": 2}})", "x.json"),
+                    Catch::StartsWith("budget.max: given twice"));
+  CHECK_THROWS_WITH(parse_config_text(R"({"space": {"lr": {"type": "choice", "values": [{"a": 1, "a": 2}]}}})",
+                                      "x.json"),
+                    Catch::StartsWith("space.lr.values.a: given twice"));
+  // One name in two objects is two keys; the same object twice in an array too.
+  CHECK_NOTHROW(parse_config_text(R"({"budget": {"max": 2, "min": 1}, "tuner": {"name": "random", "trials": 2},
+                                      "model": {"width": 32}, "space": {"width": {"type": "choice",
+                                      "values": [16, 32]}}})",
+                                  "x.json"));
+  CHECK_THROWS_WITH(parse_config_text(R"({"space": {"lr": {"type": "choice", "values": [{"a": 1}, {"a": 2}]}}})",
+                                      "x.json"),
+                    !Catch::Contains("twice"));
+}
+
+TEST_CASE("the name is a plain file name, so the results folder stays in runs/") {
+  auto with_name = [](json name) {
+    auto j = base();
+    j["name"] = name;
+    return parse_error_of(j);
+  };
+  for (const char* bad : {"../../../tmp/x", "a/b", "/abs", ".", "..", "", "a b", "tab\there", "x\n"}) {
+    INFO(bad);
+    CHECK_THAT(with_name(bad), Catch::StartsWith("name: ") && Catch::Contains("is not a plain name"));
+  }
+  CHECK_THAT(with_name(std::string(101, 'a')), Catch::Contains("is not a plain name"));
+  CHECK(with_name(std::string(100, 'a')) == "no error");
+  CHECK(with_name("exp-1_a.b") == "no error");
+  CHECK(with_name("..x") == "no error");  // a name, not the parent folder
+  // The default comes from the file's name, which may hold anything but a slash.
+  CHECK(parse_config(base(), "dir/my exp (2).json").name == "my_exp__2_");
+  CHECK(parse_config(base(), "dir/..json").name == "experiment");
+  CHECK(packtune::experiment_name_from(std::string(300, 'b')).size() == 100);
+}
+
+TEST_CASE("listen: an inproc endpoint, from the config or --listen, is refused") {
+  auto j = base();
+  j["listen"] = "inproc://driver";
+  CHECK_THAT(error_of(j), Catch::StartsWith("listen: inproc://driver is inside the driver's process"));
+  auto c = parse_config(base(), "x.json");
+  packtune::Overrides o;
+  o.listen = "inproc://x";
+  CHECK_THROWS_WITH(packtune::apply_overrides(c, o), Catch::StartsWith("--listen: inproc://x"));
+}
+
+TEST_CASE("heartbeats and timeouts: no shorter than the machine honours, no longer than its clocks hold") {
+  auto with = [](const char* key, double value) {
+    auto j = base();
+    j[key] = value;
+    if (std::string(key) == "heartbeat_seconds") j["actor_timeout_seconds"] = std::max(1.0, 2 * value);
+    return parse_error_of(j);
+  };
+  CHECK_THAT(with("heartbeat_seconds", 0.05), Catch::Contains("heartbeat_seconds") && Catch::Contains(">= 0.1"));
+  CHECK(with("heartbeat_seconds", 0.1) == "no error");
+  CHECK_THAT(with("heartbeat_seconds", 2e8), Catch::StartsWith("heartbeat_seconds") && Catch::Contains("at most 100000000"));
+  for (const char* key : {"actor_timeout_seconds", "join_timeout_seconds", "profile_timeout_seconds", "checkpoint_every"}) {
+    INFO(key);
+    CHECK_THAT(with(key, 2e8), Catch::StartsWith(key) && Catch::Contains("at most 100000000"));
+    CHECK(with(key, 1e8) == "no error");
+  }
+}
+
+TEST_CASE("memory_estimate_scale stays where the planner's byte counts hold the figures") {
+  auto j = base();
+  j["memory_estimate_scale"] = 1000;
+  CHECK(parse_error_of(j) == "no error");
+  j["memory_estimate_scale"] = 1e300;
+  CHECK_THAT(parse_error_of(j), Catch::StartsWith("memory_estimate_scale: 1e+300 is out of range") &&
+                                    Catch::Contains("at most 1000"));
+}
+
+TEST_CASE("budget: a step count a trial can hold, reports no finer than a step and not without end") {
+  auto with_budget = [](json budget) {
+    auto j = base();
+    j["budget"] = budget;
+    return parse_error_of(j);
+  };
+  CHECK_THAT(with_budget({{"unit", "steps"}, {"max", 1e16}}), Catch::Contains("budget.max") && Catch::Contains("at most"));
+  CHECK(with_budget({{"unit", "steps"}, {"max", 9007199254740992.0}}) == "no error");
+  CHECK_THAT(with_budget({{"unit", "steps"}, {"max", 100}, {"report_every", 0.5}}),
+             Catch::Contains("budget.report_every: 0.5 steps cannot be honoured"));
+  CHECK(with_budget({{"unit", "steps"}, {"max", 100}, {"report_every", 1}}) == "no error");
+  CHECK_THAT(with_budget({{"unit", "epochs"}, {"max", 10}, {"report_every", 1e-5}}),
+             Catch::Contains("asks more than 100000 reports") && Catch::Contains("at least 0.0001"));
+  CHECK(with_budget({{"unit", "epochs"}, {"max", 10}, {"report_every", 1e-4}}) == "no error");
+}
+
+TEST_CASE("budget in epochs: checked against the steps of the data's epoch") {
+  // 1000 images: batch 10 makes 100 steps an epoch, batch 100 makes 10.
+  auto j = base();
+  j["data"] = {{"train_size", 1000}, {"validation_size", 100}};
+  j["model"] = {{"family", "mlp"}, {"width", 32}, {"batch_size", 100}};
+  j["space"]["batch_size"] = {{"type", "choice"}, {"values", {10, 100}}};
+  CHECK(error_of(j) == "no error");
+  auto budget = [&](double max, double report_every) {
+    auto k = j;
+    k["budget"] = {{"unit", "epochs"}, {"max", max}, {"report_every", report_every}};
+    return error_of(k);
+  };
+  CHECK(budget(90071992547409.0, 0) == "no error");  // 2^53 / 100 steps, rounded down
+  CHECK_THAT(budget(1e14, 0), Catch::StartsWith("budget.max: ") && Catch::Contains("100 steps an epoch with batch_size 10") &&
+                                  Catch::Contains("use at most 90071992547409"));
+  CHECK(budget(2, 0.1) == "no error");  // one step of the largest batch
+  CHECK_THAT(budget(2, 0.05), Catch::StartsWith("budget.report_every: 0.05 epochs is less than a step") &&
+                                  Catch::Contains("10 steps an epoch with batch_size 100") &&
+                                  Catch::Contains("at least 0.1"));
+}
+
+namespace {
+// A unix socket bound at `path`; listening, or left as a killed process leaves one.
+int bound_socket(const std::string& path, bool listen) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
+  REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
+  if (listen) REQUIRE(::listen(fd, 4) == 0);
+  return fd;
+}
+}  // namespace
+
+TEST_CASE("an ipc endpoint where a file or a listening socket is is refused; a socket left over is not") {
+  packtune::testing::TempDir tmp;
+  auto j = base();
+  j["data"] = {{"train_size", 1000}, {"validation_size", 100}};
+  auto listen_at = [&](const std::string& path) {
+    auto k = j;
+    k["listen"] = "ipc://" + path;
+    return error_of(k);
+  };
+  CHECK(listen_at(tmp.file("nothing-there.ipc")) == "no error");
+  CHECK(listen_at("*") == "no error");
+  std::ofstream(tmp.file("regular")) << "precious";
+  CHECK(listen_at(tmp.file("regular")) ==
+        "listen: " + tmp.file("regular") + " exists and is not a socket; binding there would delete it: name a path "
+        "where nothing is");
+  CHECK_THAT(listen_at(tmp.path().string()), Catch::Contains("is not a socket"));
+  std::filesystem::create_symlink(tmp.file("nothing"), tmp.file("link"));
+  CHECK_THAT(listen_at(tmp.file("link")), Catch::Contains("is not a socket"));
+
+  const int live = bound_socket(tmp.file("live.ipc"), true);
+  CHECK_THAT(listen_at(tmp.file("live.ipc")), Catch::Contains("is the socket of a running process"));
+  ::close(live);  // its file stays: now nobody listens there, as after a driver killed with -9
+  CHECK(listen_at(tmp.file("live.ipc")) == "no error");
+  const int bound_only = bound_socket(tmp.file("bound.ipc"), false);
+  CHECK(listen_at(tmp.file("bound.ipc")) == "no error");
+  ::close(bound_only);
 }

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -72,4 +73,18 @@ TEST_CASE("a work folder that cannot be made is an error naming it") {
   TmpdirSet set(dir.path().string());
   CHECK_THROWS_AS(util::fresh_work_dir("blocked"), Error);
   CHECK_THROWS_WITH(util::fresh_work_dir("blocked"), Catch::Contains("cannot create the work folder " + blocked.string()));
+}
+
+TEST_CASE("a work folder is made for its owner alone, and a link in its place is not used") {
+  testing::TempDir dir;
+  TmpdirSet set(dir.path().string());
+  const auto work = util::fresh_work_dir("private");
+  struct stat st {};
+  REQUIRE(::stat(work.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  // Another user's link, planted at the predictable name, would send the actors' files elsewhere.
+  fs::create_directory(dir.path() / "elsewhere");
+  fs::create_directory_symlink(dir.path() / "elsewhere", dir.path() / ("packtune-linked-" + std::to_string(::getpid())));
+  CHECK_THROWS_WITH(util::fresh_work_dir("linked"), Catch::Contains("something else is there"));
+  CHECK(fs::is_empty(dir.path() / "elsewhere"));
 }
