@@ -11,6 +11,8 @@
 set -euo pipefail
 source "$(dirname "$0")/prelude.sh" "$@"
 hostile="${2:?usage: security_test.sh PACKTUNE HOSTILE_PEER}"
+# A held driver catches SIGTERM and sleeps on: a test that fails mid-way lets it go first.
+trap 'rm -f "$work"/*.hold; cleanup_work' EXIT
 [ -x "$hostile" ] || fail "no hostile_peer program at $hostile"
 
 "$packtune" keys "$work/keys" > /dev/null
