@@ -25,6 +25,7 @@ namespace proto = protocol;
 Actor::Actor(const ActorOptions& options)
     : options_(options), context_(1), socket_(context_, zmq::socket_type::dealer) {
   socket_.set(zmq::sockopt::linger, 1000);
+  limit_frames(socket_);
   if (!options_.keys.empty()) use_curve_client(socket_, load_actor_keys(options_.keys));
   socket_.connect(options_.driver);
 }

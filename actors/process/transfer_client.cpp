@@ -22,6 +22,7 @@ TransferClient::TransferClient(const std::string& driver, const CurveKeys* keys,
       wake_in_(context_, zmq::socket_type::pair), wake_out_(context_, zmq::socket_type::pair),
       next_transfer_(std::random_device{}() | (std::uint64_t{std::random_device{}()} << 32)) {
   socket_.set(zmq::sockopt::linger, 0);
+  limit_frames(socket_);
   if (keys) use_curve_client(socket_, *keys);
   socket_.connect(driver);
   wake_in_.bind(wake_endpoint(this));

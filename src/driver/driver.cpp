@@ -34,6 +34,7 @@
 #include "packtune/error.hpp"
 #include "packtune/test_hold.hpp"
 #include "protocol/curve_keys.hpp"
+#include "protocol/peer_guard.hpp"
 #include "protocol/zmq_channel.hpp"
 #include "util/folder_lock.hpp"
 #include "util/host_name.hpp"
@@ -256,6 +257,7 @@ class Driver {
   void bind() {
     router_.set(zmq::sockopt::linger, 0);
     router_.set(zmq::sockopt::router_mandatory, 1);
+    limit_frames(router_);
     const auto endpoint = make_endpoint(config_.listen);
     // Keys, where given, are used on every endpoint: nodes and actors started with --keys
     // speak CURVE, and a driver that dropped it on ipc or loopback could not hear them.
@@ -271,7 +273,14 @@ class Driver {
         spdlog::warn("listening on {} without authentication (\"insecure\": true): any peer that reaches the port "
                      "can take trials and send results", endpoint);
       }
+    } else if (endpoint.rfind("tcp://", 0) == 0) {
+      // Loopback is no boundary between the users of one machine.
+      spdlog::warn("listening on {} without keys: every user of this machine can connect, take trials and send "
+                   "results; make keys with `packtune keys DIR` and set \"keys\": \"DIR\" (docs/cluster.md), or "
+                   "listen on \"ipc\"", endpoint);
     }
+    guard_ = std::make_unique<protocol::PeerGuard>(context_, router_, protocol::PeerGuard::raise_fd_limit(),
+                                                   curve_ != nullptr);
     try {
       router_.bind(endpoint);
     } catch (const zmq::error_t& e) {
@@ -464,6 +473,7 @@ class Driver {
   zmq::context_t context_;
   zmq::socket_t router_;
   std::unique_ptr<CurveServer> curve_;  // declared after the context: it goes first
+  std::unique_ptr<protocol::PeerGuard> guard_;  // the connection cap; after the context too
   std::string endpoint_;
   DriverCore core_;  // declared after the socket it sends through
   std::unique_ptr<ActorSupervisor> local_;  // node 0's actors; none with "actors": 0

@@ -71,6 +71,7 @@ class NodeAgent {
   explicit NodeAgent(NodeOptions options)
       : options_(std::move(options)), context_(1), socket_(context_, zmq::socket_type::dealer) {
     socket_.set(zmq::sockopt::linger, 1000);
+    limit_frames(socket_);
     if (!options_.keys.empty()) use_curve_client(socket_, load_actor_keys(options_.keys));
     try {
       socket_.connect(options_.driver);

@@ -197,26 +197,18 @@ bool reaches_beyond_this_machine(const std::string& endpoint) {
   return !(host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0 || host == "lo");
 }
 
-CurveServer::CurveServer(zmq::context_t& context, zmq::socket_t& socket, CurveKeys keys) : keys_(std::move(keys)) {
+CurveServer::CurveServer(zmq::context_t& context, zmq::socket_t& socket, CurveKeys keys)
+    : keys_(std::move(keys)),
+      unknown_keys_("peer(s) whose CURVE key is not in " + keys_.dir + "/authorized_actors"),
+      no_curve_("peer(s) that did not authenticate with CURVE") {
   // The handler is bound before the socket listens, so no handshake finds it missing.
   auto handler = std::make_shared<zmq::socket_t>(context, zmq::socket_type::rep);
   handler->set(zmq::sockopt::linger, 0);
   handler->bind("inproc://zeromq.zap.01");
-  // Peers that fail the handshake itself (garbage, the wrong server key) never reach ZAP:
-  // the socket's monitor reports them.
-  const std::string monitor_endpoint = "inproc://packtune-curve-monitor";
-  if (zmq_socket_monitor(socket.handle(), monitor_endpoint.c_str(),
-                         ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                             ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0) {
-    throw Error(std::string("cannot monitor the driver's socket: ") + zmq_strerror(zmq_errno()));
-  }
-  auto monitor = std::make_shared<zmq::socket_t>(context, zmq::socket_type::pair);
-  monitor->set(zmq::sockopt::linger, 0);
-  monitor->connect(monitor_endpoint);
   socket.set(zmq::sockopt::zap_domain, "packtune");
   socket.set(zmq::sockopt::curve_server, 1);
   socket.set(zmq::sockopt::curve_secretkey, keys_.driver_secret);
-  thread_ = std::thread([this, handler, monitor] { serve(*handler, *monitor); });
+  thread_ = std::thread([this, handler] { serve(*handler); });
 }
 
 CurveServer::~CurveServer() {
@@ -224,29 +216,15 @@ CurveServer::~CurveServer() {
   if (thread_.joinable()) thread_.join();
 }
 
-void CurveServer::serve(zmq::socket_t& handler, zmq::socket_t& monitor) {
-  using Clock = std::chrono::steady_clock;
-  std::int64_t failed = 0, failed_logged = 0;
-  Clock::time_point last_failure_log{};
+void CurveServer::serve(zmq::socket_t& handler) {
   while (!stop_) {
-    zmq::pollitem_t items[] = {{handler.handle(), 0, ZMQ_POLLIN, 0}, {monitor.handle(), 0, ZMQ_POLLIN, 0}};
-    if (zmq::poll(items, 2, std::chrono::milliseconds(100)) == 0) continue;
-    if (items[1].revents & ZMQ_POLLIN) {
-      // A monitor event: [16-bit event, 32-bit value], then the endpoint.
-      zmq::message_t event, endpoint;
-      if (!monitor.recv(event, zmq::recv_flags::none) || !monitor.recv(endpoint, zmq::recv_flags::none)) return;
-      ++failed;
-      // A peer that keeps failing reconnects every few hundred milliseconds: a line at most
-      // every 10 s, with the count since the last one. The event names the driver's endpoint
-      // the connection came to, not the peer's address (ZeroMQ does not give that here).
-      if (Clock::now() - last_failure_log > std::chrono::seconds(10)) {
-        spdlog::warn("refused {} connection(s) to {} that failed the CURVE handshake (not a packtune actor, or one "
-                     "with another driver's key)", failed - failed_logged, endpoint.to_string());
-        failed_logged = failed;
-        last_failure_log = Clock::now();
-      }
-    }
-    if (items[0].revents & ZMQ_POLLIN) answer(handler);
+    zmq::pollitem_t item{handler.handle(), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, std::chrono::milliseconds(100));
+    if (item.revents & ZMQ_POLLIN) answer(handler);
+    // The last refusals of a burst are logged even when no request follows them.
+    const auto now = std::chrono::steady_clock::now();
+    unknown_keys_.flush(now);
+    no_curve_.flush(now);
   }
 }
 
@@ -260,17 +238,15 @@ void CurveServer::answer(zmq::socket_t& handler) {
   } while (request.back().more());
   const auto text = [&](std::size_t i) { return i < request.size() ? request[i].to_string() : std::string(); };
   bool admitted = false;
-  const std::string who = "a peer at " + (text(3).empty() ? std::string("an unknown address") : text(3));
+  const auto now = std::chrono::steady_clock::now();
   if (text(5) == "CURVE" && request.size() > 6 && request[6].size() == 32) {
     const auto key = z85(request[6].data(), request[6].size());
     admitted = keys_.authorized.count(key) > 0;
-    // A refused peer reconnects every few hundred milliseconds: one line per key.
-    if (!admitted && refused_.insert(key).second) {
-      spdlog::warn("refused {}: its CURVE key {} is not in {}/authorized_actors (further attempts with this key "
-                   "are refused silently)", who, key, keys_.dir);
-    }
+    // A refused peer reconnects every few hundred milliseconds, and a hostile one may offer a
+    // new key each time: counted, with a few keys named (refusal_log.hpp).
+    if (!admitted) unknown_keys_.refuse(key + " from " + (text(3).empty() ? "an unknown address" : text(3)), now);
   } else {
-    spdlog::warn("refused {}: it did not authenticate with CURVE ({})", who, text(5).empty() ? "no mechanism" : text(5));
+    no_curve_.refuse(text(3), now);
   }
   const std::array<std::string, 6> reply{"1.0", text(1), admitted ? "200" : "400", admitted ? "OK" : "unknown key", "", ""};
   for (std::size_t i = 0; i < reply.size(); ++i) {

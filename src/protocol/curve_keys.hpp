@@ -18,6 +18,8 @@
 
 #include <zmq.hpp>
 
+#include "protocol/refusal_log.hpp"
+
 namespace packtune {
 
 struct CurveKeys {
@@ -41,8 +43,9 @@ CurveKeys load_actor_keys(const std::string& dir);
 bool reaches_beyond_this_machine(const std::string& endpoint);
 
 // Puts `socket` (the driver's router, before bind) in CURVE server mode, with a ZAP handler
-// on `context` that admits only the authorized actor keys, and logs refusals: unknown keys,
-// and (from the socket's monitor) peers that fail the handshake itself.
+// on `context` that admits only the authorized actor keys, and logs refusals of unknown keys
+// as counts (refusal_log.hpp). Peers that fail the handshake itself never reach ZAP: the
+// socket's monitor (peer_guard.hpp) logs them.
 class CurveServer {
  public:
   CurveServer(zmq::context_t& context, zmq::socket_t& socket, CurveKeys keys);
@@ -51,11 +54,12 @@ class CurveServer {
   CurveServer& operator=(const CurveServer&) = delete;
 
  private:
-  void serve(zmq::socket_t& handler, zmq::socket_t& monitor);
+  void serve(zmq::socket_t& handler);
   void answer(zmq::socket_t& handler);  // one ZAP request
 
   CurveKeys keys_;
-  std::set<std::string> refused_;  // keys already logged; the handler thread's own
+  protocol::RefusalLog unknown_keys_;   // the handler thread's own
+  protocol::RefusalLog no_curve_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

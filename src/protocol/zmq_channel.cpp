@@ -54,6 +54,8 @@ Received decode_message_frames(std::vector<zmq::message_t>& frames, std::size_t 
 
 }  // namespace
 
+void limit_frames(zmq::socket_t& socket) { socket.set(zmq::sockopt::maxmsgsize, kMaxFrameBytes); }
+
 Received decode_frames(std::vector<zmq::message_t>& frames, std::size_t count) {
   return decode_message_frames(frames, 0, count);
 }

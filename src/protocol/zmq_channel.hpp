@@ -9,9 +9,23 @@
 
 #include <zmq.hpp>
 
+#include "protocol/file_transfer.hpp"
 #include "protocol/protocol.hpp"
 
 namespace packtune {
+
+// The largest frame any packtune socket accepts (ZMQ_MAXMSGSIZE). libzmq checks a frame's
+// declared size before it allocates the frame, and drops a peer that declares more: without
+// it, a peer with no key could make the driver buffer 1 GiB per connection before the CURVE
+// handshake ended. Sized from the largest legitimate frame, a checkpoint Chunk's bytes
+// (TransferOptions::chunk_bytes, 1 MiB), plus 1 MiB for every other message (a trial's
+// config, an error text with its backtrace: kilobytes) and CURVE's per-frame overhead
+// (tens of bytes). Both ends of a transfer serve at most their own chunk_bytes.
+constexpr std::int64_t kMaxFrameBytes = std::int64_t{TransferOptions{}.chunk_bytes} + (std::int64_t{1} << 20);
+
+// Every socket that talks to a peer (the driver's router; the node's, actor's and transfer
+// client's dealers) calls this before it binds or connects.
+void limit_frames(zmq::socket_t& socket);
 
 void send_message(zmq::socket_t& dealer, const protocol::Message& message);
 void send_message(zmq::socket_t& router, const std::string& identity,
