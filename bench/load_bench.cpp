@@ -138,7 +138,7 @@ Options parse_options(int argc, char** argv) {
     } else if (a == "--seed") {
       o.seed = static_cast<std::uint64_t>(number(i, 0));
     } else if (a == "--heartbeat") {
-      o.heartbeat_seconds = number(i, 0.01);
+      o.heartbeat_seconds = number(i, 0.1);  // the driver's floor: idle actors wake every 100 ms
     } else if (a == "--driver-quiet") {
       o.driver_quiet = true;
     } else if (a == "--packtune") {

@@ -2,7 +2,9 @@
 // from one of a few peers, and goes where the driver's loop sends it (driver.cpp handle()):
 // NodeHello and Hello are checked (protocol::refusal: the protocol version, counts and sizes in
 // range) and admitted into the driver's registry; a node's ActorExited settles a slot; an
-// actor's Ready gives the planner its capacity; Measured calibrates the memory model. After each message the planner plans a
+// actor's Ready gives the planner its capacity; Measured calibrates the memory model; an
+// actor's Report, Tested and Offer (a checkpoint transfer) meet the admission rules
+// (driver/admission.hpp), against a job the fuzzer's bytes choose. After each message the planner plans a
 // few trials on what the registry now says: the numbers peers sent reach the planner's
 // arithmetic, where an overflow is undefined behaviour (UBSan reports it).
 #include <chrono>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "driver/actor_registry.hpp"
+#include "driver/admission.hpp"
 #include "fuzz/records.hpp"
 #include "packing/planner.hpp"
 #include "packtune/error.hpp"
@@ -68,6 +71,16 @@ void deliver(packtune::ActorRegistry& registry, packtune::packing::Planner& plan
     }
   } else if (std::holds_alternative<proto::ActorFailed>(message)) {
     registry.mark_dead(*actor);
+  } else if (auto* report = std::get_if<proto::Report>(&message)) {
+    const packtune::Admission::Held held{report->trial, report->start_budget, report->budget / 2};
+    (void)packtune::Admission::metrics_refusal(report->metrics, false);
+    (void)packtune::Admission::budget_refusal(report->budget, held);
+  } else if (auto* tested = std::get_if<proto::Tested>(&message)) {
+    (void)packtune::Admission::metrics_refusal(tested->metrics, true);
+  } else if (auto* offer = std::get_if<proto::Offer>(&message)) {
+    const packtune::Admission::Held held{static_cast<packtune::tuners::TrialId>(offer->transfer % 64),
+                                        static_cast<double>(offer->size % 1000) / 8, 0.5};
+    (void)packtune::Admission::offer_refusal(*offer, held, (offer->transfer & 64) != 0);
   }
 }
 

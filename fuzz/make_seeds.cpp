@@ -144,6 +144,23 @@ void handshake_seeds(const fs::path& dir) {
   packtune::fuzz::append_record(hand, 3, proto::encode(proto::ActorFailed{"no data"}));
   write(dir / "actor-by-hand", hand);
 
+  // A registered actor's report, test answer and checkpoint offer, which the admission rules judge.
+  std::string speaks;
+  packtune::fuzz::append_record(speaks, 5, proto::encode(by_hand));
+  proto::Report report;
+  report.trial = 3;
+  report.budget = 1.5;
+  report.start_budget = 2;
+  report.metrics = {{"val_accuracy", 0.81}, {"val_loss", 0.52}, {"train_loss", 0.48}};
+  packtune::fuzz::append_record(speaks, 5, proto::encode(report));
+  proto::Tested tested;
+  tested.trial = 3;
+  tested.budget = 1.5;
+  tested.metrics = {{"test_accuracy", 0.8}, {"test_loss", 0.55}};
+  packtune::fuzz::append_record(speaks, 5, proto::encode(tested));
+  packtune::fuzz::append_record(speaks, 5, proto::encode(proto::Offer{3, "trial-3-budget-1.5.h5", 12, "token"}));
+  write(dir / "actor-speaks", speaks);
+
   proto::Hello old = by_hand;
   old.protocol_version = proto::kProtocolVersion - 1;
   std::string refused;

@@ -3,7 +3,7 @@
 // actor's reports, test answers and checkpoint offers must meet, the secret that names an
 // actor's transfer socket, and the log of refusals, bounded so that a flood of refused
 // messages cannot fill the driver's log. Pure rules and a counter: DriverCore applies them
-// (docs/security-admission.md).
+// (docs/security.md, After registration).
 #include <chrono>
 #include <cstdint>
 #include <map>

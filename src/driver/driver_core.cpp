@@ -385,7 +385,7 @@ void DriverCore::check_resumed(const proto::Report& report, TrialState& trial) {
   store_->forget_after(report.trial, report.start_budget);
 }
 
-// --- checkpoint transfers (docs/security-admission.md) -------------------------------------------
+// --- checkpoint transfers (docs/security.md, After registration) -------------------------------------------
 
 bool DriverCore::admit_transfer(const std::string& identity, const proto::Message& message, Clock::time_point now) {
   now_ = now;

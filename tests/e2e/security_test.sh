@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a stranger who reaches the driver's port can make it spend (docs/security-transport.md),
+# What a stranger who reaches the driver's port can make it spend (docs/security.md),
 # each while the driver holds after its first result (PACKTUNE_TEST_HOLD), so that the hostile
 # traffic provably comes while the run goes on; then the run is let go and must finish as usual:
 #   - frames declared 1 GiB long on 4 connections, with keys and without: peak RSS under 200 MB;

@@ -396,7 +396,7 @@ TEST_CASE("driver core: jobs held for a profile that never comes go out after pr
   CHECK(f.core->book().completed_jobs() == 4);
 }
 
-// --- admission (docs/security-admission.md) -----------------------------------------------------
+// --- admission (docs/security.md, After registration) -----------------------------------------------------
 
 namespace {
 
