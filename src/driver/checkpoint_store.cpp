@@ -16,6 +16,7 @@
 
 #include "actors/checkpoint_file.hpp"
 #include "packtune/error.hpp"
+#include "packtune/test_hold.hpp"
 #include "protocol/zmq_channel.hpp"
 
 namespace packtune {
@@ -170,6 +171,8 @@ void CheckpointStore::work() {
         if (fd < 0 || ::fsync(fd) != 0) error = "cannot write " + path + ": " + std::strerror(errno);
         if (fd >= 0) ::close(fd);
       }
+      // Where a hostile file would keep a worker (a verification that runs to its timeout).
+      test_hold("driver.verifying");
       if (error.empty() && verify_) verify_(path);
     } catch (const std::exception& e) {
       error = e.what();
