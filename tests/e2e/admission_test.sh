@@ -16,10 +16,7 @@ endpoint="ipc://$work/d.ipc"
 "$packtune" run "$work/c.json" --out "$work/out" --listen "$endpoint" > "$work/driver.out" 2>&1 &
 driver=$!
 pids+=("$driver")
-until [ -S "$work/d.ipc" ]; do
-  kill -0 "$driver" 2>/dev/null || fail "the driver ended before it listened" "$work/driver.out"
-  sleep 0.05
-done
+wait_listening "$driver" "$work/d.ipc" "$work/driver.out"
 "$hostile" "$endpoint" > "$work/hostile.out" 2>&1 || fail "the hostile peer saw the driver take what it must refuse" \
   "$work/hostile.out" "$work/out/driver.log"
 wait_for "$driver"

@@ -13,7 +13,8 @@
 #   $py        the Python the tests' checks run under, with h5py and numpy: Debian's
 #              /usr/bin/python3 (not a venv's python3 on PATH), or $PACKTUNE_TEST_PYTHON where the
 #              system has another (the GPU machine's image)
-# and the helpers below: fail, private_net, free_port, wait_held, tiny_config, wait_for.
+# and the helpers below: fail, private_net, free_port, wait_held, tiny_config, wait_listening,
+# wait_for.
 
 packtune="${1:-}"
 if [ -z "$packtune" ] || [ ! -x "$packtune" ]; then
@@ -84,6 +85,15 @@ PY
 }
 
 # wait_for PID: waits for the background process PID and sets $code to its exit status.
+# wait_listening PID SOCKET [FILE...]: until the driver PID has made its ipc SOCKET; fails,
+# showing FILEs, if it ends first.
+wait_listening() {
+  until [ -S "$2" ]; do
+    kill -0 "$1" 2>/dev/null || fail "the driver ended before it listened" "${@:3}"
+    sleep 0.05
+  done
+}
+
 wait_for() {
   code=0
   wait "$1" || code=$?

@@ -21,10 +21,7 @@ PACKTUNE_TEST_HOLD="driver.verifying:$work/held" \
   "$packtune" run "$work/config.json" --out "$work/out" --listen "$endpoint" --quiet > "$work/driver.log" 2>&1 &
 driver=$!
 pids+=("$driver")
-until [ -S "$work/driver.ipc" ]; do
-  kill -0 "$driver" 2>/dev/null || fail "the driver ended before it listened" "$work/driver.log"
-  sleep 0.05
-done
+wait_listening "$driver" "$work/driver.ipc" "$work/driver.log"
 
 # node NAME: a node of one actor that cannot see the driver's output folder.
 node() {
