@@ -37,7 +37,13 @@ ExperimentConfig resumed_config(const std::string& dir, const po::variables_map&
   if (!header.contains("config")) {
     throw InputError("--resume " + dir + ": journal.jsonl has no header; the experiment cannot be resumed");
   }
-  const auto& ran = header["config"];
+  auto ran = header["config"];
+  // A run named before names had to be plain (a config file `my exp.json` named it "my exp")
+  // resumes under the plain form of its name: its folder is DIR, so the name only labels it.
+  if (ran.contains("name") && ran["name"].is_string()) {
+    const auto name = ran["name"].get<std::string>();
+    if (experiment_name_from(name) != name) ran["name"] = experiment_name_from(name);
+  }
   ExperimentConfig config;
   if (vm.count("config")) {
     config = load_config(vm["config"].as<std::string>());
