@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <random>
 
 #include <spdlog/spdlog.h>
 
 #include "actors/checkpoint_file.hpp"
+#include "util/printable.hpp"
 
 namespace packtune {
 namespace {
@@ -61,23 +60,7 @@ std::string Admission::offer_refusal(const protocol::Offer& offer, const Held& h
   return "";
 }
 
-std::string Admission::new_token() {
-  std::random_device rd;
-  char text[33];
-  for (int i = 0; i < 4; ++i) std::snprintf(text + 8 * i, 9, "%08x", rd());
-  return text;
-}
-
-std::string Admission::printable(const std::string& text) {
-  constexpr std::size_t kMax = 160;
-  std::string out;
-  for (std::size_t i = 0; i < text.size() && i < kMax; ++i) {
-    const char c = text[i];
-    out += c >= 0x20 && c < 0x7f ? c : '?';
-  }
-  if (text.size() > kMax) out += "...";
-  return out;
-}
+std::string Admission::printable(const std::string& text) { return util::printable(text, 160); }
 
 void Admission::refused(const std::string& what, Clock::time_point now) {
   ++refusals_;

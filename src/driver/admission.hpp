@@ -38,8 +38,6 @@ class Admission {
   // Why a report's budget is not one the job it holds may report at, or "".
   static std::string budget_refusal(double budget, const Held& held);
 
-  // A fresh secret for an actor's transfer socket (Welcome.transfer_token).
-  static std::string new_token();
   // At most 160 printable characters of a peer's string, for a log line.
   static std::string printable(const std::string& text);
 

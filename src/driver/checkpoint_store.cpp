@@ -10,13 +10,13 @@
 #include <filesystem>
 #include <set>
 #include <fstream>
-#include <random>
 
 #include <spdlog/spdlog.h>
 
 #include "actors/checkpoint_file.hpp"
 #include "packtune/error.hpp"
 #include "packtune/test_hold.hpp"
+#include "util/random_token.hpp"
 #include "protocol/zmq_channel.hpp"
 
 namespace packtune {
@@ -33,17 +33,10 @@ constexpr std::size_t kMaxWaiting = 1024;
 // for a while, never the driver's loop.
 constexpr int kVerifyThreads = 2;
 
-std::string random_token() {
-  std::random_device rd;
-  char text[33];
-  for (int i = 0; i < 4; ++i) std::snprintf(text + 8 * i, 9, "%08x", rd());
-  return text;
-}
-
 }  // namespace
 
 CheckpointStore::CheckpointStore(std::string dir, TransferOptions options, ChunkFetcher::Verify verify)
-    : dir_(std::filesystem::absolute(dir).string()), token_(random_token()), options_(options),
+    : dir_(std::filesystem::absolute(dir).string()), token_(util::random_token()), options_(options),
       verify_(std::move(verify)) {
   options_.durable = true;
   std::error_code ec;

@@ -16,6 +16,7 @@
 #include "packtune/error.hpp"
 #include "packtune/test_hold.hpp"
 #include "tuners/tuner_registry.hpp"
+#include "util/random_token.hpp"
 
 namespace packtune {
 
@@ -121,7 +122,7 @@ void DriverCore::on_message(const std::string& identity, const proto::Message& m
     // assigned for good: the heartbeat check never retires an actor that keeps talking.
     if (auto* known = registry_.actor(identity); known && !known->dead) retire(*known, "it said Hello again");
     auto& actor = registry_.add_actor(identity, *hello, now_);
-    registry_.give_token(actor, Admission::new_token());
+    registry_.give_token(actor, util::random_token());
     proto::Welcome welcome;
     welcome.actor_id = actor.id;
     welcome.transfer_token = actor.transfer_token;

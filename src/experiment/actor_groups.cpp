@@ -4,6 +4,7 @@
 
 #include "actors/device_syntax.hpp"
 #include "util/byte_size.hpp"
+#include "util/printable.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune {
@@ -14,11 +15,7 @@ const char* const kGrammar =
     "(e.g. 4, 1000x16GiB, 1000xcuda=16GiB, cpu=600MiB,cuda:0=80GiB), COUNT from 1 to 1000000";
 
 // The group as the one line of the error shows it: no control characters, not too long.
-std::string shown(const std::string& text) {
-  std::string out;
-  for (const char c : text.substr(0, 80)) out += std::isprint(static_cast<unsigned char>(c)) ? c : '?';
-  return text.size() > 80 ? out + "..." : out;
-}
+std::string shown(const std::string& text) { return util::printable(text, 80); }
 
 InputError refused(const std::string& group, const std::string& why) {
   return InputError("--actors: \"" + shown(group) + "\": " + why + "; " + kGrammar);
