@@ -191,9 +191,11 @@ class Driver {
                                        : options_.verbose ? DriverLog::Console::Verbose
                                                           : DriverLog::Console::Normal);
     core_.show_job_lines(display_->mode() == StatusDisplay::Mode::Lines);
-    // The lock outlives the report (declared before it), and still_at only reads its fd.
+    // The lock outlives the report (declared before it), and still_at only reads its fd. The
+    // report's thread writes through the lock's folder, not the path: a folder replaced between
+    // its check and its write gets nothing.
     report_ = std::make_unique<LiveReport>(
-        options_.out_dir, [lock = folder_lock_.get(), dir = options_.out_dir] { return lock->still_at(dir); });
+        folder_lock_->held_path(), [lock = folder_lock_.get(), dir = options_.out_dir] { return lock->still_at(dir); });
     spdlog::info("charts: {}/report.html, rewritten every few seconds while the experiment runs", options_.out_dir);
     const int threads = local_actor_threads(config_);
     explain_experiment(threads);

@@ -32,4 +32,6 @@ bool FolderLock::still_at(const std::string& dir) const {
   return ::stat(dir.c_str(), &now) == 0 && now.st_dev == locked.st_dev && now.st_ino == locked.st_ino;
 }
 
+std::string FolderLock::held_path() const { return "/proc/self/fd/" + std::to_string(fd_); }
+
 }  // namespace packtune::util

@@ -18,6 +18,10 @@ class FolderLock {
 
   // Whether `dir` is still the folder this locked: not deleted, not moved away and replaced.
   bool still_at(const std::string& dir) const;
+  // The locked folder itself, as a path (/proc/self/fd/N), whatever its own path becomes: a
+  // file written through it lands in this folder, never in one that replaced it, and a
+  // deleted folder takes no new file.
+  std::string held_path() const;
 
  private:
   int fd_;

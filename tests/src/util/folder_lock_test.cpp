@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "../../temp_dir.hpp"
 #include "packtune/error.hpp"
@@ -76,4 +77,19 @@ TEST_CASE("a folder that does not exist cannot be locked") {
   const auto missing = (dir.path() / "missing").string();
   CHECK_THROWS_AS(util::FolderLock(missing), Error);
   CHECK_THROWS_WITH(util::FolderLock(missing), Catch::Contains("cannot open the results folder " + missing));
+}
+
+TEST_CASE("a file written through the held path lands in the locked folder, never in its replacement") {
+  testing::TempDir dir;
+  const auto folder = (dir.path() / "run").string();
+  fs::create_directories(folder);
+  util::FolderLock lock(folder);
+  fs::rename(folder, dir.path() / "moved");
+  fs::create_directories(folder);
+  { std::ofstream(lock.held_path() + "/report.html") << "page"; }
+  CHECK(fs::exists(dir.path() / "moved" / "report.html"));
+  CHECK(fs::is_empty(folder));
+  fs::remove_all(dir.path() / "moved");
+  std::ofstream gone(lock.held_path() + "/report.html");
+  CHECK_FALSE(gone.is_open());  // a deleted folder takes no new file
 }
