@@ -60,18 +60,59 @@ std::string as_enum(const ParamValue& v, const std::string& at,
   return *s;
 }
 
+// A CIFAR-style ResNet (actors/resnet.hpp): a 3x3 stem, `stages` stages of `blocks` basic blocks
+// (two 3x3 convolutions and a residual add; the first block of a later stage halves the image
+// and projects the shortcut with a 1x1 convolution), global average pooling and a classifier.
+ModelShape resnet_shape(const ModelSpec& spec, int channels, int height, int width, int classes) {
+  ModelShape s;
+  const bool bn = spec.batch_norm;
+  std::int64_t h = height, w = width;
+  // A convolution with its batch norm: weights, the input kept for backward, the outputs
+  // of the convolution, the norm and the activation.
+  auto conv = [&](std::int64_t in, std::int64_t out, std::int64_t kernel) {
+    const std::int64_t weights = in * out * kernel * kernel;
+    s.parameters += weights + (bn ? 2 * out : out);
+    s.largest_parameter = std::max(s.largest_parameter, weights);
+    s.flops_per_sample += 2 * weights * h * w;
+    s.activations_per_sample += out * h * w * (bn ? 3 : 2);
+  };
+  s.activations_per_sample += std::int64_t{channels} * h * w;
+  std::int64_t c = spec.channels;
+  conv(channels, c, 3);
+  for (int stage = 0; stage < spec.stages; ++stage) {
+    const std::int64_t out = std::int64_t{spec.channels} << stage;
+    for (int block = 0; block < spec.blocks; ++block) {
+      const bool down = stage > 0 && block == 0;
+      if (down) {
+        h = (h + 1) / 2;
+        w = (w + 1) / 2;
+        conv(c, out, 1);  // the shortcut's projection
+      }
+      conv(c, out, 3);
+      conv(out, out, 3);
+      s.activations_per_sample += out * h * w;  // the residual sum
+      c = out;
+    }
+  }
+  s.activations_per_sample += c * (1 + (spec.dropout > 0 ? 1 : 0));
+  s.parameters += c * classes + classes;
+  s.largest_parameter = std::max(s.largest_parameter, c * classes);
+  s.flops_per_sample += 2 * c * classes;
+  return s;
+}
+
 }  // namespace
 
 bool ModelSpec::operator==(const ModelSpec& o) const {
   return family == o.family && depth == o.depth && width == o.width &&
          activation == o.activation && dropout == o.dropout && channels == o.channels &&
-         kernel == o.kernel && batch_norm == o.batch_norm;
+         kernel == o.kernel && batch_norm == o.batch_norm && stages == o.stages && blocks == o.blocks;
 }
 
 const std::vector<std::string>& known_hyperparameters() {
   static const std::vector<std::string> names = {
       "family", "depth",  "width",        "activation", "dropout",  "channels", "kernel",
-      "batch_norm", "optimizer", "lr", "momentum", "nesterov", "weight_decay",
+      "batch_norm", "stages", "blocks", "optimizer", "lr", "momentum", "nesterov", "weight_decay",
       "beta1", "beta2", "batch_size"};
   return names;
 }
@@ -82,7 +123,7 @@ TrialSpec parse_trial_spec(const tuners::TrialConfig& config, const std::string&
   auto& o = spec.optimizer;
   for (const auto& [key, value] : config) {
     const std::string at = where + "." + key;
-    if (key == "family") m.family = as_enum(value, at, {"mlp", "cnn"});
+    if (key == "family") m.family = as_enum(value, at, {"mlp", "cnn", "resnet"});
     else if (key == "depth") m.depth = as_int(value, at, 0, 16);
     else if (key == "width") m.width = as_int(value, at, 0, 1 << 16);
     else if (key == "activation") m.activation = as_enum(value, at, {"relu", "tanh", "gelu", "sigmoid"});
@@ -90,6 +131,8 @@ TrialSpec parse_trial_spec(const tuners::TrialConfig& config, const std::string&
     else if (key == "channels") m.channels = as_int(value, at, 1, 4096);
     else if (key == "kernel") m.kernel = as_int(value, at, 1, 7);
     else if (key == "batch_norm") m.batch_norm = as_bool(value, at);
+    else if (key == "stages") m.stages = as_int(value, at, 1, 4);
+    else if (key == "blocks") m.blocks = as_int(value, at, 1, 8);
     else if (key == "optimizer") o.name = as_enum(value, at, {"sgd", "adam", "adamw"});
     else if (key == "lr") o.lr = as_real(value, at, 1e-12, 100.0);
     else if (key == "momentum") o.momentum = as_real(value, at, 0.0, 0.9999);
@@ -108,6 +151,10 @@ TrialSpec parse_trial_spec(const tuners::TrialConfig& config, const std::string&
   }
   if (m.family == "cnn" && (m.depth < 1 || m.depth > 3)) {
     throw InputError(where + ".depth: a cnn on 28x28 images takes 1 to 3 conv blocks");
+  }
+  if (m.family == "resnet" && (m.channels << (m.stages - 1)) > 4096) {
+    throw InputError(where + ".channels: a resnet doubles its channels each stage; " + std::to_string(m.channels) +
+                     " channels over " + std::to_string(m.stages) + " stages passes 4096");
   }
   if (o.nesterov && o.name == "sgd" && o.momentum <= 0) {
     throw InputError(where + ".nesterov: Nesterov momentum needs momentum > 0");
@@ -134,6 +181,7 @@ ModelShape model_shape(const ModelSpec& spec, int channels, int height, int widt
     linear(in, classes);
     return s;
   }
+  if (spec.family == "resnet") return resnet_shape(spec, channels, height, width, classes);
   std::int64_t c = channels, h = height, w = width;
   for (int i = 0; i < spec.depth; ++i) {
     const std::int64_t out = std::int64_t{spec.channels} << i;
@@ -160,6 +208,11 @@ ModelShape model_shape(const ModelSpec& spec, int channels, int height, int widt
 std::string fusion_key(const TrialSpec& s) {
   const auto& m = s.model;
   std::ostringstream key;
+  if (m.family == "resnet") {
+    key << "resnet/s" << m.stages << "x" << m.blocks << "/" << m.activation << "/drop" << (m.dropout > 0)
+        << "/b" << s.batch_size << "/bn" << m.batch_norm;
+    return key.str();
+  }
   key << m.family << "/d" << m.depth;
   // An MLP without hidden layers has no activation or dropout layer to differ in.
   if (m.family == "cnn" || m.depth > 0) key << "/" << m.activation << "/drop" << (m.dropout > 0);
@@ -170,14 +223,20 @@ std::string fusion_key(const TrialSpec& s) {
 
 std::string unpadded_fusion_key(const TrialSpec& s) {
   std::ostringstream key;
-  key << fusion_key(s) << "/w" << s.model.width;
-  if (s.model.family == "cnn") key << "/c" << s.model.channels;
+  key << fusion_key(s);
+  if (s.model.family != "resnet") key << "/w" << s.model.width;
+  if (s.model.family != "mlp") key << "/c" << s.model.channels;
   return key.str();
 }
 
 std::string shape_key(const TrialSpec& s) {
   const auto& m = s.model;
   std::ostringstream key;
+  if (m.family == "resnet") {
+    key << "resnet/s" << m.stages << "x" << m.blocks << "/c" << m.channels << "/" << m.activation << "/drop"
+        << (m.dropout > 0) << "/b" << s.batch_size << "/" << s.optimizer.name << "/bn" << m.batch_norm;
+    return key.str();
+  }
   key << m.family << "/d" << m.depth << "/w" << m.width << "/" << m.activation << "/drop"
       << (m.dropout > 0) << "/b" << s.batch_size << "/" << s.optimizer.name;
   if (m.family == "cnn") key << "/c" << m.channels << "/k" << m.kernel << "/bn" << m.batch_norm;

@@ -11,14 +11,16 @@
 namespace packtune::actors {
 
 struct ModelSpec {
-  std::string family = "mlp";  // "mlp" | "cnn"
+  std::string family = "mlp";  // "mlp" | "cnn" | "resnet"
   int depth = 2;               // hidden layers (mlp) or conv blocks (cnn)
   int width = 256;             // hidden units (mlp) or the fc layer after the convs (cnn; 0 = none)
   std::string activation = "relu";  // relu | tanh | gelu | sigmoid
   double dropout = 0.0;
-  int channels = 16;           // first conv block; each further block doubles it
+  int channels = 16;           // first conv block (cnn) or stage (resnet); each further one doubles it
   int kernel = 3;
   bool batch_norm = true;
+  int stages = 3;              // resnet: stages of basic blocks, each after the first halves the image
+  int blocks = 1;              // resnet: basic blocks per stage
 
   bool operator==(const ModelSpec& o) const;
 };
