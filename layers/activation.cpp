@@ -1,0 +1,33 @@
+#include "layers/activation.hpp"
+
+#include <algorithm>
+
+#include "packtune/error.hpp"
+
+namespace packtune::layers {
+
+const std::vector<std::string>& Activation::names() {
+  static const std::vector<std::string> all = {"relu", "tanh", "gelu", "sigmoid", "silu", "elu", "leaky_relu"};
+  return all;
+}
+
+Activation::Activation(const std::string& name) : name_(name) {
+  const auto& all = names();
+  if (std::find(all.begin(), all.end(), name) == all.end()) {
+    std::string list;
+    for (const auto& n : all) list += (list.empty() ? "" : ", ") + n;
+    throw InputError("activation: unknown activation \"" + name + "\"; expected one of " + list);
+  }
+}
+
+torch::Tensor Activation::forward(const torch::Tensor& x) {
+  if (name_ == "relu") return torch::relu(x);
+  if (name_ == "tanh") return torch::tanh(x);
+  if (name_ == "gelu") return torch::gelu(x);
+  if (name_ == "sigmoid") return torch::sigmoid(x);
+  if (name_ == "silu") return torch::silu(x);
+  if (name_ == "elu") return torch::elu(x);
+  return torch::leaky_relu(x, 0.01);
+}
+
+}  // namespace packtune::layers

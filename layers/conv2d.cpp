@@ -1,0 +1,34 @@
+#include "layers/conv2d.hpp"
+
+namespace packtune::layers {
+Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel, std::int64_t stride,
+               std::int64_t padding, bool bias)
+    : stride_(stride), padding_(padding) {
+  torch::nn::Conv2d solo(
+      torch::nn::Conv2dOptions(in_channels, out_channels, kernel).stride(stride).padding(padding).bias(bias));
+  weight_ = add_stacked_parameter("weight", solo->weight);
+  if (bias) bias_ = add_stacked_parameter("bias", solo->bias);
+}
+
+torch::Tensor Conv2d::forward(const torch::Tensor& x) {
+  const auto k = x.size(0), batch = x.size(1);
+  const auto in = weight_.size(2);
+  if (k == 1 || !x.is_cuda() || in == 1) {
+    // Member by member, each convolution is bitwise what it is alone. Grouped over K members,
+    // LibTorch picks another algorithm (on the CPU for any channel count, on any device for
+    // one input channel, where it is depthwise) whose sums run in another order.
+    std::vector<torch::Tensor> outs;
+    for (std::int64_t i = 0; i < k; ++i) {
+      auto bias = bias_.defined() ? bias_[i] : torch::Tensor();
+      outs.push_back(torch::conv2d(x[i], weight_[i], bias, stride_, padding_));
+    }
+    return k == 1 ? outs.front().unsqueeze(0) : torch::stack(outs);
+  }
+  auto stacked = x.transpose(0, 1).reshape({batch, k * in, x.size(3), x.size(4)});
+  auto w = weight_.view({k * weight_.size(1), in, weight_.size(3), weight_.size(4)});
+  auto bias = bias_.defined() ? bias_.view({-1}) : torch::Tensor();
+  auto y = torch::conv2d(stacked, w, bias, stride_, padding_, 1, k);  // [B, K*out, H', W']
+  return y.view({batch, k, weight_.size(1), y.size(2), y.size(3)}).transpose(0, 1);
+}
+
+}  // namespace packtune::layers
