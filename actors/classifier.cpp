@@ -1,5 +1,6 @@
 #include "actors/classifier.hpp"
 
+#include "actors/resnet.hpp"
 #include "layers/activation.hpp"
 #include "layers/batch_norm.hpp"
 #include "layers/conv2d.hpp"
@@ -61,7 +62,8 @@ std::shared_ptr<layers::Layer> build_cnn(const ModelSpec& spec, const InputShape
 std::shared_ptr<layers::Layer> build_model(const ModelSpec& spec, const InputShape& input) {
   if (spec.family == "mlp") return build_mlp(spec, input);
   if (spec.family == "cnn") return build_cnn(spec, input);
-  throw InputError("family: unknown model family \"" + spec.family + "\"; expected mlp or cnn");
+  if (spec.family == "resnet") return build_resnet(spec, input);
+  throw InputError("family: unknown model family \"" + spec.family + "\"; expected mlp, cnn or resnet");
 }
 
 }  // namespace packtune::actors

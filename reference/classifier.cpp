@@ -1,13 +1,13 @@
 #include "reference/classifier.hpp"
 
 #include "reference/member_dropout.hpp"
+#include "reference/resnet.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune::reference {
 
 using actors::InputShape;
 using actors::ModelSpec;
-namespace {
 
 void add_activation(torch::nn::Sequential& seq, const std::string& name) {
   if (name == "relu") seq->push_back(torch::nn::ReLU());
@@ -17,9 +17,8 @@ void add_activation(torch::nn::Sequential& seq, const std::string& name) {
   else throw InputError("activation: unknown activation \"" + name + "\"");
 }
 
-}  // namespace
-
 torch::nn::Sequential build_classifier(const ModelSpec& spec, const InputShape& input) {
+  if (spec.family == "resnet") return build_resnet(spec, input);
   torch::nn::Sequential seq;
   std::int64_t features = 0;
   if (spec.family == "mlp") {
@@ -60,7 +59,7 @@ torch::nn::Sequential build_classifier(const ModelSpec& spec, const InputShape& 
       features = spec.width;
     }
   } else {
-    throw InputError("family: unknown model family \"" + spec.family + "\"; expected mlp or cnn");
+    throw InputError("family: unknown model family \"" + spec.family + "\"; expected mlp, cnn or resnet");
   }
   seq->push_back(torch::nn::Linear(features, input.classes));
   return seq;

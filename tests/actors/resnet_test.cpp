@@ -3,8 +3,8 @@
 #include <map>
 
 #include "actors/resnet.hpp"
-#include "bench/plain_resnet.hpp"
 #include "layers/member_seeds.hpp"
+#include "reference/resnet.hpp"
 #include "test_device.hpp"
 
 using namespace packtune;
@@ -44,7 +44,7 @@ Named member_gradients(const layers::Layer& model, std::int64_t k) {
   Named out;
   for (const auto& entry : model.stacked_parameters()) {
     REQUIRE(entry.tensor.grad().defined());
-    out[entry.name] = layers::Layer::solo_view(entry, entry.tensor.grad(), k);
+    out[entry.name] = layers::Layer::solo_view(entry, entry.tensor.grad()[k], k);
   }
   return out;
 }
@@ -63,7 +63,7 @@ TEST_CASE("build_resnet computes what the same network in torch::nn modules does
                    << spec.activation);
     torch::manual_seed(1);
     auto model = build_resnet(spec, kInput);
-    auto plain = bench::plain_resnet(spec, kInput);
+    auto plain = reference::build_resnet(spec, kInput);
     model->to(device);
     plain->to(device);
     // Copy every parameter and buffer by name: the names must match one to one.
