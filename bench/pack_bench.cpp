@@ -66,7 +66,8 @@ shape); members differ in learning rate, momentum, weight decay and seed.
   --k LIST           comma-separated pack sizes (default 1,2,4,8,16,32; on a GPU also 64,128)
   --max-processes N  the processes mode runs only up to K = N (default 32): beyond, K
                      LibTorch processes (CUDA contexts on a GPU) exhaust memory; it reads 0
-  --models LIST      comma-separated, from mlp,cnn (default mlp,cnn)
+  --models LIST      comma-separated, from mlp,cnn,resnet (default mlp,cnn); resnet: 2 stages
+                     of 1 basic block, 16 and 32 channels, batch norm
   --modes LIST       comma-separated, from fused,sequential,processes (default all; a mode
                      left out reads 0)
   --seconds S        timed seconds per mode and K (default 3)
@@ -157,9 +158,11 @@ Options parse_options(int argc, char** argv) {
     } else if (a == "--models") {
       o.models = split_list(value());
       for (const auto& m : o.models) {
-        if (m != "mlp" && m != "cnn") throw InputError("--models: unknown model \"" + m + "\"; expected mlp or cnn");
+        if (m != "mlp" && m != "cnn" && m != "resnet") {
+          throw InputError("--models: unknown model \"" + m + "\"; expected mlp, cnn or resnet");
+        }
       }
-      if (o.models.empty()) throw InputError("--models: expected mlp, cnn or mlp,cnn");
+      if (o.models.empty()) throw InputError("--models: expected a list such as mlp,cnn");
     } else if (a == "--modes") {
       o.modes = split_list(value());
       for (const auto& m : o.modes) {
@@ -194,6 +197,8 @@ actors::TrialSpec member_spec(const Options& o, const std::string& model, int me
   spec.model.depth = 2;
   spec.model.width = o.width;
   spec.model.activation = "relu";
+  spec.model.stages = 2;  // resnet: 28x28 and 14x14
+  spec.model.blocks = 1;
   spec.batch_size = o.batch;
   spec.optimizer.name = o.optimizer;
   // A spread a random search would draw; only the values differ, never the shapes.
@@ -207,6 +212,11 @@ actors::TrialSpec member_spec(const Options& o, const std::string& model, int me
 // activations, pooling, batch norm and the optimizer are left out, so shares are a lower
 // bound of the work done.
 double forward_flops_per_sample(const actors::ModelSpec& spec, const actors::InputShape& input) {
+  // The ResNet's convolutions nest in residual blocks; model_shape counts them the same way.
+  if (spec.family == "resnet") {
+    return static_cast<double>(actors::model_shape(spec, input.channels, input.height, input.width, input.classes)
+                                   .flops_per_sample);
+  }
   auto model = reference::build_classifier(spec, input);
   double flops = 0;
   std::int64_t h = input.height, w = input.width;
