@@ -13,7 +13,7 @@ Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t
 torch::Tensor Conv2d::forward(const torch::Tensor& x) {
   const auto k = x.size(0), batch = x.size(1);
   const auto in = weight_.size(2);
-  if (k == 1 || !x.is_cuda() || in == 1) {
+  if (k == 1 || !grouped_kernels(x) || in == 1) {
     // Member by member, each convolution is bitwise what it is alone. Grouped over K members,
     // LibTorch picks another algorithm (on the CPU for any channel count, on any device for
     // one input channel, where it is depthwise) whose sums run in another order.

@@ -1,10 +1,24 @@
 #include "layers/layer.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 #include "packtune/error.hpp"
 
 namespace packtune::layers {
+
+namespace {
+
+std::atomic<MemberKernels> member_kernels{MemberKernels::Auto};
+
+}  // namespace
+
+void set_member_kernels(MemberKernels kernels) { member_kernels = kernels; }
+
+bool grouped_kernels(const torch::Tensor& x) {
+  const auto setting = member_kernels.load();
+  return setting == MemberKernels::Grouped || (setting == MemberKernels::Auto && x.is_cuda());
+}
 
 torch::Tensor fit_to(const torch::Tensor& t, at::IntArrayRef sizes) {
   if (t.sizes().equals(sizes)) return t;

@@ -113,6 +113,15 @@ class Layer : public torch::nn::Module {
   std::int64_t members_ = 1;
 };
 
+// How layers with a choice run K > 1 members (Conv2d, BatchNorm): Auto runs them as one
+// grouped kernel on a GPU and member by member on the CPU, where each member's sums then run in
+// their solo order, bit for bit, and the grouped kernel is no faster. Grouped and PerMember
+// force one way everywhere: tests use Grouped to check the GPU's path on the CPU.
+enum class MemberKernels { Auto, Grouped, PerMember };
+void set_member_kernels(MemberKernels kernels);
+// Whether K members on `x`'s device run as one grouped kernel under the current setting.
+bool grouped_kernels(const torch::Tensor& x);
+
 // `t` cut or zero-padded at the end of every dimension to `sizes` (same rank).
 torch::Tensor fit_to(const torch::Tensor& t, at::IntArrayRef sizes);
 // A member's own part of a padded tensor (a view): `t` narrowed to `shape` in every dimension.
