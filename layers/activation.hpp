@@ -8,6 +8,12 @@
 
 namespace packtune::layers {
 
+// LibTorch's gelu (exact, not tanh-approximated), but with a backward that makes the incoming
+// gradient contiguous first: LibTorch 1.13's CPU gelu backward returns wrong values for a
+// non-contiguous gradient (one that comes back through a transpose), where relu, tanh,
+// sigmoid, silu, elu and leaky_relu do not. Not twice differentiable.
+torch::Tensor gelu(const torch::Tensor& x);
+
 class Activation : public Layer {
  public:
   // Throws InputError for an unknown name.
