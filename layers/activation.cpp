@@ -40,6 +40,11 @@ Activation::Activation(const std::string& name) : name_(name) {
   }
 }
 
+void Activation::append_values(Layer& other) {
+  const auto& theirs = dynamic_cast<Activation&>(other).name_;
+  if (theirs != name_) throw Error("cannot fuse activations " + name_ + " and " + theirs);
+}
+
 torch::Tensor Activation::forward(const torch::Tensor& x) {
   if (name_ == "relu") return torch::relu(x);
   if (name_ == "tanh") return torch::tanh(x);

@@ -22,6 +22,10 @@ class Activation : public Layer {
   const std::string& kind() const { return name_; }
   static const std::vector<std::string>& names();
 
+ protected:
+  // Members fuse only with one activation (throws packtune::Error otherwise).
+  void append_values(Layer& other) override;
+
  private:
   std::string name_;
 };

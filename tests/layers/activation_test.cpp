@@ -35,6 +35,8 @@ TEST_CASE("layers::Activation equals LibTorch's activation modules alone and fus
     check_keep(*fused.layer, {torch::randn({4, 3, 5}), torch::randn({4, 3, 8}), torch::randn({4, 3, 6})}, {0, 2});
   }
   CHECK_THROWS_AS(layers::Activation("softmax"), InputError);
+  layers::Activation relu("relu"), tanh("tanh");
+  CHECK_THROWS_AS(relu.append(tanh), Error);
 }
 
 TEST_CASE("layers::gelu's gradient is right for a non-contiguous incoming gradient", "[layers]") {

@@ -39,3 +39,15 @@ TEST_CASE("layers::Conv2d equals torch::nn::Conv2d alone and fused with unlike c
   // One input channel: the depthwise case, member by member on every device.
   check_fused({conv_member(1, 1, 2, 3, 1, 1, true), conv_member(2, 1, 4, 3, 1, 1, true)});
 }
+
+TEST_CASE("layers::Conv2d fuses only members of one kernel size, stride and padding", "[layers]") {
+  auto conv = [](std::int64_t kernel, std::int64_t stride, std::int64_t padding) {
+    return std::make_shared<layers::Conv2d>(2, 3, kernel, stride, padding);
+  };
+  CHECK_THROWS_AS(conv(3, 1, 1)->append(*conv(1, 1, 1)), Error);
+  CHECK_THROWS_AS(conv(3, 1, 1)->append(*conv(3, 2, 1)), Error);
+  CHECK_THROWS_AS(conv(3, 1, 1)->append(*conv(3, 1, 0)), Error);
+  auto fused = conv(3, 1, 1);
+  fused->append(*std::make_shared<layers::Conv2d>(4, 5, 3, 1, 1));
+  CHECK(fused->members() == 2);
+}
