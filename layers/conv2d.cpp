@@ -1,5 +1,7 @@
 #include "layers/conv2d.hpp"
 
+#include "packtune/error.hpp"
+
 namespace packtune::layers {
 Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel, std::int64_t stride,
                std::int64_t padding, bool bias)
@@ -8,6 +10,19 @@ Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t
       torch::nn::Conv2dOptions(in_channels, out_channels, kernel).stride(stride).padding(padding).bias(bias));
   weight_ = add_stacked_parameter("weight", solo->weight);
   if (bias) bias_ = add_stacked_parameter("bias", solo->bias);
+}
+
+void Conv2d::append_values(Layer& other) {
+  auto& theirs = dynamic_cast<Conv2d&>(other);
+  const auto& mine_kernel = own_shapes(0).front();
+  const auto& their_kernel = theirs.own_shapes(0).front();
+  if (theirs.stride_ != stride_ || theirs.padding_ != padding_ || mine_kernel[2] != their_kernel[2] ||
+      mine_kernel[3] != their_kernel[3]) {
+    // A smaller kernel would be zero-padded at its end, not centred, and one stride and one
+    // padding serve all members.
+    throw Error("cannot fuse convolutions with other kernel sizes, strides or paddings: members may differ in "
+                "channels only");
+  }
 }
 
 torch::Tensor Conv2d::forward(const torch::Tensor& x) {

@@ -32,6 +32,11 @@ enum class SoloLayout {
   Same,        // the same shape
   Transposed,  // a matrix stored [in, out], held [out, in]
   Row,         // a vector stored [1, n], held [n]
+  // Attention's packed q, k, v projections (MultiheadAttention's in_proj_weight/in_proj_bias):
+  // three blocks of n rows held as one tensor. Stored so that padding each dimension at its end
+  // keeps the blocks apart and one batched matmul serves all three.
+  QkvWeight,   // a matrix stored [in, 3, n], held [3 * n, in] (each block transposed)
+  QkvBias,     // a vector stored [3, n], held [3 * n]
 };
 
 class Layer : public torch::nn::Module {
@@ -64,7 +69,8 @@ class Layer : public torch::nn::Module {
   std::vector<Stacked> stacked_buffers() const;
 
   // Member k's parameters and buffers under its solo state-dict names, in solo layout, as
-  // views into the stacked tensors (no copies).
+  // views into the stacked tensors (no copies), except the Qkv layouts of a member narrower
+  // than the widest or of a weight (whose blocks cannot be one view): those are copies.
   std::vector<std::pair<std::string, torch::Tensor>> member_tensors(std::int64_t k) const;
   // Member k's row of a tensor shaped like `entry` (the entry itself, or optimizer state
   // stacked like it), given as `row` = stacked[k] (padded), as a view in solo layout.
