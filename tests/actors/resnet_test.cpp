@@ -108,15 +108,29 @@ TEST_CASE("build_resnet computes what the same network in torch::nn modules does
   }
 }
 
+namespace {
+
+// Restores the default member kernels however a test case ends.
+struct MemberKernelsScope {
+  explicit MemberKernelsScope(layers::MemberKernels kernels) { layers::set_member_kernels(kernels); }
+  ~MemberKernelsScope() { layers::set_member_kernels(layers::MemberKernels::Auto); }
+};
+
+}  // namespace
+
 TEST_CASE("Three ResNets of unlike widths fused by append() each compute what they compute alone") {
   const auto device = testing::test_device();
   // The widest member is not the first; sigmoid leaves 0.5 on padded channels, which the
-  // identity shortcuts carry on to the next convolution's zero weights.
+  // identity shortcuts carry on to the next convolution's zero weights. Grouped: the GPU's
+  // one grouped convolution and batch norm over all members, here on any device.
   const std::vector<int> widths{6, 4, 8};
   const std::vector<double> rates{0.2, 0.1, 0.4};
+  const auto kernels = GENERATE(layers::MemberKernels::Auto, layers::MemberKernels::Grouped);
+  MemberKernelsScope kernels_scope(kernels);
   for (const auto& [activation, batch_norm] : std::vector<std::pair<std::string, bool>>{
            {"relu", true}, {"sigmoid", false}, {"gelu", true}}) {
-    INFO(activation << ", bn " << batch_norm);
+    INFO(activation << ", bn " << batch_norm << ", grouped kernels "
+                    << (kernels == layers::MemberKernels::Grouped));
     std::vector<std::shared_ptr<layers::Layer>> solo;
     for (std::size_t k = 0; k < widths.size(); ++k) {
       torch::manual_seed(10 + k);
