@@ -60,22 +60,32 @@ torch::Tensor restore_tensor(const TrialCheckpoint& checkpoint, const std::strin
   return to_tensor(*stored, like.device()).to(like.scalar_type());
 }
 
-void load_model_state(torch::nn::Module& model, const TrialCheckpoint& checkpoint) {
+namespace {
+
+void load_named(const std::vector<std::pair<std::string, torch::Tensor>>& targets, const TrialCheckpoint& checkpoint) {
   torch::NoGradGuard no_grad;
-  std::size_t expected = 0;
-  for (auto& p : model.named_parameters()) {
-    p.value().copy_(restore_tensor(checkpoint, p.key(), p.value()));
-    ++expected;
+  for (const auto& [name, tensor] : targets) {
+    auto target = tensor;
+    target.copy_(restore_tensor(checkpoint, name, tensor));
   }
-  for (auto& b : model.named_buffers()) {
-    b.value().copy_(restore_tensor(checkpoint, b.key(), b.value()));
-    ++expected;
-  }
-  if (checkpoint.model.size() != expected) {
+  if (checkpoint.model.size() != targets.size()) {
     throw InputError("checkpoint of trial " + std::to_string(checkpoint.trial) + ": holds " +
                      std::to_string(checkpoint.model.size()) + " model tensors but this model has " +
-                     std::to_string(expected) + "; it was written for another architecture");
+                     std::to_string(targets.size()) + "; it was written for another architecture");
   }
+}
+
+}  // namespace
+
+void load_model_state(torch::nn::Module& model, const TrialCheckpoint& checkpoint) {
+  std::vector<std::pair<std::string, torch::Tensor>> targets;
+  for (auto& p : model.named_parameters()) targets.emplace_back(p.key(), p.value());
+  for (auto& b : model.named_buffers()) targets.emplace_back(b.key(), b.value());
+  load_named(targets, checkpoint);
+}
+
+void load_member_state(layers::Layer& model, const TrialCheckpoint& checkpoint) {
+  load_named(model.member_tensors(0), checkpoint);
 }
 
 }  // namespace packtune::actors

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "actors/checkpoint_file.hpp"
+#include "layers/layer.hpp"
 
 namespace packtune::actors {
 
@@ -21,7 +22,9 @@ torch::Tensor to_tensor(const StoredTensor& stored, torch::Device device);
 torch::Tensor restore_tensor(const TrialCheckpoint& checkpoint, const std::string& name,
                              const torch::Tensor& like, bool optimizer_state = false);
 
-// Copies the checkpoint's parameters and buffers into `model`, checking every name and shape.
+// Copies the checkpoint's parameters and buffers into `model` (a plain LibTorch module, or a
+// layer-library model of one member), checking every name and shape.
 void load_model_state(torch::nn::Module& model, const TrialCheckpoint& checkpoint);
+void load_member_state(layers::Layer& model, const TrialCheckpoint& checkpoint);
 
 }  // namespace packtune::actors

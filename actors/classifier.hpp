@@ -1,8 +1,11 @@
 #pragma once
-// The image classifiers a trial trains, built from a ModelSpec: an MLP and a small CNN.
-#include <torch/torch.h>
+// The model a trial trains, built with the layer library (layers/) from its ModelSpec: the
+// built-in families (an MLP, a small CNN, a CIFAR-style ResNet) and those of model plugins.
+// One builder for every path: a trial alone is the same model as a member of a fused unit.
+#include <memory>
 
 #include "actors/trial_spec.hpp"
+#include "layers/layer.hpp"
 
 namespace packtune::actors {
 
@@ -13,8 +16,9 @@ struct InputShape {
   int classes = 10;
 };
 
-// A plain Sequential: layer names ("body.0.weight", ...) are the state-dict names that
-// checkpoints use, so they must stay stable.
-torch::nn::Sequential build_classifier(const ModelSpec& spec, const InputShape& input);
+// One trial's model (K = 1), initialised from the global generator. Layer names ("1.weight",
+// ...) are the state-dict names checkpoints use, so they must stay stable. Throws InputError
+// for a family no one registered or a shape the family cannot build.
+std::shared_ptr<layers::Layer> build_model(const ModelSpec& spec, const InputShape& input);
 
 }  // namespace packtune::actors

@@ -1,38 +1,43 @@
 #pragma once
-// Trials of one layer sequence and batch size trained as ONE model (HFTA's horizontal
-// fusion). Every parameter is stacked with a leading member dimension K:
-//   Linear    [K, in, out] weights, one baddbmm for all members
-//   Conv2d    [K, out, C, kh, kw] weights, one grouped convolution (groups = K) over
-//             channel-stacked inputs
-//   BatchNorm one BatchNorm over K*C channels (statistics stay per member and channel)
+// The training engine: trials of one fusion key trained as ONE model (HFTA's horizontal
+// fusion). The model is the trials' layer-library model (actors/classifier.hpp, or a model
+// plugin's) with every member appended: each parameter is stacked [K, ...] and every
+// activation is [K, B, ...]. A trial alone is a group of one; there is no other engine.
+//
 // Each member reads its own batch of the shared stream at its own step, so members may join
 // and leave at any step boundary. The loss is the sum of the members' mean losses, so each
-// member's gradient is its solo gradient.
-//
-// Members may differ in width (MLP width, CNN channels and fc width) and optimizer. The
-// stacked tensors take the widest member's shape; a narrower member's slice is padded at
-// the end of every dimension with zeros that stay exactly zero: their gradients are masked
-// before each step, so weight decay, momentum and Adam state never touch them. A padded
-// unit computes act(0), which may not be 0 (sigmoid), but the next layer's weights from it
-// are padding too, so each member's outputs are its solo outputs. Padded BatchNorm channels
-// see all-zero inputs and have zero scale and shift. The group grows when a wider member
-// joins and shrinks back to the widest remaining member when one leaves.
+// member's gradient is its solo gradient; the fused optimizer (SGD, Adam, AdamW, per-member
+// hyper-parameters) steps every member at once. Members may differ in width and optimizer:
+// narrower members are padded (layers/layer.hpp) and their padding's gradients are masked
+// before each step, so weight decay, momentum and Adam state never touch it.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <torch/torch.h>
 
+#include "actors/checkpoint_file.hpp"
 #include "actors/classifier.hpp"
 #include "actors/cuda_step.hpp"
 #include "actors/fused_optimizer.hpp"
-#include "actors/trial_runner.hpp"
 #include "datasets/batch_stream.hpp"
+#include "layers/layer.hpp"
 
 namespace packtune::actors {
 
+using Metrics = std::map<std::string, double>;
+
+// The seed of the global generator right before a trial's model is built, and the seed of its
+// random draws (dropout) at `step`: initialisation and masks are functions of the trial alone.
+std::uint64_t init_seed(std::uint64_t trial_seed);
+std::uint64_t step_seed(std::uint64_t trial_seed, std::int64_t step);
+
+// The trial's freshly initialised model (K = 1) on `device`.
+std::shared_ptr<layers::Layer> build_member_model(const ModelSpec& spec, std::uint64_t trial_seed,
+                                                  const InputShape& input, torch::Device device);
 
 class FusedGroup {
  public:
@@ -55,9 +60,14 @@ class FusedGroup {
   // steps with the same members, the step is replayed as one CUDA graph.
   void train_step(datasets::BatchStream& stream);
   bool graph_captured() const { return graph_.captured(); }
-  // Validation metrics for every member, and each one's train_loss since its last call.
+  // Validation metrics for every member in `which`, and each one's train_loss since its last
+  // evaluation.
   std::map<tuners::TrialId, Metrics> evaluate(const datasets::BatchStream& stream,
                                               const std::vector<tuners::TrialId>& which);
+  // PREFIXloss and PREFIXaccuracy of one member on `inputs` (normalised as the stream does)
+  // and `labels`: the test set.
+  Metrics evaluate_on(tuners::TrialId trial, const torch::Tensor& inputs, const torch::Tensor& labels,
+                      const std::string& prefix);
 
   std::int64_t step_of(tuners::TrialId trial) const;
   // A member's parameters and buffers under its solo state-dict names, unfused, on the
@@ -67,59 +77,27 @@ class FusedGroup {
   void capture(tuners::TrialId trial, TrialCheckpoint& checkpoint) const;
 
  private:
-  enum class Op { Linear, Conv, BatchNorm, Relu, Tanh, Gelu, Sigmoid, Pool, Flatten, Dropout };
-  struct Layer {
-    Op op;
-    std::string name;        // the solo Sequential's child name ("0", "1", ...)
-    int param = -1;          // index of the weight in params_
-    bool bias = false;       // the bias follows the weight in params_
-    int buffer = -1;         // BatchNorm: index of running_mean in buffers_ (var follows)
-    std::int64_t padding = 0;
-    std::int64_t dropout_index = -1;
-  };
-  // A stacked parameter's solo name, and how a member's slice differs from the solo tensor:
-  // Linear weights are stored transposed ([in, out]), Linear biases as [1, out].
-  struct ParamInfo {
-    std::string name;
-    bool linear_weight = false;
-    bool linear_bias = false;
-  };
-  using Shape = std::vector<std::int64_t>;
   struct Member {
     tuners::TrialId trial;
     TrialSpec spec;
     std::uint64_t seed;
     std::int64_t step = 0;
-    std::vector<Shape> param_shapes;   // its own, unpadded, in member layout, without K
-    std::vector<Shape> buffer_shapes;
   };
 
-  torch::Tensor forward(torch::Tensor x, const std::vector<torch::Tensor>& masks, bool training);
-  // The device's part of a step on inputs [x, y, dropout masks...]: what a CUDA graph holds.
+  // [K] sums of the members' losses on `inputs` chunk by chunk, and their correct counts.
+  std::pair<torch::Tensor, torch::Tensor> score(const torch::Tensor& inputs, const torch::Tensor& labels);
+  // The device's part of a step on inputs [x, y, seeds]: what a CUDA graph holds.
   void device_step(const std::vector<torch::Tensor>& inputs);
-  std::vector<torch::Tensor> dropout_masks(std::int64_t batch);
   std::int64_t index_of(tuners::TrialId trial) const;
-  torch::Tensor to_member_layout(std::size_t param, const torch::Tensor& solo) const;
-  torch::Tensor to_solo_layout(std::size_t param, const torch::Tensor& member) const;
-  // Member k's parameters and buffers under solo names, as views (no copies).
-  std::vector<std::pair<std::string, torch::Tensor>> member_views(std::int64_t k) const;
-  // [K, ...] shapes that hold every member (the element-wise largest), for `members`.
-  static std::vector<Shape> widest(const std::vector<Member>& members, bool buffers);
-  // Cuts or pads the stacked parameters, buffers and optimizer state to the members' widest
-  // shapes, and rebuilds the padding masks. Called whenever the membership changed.
-  void fit_members();
+  // The stacked parameters and their [K, ...] shapes, after the membership changed.
+  void refresh_parameters();
 
   std::string key_;
   InputShape input_;
   torch::Device device_;
-  std::vector<Layer> layers_;
-  std::vector<int> dropout_params_;  // per dropout layer: the preceding Linear's weight
-  std::vector<torch::Tensor> params_;   // [K, ...] leaves with requires_grad
-  // Per parameter: true on padding, a [K, ...] bool tensor; undefined where no member is
-  // padded, so a group of equal widths pays nothing for it.
-  std::vector<torch::Tensor> padding_;
-  std::vector<ParamInfo> param_info_;   // one per entry of params_
-  std::vector<torch::Tensor> buffers_;  // [K, C] running statistics
+  std::shared_ptr<layers::Layer> model_;    // null while the group has no member
+  std::vector<layers::Layer::Stacked> params_;
+  std::vector<torch::Tensor> param_tensors_;
   std::vector<Member> members_;
   FusedOptimizer optimizer_;
   torch::Tensor loss_sum_;              // [K] since each member's last evaluation

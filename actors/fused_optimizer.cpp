@@ -2,23 +2,10 @@
 
 #include <cmath>
 
+#include "layers/layer.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune::actors {
-
-torch::Tensor fit_to(const torch::Tensor& t, at::IntArrayRef sizes) {
-  if (t.sizes().equals(sizes)) return t;
-  auto out = t;
-  std::vector<std::int64_t> pad(2 * sizes.size(), 0);  // constant_pad_nd: last dimension first
-  for (std::size_t d = 0; d < sizes.size(); ++d) {
-    const auto dim = static_cast<std::int64_t>(d);
-    if (out.size(dim) > sizes[d]) out = out.narrow(dim, 0, sizes[d]);
-    pad[2 * (sizes.size() - 1 - d) + 1] = sizes[d] - out.size(dim);
-  }
-  auto fitted = torch::constant_pad_nd(out, pad, 0).contiguous();
-  // Only cut: the result must not share the old tensor's storage (it becomes a new leaf).
-  return fitted.is_alias_of(t) ? fitted.clone() : fitted;
-}
 
 FusedOptimizer::FusedOptimizer(torch::Device device) : device_(device) {}
 
@@ -87,7 +74,7 @@ void FusedOptimizer::keep_members(const std::vector<std::int64_t>& keep) {
 
 void FusedOptimizer::resize(const std::vector<std::vector<std::int64_t>>& shapes) {
   for (auto& slot : slots_) {
-    for (std::size_t i = 0; i < slot.size(); ++i) slot[i] = fit_to(slot[i], shapes[i]);
+    for (std::size_t i = 0; i < slot.size(); ++i) slot[i] = layers::fit_to(slot[i], shapes[i]);
   }
 }
 

@@ -19,10 +19,6 @@
 
 namespace packtune::actors {
 
-// `t` cut or zero-padded at the end of every dimension to `sizes` (same rank): how stacked
-// tensors follow a fused group's widest member.
-torch::Tensor fit_to(const torch::Tensor& t, at::IntArrayRef sizes);
-
 class FusedOptimizer {
  public:
   explicit FusedOptimizer(torch::Device device);

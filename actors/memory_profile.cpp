@@ -2,7 +2,6 @@
 
 #include "actors/fused_group.hpp"
 #include "actors/memory_meter.hpp"
-#include "actors/trial_runner.hpp"
 #include "datasets/batch_stream.hpp"
 #include "packtune/error.hpp"
 
@@ -48,14 +47,7 @@ std::int64_t measure_peak_bytes(const TrialSpec& spec, int members, const InputS
   datasets::BatchStream stream(split, device, 0);
 
   PeakScope scope;
-  if (members == 1) {
-    TrialRunner runner(0, spec, 1, stream);
-    for (int s = 0; s < steps; ++s) {
-      stream.begin_round();
-      runner.train_step(stream);
-    }
-    runner.evaluate(stream);
-  } else {
+  {
     FusedGroup group(spec, input, device);
     for (int k = 0; k < members; ++k) group.add(k, spec, static_cast<std::uint64_t>(k + 1));
     std::vector<tuners::TrialId> all;

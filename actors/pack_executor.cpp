@@ -57,12 +57,13 @@ void PackExecutor::add(const PackJob& job) {
     finished_.push_back(std::move(e));
     return;
   }
-  if (fuse_) {
+  {
     // A trial alone trains as a fused group of one: the same batched kernels as a member of a
     // unit of its widths, so its numbers do not depend on whether, or with whom, it is packed.
+    // With fuse off, every trial is alone.
     const auto key = fusion_key(job.spec);
     auto it = groups_.end();
-    if (job.max_fused == 1) {
+    if (job.max_fused == 1 || !fuse_) {
       m.group = "solo:" + std::to_string(job.trial);
     } else if (!job.unit.empty()) {
       m.group = "unit:" + job.unit;
@@ -91,10 +92,6 @@ void PackExecutor::add(const PackJob& job) {
       m.group = it->first;
       it->second->add(job.trial, job.spec, job.seed, resume);
     }
-  } else {
-    // "fuse": "never": a plain LibTorch model, LibTorch's own arithmetic.
-    m.runner = std::make_unique<TrialRunner>(job.trial, job.spec, job.seed, stream_);
-    if (resume) m.runner->restore(*resume);
   }
   if (job.report_every > 0) {
     for (int i = 1;; ++i) {
@@ -122,11 +119,9 @@ bool PackExecutor::contains(tuners::TrialId trial) const {
 bool PackExecutor::remove(tuners::TrialId trial) {
   for (auto it = members_.begin(); it != members_.end(); ++it) {
     if (it->job.trial != trial) continue;
-    if (!it->group.empty()) {
-      auto g = groups_.find(it->group);
-      g->second->remove(trial);
-      if (g->second->size() == 0) groups_.erase(g);
-    }
+    auto g = groups_.find(it->group);
+    g->second->remove(trial);
+    if (g->second->size() == 0) groups_.erase(g);
     members_.erase(it);
     return true;
   }
@@ -134,17 +129,12 @@ bool PackExecutor::remove(tuners::TrialId trial) {
 }
 
 std::int64_t PackExecutor::step_of(const Member& m) const {
-  return m.runner ? m.runner->step() : groups_.at(m.group)->step_of(m.job.trial);
+  return groups_.at(m.group)->step_of(m.job.trial);
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> PackExecutor::member_state(tuners::TrialId trial) const {
   for (const auto& m : members_) {
-    if (m.job.trial != trial) continue;
-    if (!m.group.empty()) return groups_.at(m.group)->member_state(trial);
-    std::vector<std::pair<std::string, torch::Tensor>> out;
-    for (const auto& p : m.runner->model()->named_parameters()) out.emplace_back(p.key(), p.value().detach().clone());
-    for (const auto& b : m.runner->model()->named_buffers()) out.emplace_back(b.key(), b.value().clone());
-    return out;
+    if (m.job.trial == trial) return groups_.at(m.group)->member_state(trial);
   }
   throw Error("trial " + std::to_string(trial) + " is not on this actor");
 }
@@ -156,11 +146,7 @@ std::shared_ptr<TrialCheckpoint> PackExecutor::capture(const Member& m, double b
   c->seed = m.job.seed;
   c->config = tuners::to_json(m.job.config);
   c->metrics = m.history;
-  if (m.runner) {
-    m.runner->capture(*c);
-  } else {
-    groups_.at(m.group)->capture(m.job.trial, *c);
-  }
+  groups_.at(m.group)->capture(m.job.trial, *c);
   return c;
 }
 
@@ -199,15 +185,8 @@ std::vector<PackEvent> PackExecutor::step_round() {
   stream_.begin_round();
   // Every batch of the round is decoded first, on the caller's stream: on a GPU the units
   // then step on streams of their own, none waiting for a decode another unit started.
-  std::size_t units = groups_.size();
   for (const auto& [key, group] : groups_) group->prefetch(stream_);
-  for (const auto& m : members_) {
-    if (m.runner) {
-      m.runner->prefetch(stream_);
-      ++units;
-    }
-  }
-  streams_.begin(units);
+  streams_.begin(groups_.size());
   std::size_t unit = 0;
 
   // Wall time of a fused step is shared evenly by its members.
@@ -228,20 +207,7 @@ std::vector<PackEvent> PackExecutor::step_round() {
     }
     group_seconds[key] = std::chrono::duration<double>(Clock::now() - start).count() / group->size();
   }
-  for (auto& m : members_) {
-    if (!m.runner) {
-      m.seconds += group_seconds[m.group];
-      continue;
-    }
-    const auto start = Clock::now();
-    try {
-      streams_.run(unit++, [&m, this] { m.runner->train_step(stream_); });
-    } catch (const std::exception& e) {
-      fail(events, m.job.trial, e);
-      failed.insert(m.job.trial);
-    }
-    m.seconds += std::chrono::duration<double>(Clock::now() - start).count();
-  }
+  for (auto& m : members_) m.seconds += group_seconds[m.group];
   streams_.end();  // reports and checkpoints below read what the units wrote
 
   // Reports: each fused group evaluates once for all its members that are due.
@@ -250,7 +216,7 @@ std::vector<PackEvent> PackExecutor::step_round() {
   for (auto& m : members_) {
     if (failed.count(m.job.trial) || step_of(m) != m.report_steps[m.next_report]) continue;
     due_members.push_back(&m);
-    if (!m.group.empty()) due[m.group].push_back(m.job.trial);
+    due[m.group].push_back(m.job.trial);
   }
   std::map<tuners::TrialId, Metrics> metrics;
   for (const auto& [key, trials] : due) {
@@ -275,20 +241,8 @@ std::vector<PackEvent> PackExecutor::step_round() {
     e.trial = m->job.trial;
     e.final = m->next_report + 1 == m->report_steps.size();
     e.budget = m->report_budgets[m->next_report];
-    e.unit_size = m->runner ? 1 : group_size[m->group];
-    if (m->runner) {
-      const auto start = Clock::now();
-      try {
-        e.metrics = m->runner->evaluate(stream_);
-      } catch (const std::exception& error) {
-        fail(events, m->job.trial, error, "evaluating");
-        failed.insert(m->job.trial);
-        continue;
-      }
-      m->seconds += std::chrono::duration<double>(Clock::now() - start).count();
-    } else {
-      e.metrics = std::move(metrics[e.trial]);
-    }
+    e.unit_size = group_size[m->group];
+    e.metrics = std::move(metrics[e.trial]);
     ++m->next_report;
     e.train_seconds = m->seconds;
     auto entry = nlohmann::json::object({{"budget", e.budget}, {"step", step_of(*m)}});

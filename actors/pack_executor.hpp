@@ -3,7 +3,7 @@
 // pack's shared data stream. Trials of one planner unit (same fusion_key: layer sequence and
 // batch size; widths and optimizers may differ) train as one FusedGroup, a trial alone as a
 // FusedGroup of one, and the groups step in turn (a mixed pack); with fuse off every trial is
-// a plain LibTorch model. Members join and leave between rounds without disturbing the others.
+// a group of one. Members join and leave between rounds without disturbing the others.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -13,7 +13,6 @@
 #include "actors/checkpoint_file.hpp"
 #include "actors/cuda_step.hpp"
 #include "actors/fused_group.hpp"
-#include "actors/trial_runner.hpp"
 #include "datasets/batch_stream.hpp"
 
 namespace packtune::actors {
@@ -36,7 +35,7 @@ struct PackJob {
   // Capture a checkpoint when the job reaches its budget (PackEvent::checkpoint).
   bool checkpoint = false;
   // Members a fused group of this shape may have (the planner's unit size); 0: no limit;
-  // 1: the trial trains as its own plain LibTorch model.
+  // 1: the trial trains alone.
   int max_fused = 0;
   // The planner's fused unit: jobs with the same non-empty unit train in one FusedGroup
   // (their fusion keys must match). Empty: the first group of its fusion key with room
@@ -52,7 +51,7 @@ struct PackEvent {
   double train_seconds = 0;  // this trial's share of the pack's wall time so far
   std::string error;         // set when training failed; the member has been removed
   bool out_of_memory = false;  // the failure was a full device (or the pack's memory budget)
-  int unit_size = 1;  // members of the reporting trial's fused unit (1: a plain model)
+  int unit_size = 1;  // members of the reporting trial's fused unit (1: alone)
   // The final event of a job with `checkpoint` set: host copies of the trial's state, ready
   // to be written while the pack trains on; or why it could not be captured.
   std::shared_ptr<TrialCheckpoint> checkpoint;
@@ -61,7 +60,7 @@ struct PackEvent {
 
 class PackExecutor {
  public:
-  // With `fuse` false every trial trains as its own plain LibTorch model.
+  // With `fuse` false every trial trains alone, as a group of one.
   PackExecutor(datasets::BatchStream& stream, BudgetUnit unit, bool fuse = true);
 
   // Throws InputError when `job.resume` does not fit the trial's architecture or optimizer,
@@ -91,8 +90,7 @@ class PackExecutor {
  private:
   struct Member {
     PackJob job;
-    std::unique_ptr<TrialRunner> runner;  // a solo member; null when in a fused group
-    std::string group;                    // the fused group's id in groups_
+    std::string group;  // the fused group's id in groups_
     std::vector<std::int64_t> report_steps;  // ascending, the last is the final step
     std::vector<double> report_budgets;      // the nominal budget of each report step
     std::size_t next_report = 0;

@@ -10,7 +10,6 @@
 #include "actors/memory_meter.hpp"
 #include "actors/memory_profile.hpp"
 #include "actors/pack_executor.hpp"
-#include "actors/trial_runner.hpp"
 
 namespace packtune::actors {
 namespace {
@@ -56,15 +55,11 @@ class ThroughputProfiler::StepTimer {
   StepTimer(const TrialSpec& spec, const InputShape& input, torch::Device device, int members,
             datasets::BatchStream& stream)
       : stream_(stream), device_(device) {
-    if (members == 1) {
-      runner_ = std::make_unique<TrialRunner>(0, spec, 1, stream_);
-    } else {
-      group_ = std::make_unique<FusedGroup>(spec, input, device);
-      for (int k = 0; k < members; ++k) {
-        auto member = spec;
-        member.optimizer.lr *= 1.0 + 0.01 * k;  // members differ as trials do; the work is the same
-        group_->add(k, member, static_cast<std::uint64_t>(k + 1));
-      }
+    group_ = std::make_unique<FusedGroup>(spec, input, device);
+    for (int k = 0; k < members; ++k) {
+      auto member = spec;
+      member.optimizer.lr *= 1.0 + 0.01 * k;  // members differ as trials do; the work is the same
+      group_->add(k, member, static_cast<std::uint64_t>(k + 1));
     }
     for (int s = 0; s < kWarmupSteps; ++s) step();
     wait();
@@ -89,11 +84,7 @@ class ThroughputProfiler::StepTimer {
  private:
   void step() {
     stream_.begin_round();
-    if (runner_) {
-      runner_->train_step(stream_);
-    } else {
-      group_->train_step(stream_);
-    }
+    group_->train_step(stream_);
   }
   // The clock stops when the device has finished, not when the host has queued the work. A
   // CPU's steps have finished when they return.
@@ -103,7 +94,6 @@ class ThroughputProfiler::StepTimer {
 
   datasets::BatchStream& stream_;
   torch::Device device_;
-  std::unique_ptr<TrialRunner> runner_;
   std::unique_ptr<FusedGroup> group_;
 };
 

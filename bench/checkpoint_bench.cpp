@@ -22,7 +22,7 @@
 #include "actors/checkpoint_file.hpp"
 #include "driver/checkpoint_store.hpp"
 #include "protocol/zmq_channel.hpp"
-#include "actors/trial_runner.hpp"
+#include "actors/fused_group.hpp"
 #include "actors/trial_spec.hpp"
 #include "datasets/batch_stream.hpp"
 
@@ -152,14 +152,15 @@ int main(int argc, char** argv) {
   const auto spec = packtune::actors::parse_trial_spec(
       {{"depth", std::int64_t{2}}, {"width", std::int64_t{3072}}, {"optimizer", std::string("sgd")},
        {"momentum", 0.9}, {"batch_size", std::int64_t{16}}});
-  packtune::actors::TrialRunner runner(0, spec, 42, stream);
+  packtune::actors::FusedGroup runner(spec, {1, 28, 28, 10}, torch::kCPU);
+  runner.add(0, spec, 42);
   runner.train_step(stream);  // so the momentum buffers exist
 
   TrialCheckpoint checkpoint;
   const double copy = best_of_three([&] {
     TrialCheckpoint c;
     const auto start = Clock::now();
-    runner.capture(c);
+    runner.capture(0, c);
     const double s = seconds_since(start);
     checkpoint = c;
     return s;

@@ -1,8 +1,9 @@
 // pack_bench: what packing buys. For K members of one architecture that differ in
 // hyper-parameters, the member-samples per second of
 //   fused       one PackExecutor with fuse on: the K members train as one FusedGroup
-//   sequential  one PackExecutor with fuse off: K TrialRunners step in turn in one process
-//   processes   K copies of this program (hidden --worker flag), one TrialRunner each, all
+//   sequential  K plain LibTorch trials (reference::ReferenceTrainer: torch::nn modules and
+//               torch::optim) step in turn in one process, sharing the batch stream
+//   processes   K copies of this program (hidden --worker flag), one plain trial each, all
 //               started together: what a tuner giving each trial a fraction of a device does
 // and the share of the device's own sgemm peak each reaches. Figures are ratios taken in one
 // run on a possibly busy machine; this program never fails a test on a figure.
@@ -31,6 +32,8 @@
 #include <torch/torch.h>
 
 #include "actors/classifier.hpp"
+#include "reference/classifier.hpp"
+#include "reference/reference_trainer.hpp"
 #include "actors/cuda_step.hpp"
 #include "actors/device.hpp"
 #include "actors/pack_executor.hpp"
@@ -204,7 +207,7 @@ actors::TrialSpec member_spec(const Options& o, const std::string& model, int me
 // activations, pooling, batch norm and the optimizer are left out, so shares are a lower
 // bound of the work done.
 double forward_flops_per_sample(const actors::ModelSpec& spec, const actors::InputShape& input) {
-  auto model = actors::build_classifier(spec, input);
+  auto model = reference::build_classifier(spec, input);
   double flops = 0;
   std::int64_t h = input.height, w = input.width;
   for (const auto& child : model->children()) {
@@ -259,28 +262,35 @@ struct Rate {
   double per_second() const { return seconds > 0 ? samples / seconds : 0; }
 };
 
-// A pack on the real executor, with budgets no run reaches so nothing is evaluated.
+// Fused: a pack on the real executor, with budgets no run reaches so nothing is evaluated.
+// Not fused: plain LibTorch trials stepping in turn, what a tuner without packing trains.
 class BenchPack {
  public:
   BenchPack(const Options& o, const std::string& model, const std::vector<int>& members,
             torch::Device device, bool fuse)
       : split_(synthetic_split(static_cast<std::uint32_t>(std::max(8 * o.batch, 4096)), 16)),
         stream_(split_, device, 7),
-        pack_(stream_, actors::BudgetUnit::Steps, fuse),
+        pack_(stream_, actors::BudgetUnit::Steps, true),
         device_(device),
         batch_(o.batch) {
     for (int m : members) {
+      const auto spec = member_spec(o, model, m);
+      const auto seed = 1000 + static_cast<std::uint64_t>(m);
+      if (!fuse) {
+        plain_.push_back(std::make_unique<reference::ReferenceTrainer>(m, spec, seed, stream_));
+        continue;
+      }
       actors::PackJob job;
       job.trial = m;
-      job.spec = member_spec(o, model, m);
-      job.seed = 1000 + static_cast<std::uint64_t>(m);
+      job.spec = spec;
+      job.seed = seed;
       job.budget = 1e12;
       pack_.add(job);
     }
   }
 
   void rounds(int n) {
-    for (int i = 0; i < n; ++i) pack_.step_round();
+    for (int i = 0; i < n; ++i) step_round();
     synchronize(device_);
   }
 
@@ -291,7 +301,7 @@ class BenchPack {
     Rate r;
     int n = 0;
     do {
-      pack_.step_round();
+      step_round();
       ++n;
       if (device_.is_cuda() && n % 8 != 0) continue;  // let the GPU queue fill between syncs
       synchronize(device_);
@@ -299,14 +309,24 @@ class BenchPack {
     } while (r.seconds < seconds || n < 2);
     synchronize(device_);
     r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    r.samples = static_cast<double>(n) * static_cast<double>(pack_.size()) * batch_;
+    r.samples = static_cast<double>(n) * static_cast<double>(pack_.size() + plain_.size()) * batch_;
     return r;
   }
 
  private:
+  void step_round() {
+    if (plain_.empty()) {
+      pack_.step_round();
+      return;
+    }
+    stream_.begin_round();
+    for (auto& trainer : plain_) trainer->train_step(stream_);
+  }
+
   datasets::DataSplit split_;
   datasets::BatchStream stream_;
   actors::PackExecutor pack_;
+  std::vector<std::unique_ptr<reference::ReferenceTrainer>> plain_;
   torch::Device device_;
   int batch_;
 };

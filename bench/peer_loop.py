@@ -13,7 +13,7 @@ and results.jsonl:
 
 and prints one JSON object: setup and training seconds, each trial's reports, the best
 val_accuracy. It matches packtune's training (datasets/, actors/classifier.cpp,
-actors/trial_runner.cpp): the validation split off the end of the training file, pixels / 255
+actors/fused_group.cpp): the validation split off the end of the training file, pixels / 255
 normalised by the training split's mean and std, an epoch = floor(train / batch) steps, a
 trial's steps = round(budget x epoch steps), SGD (momentum, nesterov, weight decay), Adam and
 AdamW with torch's own optimizers, the whole validation split evaluated at every report.

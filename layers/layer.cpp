@@ -170,14 +170,14 @@ std::vector<Layer::Stacked> Layer::collect(bool buffers) const {
 std::vector<Layer::Stacked> Layer::stacked_parameters() const { return collect(false); }
 std::vector<Layer::Stacked> Layer::stacked_buffers() const { return collect(true); }
 
-torch::Tensor Layer::solo_view(const Stacked& entry, const torch::Tensor& stacked, std::int64_t k) {
-  return solo_layout(entry.layout, own_part(stacked.select(0, k), entry.own[static_cast<std::size_t>(k)]));
+torch::Tensor Layer::solo_view(const Stacked& entry, const torch::Tensor& row, std::int64_t k) {
+  return solo_layout(entry.layout, own_part(row, entry.own[static_cast<std::size_t>(k)]));
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> Layer::member_tensors(std::int64_t k) const {
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (bool buffers : {false, true}) {
-    for (const auto& entry : collect(buffers)) out.emplace_back(entry.name, solo_view(entry, entry.tensor.detach(), k));
+    for (const auto& entry : collect(buffers)) out.emplace_back(entry.name, solo_view(entry, entry.tensor.detach()[k], k));
   }
   return out;
 }

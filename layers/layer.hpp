@@ -66,9 +66,9 @@ class Layer : public torch::nn::Module {
   // Member k's parameters and buffers under its solo state-dict names, in solo layout, as
   // views into the stacked tensors (no copies).
   std::vector<std::pair<std::string, torch::Tensor>> member_tensors(std::int64_t k) const;
-  // A member slice of a stacked tensor `entry` of this layer tree, in solo layout, for a
-  // tensor shaped like that parameter (optimizer state): `stacked` is [K, ...] like it.
-  static torch::Tensor solo_view(const Stacked& entry, const torch::Tensor& stacked, std::int64_t k);
+  // Member k's row of a tensor shaped like `entry` (the entry itself, or optimizer state
+  // stacked like it), given as `row` = stacked[k] (padded), as a view in solo layout.
+  static torch::Tensor solo_view(const Stacked& entry, const torch::Tensor& row, std::int64_t k);
   // The inverse: a solo-layout tensor in the stacked member layout (without K).
   static torch::Tensor member_layout(SoloLayout layout, const torch::Tensor& solo);
 

@@ -21,11 +21,14 @@ MemberSeeds::~MemberSeeds() { open_scope = previous_; }
 MemberSeeds* MemberSeeds::current() { return open_scope; }
 
 torch::Tensor mix32(torch::Tensor x) {
-  // Two rounds of a multiply-xorshift hash (0x45d9f3b < 2^27, so no product overflows).
+  // Two rounds of a multiply-xorshift hash (0x45d9f3b < 2^27, so no product overflows), in
+  // place on `x` (the caller's own tensor): a dropout's draws then take two 64-bit words per
+  // element at their peak.
   for (int round = 0; round < 2; ++round) {
-    x = torch::bitwise_and(torch::bitwise_xor(x, x.__rshift__(16)).mul(0x45d9f3b), kLow32);
+    x.bitwise_xor_(x.__rshift__(16));
+    x.mul_(0x45d9f3b).bitwise_and_(kLow32);
   }
-  return torch::bitwise_xor(x, x.__rshift__(16));
+  return x.bitwise_xor_(x.__rshift__(16));
 }
 
 torch::Tensor MemberSeeds::next_draw() {
@@ -47,7 +50,7 @@ torch::Tensor coordinate_hash(const torch::Tensor& seeds, at::IntArrayRef sizes)
     // Each dimension's coordinate enters through its own odd multiplier, so that swapping two
     // coordinates changes the draw.
     auto coord = torch::arange(sizes[static_cast<std::size_t>(d)], options).mul(2 * d + 1).view(along);
-    h = mix32(torch::bitwise_and(h + coord, kLow32));
+    h = mix32((h + coord).bitwise_and_(kLow32));
   }
   return h.expand(sizes);
 }

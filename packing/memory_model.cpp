@@ -10,13 +10,11 @@ namespace {
 // the model counts are ~10% more than autograd keeps once in-place ops share buffers.
 constexpr double kActivationShare = 0.9;
 
-// Temporaries of the largest weight during an optimizer step. torch::optim works parameter
-// by parameter; the fused optimizer works on whole [K, ...] tensors and keeps more of them
-// (SGD: the scaled update, and the decayed gradient when there is weight decay).
-double optimizer_temporaries(const TrialShape& s, bool fused) {
-  if (fused) return s.adaptive ? 5.0 : (s.weight_decay ? 2.0 : 1.0);
-  return s.adaptive ? 2.0 : 1.0;
-}
+// Temporaries of the largest weight during an optimizer step: the fused optimizer, which
+// trains every unit, a trial alone too, works on whole [K, ...] tensors (SGD: the scaled
+// update; Adam and AdamW: the bias-corrected moments and the update). Fitted to MemoryMeter's
+// counts at K = 1 and 4 (tests/actors/trial_shape_test.cpp).
+double optimizer_temporaries(const TrialShape& s) { return s.adaptive ? 4.0 : 1.0; }
 
 }  // namespace
 
@@ -29,7 +27,7 @@ UnitEstimate formula_estimate(const TrialShape& s, int members) {
   const double largest = k * static_cast<double>(s.largest_parameter) * value;
   const double backward = kActivationShare * k * static_cast<double>(s.activations_per_sample) * s.batch_size * value +
                           (fused ? largest : 0.0);
-  const double step = optimizer_temporaries(s, fused) * largest;
+  const double step = optimizer_temporaries(s) * largest;
   e.transient = static_cast<std::int64_t>(std::max(backward, step));
   return e;
 }

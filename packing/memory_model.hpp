@@ -27,7 +27,7 @@ struct TrialShape {
   int batch_size = 1;
   int optimizer_slots = 0;  // per-parameter state tensors: SGD+momentum 1, Adam 2
   bool adaptive = false;    // Adam/AdamW: more temporaries per step than SGD
-  bool weight_decay = false;  // one more temporary per step in a fused SGD step
+  bool weight_decay = false;  // decays weights (no longer changes the estimate; plan files keep it)
   int bytes_per_value = 4;  // float32
   // No formula knows this shape (a model plugin's family): its figure is what an actor
   // measured, and until one did the planner trains it alone (Planner::fits).

@@ -3,7 +3,7 @@
 #include "actors/device.hpp"
 #include "actors/memory_profile.hpp"
 #include "actors/process/logging.hpp"
-#include "actors/trial_runner.hpp"
+#include "actors/fused_group.hpp"
 #include "experiment/trial_shape.hpp"
 #include "packtune/error.hpp"
 #include "protocol/zmq_channel.hpp"
@@ -98,9 +98,10 @@ proto::Tested Actor::run_test(const proto::Test& test) {
         if (checkpoint.trial != test.trial) {
           throw InputError("checkpoint " + path + ": belongs to trial " + std::to_string(checkpoint.trial));
         }
-        actors::TrialRunner runner(test.trial, spec, test.seed, *stream_);
-        runner.restore(checkpoint);
-        out.metrics = runner.evaluate_on(inputs, labels, "test_");
+        const actors::InputShape shape{stream_->channels(), stream_->height(), stream_->width(), stream_->classes()};
+        actors::FusedGroup alone(spec, shape, stream_->device());
+        alone.add(test.trial, spec, test.seed, &checkpoint);
+        out.metrics = alone.evaluate_on(test.trial, inputs, labels, "test_");
         out.budget = checkpoint.budget;
         out.error.clear();
         logging::info("actor {}: trial {} at budget {:g}: test_accuracy {:.4f} on {} test images", id_,

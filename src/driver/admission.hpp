@@ -17,7 +17,7 @@ class Admission {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Metric names actors report (fused_group.cpp, trial_runner.cpp) and test (Tested).
+  // Metric names actors report (fused_group.cpp) and test (Tested).
   static constexpr std::size_t kMaxMetricName = 64;
 
   // Why a report's (or, `test`, a Tested's) metrics are refused, or "": only the metrics the

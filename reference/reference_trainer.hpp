@@ -1,35 +1,35 @@
 #pragma once
-// One trial's model, optimizer and position in the data stream. A trial's results depend
-// only on its own seed and the stream's seed, so it trains the same alone or in a pack.
+// One trial trained with LibTorch's own modules (reference/classifier.hpp) and optimizers
+// (torch::optim): the oracle that packtune's engine (actors/fused_group.hpp) is tested
+// against, and the "plain LibTorch" of the benchmarks. Its checkpoints use the engine's names,
+// so either can continue the other's.
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 
 #include <torch/torch.h>
 
 #include "actors/checkpoint_file.hpp"
-#include "actors/classifier.hpp"
+#include "actors/fused_group.hpp"
 #include "actors/trial_spec.hpp"
 #include "datasets/batch_stream.hpp"
+#include "reference/classifier.hpp"
 #include "tuners/trial_config.hpp"
 
-namespace packtune::actors {
+namespace packtune::reference {
 
-using Metrics = std::map<std::string, double>;
+using actors::Metrics;
+using actors::TrialCheckpoint;
+using actors::TrialSpec;
 
-// The seed of the global generator right before a trial's model is built, and before its
-// forward pass at `step`: initialisation and dropout masks are functions of the trial alone.
-std::uint64_t init_seed(std::uint64_t trial_seed);
-std::uint64_t step_seed(std::uint64_t trial_seed, std::int64_t step);
+// The trial's freshly initialised reference model on `device`, seeded as the engine seeds its
+// own (actors::init_seed), so both start from the same weights.
+torch::nn::Sequential build_reference_model(const actors::ModelSpec& spec, std::uint64_t trial_seed,
+                                            const actors::InputShape& input, torch::Device device);
 
-// The trial's freshly initialised model on `device`.
-torch::nn::Sequential build_member_model(const ModelSpec& spec, std::uint64_t trial_seed,
-                                         const InputShape& input, torch::Device device);
-
-class TrialRunner {
+class ReferenceTrainer {
  public:
-  TrialRunner(tuners::TrialId id, const TrialSpec& spec, std::uint64_t seed,
+  ReferenceTrainer(tuners::TrialId id, const TrialSpec& spec, std::uint64_t seed,
               const datasets::BatchStream& stream);
 
   // One optimizer step on the stream's batch for this trial's next step.
@@ -67,4 +67,4 @@ class TrialRunner {
   std::int64_t loss_count_ = 0;
 };
 
-}  // namespace packtune::actors
+}  // namespace packtune::reference

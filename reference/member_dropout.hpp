@@ -1,10 +1,10 @@
 #pragma once
 // Dropout that draws its mask as one bernoulli_ call on a tensor of the activation's shape,
-// from the global generator. The fused form draws each member's masks the same way, in the
-// same order, from the same per-step seed, so a member's masks do not depend on packing.
+// from the global generator: the reference models' dropout. Its masks are not those of
+// layers::Dropout, so reference comparisons run without dropout.
 #include <torch/torch.h>
 
-namespace packtune::actors {
+namespace packtune::reference {
 
 class MemberDropoutImpl : public torch::nn::Module {
  public:
@@ -20,4 +20,4 @@ class MemberDropoutImpl : public torch::nn::Module {
 };
 TORCH_MODULE(MemberDropout);
 
-}  // namespace packtune::actors
+}  // namespace packtune::reference

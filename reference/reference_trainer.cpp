@@ -1,13 +1,18 @@
-#include "actors/trial_runner.hpp"
+#include "reference/reference_trainer.hpp"
 
 #include "actors/checkpoint_tensors.hpp"
 #include "actors/torch_compat.hpp"
 #include "packtune/error.hpp"
 
-namespace packtune::actors {
+namespace packtune::reference {
+
+using actors::restore_tensor;
+using actors::to_stored;
+namespace torch_compat = actors::torch_compat;
+
 namespace {
 
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSpec& o,
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const actors::OptimizerSpec& o,
                                                         std::vector<torch::Tensor> params) {
   if (o.name == "sgd") {
     return std::make_unique<torch::optim::SGD>(
@@ -25,47 +30,33 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSpec& o,
   throw InputError("optimizer: unknown optimizer \"" + o.name + "\"; expected sgd, adam or adamw");
 }
 
-// splitmix64: spreads nearby (seed, step) pairs over unrelated generator seeds.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 }  // namespace
 
-std::uint64_t init_seed(std::uint64_t trial_seed) { return mix(trial_seed); }
-
-std::uint64_t step_seed(std::uint64_t trial_seed, std::int64_t step) {
-  return mix(trial_seed ^ mix(static_cast<std::uint64_t>(step) + 1));
-}
-
-torch::nn::Sequential build_member_model(const ModelSpec& spec, std::uint64_t trial_seed,
-                                         const InputShape& input, torch::Device device) {
+torch::nn::Sequential build_reference_model(const actors::ModelSpec& spec, std::uint64_t trial_seed,
+                                         const actors::InputShape& input, torch::Device device) {
   // The global generator is seeded from the trial's own seed right before the model is
   // built, so initialisation does not depend on what else the actor did before.
-  torch::manual_seed(init_seed(trial_seed));
+  torch::manual_seed(actors::init_seed(trial_seed));
   auto model = build_classifier(spec, input);
   model->to(device);
   return model;
 }
 
-TrialRunner::TrialRunner(tuners::TrialId id, const TrialSpec& spec, std::uint64_t seed,
+ReferenceTrainer::ReferenceTrainer(tuners::TrialId id, const TrialSpec& spec, std::uint64_t seed,
                          const datasets::BatchStream& stream)
     : id_(id), spec_(spec), seed_(seed) {
-  InputShape shape{stream.channels(), stream.height(), stream.width(), stream.classes()};
-  model_ = build_member_model(spec_.model, seed_, shape, stream.device());
+  actors::InputShape shape{stream.channels(), stream.height(), stream.width(), stream.classes()};
+  model_ = build_reference_model(spec_.model, seed_, shape, stream.device());
   optimizer_ = make_optimizer(spec_.optimizer, model_->parameters());
   loss_sum_ = torch::zeros({}, torch::TensorOptions().device(stream.device()));
 }
 
-void TrialRunner::train_step(datasets::BatchStream& stream) {
+void ReferenceTrainer::train_step(datasets::BatchStream& stream) {
   auto [inputs, labels] = stream.batch(step_, spec_.batch_size);
   model_->train();
   // Dropout draws from the global generator: reseeding it per step makes the masks a
   // function of (trial, step) only, whatever other members ran in between.
-  torch::manual_seed(step_seed(seed_, step_));
+  torch::manual_seed(actors::step_seed(seed_, step_));
   torch_compat::zero_grad_in_place(*optimizer_);
   auto loss = torch::nn::functional::cross_entropy(model_->forward(inputs), labels);
   loss.backward();
@@ -75,7 +66,7 @@ void TrialRunner::train_step(datasets::BatchStream& stream) {
   ++step_;
 }
 
-Metrics TrialRunner::evaluate(const datasets::BatchStream& stream) {
+Metrics ReferenceTrainer::evaluate(const datasets::BatchStream& stream) {
   Metrics m = evaluate_on(stream.validation_inputs(), stream.validation_labels(), "val_");
   if (loss_count_ > 0) {
     m["train_loss"] = loss_sum_.item<double>() / static_cast<double>(loss_count_);
@@ -85,14 +76,14 @@ Metrics TrialRunner::evaluate(const datasets::BatchStream& stream) {
   return m;
 }
 
-Metrics TrialRunner::evaluate_on(const torch::Tensor& inputs, const torch::Tensor& labels,
+Metrics ReferenceTrainer::evaluate_on(const torch::Tensor& inputs, const torch::Tensor& labels,
                                  const std::string& prefix) {
   torch::NoGradGuard no_grad;
   model_->eval();
   const std::int64_t n = inputs.size(0);
   auto loss = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(inputs.device()));
   auto correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kInt64).device(inputs.device()));
-  const std::int64_t chunk = evaluation_chunk(spec_.batch_size);
+  const std::int64_t chunk = actors::evaluation_chunk(spec_.batch_size);
   for (std::int64_t begin = 0; begin < n; begin += chunk) {
     const auto len = std::min(chunk, n - begin);
     auto logits = model_->forward(inputs.narrow(0, begin, len));
@@ -138,7 +129,7 @@ void restore_adam_state(torch::optim::Optimizer& optimizer, const std::string& n
 
 }  // namespace
 
-void TrialRunner::capture(TrialCheckpoint& c) const {
+void ReferenceTrainer::capture(TrialCheckpoint& c) const {
   torch::NoGradGuard no_grad;
   for (const auto& p : model_->named_parameters()) c.model.push_back(to_stored(p.key(), p.value()));
   for (const auto& b : model_->named_buffers()) c.model.push_back(to_stored(b.key(), b.value()));
@@ -164,13 +155,13 @@ void TrialRunner::capture(TrialCheckpoint& c) const {
   c.train_loss_count = loss_count_;
 }
 
-void TrialRunner::restore(const TrialCheckpoint& c) {
+void ReferenceTrainer::restore(const TrialCheckpoint& c) {
   const auto& kind = spec_.optimizer.name;
   if (c.optimizer != kind) {
     throw InputError("checkpoint of trial " + std::to_string(c.trial) + ": written for optimizer " + c.optimizer +
                      ", but the trial uses " + kind);
   }
-  load_model_state(*model_, c);
+  actors::load_model_state(*model_, c);
   auto& optimizer = *optimizer_;
   optimizer.state().clear();
   // Step 0 has no state yet: torch creates it on the first step, as for a fresh trial.
@@ -192,4 +183,4 @@ void TrialRunner::restore(const TrialCheckpoint& c) {
   loss_count_ = c.train_loss_count;
 }
 
-}  // namespace packtune::actors
+}  // namespace packtune::reference
