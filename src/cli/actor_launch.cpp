@@ -7,16 +7,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "actors/declared_families.hpp"
 #include "actors/family_json.hpp"
-#include "util/child_process.hpp"
-
 #include "node/actor_supervisor.hpp"
 #include "packtune/error.hpp"
+#include "util/child_process.hpp"
 
 namespace packtune::cli {
 
@@ -41,7 +39,8 @@ void exec_actor(const std::string& argv0, const std::vector<std::string>& args) 
 void declare_model_plugin(const std::string& path) {
   namespace fs = std::filesystem;
   const auto absolute = fs::absolute(path).lexically_normal().string();
-  // The child's stdout and stderr, in a file of its own.
+  // start_child_process sends both of the child's streams to one file: the description is its
+  // line that starts with "{", an error the line exit_code_of printed.
   const auto folder = fs::temp_directory_path() / ("packtune-describe-" + std::to_string(getpid()));
   fs::create_directories(folder);
   struct Remove {
