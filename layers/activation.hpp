@@ -8,6 +8,12 @@
 
 namespace packtune::layers {
 
+// LibTorch's gelu (exact, not tanh-approximated), but with a backward that makes the incoming
+// gradient contiguous first: LibTorch 1.13's CPU gelu backward returns wrong values for a
+// non-contiguous gradient (one that comes back through a transpose), where relu, tanh,
+// sigmoid, silu, elu and leaky_relu do not. Not twice differentiable.
+torch::Tensor gelu(const torch::Tensor& x);
+
 class Activation : public Layer {
  public:
   // Throws InputError for an unknown name.
@@ -15,6 +21,10 @@ class Activation : public Layer {
   torch::Tensor forward(const torch::Tensor& x) override;
   const std::string& kind() const { return name_; }
   static const std::vector<std::string>& names();
+
+ protected:
+  // Members fuse only with one activation (throws packtune::Error otherwise).
+  void append_values(Layer& other) override;
 
  private:
   std::string name_;

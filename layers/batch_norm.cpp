@@ -28,7 +28,7 @@ torch::Tensor BatchNorm::forward(const torch::Tensor& x) {
     batches_.add_(1);
   }
   auto row = [](const torch::Tensor& t, std::int64_t i) { return t.defined() ? t[i] : torch::Tensor(); };
-  if (k == 1 || !x.is_cuda()) {
+  if (k == 1 || !grouped_kernels(x)) {
     // Member by member on the CPU: each member's statistics are summed in its solo order.
     std::vector<torch::Tensor> outs;
     for (std::int64_t i = 0; i < k; ++i) {

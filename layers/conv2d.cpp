@@ -1,5 +1,7 @@
 #include "layers/conv2d.hpp"
 
+#include "packtune/error.hpp"
+
 namespace packtune::layers {
 Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t kernel, std::int64_t stride,
                std::int64_t padding, bool bias)
@@ -10,10 +12,23 @@ Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t
   if (bias) bias_ = add_stacked_parameter("bias", solo->bias);
 }
 
+void Conv2d::append_values(Layer& other) {
+  auto& theirs = dynamic_cast<Conv2d&>(other);
+  const auto& mine_kernel = own_shapes(0).front();
+  const auto& their_kernel = theirs.own_shapes(0).front();
+  if (theirs.stride_ != stride_ || theirs.padding_ != padding_ || mine_kernel[2] != their_kernel[2] ||
+      mine_kernel[3] != their_kernel[3]) {
+    // A smaller kernel would be zero-padded at its end, not centred, and one stride and one
+    // padding serve all members.
+    throw Error("cannot fuse convolutions with other kernel sizes, strides or paddings: members may differ in "
+                "channels only");
+  }
+}
+
 torch::Tensor Conv2d::forward(const torch::Tensor& x) {
   const auto k = x.size(0), batch = x.size(1);
   const auto in = weight_.size(2);
-  if (k == 1 || !x.is_cuda() || in == 1) {
+  if (k == 1 || !grouped_kernels(x) || in == 1) {
     // Member by member, each convolution is bitwise what it is alone. Grouped over K members,
     // LibTorch picks another algorithm (on the CPU for any channel count, on any device for
     // one input channel, where it is depthwise) whose sums run in another order.

@@ -15,6 +15,10 @@ class Conv2d : public Layer {
          std::int64_t padding = 0, bool bias = true);
   torch::Tensor forward(const torch::Tensor& x) override;
 
+ protected:
+  // Members fuse only with one kernel size, stride and padding (throws packtune::Error).
+  void append_values(Layer& other) override;
+
  private:
   std::int64_t stride_, padding_;
   torch::Tensor weight_, bias_;

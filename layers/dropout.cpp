@@ -22,6 +22,13 @@ void Dropout::keep_values(const std::vector<std::int64_t>& which) {
 
 torch::Tensor Dropout::forward(const torch::Tensor& x) {
   if (!is_training()) return x;
+  // Every training forward takes its draw from an open scope, whatever the rates: a member
+  // whose rate here is 0 alone (no mask needed) but shares the layer with members that drop
+  // must still advance the call index, or its later dropouts would draw other masks fused
+  // than alone.
+  auto* scope = MemberSeeds::current();
+  torch::Tensor seeds;
+  if (scope) seeds = scope->next_draw();
   bool any = false;
   for (double p : p_) any |= p > 0;
   if (!any) return x;
@@ -32,10 +39,7 @@ torch::Tensor Dropout::forward(const torch::Tensor& x) {
     // Rounded to float32 once, as the threshold and the scale of the float32 activations.
     keep_ = torch::tensor(keep, torch::kFloat64).to(torch::kFloat32).to(x.device()).view({k, 1});
   }
-  torch::Tensor seeds;
-  if (auto* scope = MemberSeeds::current()) {
-    seeds = scope->next_draw();
-  } else {
+  if (!scope) {
     seeds = torch::randint(0, std::int64_t{1} << 32, {k, 1}, torch::TensorOptions().dtype(torch::kInt64)).to(x.device());
   }
   std::vector<std::int64_t> column(x.dim(), 1);

@@ -1,10 +1,24 @@
 #include "layers/layer.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 #include "packtune/error.hpp"
 
 namespace packtune::layers {
+
+namespace {
+
+std::atomic<MemberKernels> member_kernels{MemberKernels::Auto};
+
+}  // namespace
+
+void set_member_kernels(MemberKernels kernels) { member_kernels = kernels; }
+
+bool grouped_kernels(const torch::Tensor& x) {
+  const auto setting = member_kernels.load();
+  return setting == MemberKernels::Grouped || (setting == MemberKernels::Auto && x.is_cuda());
+}
 
 torch::Tensor fit_to(const torch::Tensor& t, at::IntArrayRef sizes) {
   if (t.sizes().equals(sizes)) return t;
@@ -29,6 +43,8 @@ torch::Tensor Layer::member_layout(SoloLayout layout, const torch::Tensor& solo)
   switch (layout) {
     case SoloLayout::Transposed: return solo.t().contiguous();
     case SoloLayout::Row: return solo.reshape({1, -1});
+    case SoloLayout::QkvWeight: return solo.reshape({3, -1, solo.size(1)}).permute({2, 0, 1}).contiguous();
+    case SoloLayout::QkvBias: return solo.reshape({3, -1});
     case SoloLayout::Same: break;
   }
   return solo;
@@ -40,6 +56,8 @@ torch::Tensor solo_layout(SoloLayout layout, const torch::Tensor& member) {
   switch (layout) {
     case SoloLayout::Transposed: return member.t();
     case SoloLayout::Row: return member.reshape({-1});
+    case SoloLayout::QkvWeight: return member.permute({1, 2, 0}).reshape({-1, member.size(0)});
+    case SoloLayout::QkvBias: return member.reshape({-1});
     case SoloLayout::Same: break;
   }
   return member;

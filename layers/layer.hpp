@@ -32,6 +32,11 @@ enum class SoloLayout {
   Same,        // the same shape
   Transposed,  // a matrix stored [in, out], held [out, in]
   Row,         // a vector stored [1, n], held [n]
+  // Attention's packed q, k, v projections (MultiheadAttention's in_proj_weight/in_proj_bias):
+  // three blocks of n rows held as one tensor. Stored so that padding each dimension at its end
+  // keeps the blocks apart and one batched matmul serves all three.
+  QkvWeight,   // a matrix stored [in, 3, n], held [3 * n, in] (each block transposed)
+  QkvBias,     // a vector stored [3, n], held [3 * n]
 };
 
 class Layer : public torch::nn::Module {
@@ -64,7 +69,8 @@ class Layer : public torch::nn::Module {
   std::vector<Stacked> stacked_buffers() const;
 
   // Member k's parameters and buffers under its solo state-dict names, in solo layout, as
-  // views into the stacked tensors (no copies).
+  // views into the stacked tensors (no copies), except the Qkv layouts of a member narrower
+  // than the widest or of a weight (whose blocks cannot be one view): those are copies.
   std::vector<std::pair<std::string, torch::Tensor>> member_tensors(std::int64_t k) const;
   // Member k's row of a tensor shaped like `entry` (the entry itself, or optimizer state
   // stacked like it), given as `row` = stacked[k] (padded), as a view in solo layout.
@@ -112,6 +118,15 @@ class Layer : public torch::nn::Module {
   std::vector<Entry> entries_;
   std::int64_t members_ = 1;
 };
+
+// How layers with a choice run K > 1 members (Conv2d, BatchNorm): Auto runs them as one
+// grouped kernel on a GPU and member by member on the CPU, where each member's sums then run in
+// their solo order, bit for bit, and the grouped kernel is no faster. Grouped and PerMember
+// force one way everywhere: tests use Grouped to check the GPU's path on the CPU.
+enum class MemberKernels { Auto, Grouped, PerMember };
+void set_member_kernels(MemberKernels kernels);
+// Whether K members on `x`'s device run as one grouped kernel under the current setting.
+bool grouped_kernels(const torch::Tensor& x);
 
 // `t` cut or zero-padded at the end of every dimension to `sizes` (same rank).
 torch::Tensor fit_to(const torch::Tensor& t, at::IntArrayRef sizes);

@@ -2,10 +2,12 @@
 
 namespace packtune::layers {
 
-Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool bias) {
-  torch::nn::Linear solo(torch::nn::LinearOptions(in_features, out_features).bias(bias));
+Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool bias)
+    : Linear(torch::nn::Linear(torch::nn::LinearOptions(in_features, out_features).bias(bias))) {}
+
+Linear::Linear(const torch::nn::Linear& solo) {
   weight_ = add_stacked_parameter("weight", solo->weight, SoloLayout::Transposed);
-  if (bias) bias_ = add_stacked_parameter("bias", solo->bias, SoloLayout::Row);
+  if (solo->bias.defined()) bias_ = add_stacked_parameter("bias", solo->bias, SoloLayout::Row);
 }
 
 torch::Tensor Linear::forward(const torch::Tensor& x) {

@@ -9,6 +9,9 @@ namespace packtune::layers {
 class Linear : public Layer {
  public:
   Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true);
+  // One member holding a copy of `solo`'s weight and bias, drawing nothing: for layers built
+  // from a LibTorch module that made its own Linear (MultiheadAttention's out_proj).
+  explicit Linear(const torch::nn::Linear& solo);
   torch::Tensor forward(const torch::Tensor& x) override;
 
  private:

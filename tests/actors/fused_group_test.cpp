@@ -503,3 +503,36 @@ TEST_CASE("a pack reports the same metrics fused, in capped fused groups, and on
     CHECK(fused[0].size() == 4);
   }
 }
+
+TEST_CASE("grouped convolution and batch norm kernels (the GPU's path) train like member by member") {
+  // On the CPU the layers run members one by one (bitwise their solo sums); on a GPU as one
+  // grouped kernel over channel-stacked [B, K*C, H, W] activations. Forced here, the grouped
+  // path must train each member as it trains alone.
+  torch::set_num_threads(1);
+  layers::set_member_kernels(layers::MemberKernels::Grouped);
+  auto split = synthetic_split(200, 60);
+  datasets::BatchStream stream(split, testing::test_device(), 4);
+  const auto cnn = cases()[5];  // three channel and fc widths, batch norm, dropout, three optimizers
+  std::vector<TrialSpec> specs;
+  for (const auto& extra : cnn.members) {
+    auto config = cnn.base;
+    for (const auto& [k, v] : extra) config[k] = v;
+    specs.push_back(spec_of(config));
+  }
+  FusedGroup group(specs[0], InputShape{1, 10, 10, 10}, testing::test_device());
+  std::vector<std::unique_ptr<Alone>> solo;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    group.add(static_cast<tuners::TrialId>(i), specs[i], 40 + i);
+    solo.push_back(std::make_unique<Alone>(i, specs[i], 40 + i));
+  }
+  for (int s = 0; s < 8; ++s) {
+    stream.begin_round();
+    group.train_step(stream);
+    for (auto& r : solo) r->train_step(stream);
+  }
+  layers::set_member_kernels(layers::MemberKernels::Auto);
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    INFO("member " << i);
+    check_same(group.member_state(static_cast<tuners::TrialId>(i)), solo_state(*solo[i]));
+  }
+}

@@ -41,7 +41,7 @@ expect empty_range "space.lr: empty range" "$(set_key "$good" 'c["space"]["lr"][
 expect not_json "not valid JSON" '{"tuner": '
 expect missing_config "config file not found" - 
 expect missing_data "data file not found" "$(set_key "$good" 'c["data"]["dir"]="/nonexistent"')"
-expect unknown_model "model.family" "$(set_key "$good" 'c["model"]={"family": "resnet"}')"
+expect unknown_model "model.family" "$(set_key "$good" 'c["model"]={"family": "transformer"}')"
 expect unknown_tuner "unknown tuner \"bayes\"" "$(set_key "$good" 'c["tuner"]["name"]="bayes"')"
 expect unknown_tuner_flag "unknown tuner \"nope\"" "$good" --tuner nope
 expect bad_device "device" "$good" --device tpu

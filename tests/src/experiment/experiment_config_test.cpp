@@ -144,7 +144,7 @@ TEST_CASE("bad configs name the field and what is expected") {
   CHECK_THAT(with("/device", "tpu"), Catch::Contains("device") && Catch::Contains("cuda:N"));
   // An index that does not fit an int ended in std::out_of_range where the actor resolved it.
   CHECK_THAT(with("/device", "cuda:99999999999"), Catch::Contains("device") && Catch::Contains("cuda:N"));
-  CHECK_THAT(with("/model/family", "resnet"), Catch::Contains("model.family") && Catch::Contains("mlp"));
+  CHECK_THAT(with("/model/family", "transformer"), Catch::Contains("model.family") && Catch::Contains("mlp"));
   CHECK_THAT(with("/model/colour", "red"), Catch::Contains("model.colour: unknown hyper-parameter"));
   CHECK_THAT(with("/space/lr/high", 1e-5), Catch::Contains("space.lr") && Catch::Contains("empty range"));
   CHECK_THAT(with("/space/depth", json::parse(R"({"type": "randint", "low": 1, "high": 99})")),
