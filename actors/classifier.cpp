@@ -7,6 +7,7 @@
 #include "layers/dropout.hpp"
 #include "layers/flatten.hpp"
 #include "layers/linear.hpp"
+#include "layers/model_registry.hpp"
 #include "layers/pool2d.hpp"
 #include "layers/sequential.hpp"
 #include "packtune/error.hpp"
@@ -63,7 +64,11 @@ std::shared_ptr<layers::Layer> build_model(const ModelSpec& spec, const InputSha
   if (spec.family == "mlp") return build_mlp(spec, input);
   if (spec.family == "cnn") return build_cnn(spec, input);
   if (spec.family == "resnet") return build_resnet(spec, input);
-  throw InputError("family: unknown model family \"" + spec.family + "\"; expected mlp, cnn or resnet");
+  // A model plugin's family: its declared hyper-parameters, checked and with defaults.
+  if (const auto* plugin = layers::ModelRegistry::instance().find(spec.family)) {
+    return plugin->build(spec.params, layers::ModelInput{input.channels, input.height, input.width, input.classes});
+  }
+  throw InputError("family: unknown model family \"" + spec.family + "\"; expected mlp, cnn, resnet or a model plugin's family");
 }
 
 }  // namespace packtune::actors

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "actors/declared_families.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune::actors {
@@ -17,7 +18,7 @@ std::string expected_list(const std::vector<std::string>& options) {
   return out;
 }
 
-int as_int(const ParamValue& v, const std::string& at, int low, int high) {
+std::int64_t as_integer(const ParamValue& v, const std::string& at, double low, double high) {
   double d = 0;
   if (const auto* i = std::get_if<std::int64_t>(&v)) {
     d = static_cast<double>(*i);
@@ -28,9 +29,14 @@ int as_int(const ParamValue& v, const std::string& at, int low, int high) {
   }
   if (d < low || d > high) {
     throw InputError(at + ": " + tuners::to_string(v) + " is out of range; expected " +
-                     std::to_string(low) + " to " + std::to_string(high));
+                     std::to_string(static_cast<std::int64_t>(low)) + " to " +
+                     std::to_string(static_cast<std::int64_t>(high)));
   }
-  return static_cast<int>(d);
+  return static_cast<std::int64_t>(d);
+}
+
+int as_int(const ParamValue& v, const std::string& at, int low, int high) {
+  return static_cast<int>(as_integer(v, at, low, high));
 }
 
 double as_real(const ParamValue& v, const std::string& at, double low, double high) {
@@ -101,12 +107,96 @@ ModelShape resnet_shape(const ModelSpec& spec, int channels, int height, int wid
   return s;
 }
 
+// The optimizer's and the batch keys, which every family takes. False: not one of them.
+bool parse_common(const std::string& key, const ParamValue& value, const std::string& at, TrialSpec& spec) {
+  auto& o = spec.optimizer;
+  if (key == "optimizer") o.name = as_enum(value, at, {"sgd", "adam", "adamw"});
+  else if (key == "lr") o.lr = as_real(value, at, 1e-12, 100.0);
+  else if (key == "momentum") o.momentum = as_real(value, at, 0.0, 0.9999);
+  else if (key == "nesterov") o.nesterov = as_bool(value, at);
+  else if (key == "weight_decay") o.weight_decay = as_real(value, at, 0.0, 10.0);
+  else if (key == "beta1") o.beta1 = as_real(value, at, 0.0, 0.9999);
+  else if (key == "beta2") o.beta2 = as_real(value, at, 0.0, 0.99999);
+  else if (key == "batch_size") spec.batch_size = as_int(value, at, 1, 1 << 16);
+  else return false;
+  return true;
+}
+
+void check_optimizer(const OptimizerSpec& o, const std::string& where) {
+  if (o.nesterov && o.name == "sgd" && o.momentum <= 0) {
+    throw InputError(where + ".nesterov: Nesterov momentum needs momentum > 0");
+  }
+}
+
+// A built-in family or a declared one.
+std::string as_family(const ParamValue& v, const std::string& at) {
+  auto options = builtin_families();
+  for (const auto& name : DeclaredFamilies::instance().names()) options.push_back(name);
+  return as_enum(v, at, options);
+}
+
+TrialSpec parse_plugin_spec(const tuners::TrialConfig& config, const std::string& where,
+                            const layers::FamilyDeclaration& family) {
+  TrialSpec spec;
+  spec.model.family = family.name;
+  for (const auto& p : family.hyperparameters) {
+    spec.model.params[p.name] = declared_value(p, p.default_value, where + "." + p.name);
+  }
+  for (const auto& [key, value] : config) {
+    const std::string at = where + "." + key;
+    if (key == "family" || parse_common(key, value, at, spec)) continue;
+    auto p = std::find_if(family.hyperparameters.begin(), family.hyperparameters.end(),
+                          [&](const layers::HyperParameter& h) { return h.name == key; });
+    if (p == family.hyperparameters.end()) {
+      std::vector<std::string> names;
+      for (const auto& h : family.hyperparameters) names.push_back(h.name);
+      for (const auto& c : common_hyperparameters()) names.push_back(c);
+      throw InputError(at + ": not a hyper-parameter of model family " + family.name + "; expected one of " +
+                       expected_list(names));
+    }
+    spec.model.params[key] = declared_value(*p, value, at);
+  }
+  return spec;
+}
+
+// The plugin family's values of the roles asked for, in declaration order: "/name=value".
+std::string role_values(const ModelSpec& m, bool structure, bool width) {
+  const auto* family = DeclaredFamilies::instance().find(m.family);
+  if (!family) throw Error("model family " + m.family + " is not declared in this process");
+  std::string out;
+  for (const auto& p : family->hyperparameters) {
+    using Role = layers::HyperParameter::Role;
+    if (!((structure && p.role == Role::Structure) || (width && p.role == Role::Width))) continue;
+    auto it = m.params.find(p.name);
+    out += "/" + p.name + "=" + tuners::to_string(it == m.params.end() ? p.default_value : it->second);
+  }
+  return out;
+}
+
 }  // namespace
+
+tuners::ParamValue declared_value(const layers::HyperParameter& p, const tuners::ParamValue& value,
+                                  const std::string& at) {
+  using Type = layers::HyperParameter::Type;
+  switch (p.type) {
+    case Type::Integer: return as_integer(value, at, p.low, p.high);
+    case Type::Real: return as_real(value, at, p.low, p.high);
+    case Type::Boolean: return as_bool(value, at);
+    case Type::Choice: return as_enum(value, at, p.choices);
+  }
+  return value;
+}
+
+bool plugin_family(const ModelSpec& spec) {
+  const auto& builtin = builtin_families();
+  return std::find(builtin.begin(), builtin.end(), spec.family) == builtin.end();
+}
 
 bool ModelSpec::operator==(const ModelSpec& o) const {
   return family == o.family && depth == o.depth && width == o.width &&
          activation == o.activation && dropout == o.dropout && channels == o.channels &&
-         kernel == o.kernel && batch_norm == o.batch_norm && stages == o.stages && blocks == o.blocks;
+         kernel == o.kernel && batch_norm == o.batch_norm && stages == o.stages && blocks == o.blocks &&
+         params == o.params;
 }
 
 const std::vector<std::string>& known_hyperparameters() {
@@ -118,12 +208,21 @@ const std::vector<std::string>& known_hyperparameters() {
 }
 
 TrialSpec parse_trial_spec(const tuners::TrialConfig& config, const std::string& where) {
+  // The family first: a plugin family's keys are its own.
+  if (auto family = config.find("family"); family != config.end()) {
+    const auto name = as_family(family->second, where + ".family");
+    if (const auto* declared = DeclaredFamilies::instance().find(name)) {
+      auto spec = parse_plugin_spec(config, where, *declared);
+      check_optimizer(spec.optimizer, where);
+      return spec;
+    }
+  }
   TrialSpec spec;
   auto& m = spec.model;
-  auto& o = spec.optimizer;
   for (const auto& [key, value] : config) {
     const std::string at = where + "." + key;
-    if (key == "family") m.family = as_enum(value, at, {"mlp", "cnn", "resnet"});
+    if (parse_common(key, value, at, spec)) continue;
+    if (key == "family") m.family = as_family(value, at);
     else if (key == "depth") m.depth = as_int(value, at, 0, 16);
     else if (key == "width") m.width = as_int(value, at, 0, 1 << 16);
     else if (key == "activation") m.activation = as_enum(value, at, {"relu", "tanh", "gelu", "sigmoid"});
@@ -133,14 +232,6 @@ TrialSpec parse_trial_spec(const tuners::TrialConfig& config, const std::string&
     else if (key == "batch_norm") m.batch_norm = as_bool(value, at);
     else if (key == "stages") m.stages = as_int(value, at, 1, 4);
     else if (key == "blocks") m.blocks = as_int(value, at, 1, 8);
-    else if (key == "optimizer") o.name = as_enum(value, at, {"sgd", "adam", "adamw"});
-    else if (key == "lr") o.lr = as_real(value, at, 1e-12, 100.0);
-    else if (key == "momentum") o.momentum = as_real(value, at, 0.0, 0.9999);
-    else if (key == "nesterov") o.nesterov = as_bool(value, at);
-    else if (key == "weight_decay") o.weight_decay = as_real(value, at, 0.0, 10.0);
-    else if (key == "beta1") o.beta1 = as_real(value, at, 0.0, 0.9999);
-    else if (key == "beta2") o.beta2 = as_real(value, at, 0.0, 0.99999);
-    else if (key == "batch_size") spec.batch_size = as_int(value, at, 1, 1 << 16);
     else {
       throw InputError(at + ": unknown hyper-parameter; expected one of " +
                        expected_list(known_hyperparameters()));
@@ -156,14 +247,13 @@ TrialSpec parse_trial_spec(const tuners::TrialConfig& config, const std::string&
     throw InputError(where + ".channels: a resnet doubles its channels each stage; " + std::to_string(m.channels) +
                      " channels over " + std::to_string(m.stages) + " stages passes 4096");
   }
-  if (o.nesterov && o.name == "sgd" && o.momentum <= 0) {
-    throw InputError(where + ".nesterov: Nesterov momentum needs momentum > 0");
-  }
+  check_optimizer(spec.optimizer, where);
   return spec;
 }
 
 ModelShape model_shape(const ModelSpec& spec, int channels, int height, int width, int classes) {
   ModelShape s;
+  if (plugin_family(spec)) return s;
   // Per layer: parameters, and the activations autograd keeps (input, pre- and post-activation).
   auto linear = [&](std::int64_t in, std::int64_t out) {
     s.parameters += in * out + out;
@@ -208,6 +298,10 @@ ModelShape model_shape(const ModelSpec& spec, int channels, int height, int widt
 std::string fusion_key(const TrialSpec& s) {
   const auto& m = s.model;
   std::ostringstream key;
+  if (plugin_family(m)) {
+    key << m.family << role_values(m, true, false) << "/b" << s.batch_size;
+    return key.str();
+  }
   if (m.family == "resnet") {
     key << "resnet/s" << m.stages << "x" << m.blocks << "/" << m.activation << "/drop" << (m.dropout > 0)
         << "/b" << s.batch_size << "/bn" << m.batch_norm;
@@ -223,6 +317,10 @@ std::string fusion_key(const TrialSpec& s) {
 
 std::string unpadded_fusion_key(const TrialSpec& s) {
   std::ostringstream key;
+  if (plugin_family(s.model)) {
+    key << s.model.family << role_values(s.model, true, true) << "/b" << s.batch_size;
+    return key.str();
+  }
   key << fusion_key(s);
   if (s.model.family != "resnet") key << "/w" << s.model.width;
   if (s.model.family != "mlp") key << "/c" << s.model.channels;
@@ -232,6 +330,10 @@ std::string unpadded_fusion_key(const TrialSpec& s) {
 std::string shape_key(const TrialSpec& s) {
   const auto& m = s.model;
   std::ostringstream key;
+  if (plugin_family(m)) {
+    key << m.family << role_values(m, true, true) << "/b" << s.batch_size << "/" << s.optimizer.name;
+    return key.str();
+  }
   if (m.family == "resnet") {
     key << "resnet/s" << m.stages << "x" << m.blocks << "/c" << m.channels << "/" << m.activation << "/drop"
         << (m.dropout > 0) << "/b" << s.batch_size << "/" << s.optimizer.name << "/bn" << m.batch_norm;

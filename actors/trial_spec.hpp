@@ -11,7 +11,7 @@
 namespace packtune::actors {
 
 struct ModelSpec {
-  std::string family = "mlp";  // "mlp" | "cnn" | "resnet"
+  std::string family = "mlp";  // "mlp" | "cnn" | "resnet" | a model plugin's family
   int depth = 2;               // hidden layers (mlp) or conv blocks (cnn)
   int width = 256;             // hidden units (mlp) or the fc layer after the convs (cnn; 0 = none)
   std::string activation = "relu";  // relu | tanh | gelu | sigmoid
@@ -21,6 +21,9 @@ struct ModelSpec {
   bool batch_norm = true;
   int stages = 3;              // resnet: stages of basic blocks, each after the first halves the image
   int blocks = 1;              // resnet: basic blocks per stage
+  // A model plugin's family: its own hyper-parameters, every declared one with its default
+  // filled in (actors/declared_families.hpp); empty for the built-in families.
+  tuners::TrialConfig params;
 
   bool operator==(const ModelSpec& o) const;
 };
@@ -42,7 +45,8 @@ struct TrialSpec {
 };
 
 // Throws InputError naming `where.<key>` for an unknown key, a wrong type or a value out of
-// range. Every key of `config` must be a known hyper-parameter.
+// range. Every key of `config` must be a known hyper-parameter: a built-in family's, or for a
+// plugin family (DeclaredFamilies) one it declares, and the common optimizer and batch keys.
 TrialSpec parse_trial_spec(const tuners::TrialConfig& config, const std::string& where = "model");
 
 // The names parse_trial_spec accepts, for error messages and docs.
@@ -55,13 +59,18 @@ struct ModelShape {
   std::int64_t activations_per_sample = 0;  // floats kept for backward, per input example
   std::int64_t flops_per_sample = 0;        // forward multiply-adds x 2, per input example
 };
+// A plugin family's shape is unknown (all zero): its memory is what an actor measures.
 ModelShape model_shape(const ModelSpec& spec, int channels, int height, int width, int classes);
+// Whether the family is a model plugin's (no formula knows its shape).
+bool plugin_family(const ModelSpec& spec);
 
 // Trials with equal keys can train in one fused model: everything that changes the layer
 // sequence (family, depth, activation, whether dropout layers exist; a CNN's kernel, batch
 // norm and whether it has an fc layer) and the batch size. Widths, CNN channels and the
 // optimizer (sgd, adam, adamw) may differ: narrower members are padded to the widest.
 std::string fusion_key(const TrialSpec& spec);
+// A plugin family's keys come from its declared roles: Structure values in the fusion key,
+// Width values in the unpadded key and the shape key, Value values in none (they fuse freely).
 // fusion_key plus the widths and CNN channels: trials with equal keys fuse without padding,
 // and then a member's arithmetic is the same, bit for bit, in a unit of any size as alone in a
 // unit of one (docs/planner.md, Reproducibility). Optimizers may still differ.

@@ -38,7 +38,7 @@ double MemoryModel::correction(const std::string& key) const {
 }
 
 UnitEstimate MemoryModel::estimate(const TrialShape& shape, int members) const {
-  auto e = formula_estimate(shape, members);
+  auto e = shape.memory_unknown ? measured_estimate(shape, members) : formula_estimate(shape, members);
   const double c = correction(shape.key) * scale_;
   if (c != 1.0) {
     e.persistent = static_cast<std::int64_t>(std::ceil(static_cast<double>(e.persistent) * c));
@@ -47,7 +47,23 @@ UnitEstimate MemoryModel::estimate(const TrialShape& shape, int members) const {
   return e;
 }
 
+UnitEstimate MemoryModel::measured_estimate(const TrialShape& shape, int members) const {
+  UnitEstimate e;
+  auto it = member_bytes_.find(shape.key);
+  if (it != member_bytes_.end()) e.persistent = std::max(1, members) * it->second;
+  return e;
+}
+
 void MemoryModel::record_measurement(const TrialShape& shape, int members, std::int64_t peak_bytes) {
+  if (shape.memory_unknown) {
+    // No formula to divide by: the bytes themselves, per member, never lowered.
+    if (peak_bytes <= 0) return;
+    const std::int64_t per_member = (peak_bytes + std::max(1, members) - 1) / std::max(1, members);
+    auto& bytes = member_bytes_[shape.key];
+    bytes = std::max(bytes, per_member);
+    measured_[shape.key] = true;
+    return;
+  }
   const auto formula = formula_estimate(shape, members).peak();
   if (formula <= 0 || peak_bytes <= 0) return;
   // Conservative: a later measurement (or an out-of-memory correction) never lowers a

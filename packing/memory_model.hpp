@@ -29,6 +29,12 @@ struct TrialShape {
   bool adaptive = false;    // Adam/AdamW: more temporaries per step than SGD
   bool weight_decay = false;  // decays weights (no longer changes the estimate; plan files keep it)
   int bytes_per_value = 4;  // float32
+  // No formula knows this shape (a model plugin's family): its figure is what an actor
+  // measured, and until one did the planner trains it alone (Planner::fits).
+  bool memory_unknown = false;
+  // memory_unknown: orders the shapes of one fusion key by size (their widths), so that a
+  // padded unit takes its widest member's figure; the formula's shapes order by parameters.
+  std::int64_t width_rank = 0;
 };
 
 struct UnitEstimate {
@@ -41,7 +47,9 @@ struct UnitEstimate {
 UnitEstimate formula_estimate(const TrialShape& shape, int members);
 
 // The formula with each shape's measured correction. Measurements only ever raise or lower
-// the figure of their own shape; an out-of-memory failure raises it.
+// the figure of their own shape; an out-of-memory failure raises it. A memory_unknown shape
+// has no formula to correct: its figure is the measured bytes per member, times the members
+// (fused members share nothing the figure could subtract), and 0 until it is measured.
 class MemoryModel {
  public:
   UnitEstimate estimate(const TrialShape& shape, int members) const;
@@ -53,14 +61,19 @@ class MemoryModel {
   void correct_upward(const std::string& key, double factor = 1.5);
 
   bool measured(const std::string& key) const { return measured_.count(key) > 0; }
+  // A shape whose memory nothing says yet: the planner places it alone on its actor.
+  bool unmeasured(const TrialShape& shape) const { return shape.memory_unknown && !measured(shape.key); }
   // Multiplies every estimate: above 1 for a safety margin; below 1 only to test recovery
   // from running out of memory.
   void set_scale(double scale) { scale_ = scale; }
   double correction(const std::string& key) const;
 
  private:
+  UnitEstimate measured_estimate(const TrialShape& shape, int members) const;
+
   std::map<std::string, double> correction_;  // key -> measured / formula
   std::map<std::string, bool> measured_;
+  std::map<std::string, std::int64_t> member_bytes_;  // memory_unknown shapes: key -> bytes per member
   double scale_ = 1.0;
 };
 

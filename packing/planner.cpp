@@ -116,6 +116,10 @@ Unplaced Planner::why_unplaced(const Plan& plan, const TrialDemand& trial) const
     return {trial, "needs about " + mib(need) + ", more than any actor has (the largest has " +
                        mib(std::max<std::int64_t>(0, largest)) + " for trials)", false};
   }
+  if (model_.unmeasured(trial.shape)) {
+    return {trial, "waits for an actor of its own: its shape's memory is unmeasured, so it trains alone until an "
+                   "actor measured it", true};
+  }
   return {trial, "waits for room: every actor that could hold it is full", true};
 }
 

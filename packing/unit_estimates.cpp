@@ -24,7 +24,10 @@ const std::string& Planner::fusion_key(const TrialShape& shape) {
 TrialShape Planner::padded_shape(const std::vector<TrialDemand>& members) {
   const TrialShape* widest = &members.front().shape;
   for (const auto& m : members) {
-    if (m.shape.parameters > widest->parameters) widest = &m.shape;
+    if (m.shape.parameters > widest->parameters ||
+        (m.shape.memory_unknown && m.shape.width_rank > widest->width_rank)) {
+      widest = &m.shape;
+    }
   }
   TrialShape s = *widest;
   for (const auto& m : members) {
@@ -54,6 +57,8 @@ double Planner::step_seconds(const TrialShape& shape, int members, const std::st
 
 int Planner::useful_members(const TrialShape& shape, const std::string& device) const {
   if (options_.fuse == FuseMode::Never) return 1;
+  // Until an actor measured it, nothing says what two members would need.
+  if (model_.unmeasured(shape)) return 1;
   if (options_.fuse == FuseMode::Always) return 4096;
   // Looked up without building a key: the index asks this of every fused unit it files.
   const auto kind = std::string_view(device).substr(0, device.find(':'));
@@ -108,6 +113,13 @@ bool Planner::fits(const ActorPlan& actor, int unit, const std::vector<TrialDema
   const int k = static_cast<int>(item.size());
   if (actor.members() + k > actor.actor.max_members) return false;
   if (unit < 0 && static_cast<int>(actor.units.size()) >= actor.actor.max_units) return false;
+  // A shape whose memory is unmeasured (its figure is 0) would share an actor blindly: it
+  // trains alone, one member on an actor with nothing else, until an actor measured it.
+  const auto unmeasured = [&](const TrialDemand& m) { return model_.unmeasured(m.shape); };
+  if (std::any_of(item.begin(), item.end(), unmeasured) && (k > 1 || unit >= 0 || !actor.units.empty())) return false;
+  for (const auto& u : actor.units) {
+    if (std::any_of(u.members.begin(), u.members.end(), unmeasured)) return false;
+  }
   if (actor.actor.capacity_bytes <= 0) return true;
   std::int64_t persistent = actor.persistent_bytes;
   UnitEstimate added;

@@ -10,6 +10,8 @@
 #include <boost/program_options.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/family_json.hpp"
+#include "actors/model_plugins.hpp"
 #include "actors/process/actor_process.hpp"
 #include "packtune/error.hpp"
 #include "util/command_line.hpp"
@@ -31,10 +33,17 @@ int actor_command(const std::vector<std::string>& args) {
                                               "(default: 30 of the driver's heartbeats, at least 30)")
       ("keys", po::value<std::string>(), "CURVE keys from `packtune keys DIR` (the driver's config names the same DIR)")
       ("work-dir", po::value<std::string>(), "where to keep checkpoints on their way to or from a driver on another "
-                                             "machine (default: a fresh folder in the temp folder)");
+                                             "machine (default: a fresh folder in the temp folder)")
+      ("describe-model-plugin", po::value<std::string>(), "load a model plugin, print its families' declarations as "
+                                                         "JSON and exit (how the driver learns them without LibTorch)");
   auto vm = packtune::util::parse_command_line("actor", args, options);
   if (vm.count("help")) {
     std::cout << options;
+    return 0;
+  }
+  if (vm.count("describe-model-plugin")) {
+    const auto families = packtune::actors::load_model_plugin(vm["describe-model-plugin"].as<std::string>());
+    std::cout << packtune::actors::families_to_json(families).dump() << std::endl;
     return 0;
   }
   if (!vm.count("driver")) throw packtune::InputError("actor: missing --driver ENDPOINT");

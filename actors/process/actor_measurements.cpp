@@ -34,7 +34,9 @@ proto::Ready Actor::memory_figures(const std::string& device, actors::MemoryMete
 }
 
 void Actor::calibrate(const actors::TrialSpec& spec, torch::Device device) {
-  if (!device.is_cpu()) return;
+  // A plugin family has no formula for the planner to fall back on: a GPU actor measures its
+  // tensors on the CPU (advance_profiles), where MemoryMeter counts them.
+  if (!device.is_cpu() && !actors::plugin_family(spec.model)) return;
   if (!profiled_.insert(trial_shape(spec).key).second) return;
   calibrations_.push_back(spec);
 }
@@ -56,7 +58,7 @@ bool Actor::advance_profiles() {
     calibrations_.pop_front();
     const auto key = trial_shape(spec).key;
     try {
-      const auto bytes = actors::measure_peak_bytes(spec, 1, input_, torch::Device(pack_device_));
+      const auto bytes = actors::measure_peak_bytes(spec, 1, input_, torch::Device(torch::kCPU));
       send_message(socket_, proto::Measured{key, 1, bytes});
       return true;
     } catch (const std::exception& e) {

@@ -9,6 +9,7 @@
 
 #include "actors/cuda_step.hpp"
 #include "actors/device.hpp"
+#include "actors/model_plugins.hpp"
 #include "actors/process/actor.hpp"
 #include "actors/process/logging.hpp"
 #include "experiment/trial_shape.hpp"
@@ -71,6 +72,12 @@ int Actor::run() {
     // Counts every CPU tensor from here on: the data set is the actor's base, the rest
     // is what its trials hold (the planner's currency).
     auto& meter = actors::MemoryMeter::instance();
+    // Before any model is built; a plugin that fails to load is this actor's end, said once.
+    if (!spec_.model_plugin.empty()) {
+      const auto families = actors::load_model_plugin(spec_.model_plugin);
+      logging::info("actor {}: model plugin {}: {} famil{}", id_, spec_.model_plugin, families.size(),
+                    families.size() == 1 ? "y" : "ies");
+    }
     device = actors::resolve_device(spec_.device, options_.local_index >= 0 ? options_.local_index : id_);
     actors::make_current(torch::Device(device));
     actors::configure_cpu_threads(threads);

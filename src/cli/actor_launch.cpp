@@ -1,13 +1,20 @@
 #include "cli/actor_launch.hpp"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
+#include <nlohmann/json.hpp>
+
+#include "actors/declared_families.hpp"
+#include "actors/family_json.hpp"
 #include "node/actor_supervisor.hpp"
 #include "packtune/error.hpp"
+#include "util/child_process.hpp"
 
 namespace packtune::cli {
 
@@ -27,6 +34,52 @@ void exec_actor(const std::string& argv0, const std::vector<std::string>& args) 
   const int err = errno;
   throw Error("actor: cannot start " + path + ": " + std::strerror(err) +
               " (packtune-actor is built and installed beside packtune)");
+}
+
+void declare_model_plugin(const std::string& path) {
+  namespace fs = std::filesystem;
+  const auto absolute = fs::absolute(path).lexically_normal().string();
+  // start_child_process sends both of the child's streams to one file: the description is its
+  // line that starts with "{", an error the line exit_code_of printed.
+  const auto folder = fs::temp_directory_path() / ("packtune-describe-" + std::to_string(getpid()));
+  fs::create_directories(folder);
+  struct Remove {
+    fs::path folder;
+    ~Remove() {
+      std::error_code ec;
+      fs::remove_all(folder, ec);
+    }
+  } remove{folder};
+  const auto output = (folder / "output").string();
+  const auto executable = actor_executable();
+  const int pid = util::start_child_process({executable, "--describe-model-plugin", absolute}, {}, output, false);
+  if (pid < 0) throw Error("cannot start " + executable + ": " + std::strerror(-pid));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::ifstream in(output);
+  std::string line, json_line, error_line;
+  const std::string prefix = "packtune: error: ";
+  while (std::getline(in, line)) {
+    if (line.rfind("{", 0) == 0) json_line = line;
+    if (auto at = line.find(prefix); at != std::string::npos) error_line = line.substr(at + prefix.size());
+  }
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (code != 0 || json_line.empty()) {
+    if (code == 2 && !error_line.empty()) throw InputError(error_line);
+    throw Error("model plugin " + absolute + ": " + executable + " --describe-model-plugin failed" +
+                (error_line.empty() ? (code == 127 ? std::string(": it cannot be started") : std::string())
+                                    : ": " + error_line));
+  }
+  nlohmann::json description;
+  try {
+    description = nlohmann::json::parse(json_line);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("model plugin " + absolute + ": its description is not JSON: " + e.what());
+  }
+  for (const auto& family : actors::families_from_json(description, "model plugin " + absolute)) {
+    actors::DeclaredFamilies::instance().add(family);
+  }
 }
 
 }  // namespace packtune::cli

@@ -18,4 +18,11 @@ std::string actor_executable();
 // throwing packtune::Error when the executable cannot be started.
 [[noreturn]] void exec_actor(const std::string& argv0, const std::vector<std::string>& args);
 
+// Learns a model plugin's families without loading LibTorch here: `packtune-actor
+// --describe-model-plugin PATH` loads it and prints their declarations, which go into
+// actors::DeclaredFamilies, so that the config's model and space are checked against them.
+// The actor's one-line error (a missing file, symbol, wrong version...) is thrown as it
+// said it: InputError for its exit code 2, Error for any other failure.
+void declare_model_plugin(const std::string& path);
+
 }  // namespace packtune::cli

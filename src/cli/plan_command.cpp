@@ -15,6 +15,7 @@
 #include "experiment/experiment_config.hpp"
 #include "experiment/planner_setup.hpp"
 #include "packing/planner.hpp"
+#include "cli/actor_launch.hpp"
 #include "cli/command_line.hpp"
 #include "packtune/error.hpp"
 #include "experiment/trial_shape.hpp"
@@ -44,6 +45,7 @@ int run_plan_command(const std::vector<std::string>& args) {
     ("actors", po::value<std::string>(), "actors as [COUNTx]DEVICE=SIZE, COUNTxSIZE, COUNTxDEVICE or COUNT, comma-separated (default: the config's local actors)")
     ("max-pack", po::value<int>(), "trials per actor at most (default: the config's max_pack)")
     ("tuner-plugin", po::value<std::string>(), "a shared library with more tuners")
+    ("model-plugin", po::value<std::string>(), "a shared library with more model families")
     ("json", "print the plan as JSON");
   po::positional_options_description positional;
   positional.add("config", 1);
@@ -59,7 +61,9 @@ int run_plan_command(const std::vector<std::string>& args) {
   Overrides overrides;
   if (vm.count("trials")) overrides.trials = vm["trials"].as<std::int64_t>();
   if (vm.count("max-pack")) overrides.max_pack = vm["max-pack"].as<int>();
+  if (vm.count("model-plugin")) overrides.model_plugin = std::vector<std::string>{vm["model-plugin"].as<std::string>()};
   apply_overrides(config, overrides);
+  if (!config.model_plugin.empty()) declare_model_plugin(config.model_plugin);
 
   validate(config);
   const auto setup = planner_setup(config);

@@ -6,6 +6,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "cli/actor_launch.hpp"
 #include "cli/command_line.hpp"
 #include "driver/driver.hpp"
 #include "driver/journal.hpp"
@@ -134,6 +135,7 @@ int run_run_command(const std::vector<std::string>& args) {
     driver.out_dir = vm.count("out") ? vm["out"].as<std::string>() : default_out_dir(config.name);
   }
   if (!config.tuner_plugin.empty()) tuners::load_tuner_plugin(config.tuner_plugin);
+  if (!config.model_plugin.empty()) declare_model_plugin(config.model_plugin);
   validate(config);
   // The driver checks --out is fresh once it holds the folder's lock: a check here could
   // pass for two drivers started together.

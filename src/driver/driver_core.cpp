@@ -228,6 +228,7 @@ proto::ExperimentSpec DriverCore::experiment_spec() const {
   s.store_token = store_->token();
   s.actor_memory_bytes = config_.actor_memory;
   s.checkpoint_every_seconds = config_.checkpoint_every;
+  s.model_plugin = config_.model_plugin;
   return s;
 }
 

@@ -164,11 +164,16 @@ void check_metric(ExperimentConfig& c, const std::string&) {
   c.mode = c.metric == "val_accuracy" ? tuners::Mode::Max : tuners::Mode::Min;  // mode's default
 }
 
-void resolve_tuner_plugin(ExperimentConfig& c, const std::string& path) {
-  if (!c.tuner_plugin.empty() && std::filesystem::path(c.tuner_plugin).is_relative()) {
-    c.tuner_plugin = (std::filesystem::absolute(path).parent_path() / c.tuner_plugin).lexically_normal().string();
+// A plugin's path relative to the config file `path`'s folder, absolute.
+void resolve_beside_config(std::string& plugin, const std::string& path) {
+  if (!plugin.empty() && std::filesystem::path(plugin).is_relative()) {
+    plugin = (std::filesystem::absolute(path).parent_path() / plugin).lexically_normal().string();
   }
 }
+
+void resolve_tuner_plugin(ExperimentConfig& c, const std::string& path) { resolve_beside_config(c.tuner_plugin, path); }
+
+void resolve_model_plugin(ExperimentConfig& c, const std::string& path) { resolve_beside_config(c.model_plugin, path); }
 
 void check_device(ExperimentConfig& c, const std::string&) { actors::check_device_syntax(c.device); }
 
@@ -356,7 +361,7 @@ void apply_one(ExperimentConfig& c, Member ExperimentConfig::*member, const Valu
   assign(c.*member, value, flag);
 }
 
-// --tuner-plugin is relative to the current folder, not to the config's.
+// --tuner-plugin and --model-plugin are relative to the current folder, not to the config's.
 void apply_one(ExperimentConfig& c, std::string ExperimentConfig::*member, const std::vector<std::string>& value,
                const std::string&) {
   c.*member = std::filesystem::absolute(value.front()).lexically_normal().string();

@@ -1,8 +1,10 @@
 #include "experiment/trial_shape.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
+#include "actors/declared_families.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune {
@@ -22,6 +24,21 @@ packing::TrialShape trial_shape(const actors::TrialSpec& spec, const InputDims& 
   s.adaptive = spec.optimizer.name != "sgd";
   s.weight_decay = spec.optimizer.weight_decay != 0;
   s.optimizer_slots = s.adaptive ? 2 : (spec.optimizer.momentum > 0 ? 1 : 0);
+  if (actors::plugin_family(spec.model)) {
+    // No formula: the planner waits for an actor's measurement, and orders the shapes of
+    // one fusion key by the product of their numeric widths.
+    s.memory_unknown = true;
+    s.width_rank = 1;
+    if (const auto* family = actors::DeclaredFamilies::instance().find(spec.model.family)) {
+      for (const auto& p : family->hyperparameters) {
+        auto it = spec.model.params.find(p.name);
+        if (p.role != layers::HyperParameter::Role::Width || it == spec.model.params.end()) continue;
+        if (std::holds_alternative<std::int64_t>(it->second) || std::holds_alternative<double>(it->second)) {
+          s.width_rank *= std::max<std::int64_t>(1, static_cast<std::int64_t>(tuners::as_number(it->second, p.name)));
+        }
+      }
+    }
+  }
   return s;
 }
 

@@ -13,7 +13,7 @@
 
 namespace packtune::protocol {
 
-constexpr std::uint32_t kProtocolVersion = 9;  // 9: Welcome.transfer_token, Offer.token, FetchChunk.token
+constexpr std::uint32_t kProtocolVersion = 10;  // 10: ExperimentSpec.model_plugin
 
 // What every actor of an experiment needs to know, sent once in Welcome.
 struct ExperimentSpec {
@@ -34,11 +34,15 @@ struct ExperimentSpec {
   std::string store_token;
   std::int64_t actor_memory_bytes = 0;  // each actor's memory budget for trials; 0: the device's
   double checkpoint_every_seconds = 0;    // checkpoints inside a job this often; 0: none
+  // A model plugin's absolute path, which the actor loads before it builds any model (the
+  // same path on every machine, as data_dir); empty: none.
+  std::string model_plugin;
 
   template <class Archive>
   void serialize(Archive& ar) {
     ar(data_name, data_dir, train_size, validation_size, device, budget_unit, report_every,
-       data_seed, heartbeat_seconds, fuse, checkpoint_dir, actor_memory_bytes, store_token, checkpoint_every_seconds);
+       data_seed, heartbeat_seconds, fuse, checkpoint_dir, actor_memory_bytes, store_token, checkpoint_every_seconds,
+       model_plugin);
   }
 };
 

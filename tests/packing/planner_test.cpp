@@ -330,3 +330,87 @@ TEST_CASE("an actor with one unit slot takes no second unit, online or planned")
     CHECK(placed_ids(any).size() == 6);
   }
 }
+
+namespace {
+
+// A model plugin's shape: no formula, its figure is what an actor measures.
+TrialShape plugin_shape(const std::string& key, std::int64_t width_rank = 1) {
+  TrialShape s;
+  s.key = key;
+  s.fusion = "vgg/b64";
+  s.memory_unknown = true;
+  s.width_rank = width_rank;
+  s.batch_size = 64;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a shape no formula knows takes its measured bytes per member, never lowered") {
+  MemoryModel model;
+  const auto s = plugin_shape("vgg/c16");
+  CHECK(model.unmeasured(s));
+  CHECK(model.solo_bytes(s) == 0);
+  model.record_measurement(s, 2, 300 * MiB);
+  CHECK_FALSE(model.unmeasured(s));
+  CHECK(model.solo_bytes(s) == 150 * MiB);
+  CHECK(model.estimate(s, 3).peak() == 450 * MiB);
+  model.record_measurement(s, 1, 100 * MiB);
+  CHECK(model.solo_bytes(s) == 150 * MiB);
+  model.correct_upward(s.key, 2.0);
+  CHECK(model.solo_bytes(s) == 300 * MiB);
+  CHECK_FALSE(model.measured("vgg/c32"));
+}
+
+TEST_CASE("an unmeasured shape trains alone on its actor until an actor measured it") {
+  PlanOptions o;
+  o.fuse = FuseMode::Always;
+  o.balance = false;
+  Planner planner({}, o);
+  std::vector<ActorSpec> actors;
+  for (int i = 0; i < 3; ++i) actors.push_back({i, "cuda:0", 4096 * MiB, 0, 8});  // many units each
+  const auto narrow = plugin_shape("vgg/c16", 16);
+  const auto wide = plugin_shape("vgg/c64", 64);
+  auto trials = demands(3, narrow);
+  trials.push_back({3, mlp_shape(), 100});
+
+  SECTION("planned: one trial an actor, the rest wait for room") {
+    const auto plan = planner.plan(actors, trials);
+    for (const auto& a : plan.actors) {
+      if (a.units.empty()) continue;
+      const bool holds_plugin = a.units.front().members.front().shape.memory_unknown;
+      if (holds_plugin) {
+        CHECK(a.units.size() == 1);
+        CHECK(a.members() == 1);
+      }
+    }
+    CHECK(placed_ids(plan).size() + plan.unplaced.size() == 4);
+    REQUIRE_FALSE(plan.unplaced.empty());
+    for (const auto& u : plan.unplaced) CHECK(u.waits);
+  }
+  SECTION("online: not beside another unit, and nothing joins it") {
+    Plan plan;
+    for (const auto& spec : actors) plan.actors.push_back(ActorPlan{spec});
+    for (auto& a : plan.actors) planner.refresh(a);
+    REQUIRE(planner.place(plan, {3, mlp_shape(), 100}) == 0);
+    CHECK(planner.place(plan, {0, narrow, 100}) == 1);
+    CHECK(planner.place(plan, {1, narrow, 100}) == 2);
+    Unplaced why;
+    CHECK_FALSE(planner.place(plan, {2, narrow, 100}, &why));
+    CHECK(why.waits);
+    CHECK_THAT(why.reason, Catch::Contains("memory is unmeasured"));
+    CHECK(planner.unit_of(plan, 1)->members.size() == 1);
+  }
+  SECTION("measured: its trials fuse, padded to the widest member's figure") {
+    planner.memory_model().record_measurement(narrow, 1, 100 * MiB);
+    planner.memory_model().record_measurement(wide, 1, 300 * MiB);
+    trials.push_back({4, wide, 100});
+    const auto plan = planner.plan(actors, trials);
+    CHECK(plan.unplaced.empty());
+    const auto* unit = planner.unit_of(plan, 4);
+    REQUIRE(unit);
+    CHECK(unit->members.size() == 4);
+    CHECK(unit->estimate.peak() == 4 * 300 * MiB);
+    for (const auto& a : plan.actors) CHECK(a.estimated_bytes <= a.actor.capacity_bytes);
+  }
+}
