@@ -188,7 +188,7 @@ inline Fused check_fused(std::vector<Member> members, const FusedCheck& check = 
       REQUIRE(expected != nullptr);
       REQUIRE(entry.tensor.grad().defined());
       REQUIRE(expected->grad().defined());
-      check_close(Layer::solo_view(entry, entry.tensor.grad(), k), expected->grad(), tol, "gradient of " + entry.name);
+      check_close(Layer::solo_view(entry, entry.tensor.grad()[k], k), expected->grad(), tol, "gradient of " + entry.name);
     }
   }
   return {fused, x.detach()};
