@@ -62,30 +62,45 @@ torch::Tensor restore_tensor(const TrialCheckpoint& checkpoint, const std::strin
 
 namespace {
 
-void load_named(const std::vector<std::pair<std::string, torch::Tensor>>& targets, const TrialCheckpoint& checkpoint) {
-  torch::NoGradGuard no_grad;
-  for (const auto& [name, tensor] : targets) {
-    auto target = tensor;
-    target.copy_(restore_tensor(checkpoint, name, tensor));
-  }
-  if (checkpoint.model.size() != targets.size()) {
+// Every tensor the checkpoint holds was loaded: none is left over from another architecture.
+void check_count(const TrialCheckpoint& checkpoint, std::size_t loaded) {
+  if (checkpoint.model.size() != loaded) {
     throw InputError("checkpoint of trial " + std::to_string(checkpoint.trial) + ": holds " +
                      std::to_string(checkpoint.model.size()) + " model tensors but this model has " +
-                     std::to_string(targets.size()) + "; it was written for another architecture");
+                     std::to_string(loaded) + "; it was written for another architecture");
   }
 }
 
 }  // namespace
 
 void load_model_state(torch::nn::Module& model, const TrialCheckpoint& checkpoint) {
-  std::vector<std::pair<std::string, torch::Tensor>> targets;
-  for (auto& p : model.named_parameters()) targets.emplace_back(p.key(), p.value());
-  for (auto& b : model.named_buffers()) targets.emplace_back(b.key(), b.value());
-  load_named(targets, checkpoint);
+  torch::NoGradGuard no_grad;
+  std::size_t loaded = 0;
+  for (auto& p : model.named_parameters()) {
+    p.value().copy_(restore_tensor(checkpoint, p.key(), p.value()));
+    ++loaded;
+  }
+  for (auto& b : model.named_buffers()) {
+    b.value().copy_(restore_tensor(checkpoint, b.key(), b.value()));
+    ++loaded;
+  }
+  check_count(checkpoint, loaded);
 }
 
 void load_member_state(layers::Layer& model, const TrialCheckpoint& checkpoint) {
-  load_named(model.member_tensors(0), checkpoint);
+  // Through the stacked tensors, not member_tensors(): a solo layout may be a copy (attention's
+  // packed q, k, v of a padded member), which would take the checkpoint's values and drop them.
+  torch::NoGradGuard no_grad;
+  std::size_t loaded = 0;
+  for (bool buffers : {false, true}) {
+    for (const auto& entry : buffers ? model.stacked_buffers() : model.stacked_parameters()) {
+      auto row = entry.tensor.detach()[0];
+      const auto solo = restore_tensor(checkpoint, entry.name, layers::Layer::solo_view(entry, row, 0));
+      layers::own_part(row, entry.own[0]).copy_(layers::Layer::member_layout(entry.layout, solo));
+      ++loaded;
+    }
+  }
+  check_count(checkpoint, loaded);
 }
 
 }  // namespace packtune::actors

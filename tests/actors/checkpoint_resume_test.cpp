@@ -6,6 +6,9 @@
 #include "actors/checkpoint_file.hpp"
 #include "actors/checkpoint_tensors.hpp"
 #include "actors/pack_executor.hpp"
+#include "layers/linear.hpp"
+#include "layers/sequential.hpp"
+#include "layers/transformer_encoder_layer.hpp"
 #include "packtune/error.hpp"
 #include "synthetic_data.hpp"
 
@@ -268,4 +271,31 @@ TEST_CASE("a trial resumed to a budget it already reached ends at once") {
   REQUIRE(events[0].checkpoint);
   CHECK(events[0].checkpoint->step == paused.checkpoint->step);
   CHECK(pack.empty());
+}
+
+TEST_CASE("a checkpoint loads into every tensor of a layer-library model, attention's packed q, k, v too") {
+  // Attention's in_proj is stored [E, 3, E] and held [3E, E] by LibTorch: the load converts
+  // each tensor into the stored layout rather than relying on the solo layout being a view.
+  auto build = [](std::uint64_t seed) {
+    torch::manual_seed(seed);
+    auto model = std::make_shared<packtune::layers::Sequential>();
+    model->emplace<packtune::layers::TransformerEncoderLayer>(8, 2, 16, 0.0, "relu");
+    model->emplace<packtune::layers::Linear>(8, 3);
+    return model;
+  };
+  auto source = build(1), target = build(2);
+  packtune::actors::TrialCheckpoint checkpoint;
+  checkpoint.trial = 7;
+  for (const auto& [name, tensor] : source->member_tensors(0)) {
+    checkpoint.model.push_back(packtune::actors::to_stored(name, tensor));
+  }
+  packtune::actors::load_member_state(*target, checkpoint);
+  const auto expected = source->member_tensors(0);
+  const auto loaded = target->member_tensors(0);
+  REQUIRE(loaded.size() == expected.size());
+  for (std::size_t i = 0; i < loaded.size(); ++i) {
+    INFO(loaded[i].first);
+    CHECK(loaded[i].first == expected[i].first);
+    CHECK(torch::equal(loaded[i].second, expected[i].second));
+  }
 }
