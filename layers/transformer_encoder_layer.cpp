@@ -1,5 +1,7 @@
 #include "layers/transformer_encoder_layer.hpp"
 
+#include <torch/version.h>
+
 #include "layers/activation.hpp"
 #include "packtune/error.hpp"
 
@@ -31,9 +33,15 @@ TransformerEncoderLayer::TransformerEncoderLayer(std::int64_t d_model, std::int6
 
 TransformerEncoderLayer::TransformerEncoderLayer(const torch::nn::TransformerEncoderLayer& solo) {
   const auto& activation = solo->options.activation();
-  if (c10::get_if<torch::enumtype::kReLU>(&activation)) {
+  // The options' variant is c10's in LibTorch 1.13 and std's in 2.x.
+#if TORCH_VERSION_MAJOR >= 2
+  using std::get_if;
+#else
+  using c10::get_if;
+#endif
+  if (get_if<torch::enumtype::kReLU>(&activation)) {
     activation_ = "relu";
-  } else if (c10::get_if<torch::enumtype::kGELU>(&activation)) {
+  } else if (get_if<torch::enumtype::kGELU>(&activation)) {
     activation_ = "gelu";
   } else {
     throw InputError("layers::TransformerEncoderLayer: the activation must be kReLU or kGELU");
