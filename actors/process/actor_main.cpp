@@ -10,8 +10,6 @@
 #include <boost/program_options.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/family_json.hpp"
-#include "actors/model_plugins.hpp"
 #include "actors/process/actor_process.hpp"
 #include "packtune/error.hpp"
 #include "util/command_line.hpp"
@@ -42,8 +40,7 @@ int actor_command(const std::vector<std::string>& args) {
     return 0;
   }
   if (vm.count("describe-model-plugin")) {
-    const auto families = packtune::actors::load_model_plugin(vm["describe-model-plugin"].as<std::string>());
-    std::cout << packtune::actors::families_to_json(families).dump() << std::endl;
+    packtune::actors::describe_model_plugin(vm["describe-model-plugin"].as<std::string>());
     return 0;
   }
   if (!vm.count("driver")) throw packtune::InputError("actor: missing --driver ENDPOINT");

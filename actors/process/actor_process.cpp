@@ -4,11 +4,13 @@
 
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <limits>
 #include <thread>
 
 #include "actors/cuda_step.hpp"
 #include "actors/device.hpp"
+#include "actors/family_json.hpp"
 #include "actors/model_plugins.hpp"
 #include "actors/process/actor.hpp"
 #include "actors/process/logging.hpp"
@@ -294,6 +296,10 @@ int run_actor(const ActorOptions& options) {
     // LibTorch errors carry a C++ backtrace; the user gets the first line only.
     throw Error(actors::error_message(e));
   }
+}
+
+void describe_model_plugin(const std::string& path) {
+  std::cout << families_to_json(load_model_plugin(path)).dump() << std::endl;
 }
 
 }  // namespace packtune::actors

@@ -21,4 +21,10 @@ struct ActorOptions {
 // Returns the process exit code.
 int run_actor(const ActorOptions& options);
 
+// `packtune-actor --describe-model-plugin PATH`: loads the plugin and prints its families'
+// declarations as one line of JSON on stdout, what the driver reads without loading LibTorch.
+// Here, not in actor_main.cpp, which must not see LibTorch's headers: spdlog there does not
+// compile beside LibTorch 2.x's fmt. Throws InputError as load_model_plugin does.
+void describe_model_plugin(const std::string& path);
+
 }  // namespace packtune::actors
