@@ -67,9 +67,17 @@ void declare_model_plugin(const std::string& path) {
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   if (code != 0 || json_line.empty()) {
     if (code == 2 && !error_line.empty()) throw InputError(error_line);
-    throw Error("model plugin " + absolute + ": " + executable + " --describe-model-plugin failed" +
-                (error_line.empty() ? (code == 127 ? std::string(": it cannot be started") : std::string())
-                                    : ": " + error_line));
+    std::string why;
+    if (!error_line.empty()) {
+      why = ": " + error_line;
+    } else if (WIFSIGNALED(status)) {
+      // A plugin linked against another LibTorch than the actor's crashes on load or first call.
+      why = std::string(": it died of ") + strsignal(WTERMSIG(status)) +
+            " (is the plugin built against the LibTorch packtune was built with?)";
+    } else if (code == 127) {
+      why = ": it cannot be started";
+    }
+    throw Error("model plugin " + absolute + ": " + executable + " --describe-model-plugin failed" + why);
   }
   nlohmann::json description;
   try {
