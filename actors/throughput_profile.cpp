@@ -16,10 +16,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Enough steps to see past the first step's allocations, a fused group's CUDA graph capture
-// and the timer's resolution, few enough that one K costs a pack at most a fraction of a
-// second.
+// Enough steps to see past the first step's allocations (and oneDNN's kernel choice on a
+// CPU), a fused group's CUDA graph capture and the timer's resolution, few enough that one K
+// costs a pack at most a fraction of a second. A CPU step has finished when it returns and
+// takes milliseconds: a window of one step reads true there, and each step more is an actor's
+// time spent on nothing (a ResNet profile took 3 s of a 13 s run on this CPU with the GPU's
+// counts).
 constexpr int kWarmupSteps = StepGraph::kWarmupSteps + 2;
+constexpr int kCpuWarmupSteps = 2;
 constexpr int kMinTimedSteps = 3;
 constexpr int kMaxTimedSteps = 30;
 constexpr double kMinTimedSeconds = 0.02;
@@ -61,18 +65,19 @@ class ThroughputProfiler::StepTimer {
       member.optimizer.lr *= 1.0 + 0.01 * k;  // members differ as trials do; the work is the same
       group_->add(k, member, static_cast<std::uint64_t>(k + 1));
     }
-    for (int s = 0; s < kWarmupSteps; ++s) step();
+    for (int s = 0; s < (device_.is_cuda() ? kWarmupSteps : kCpuWarmupSteps); ++s) step();
     wait();
   }
 
-  // Seconds per step over one window of at least kMinTimedSteps steps and kMinTimedSeconds.
+  // Seconds per step over one window of at least kMinTimedSeconds and, on a GPU, kMinTimedSteps.
   // The steps go in doubling batches with one wait after each: waiting after every step would
   // time a GPU's sub-millisecond steps without the queueing a pack's rounds get.
   double window() {
     const auto start = Clock::now();
     int steps = 0;
     double seconds = 0;
-    for (int batch = kMinTimedSteps; steps < kMaxTimedSteps && (steps == 0 || seconds < kMinTimedSeconds);
+    for (int batch = device_.is_cuda() ? kMinTimedSteps : 1;
+         steps < kMaxTimedSteps && (steps == 0 || seconds < kMinTimedSeconds);
          batch = steps) {
       for (int i = 0; i < batch && steps < kMaxTimedSteps; ++i, ++steps) step();
       wait();

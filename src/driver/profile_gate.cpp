@@ -35,7 +35,7 @@ ProfileGate::Admission ProfileGate::admit(const tuners::Job& job, const packing:
       }
     }
   }
-  if (covered || !(requests_.count(key) || after_narrower)) return admission;
+  if (covered || !(requests_.count(key) || after_narrower) || !prior_fuses(shape)) return admission;
   auto& held = held_[key];
   held.shape = shape;
   held.jobs.push_back(job);
@@ -49,6 +49,15 @@ bool ProfileGate::narrower_asked(const packing::TrialShape& shape) const {
     return r.first != shape.key && r.second.shape.fusion == shape.fusion &&
            r.second.shape.flops_per_sample <= shape.flops_per_sample;
   });
+}
+
+bool ProfileGate::prior_fuses(const packing::TrialShape& shape) const {
+  for (const auto& a : plan_.actors) {
+    const ActorState* actor = registry_.actor_by_id(a.actor.id);
+    if (!actor || !actor->ready || actor->dead) continue;
+    if (planner_.useful_members(shape, a.actor.device) > 1) return true;
+  }
+  return false;
 }
 
 bool ProfileGate::ruled_out(const packing::TrialShape& shape) const {

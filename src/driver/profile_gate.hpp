@@ -6,6 +6,9 @@
 // waiting, unless a profile of a narrower one (no more work per sample) on every live actor's
 // device kind found that two fused members do not pay: then neither would they. A shape
 // whose narrower sibling is being profiled waits for that answer before it is asked for.
+// Jobs wait only where the prior (no profile yet) would fuse them on some live actor: where
+// it trains them alone anyway (on a CPU it fuses nothing), waiting would only leave actors
+// idle while one profiles, and the profile still sizes the units that come after.
 // This decides which jobs wait, which shapes to ask for and of which actor, files the
 // answers in the planner and gives the waiting jobs back. No sockets: the driver sends
 // the requests it is handed. Times are passed in, so tests need no clock.
@@ -67,6 +70,8 @@ class ProfileGate {
   std::optional<Ask> request(const packing::TrialShape& shape, const tuners::TrialConfig& full,
                              Clock::time_point now);
   std::vector<tuners::Job> release();
+  // Whether the planner's figures, before any profile of `shape`, fuse it on a live actor.
+  bool prior_fuses(const packing::TrialShape& shape) const;
   // Whether the profiles on every live actor's device kind rule out fusing `shape`.
   bool ruled_out(const packing::TrialShape& shape) const;
   // Whether a profile of another shape of `shape`'s family, with no more work per sample, is

@@ -104,13 +104,13 @@ struct Fleet {
 
   void say(const std::string& actor, const proto::Message& m) { core->on_message(actor, m, now); }
 
-  void join(const std::string& actor) {
+  void join(const std::string& actor, const std::string& device = "cpu") {
     proto::Hello hello;
     hello.host = "h";
     hello.pid = 1000 + static_cast<int>(ids.size());
     say(actor, hello);
     ids[actor] = core->registry().actors().at(actor).id;
-    say(actor, proto::Ready{"cpu", capacity, false, 0});
+    say(actor, proto::Ready{device, capacity, false, 0});
   }
 
   std::string checkpoint_path(TrialId trial, double budget) const {
@@ -318,8 +318,9 @@ TEST_CASE("driver core: a pack that ran out of memory is split into smaller unit
 
 TEST_CASE("driver core: jobs of a shape with no throughput profile wait until an actor profiled it") {
   Fleet f(sweep("random", 4, 4, 4, "auto"));
-  f.join("a");
-  f.join("b");
+  // GPUs: there the prior fuses, and the profile sizes the units (on a CPU it fuses nothing).
+  f.join("a", "cuda:0");
+  f.join("b", "cuda:1");
   f.silent = {"a", "b"};
   f.turn();
   // The first turn asks for a profile and holds the jobs: nothing is assigned yet.
@@ -333,6 +334,21 @@ TEST_CASE("driver core: jobs of a shape with no throughput profile wait until an
   CHECK(f.assigned.empty());
   REQUIRE(asked.size() == 1);  // one shape, one profile, on one actor
   f.answer(asked.front());
+  f.run();
+  CHECK(f.profiles_asked == 1);
+  CHECK(f.core->book().completed_jobs() == 4);
+}
+
+TEST_CASE("driver core: on CPUs, where the prior fuses nothing, jobs go out while an actor profiles their shape") {
+  Fleet f(sweep("random", 4, 4, 4, "auto"));
+  f.join("a");
+  f.join("b");
+  f.turn();
+  // The turn that asked for the profile sent the jobs too: a CPU actor trains one unit at a
+  // time, and each took one at once, alone.
+  CHECK(f.profiles_asked == 1);
+  REQUIRE(f.waves.size() == 1);
+  CHECK(f.waves.front().size() == 2);
   f.run();
   CHECK(f.profiles_asked == 1);
   CHECK(f.core->book().completed_jobs() == 4);
@@ -384,8 +400,8 @@ TEST_CASE("driver core: jobs held for a profile that never comes go out after pr
   json["profile_timeout_seconds"] = 5;
   Fleet f(json);
   f.answer_profiles = false;
-  f.join("a");
-  f.join("b");
+  f.join("a", "cuda:0");
+  f.join("b", "cuda:1");
   const auto start = f.now;
   f.run();
   CHECK(f.profiles_asked == 1);

@@ -211,6 +211,25 @@ TEST_CASE("without a ready actor nothing is asked and nothing waits") {
   CHECK_FALSE(admission.ask);
 }
 
+TEST_CASE("where the prior fuses nothing, jobs go on while the profile is taken") {
+  Fixture f;
+  // A CPU prior without a fixed cost per step, as `packtune run` sets it up: a fused pair
+  // costs two plain models, so the prior keeps every unit at one until a profile says more.
+  packing::PlanOptions options;
+  options.cpu_step_overhead_seconds = 0;
+  packing::Planner planner({}, options);
+  ProfileGate gate(planner, f.plan, f.registry, {true, 4, 120});
+  const auto shape = mlp_shape(256);
+  auto first = gate.admit(Job::start(0, {}, 1), shape, {}, f.t0);
+  CHECK_FALSE(first.held);
+  REQUIRE(first.ask);  // the units after it are sized by the answer
+  CHECK(first.ask->profile.key == shape.key);
+  CHECK_FALSE(gate.admit(Job::start(1, {}, 1), shape, {}, f.t0).held);
+  CHECK(gate.held_jobs() == 0);
+  // The same shape on a device whose prior fuses (the default overhead) waits.
+  CHECK(f.admit(2, shape, f.t0).held);
+}
+
 TEST_CASE("with fuse other than auto, or one trial per actor, the gate is open") {
   Fixture f;
   ProfileGate open(f.planner, f.plan, f.registry, {false, 1, 120});
