@@ -15,6 +15,17 @@
 namespace packtune::actors {
 namespace {
 
+}  // namespace
+
+void require_images(const ModelSpec& spec, const InputShape& input) {
+  if (!input.images) {
+    throw InputError("family: " + spec.family + " convolves images ([N, C, H, W] or [N, H, W] data); these are "
+                     "feature rows of " + std::to_string(input.width) + ": use the mlp family or a model plugin");
+  }
+}
+
+namespace {
+
 // Linear, activation and (when it has a rate) dropout: a hidden layer of the MLP, or the CNN's fc.
 std::int64_t add_hidden(layers::Sequential& seq, std::int64_t in, const ModelSpec& spec) {
   seq.emplace<layers::Linear>(in, spec.width);
@@ -28,11 +39,12 @@ std::shared_ptr<layers::Layer> build_mlp(const ModelSpec& spec, const InputShape
   seq->emplace<layers::Flatten>();
   std::int64_t features = std::int64_t{input.channels} * input.height * input.width;
   for (int i = 0; i < spec.depth; ++i) features = add_hidden(*seq, features, spec);
-  seq->emplace<layers::Linear>(features, input.classes);
+  seq->emplace<layers::Linear>(features, input.outputs);
   return seq;
 }
 
 std::shared_ptr<layers::Layer> build_cnn(const ModelSpec& spec, const InputShape& input) {
+  require_images(spec, input);
   auto seq = std::make_shared<layers::Sequential>();
   std::int64_t c = input.channels, h = input.height, w = input.width;
   for (int i = 0; i < spec.depth; ++i) {
@@ -54,11 +66,20 @@ std::shared_ptr<layers::Layer> build_cnn(const ModelSpec& spec, const InputShape
   seq->emplace<layers::Flatten>();
   std::int64_t features = c * h * w;
   if (spec.width > 0) features = add_hidden(*seq, features, spec);
-  seq->emplace<layers::Linear>(features, input.classes);
+  seq->emplace<layers::Linear>(features, input.outputs);
   return seq;
 }
 
 }  // namespace
+
+InputShape input_shape(const datasets::BatchStream& stream) {
+  const auto sample = stream.sample_shape();
+  if (stream.images()) {
+    return {static_cast<int>(sample[0]), static_cast<int>(sample[1]), static_cast<int>(sample[2]), stream.outputs(), true,
+            stream.task()};
+  }
+  return {1, 1, static_cast<int>(sample[0]), stream.outputs(), false, stream.task()};
+}
 
 std::shared_ptr<layers::Layer> build_model(const ModelSpec& spec, const InputShape& input) {
   if (spec.family == "mlp") return build_mlp(spec, input);
@@ -66,7 +87,7 @@ std::shared_ptr<layers::Layer> build_model(const ModelSpec& spec, const InputSha
   if (spec.family == "resnet") return build_resnet(spec, input);
   // A model plugin's family: its declared hyper-parameters, checked and with defaults.
   if (const auto* plugin = layers::ModelRegistry::instance().find(spec.family)) {
-    return plugin->build(spec.params, layers::ModelInput{input.channels, input.height, input.width, input.classes});
+    return plugin->build(spec.params, layers::ModelInput{input.channels, input.height, input.width, input.outputs});
   }
   throw InputError("family: unknown model family \"" + spec.family + "\"; expected mlp, cnn, resnet or a model plugin's family");
 }

@@ -148,7 +148,7 @@ void FusedGroup::remove(tuners::TrialId trial) {
 }
 
 void FusedGroup::prefetch(datasets::BatchStream& stream) const {
-  for (const auto& m : members_) stream.batch(m.step, m.spec.batch_size);
+  for (const auto& m : members_) stream.batch(m.step, m.spec.batch_size, m.seed);
 }
 
 void FusedGroup::train_step(datasets::BatchStream& stream) {
@@ -160,13 +160,15 @@ void FusedGroup::train_step(datasets::BatchStream& stream) {
   std::vector<torch::Tensor> inputs, labels;
   std::vector<std::int64_t> seeds;
   for (const auto& m : members_) {
-    auto [x, y] = stream.batch(m.step, batch_size);
+    auto [x, y] = stream.batch(m.step, batch_size, m.seed);
     inputs.push_back(x);
     labels.push_back(y);
     seeds.push_back(static_cast<std::int64_t>(step_seed(m.seed, m.step) & 0xffffffffULL));
   }
-  std::vector<torch::Tensor> step_inputs{stack_members(inputs), stack_members(labels),
-                                         torch::tensor(seeds, torch::kInt64).to(device_)};
+  auto seed_tensor = torch::tensor(seeds, torch::kInt64);
+  // From pageable memory the copy would wait for the device to finish the step in flight.
+  if (device_.is_cuda()) seed_tensor = seed_tensor.pin_memory().to(device_, /*non_blocking=*/true);
+  std::vector<torch::Tensor> step_inputs{stack_members(inputs), stack_members(labels), seed_tensor};
   graph_.run(
       step_inputs, [this](const std::vector<torch::Tensor>& in) { device_step(in); },
       [this] {
@@ -193,11 +195,8 @@ void FusedGroup::device_step(const std::vector<torch::Tensor>& in) {
     layers::MemberSeeds seeds(in[2]);
     logits = model_->forward(x);
   }
-  auto per_sample = torch::nn::functional::cross_entropy(
-      logits.reshape({k * batch, -1}), y.reshape({k * batch}),
-      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
   // The sum of the members' mean losses: member k's gradient is its solo gradient.
-  auto losses = per_sample.view({k, batch}).mean(1);
+  auto losses = sample_losses(logits, y).mean(1);
   losses.sum().backward();
   for (auto& p : params_) {
     if (p.padding.defined()) p.tensor.mutable_grad().masked_fill_(p.padding, 0);
@@ -206,13 +205,22 @@ void FusedGroup::device_step(const std::vector<torch::Tensor>& in) {
   loss_sum_ += losses.detach();
 }
 
-std::pair<torch::Tensor, torch::Tensor> FusedGroup::score(const torch::Tensor& inputs, const torch::Tensor& labels) {
+torch::Tensor FusedGroup::sample_losses(const torch::Tensor& out, const torch::Tensor& y) const {
+  const auto k = out.size(0), n = out.size(1);
+  if (input_.task == datasets::Task::Regression) return (out - y).square().reshape({k, n, -1}).mean(2);
+  return torch::nn::functional::cross_entropy(out.reshape({k * n, -1}), y.reshape({k * n}),
+                                              torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))
+      .view({k, n});
+}
+
+FusedGroup::Scores FusedGroup::score(const torch::Tensor& inputs, const torch::Tensor& targets) {
   torch::NoGradGuard no_grad;
   model_->eval();
   const auto k = static_cast<std::int64_t>(members_.size());
   const std::int64_t n = inputs.size(0);
+  const bool regression = input_.task == datasets::Task::Regression;
   auto loss = torch::zeros({k}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
-  auto correct = torch::zeros({k}, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+  auto second = torch::zeros({k}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   // Each member evaluates as many examples at once as it would alone: the K-fold chunk is
   // what the memory model charges a fused group.
   const std::int64_t chunk = evaluation_chunk(members_.front().spec.batch_size);
@@ -222,21 +230,39 @@ std::pair<torch::Tensor, torch::Tensor> FusedGroup::score(const torch::Tensor& i
     sizes[0] = len;
     sizes.insert(sizes.begin(), k);
     auto x = inputs.narrow(0, begin, len).unsqueeze(0).expand(sizes);
-    auto logits = model_->forward(x);  // [K, len, classes]
-    auto y = labels.narrow(0, begin, len).unsqueeze(0).expand({k, len});
-    auto per_sample = torch::nn::functional::cross_entropy(
-        logits.reshape({k * len, -1}), y.reshape({k * len}),
-        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
-    loss += per_sample.view({k, len}).sum(1).to(torch::kFloat64);
-    correct += logits.argmax(2).eq(y).sum(1);
+    auto out = model_->forward(x);  // [K, len, outputs]
+    auto y_sizes = targets.sizes().vec();
+    y_sizes[0] = len;
+    y_sizes.insert(y_sizes.begin(), k);
+    auto y = targets.narrow(0, begin, len).unsqueeze(0).expand(y_sizes);
+    loss += sample_losses(out, y).sum(1).to(torch::kFloat64);
+    if (regression) {
+      second += (out - y).abs().reshape({k, len, -1}).mean(2).sum(1).to(torch::kFloat64);
+    } else {
+      second += out.argmax(2).eq(y).sum(1).to(torch::kFloat64);
+    }
   }
   model_->train();
-  return {loss.cpu(), correct.cpu()};
+  return {loss.cpu(), second.cpu()};
+}
+
+// val_loss and val_accuracy, or, for regression, val_loss (the mean squared error, as
+// trained), val_mse and val_mae: the means over `n` examples of member k's sums.
+void FusedGroup::add_metrics(Metrics& m, const std::string& prefix, const Scores& s, std::int64_t k, double n) const {
+  const double loss = s.loss[k].item<double>() / n;
+  const double second = s.second[k].item<double>() / n;
+  m[prefix + "loss"] = loss;
+  if (input_.task == datasets::Task::Regression) {
+    m[prefix + "mse"] = loss;
+    m[prefix + "mae"] = second;
+  } else {
+    m[prefix + "accuracy"] = second;
+  }
 }
 
 std::map<tuners::TrialId, Metrics> FusedGroup::evaluate(const datasets::BatchStream& stream,
                                                         const std::vector<tuners::TrialId>& which) {
-  const auto [loss, correct] = score(stream.validation_inputs(), stream.validation_labels());
+  const auto scores = score(stream.validation_inputs(), stream.validation_targets());
   const double n = static_cast<double>(std::max<std::int64_t>(1, stream.validation_inputs().size(0)));
   auto train_host = loss_sum_.to(torch::kFloat64).cpu();
   std::map<tuners::TrialId, Metrics> out;
@@ -245,8 +271,7 @@ std::map<tuners::TrialId, Metrics> FusedGroup::evaluate(const datasets::BatchStr
     if (std::find(which.begin(), which.end(), member.trial) == which.end()) continue;
     const auto k = static_cast<std::int64_t>(i);
     Metrics m;
-    m["val_loss"] = loss[k].item<double>() / n;
-    m["val_accuracy"] = static_cast<double>(correct[k].item<std::int64_t>()) / n;
+    add_metrics(m, "val_", scores, k, n);
     auto& count = loss_count_[i];
     if (count > 0) {
       m["train_loss"] = train_host[k].item<double>() / static_cast<double>(count);
@@ -258,14 +283,14 @@ std::map<tuners::TrialId, Metrics> FusedGroup::evaluate(const datasets::BatchStr
   return out;
 }
 
-Metrics FusedGroup::evaluate_on(tuners::TrialId trial, const torch::Tensor& inputs, const torch::Tensor& labels,
+Metrics FusedGroup::evaluate_on(tuners::TrialId trial, const torch::Tensor& inputs, const torch::Tensor& targets,
                                 const std::string& prefix) {
   const auto k = index_of(trial);
   if (k < 0) throw Error("trial " + std::to_string(trial) + " is not in this fused group");
-  const auto [loss, correct] = score(inputs, labels);
   const double n = static_cast<double>(std::max<std::int64_t>(1, inputs.size(0)));
-  return {{prefix + "loss", loss[k].item<double>() / n},
-          {prefix + "accuracy", static_cast<double>(correct[k].item<std::int64_t>()) / n}};
+  Metrics m;
+  add_metrics(m, prefix, score(inputs, targets), k, n);
+  return m;
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> FusedGroup::member_state(tuners::TrialId trial) const {

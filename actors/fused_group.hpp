@@ -64,9 +64,9 @@ class FusedGroup {
   // evaluation.
   std::map<tuners::TrialId, Metrics> evaluate(const datasets::BatchStream& stream,
                                               const std::vector<tuners::TrialId>& which);
-  // PREFIXloss and PREFIXaccuracy of one member on `inputs` (normalised as the stream does)
-  // and `labels`: the test set.
-  Metrics evaluate_on(tuners::TrialId trial, const torch::Tensor& inputs, const torch::Tensor& labels,
+  // One member's metrics on `inputs` (normalised as the stream does) and `targets`, named
+  // PREFIXloss and PREFIXaccuracy (PREFIXmse and PREFIXmae for regression): the test set.
+  Metrics evaluate_on(tuners::TrialId trial, const torch::Tensor& inputs, const torch::Tensor& targets,
                       const std::string& prefix);
 
   std::int64_t step_of(tuners::TrialId trial) const;
@@ -84,8 +84,18 @@ class FusedGroup {
     std::int64_t step = 0;
   };
 
-  // [K] sums of the members' losses on `inputs` chunk by chunk, and their correct counts.
-  std::pair<torch::Tensor, torch::Tensor> score(const torch::Tensor& inputs, const torch::Tensor& labels);
+  // [K] sums over examples, on the host: the loss, and the correct answers (classification)
+  // or the mean absolute errors (regression).
+  struct Scores {
+    torch::Tensor loss;
+    torch::Tensor second;
+  };
+  // The members' losses per example, [K, N], from outputs [K, N, outputs] and targets
+  // ([K, N] labels or [K, N, T] values).
+  torch::Tensor sample_losses(const torch::Tensor& out, const torch::Tensor& y) const;
+  // Every member on `inputs`, chunk by chunk.
+  Scores score(const torch::Tensor& inputs, const torch::Tensor& targets);
+  void add_metrics(Metrics& m, const std::string& prefix, const Scores& s, std::int64_t k, double n) const;
   // The device's part of a step on inputs [x, y, seeds]: what a CUDA graph holds.
   void device_step(const std::vector<torch::Tensor>& inputs);
   std::int64_t index_of(tuners::TrialId trial) const;

@@ -8,29 +8,48 @@
 namespace packtune::actors {
 namespace {
 
-datasets::ImageDataset random_images(std::uint32_t count, const InputShape& input, std::uint32_t salt) {
-  datasets::ImageDataset d;
+// Data of the input's kind (uint8 images or float rows; labels or regression targets) from a
+// xorshift: what the profiles train on never touches the pack's stream.
+datasets::Dataset random_data(std::uint32_t count, const InputShape& input, std::uint32_t salt) {
+  datasets::Dataset d;
   d.count = count;
-  d.channels = static_cast<std::uint32_t>(input.channels);
-  d.height = static_cast<std::uint32_t>(input.height);
-  d.width = static_cast<std::uint32_t>(input.width);
-  d.classes = static_cast<std::uint32_t>(input.classes);
-  d.pixels.resize(d.image_size() * count);
+  if (input.images) {
+    d.sample_shape = {static_cast<std::uint32_t>(input.channels), static_cast<std::uint32_t>(input.height),
+                      static_cast<std::uint32_t>(input.width)};
+  } else {
+    d.sample_shape = {static_cast<std::uint32_t>(input.width)};
+    d.x_type = datasets::ElementType::Float32;
+  }
   std::uint32_t x = 2463534242u + salt;
-  for (auto& p : d.pixels) {
+  auto next = [&x] {
     x ^= x << 13;
     x ^= x >> 17;
     x ^= x << 5;
-    p = static_cast<std::uint8_t>(x);
+    return x;
+  };
+  d.x.resize(d.sample_size() * d.element_bytes() * count);
+  if (input.images) {
+    for (auto& p : d.x) p = static_cast<std::uint8_t>(next());
+  } else {
+    auto* values = reinterpret_cast<float*>(d.x.data());
+    for (std::size_t i = 0; i < d.sample_size() * count; ++i) values[i] = static_cast<float>(next() % 2001) / 1000.0f - 1;
   }
-  for (std::uint32_t i = 0; i < count; ++i) d.labels.push_back(static_cast<std::uint8_t>(i % d.classes));
+  d.task = input.task;
+  const auto outputs = static_cast<std::uint32_t>(input.outputs);
+  if (input.task == datasets::Task::Classification) {
+    d.classes = outputs;
+    for (std::uint32_t i = 0; i < count; ++i) d.labels.push_back(i % outputs);
+  } else {
+    d.target_size = outputs;
+    for (std::uint32_t i = 0; i < count * outputs; ++i) d.targets.push_back(static_cast<float>(next() % 2001) / 1000.0f - 1);
+  }
   return d;
 }
 
 }  // namespace
 
 datasets::DataSplit synthetic_split(const InputShape& input, std::uint32_t train, std::uint32_t validation) {
-  return {random_images(train, input, 1), random_images(validation, input, 2)};
+  return {random_data(train, input, 1), random_data(validation, input, 2)};
 }
 
 std::int64_t measure_peak_bytes(const TrialSpec& spec, int members, const InputShape& input,

@@ -9,7 +9,7 @@
 
 #include "actors/classifier.hpp"
 #include "actors/trial_spec.hpp"
-#include "datasets/image_dataset.hpp"
+#include "datasets/data_source.hpp"
 
 namespace packtune::actors {
 

@@ -84,7 +84,7 @@ void PackExecutor::add(const PackJob& job) {
     }
     if (it == groups_.end()) {
       // Built outside the map first: a spec that fails here leaves no empty group behind.
-      InputShape shape{stream_.channels(), stream_.height(), stream_.width(), stream_.classes()};
+      const auto shape = input_shape(stream_);
       auto group = std::make_unique<FusedGroup>(job.spec, shape, stream_.device());
       group->add(job.trial, job.spec, job.seed, resume);
       groups_.emplace(m.group, std::move(group));

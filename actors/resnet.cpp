@@ -38,6 +38,7 @@ std::shared_ptr<layers::Layer> basic_block(const ModelSpec& spec, std::int64_t i
 }  // namespace
 
 std::shared_ptr<layers::Layer> build_resnet(const ModelSpec& spec, const InputShape& input) {
+  require_images(spec, input);
   auto model = std::make_shared<layers::Sequential>();
   std::int64_t channels = spec.channels;
   add_conv(*model, spec, input.channels, channels, 3, 1);
@@ -53,7 +54,7 @@ std::shared_ptr<layers::Layer> build_resnet(const ModelSpec& spec, const InputSh
   model->add(layers::adaptive_avg_pool2d(1));
   model->emplace<layers::Flatten>();
   if (spec.dropout > 0) model->emplace<layers::Dropout>(spec.dropout);
-  model->emplace<layers::Linear>(channels, input.classes);
+  model->emplace<layers::Linear>(channels, input.outputs);
   return model;
 }
 

@@ -23,6 +23,7 @@
 #include "driver/checkpoint_store.hpp"
 #include "protocol/zmq_channel.hpp"
 #include "actors/fused_group.hpp"
+#include "actors/memory_profile.hpp"
 #include "actors/trial_spec.hpp"
 #include "datasets/batch_stream.hpp"
 
@@ -141,14 +142,7 @@ int main(int argc, char** argv) {
   torch::set_num_threads(1);
 
   // 784 -> 3072 -> 3072 -> 10 with SGD momentum: 11.9 M parameters, 95 MB with the buffers.
-  packtune::datasets::DataSplit split;
-  for (auto* d : {&split.train, &split.validation}) {
-    d->count = 16;
-    d->height = d->width = 28;
-    d->pixels.assign(16 * 28 * 28, 7);
-    d->labels.assign(16, 3);
-  }
-  packtune::datasets::BatchStream stream(split, torch::kCPU, 1);
+  packtune::datasets::BatchStream stream(packtune::actors::synthetic_split({1, 28, 28, 10}, 16, 16), torch::kCPU, 1);
   const auto spec = packtune::actors::parse_trial_spec(
       {{"depth", std::int64_t{2}}, {"width", std::int64_t{3072}}, {"optimizer", std::string("sgd")},
        {"momentum", 0.9}, {"batch_size", std::int64_t{16}}});

@@ -20,7 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
-#include <random>
+
 #include <sstream>
 #include <string>
 #include <thread>
@@ -36,6 +36,7 @@
 #include "reference/reference_trainer.hpp"
 #include "actors/cuda_step.hpp"
 #include "actors/device.hpp"
+#include "actors/memory_profile.hpp"
 #include "actors/pack_executor.hpp"
 #include "packtune/error.hpp"
 
@@ -214,7 +215,7 @@ actors::TrialSpec member_spec(const Options& o, const std::string& model, int me
 double forward_flops_per_sample(const actors::ModelSpec& spec, const actors::InputShape& input) {
   // The ResNet's convolutions nest in residual blocks; model_shape counts them the same way.
   if (spec.family == "resnet") {
-    return static_cast<double>(actors::model_shape(spec, input.channels, input.height, input.width, input.classes)
+    return static_cast<double>(actors::model_shape(spec, input.channels, input.height, input.width, input.outputs)
                                    .flops_per_sample);
   }
   auto model = reference::build_classifier(spec, input);
@@ -243,24 +244,6 @@ double train_flops_per_sample(const actors::ModelSpec& spec, const actors::Input
   return 3.0 * forward_flops_per_sample(spec, input);
 }
 
-// Random bytes of Fashion-MNIST's shape: throughput does not depend on what the pixels say.
-datasets::DataSplit synthetic_split(std::uint32_t train, std::uint32_t validation) {
-  std::mt19937 random(12345);
-  auto make = [&](std::uint32_t n) {
-    datasets::ImageDataset d;
-    d.count = n;
-    d.height = 28;
-    d.width = 28;
-    d.classes = 10;
-    d.pixels.resize(d.image_size() * n);
-    d.labels.resize(n);
-    for (auto& p : d.pixels) p = static_cast<std::uint8_t>(random() & 0xff);
-    for (auto& l : d.labels) l = static_cast<std::uint8_t>(random() % 10);
-    return d;
-  };
-  return {make(train), make(validation)};
-}
-
 void synchronize(torch::Device device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
 }
@@ -278,7 +261,7 @@ class BenchPack {
  public:
   BenchPack(const Options& o, const std::string& model, const std::vector<int>& members,
             torch::Device device, bool fuse)
-      : split_(synthetic_split(static_cast<std::uint32_t>(std::max(8 * o.batch, 4096)), 16)),
+      : split_(actors::synthetic_split({1, 28, 28, 10}, static_cast<std::uint32_t>(std::max(8 * o.batch, 4096)), 16)),
         stream_(split_, device, 7),
         pack_(stream_, actors::BudgetUnit::Steps, true),
         device_(device),

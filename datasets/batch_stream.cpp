@@ -5,49 +5,119 @@
 namespace packtune::datasets {
 namespace {
 
-torch::Tensor pixels_tensor(const ImageDataset& d) {
-  auto t = torch::from_blob(const_cast<std::uint8_t*>(d.pixels.data()),
-                            {static_cast<std::int64_t>(d.count), d.channels, d.height, d.width},
-                            torch::kUInt8);
-  return t.clone();
+torch::Tensor inputs_tensor(const Dataset& d) {
+  std::vector<std::int64_t> sizes{static_cast<std::int64_t>(d.count)};
+  for (auto s : d.sample_shape) sizes.push_back(s);
+  // A [N, D] row set of uint8 would be bytes, not an image: only float rows are read.
+  const auto type = d.x_type == ElementType::UInt8 ? torch::kUInt8 : torch::kFloat32;
+  return torch::from_blob(const_cast<std::uint8_t*>(d.x.data()), sizes, type).clone();
 }
 
-torch::Tensor labels_tensor(const ImageDataset& d) {
-  return torch::from_blob(const_cast<std::uint8_t*>(d.labels.data()),
-                          {static_cast<std::int64_t>(d.count)}, torch::kUInt8)
-      .to(torch::kInt64);
+torch::Tensor targets_tensor(const Dataset& d) {
+  const auto n = static_cast<std::int64_t>(d.count);
+  if (d.task == Task::Classification) {
+    return torch::from_blob(const_cast<std::int64_t*>(d.labels.data()), {n}, torch::kInt64).clone();
+  }
+  return torch::from_blob(const_cast<float*>(d.targets.data()), {n, static_cast<std::int64_t>(d.target_size)},
+                          torch::kFloat32)
+      .clone();
 }
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+// Statistics of a large set, summed in chunks, in double, so that the training
+// set is never held as floats twice.
+constexpr std::int64_t kStatisticsChunk = 4096;
 
 }  // namespace
 
-BatchStream::BatchStream(const DataSplit& split, torch::Device device, std::uint64_t seed)
-    : device_(device), seed_(seed), classes_(static_cast<int>(split.train.classes)) {
+BatchStream::BatchStream(const DataSplit& split, torch::Device device, std::uint64_t seed, StreamOptions options)
+    : device_(device), seed_(seed), options_(options), task_(split.train.task),
+      outputs_(static_cast<int>(split.train.outputs())) {
   if (split.train.count == 0) throw InputError("data: the training split is empty");
-  auto train = pixels_tensor(split.train);
-  // Normalise with the training set's own statistics, computed once per actor.
-  auto as_float = train.to(torch::kFloat32).div_(255.0);
-  mean_ = as_float.mean().item<float>();
-  std_ = as_float.std().item<float>();
-  train_pixels_ = train.to(device_);
-  train_labels_ = labels_tensor(split.train).to(device_);
-  val_inputs_ = decode(pixels_tensor(split.validation).to(device_));
-  val_labels_ = labels_tensor(split.validation).to(device_);
+  auto train = inputs_tensor(split.train);
+  if (options_.augment.any() && train.dim() != 4) {
+    throw InputError("data.augment: crops and flips are for images; these are feature rows");
+  }
+  // Statistics per channel of images ([N, C, H, W]: over N, H, W) or per feature of rows
+  // ([N, D]: over N), from the training split alone, once per actor.
+  std::vector<std::int64_t> over{0};
+  if (train.dim() == 4) over = {0, 2, 3};
+  std::vector<std::int64_t> stat_shape(static_cast<std::size_t>(train.dim()), 1);
+  stat_shape[1] = train.size(1);
+  auto sum = torch::zeros({train.size(1)}, torch::kFloat64);
+  auto squares = torch::zeros({train.size(1)}, torch::kFloat64);
+  for (std::int64_t begin = 0; begin < train.size(0); begin += kStatisticsChunk) {
+    const auto x = decode(train.narrow(0, begin, std::min(kStatisticsChunk, train.size(0) - begin))).to(torch::kFloat64);
+    sum += x.sum(over);
+    squares += x.square().sum(over);
+  }
+  const double per_channel = static_cast<double>(train.numel() / train.size(1));
+  auto mean = sum / per_channel;
+  // The unbiased estimate, as Tensor::std gives; a constant feature divides by 1, not 0.
+  auto variance = (squares - sum * mean) / std::max(1.0, per_channel - 1);
+  auto std = variance.clamp_min(0).sqrt();
+  std = torch::where(std > 1e-12, std, torch::ones_like(std));
+  mean_ = mean.to(torch::kFloat32).view(stat_shape).to(device_);
+  std_ = std.to(torch::kFloat32).view(stat_shape).to(device_);
+
+  train_x_ = train.to(device_);
+  train_targets_ = targets_tensor(split.train).to(device_);
+  std::tie(val_inputs_, val_targets_) = prepare(split.validation);
 }
 
-std::pair<torch::Tensor, torch::Tensor> BatchStream::prepare(const ImageDataset& set) const {
-  if (set.height != static_cast<std::uint32_t>(height()) || set.width != static_cast<std::uint32_t>(width())) {
-    throw InputError("data: the test images are " + std::to_string(set.height) + "x" + std::to_string(set.width) +
-                     ", the training images " + std::to_string(height()) + "x" + std::to_string(width()));
+std::pair<torch::Tensor, torch::Tensor> BatchStream::prepare(const Dataset& set) const {
+  std::vector<std::int64_t> shape(set.sample_shape.begin(), set.sample_shape.end());
+  if (shape != sample_shape()) {
+    throw InputError("data: a test sample has shape " + shape_text(shape) + ", a training sample " +
+                     shape_text(sample_shape()));
   }
-  return {decode(pixels_tensor(set).to(device_)), labels_tensor(set).to(device_)};
+  return {normalise(decode(inputs_tensor(set).to(device_))), targets_tensor(set).to(device_)};
+}
+
+std::vector<std::int64_t> BatchStream::sample_shape() const {
+  auto sizes = train_x_.sizes().vec();
+  sizes.erase(sizes.begin());
+  return sizes;
 }
 
 std::int64_t BatchStream::steps_per_epoch(int batch_size) const {
   return std::max<std::int64_t>(1, train_count() / batch_size);
 }
 
-torch::Tensor BatchStream::decode(const torch::Tensor& pixels) const {
-  return pixels.to(torch::kFloat32).div_(255.0).sub_(mean_).div_(std_);
+torch::Tensor BatchStream::decode(const torch::Tensor& x) const {
+  if (x.scalar_type() == torch::kUInt8) return x.to(torch::kFloat32).div_(255.0);
+  return x.to(torch::kFloat32);
+}
+
+torch::Tensor BatchStream::normalise(torch::Tensor x) const {
+  if (!options_.normalize) return x;
+  return x.sub_(mean_).div_(std_);
+}
+
+// Zero padding, a random crop back to the image's size and a random horizontal flip, for each
+// image of the batch: drawn on the host from `seed` (the same draws on any device), applied as
+// two gathers on the device.
+torch::Tensor BatchStream::augment(const torch::Tensor& x, std::uint64_t seed) const {
+  const auto& a = options_.augment;
+  const auto b = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3);
+  const std::int64_t p = a.crop_padding;
+  auto generator = at::detail::createCPUGenerator(seed);
+  const auto cpu = torch::TensorOptions().dtype(torch::kInt64);
+  auto dy = p > 0 ? torch::randint(0, 2 * p + 1, {b, 1}, generator, cpu) : torch::zeros({b, 1}, cpu);
+  auto dx = p > 0 ? torch::randint(0, 2 * p + 1, {b, 1}, generator, cpu) : torch::zeros({b, 1}, cpu);
+  auto flip = a.flip ? torch::randint(0, 2, {b, 1}, generator, cpu).to(torch::kBool) : torch::zeros({b, 1}, torch::kBool);
+  const auto across = torch::arange(w, cpu).unsqueeze(0);
+  auto rows = dy + torch::arange(h, cpu).unsqueeze(0);                      // [B, H] in the padded image
+  auto cols = dx + torch::where(flip, (w - 1) - across, across);            // [B, W]
+  auto padded = p > 0 ? torch::constant_pad_nd(x, {p, p, p, p}, 0) : x;
+  rows = rows.to(device_).view({b, 1, h, 1}).expand({b, c, h, padded.size(3)});
+  cols = cols.to(device_).view({b, 1, 1, w}).expand({b, c, h, w});
+  return padded.gather(2, rows).gather(3, cols);
 }
 
 const torch::Tensor& BatchStream::permutation(std::int64_t epoch) {
@@ -62,19 +132,25 @@ const torch::Tensor& BatchStream::permutation(std::int64_t epoch) {
   return permutations_.emplace(epoch, perm.to(device_, /*non_blocking=*/true)).first->second;
 }
 
-std::pair<torch::Tensor, torch::Tensor> BatchStream::batch(std::int64_t step, int batch_size) {
+std::pair<torch::Tensor, torch::Tensor> BatchStream::batch(std::int64_t step, int batch_size, std::uint64_t draw_seed) {
   const std::int64_t per_epoch = steps_per_epoch(batch_size);
   const std::int64_t epoch = step / per_epoch;
   const std::int64_t k = step % per_epoch;
-  const auto key = std::make_tuple(epoch, k, batch_size);
+  const bool augmented = options_.augment.any();
+  // Without augmentation every member reads the same batch; with shared draws too.
+  const std::uint64_t draw = !augmented ? 0 : options_.augment.per_trial ? draw_seed : seed_;
+  const auto key = std::make_tuple(epoch, k, batch_size, draw);
   auto it = batches_.find(key);
   if (it != batches_.end()) return it->second;
   const std::int64_t size = std::min<std::int64_t>(batch_size, train_count());
   auto index = permutation(epoch).narrow(0, k * size, size);
-  auto inputs = decode(train_pixels_.index_select(0, index));
-  auto labels = train_labels_.index_select(0, index);
+  auto inputs = decode(train_x_.index_select(0, index));
+  // The draw depends on the step too: a trial's crops differ from batch to batch.
+  if (augmented) inputs = augment(inputs, draw * 0x9E3779B97F4A7C15ULL ^ static_cast<std::uint64_t>(step));
+  inputs = normalise(std::move(inputs));
+  auto targets = train_targets_.index_select(0, index);
   ++batches_decoded_;
-  return batches_.emplace(key, std::make_pair(inputs, labels)).first->second;
+  return batches_.emplace(key, std::make_pair(inputs, targets)).first->second;
 }
 
 }  // namespace packtune::datasets

@@ -1,8 +1,11 @@
 #pragma once
 // One data stream for a whole pack (FLEET): the training set lives on the device once, as
-// bytes; a batch is gathered, decoded and normalised once per round and handed to every
-// member that needs it. Data order depends only on the experiment seed, never on packing:
-// batch k of epoch e, for batch size B, is positions [kB, (k+1)B) of epoch e's permutation.
+// stored (uint8 images stay bytes); a batch is gathered, decoded and normalised once per round
+// and handed to every member that needs it. Data order depends only on the experiment seed,
+// never on packing: batch k of epoch e, for batch size B, is positions [kB, (k+1)B) of epoch
+// e's permutation. Augmented images are drawn from a seed the caller passes (a trial's, so a
+// trial sees the same crops alone or fused) or, with Augment::per_trial off, from the
+// experiment's seed, once for every member.
 #include <cstdint>
 #include <map>
 #include <tuple>
@@ -10,34 +13,43 @@
 
 #include <torch/torch.h>
 
-#include "datasets/image_dataset.hpp"
+#include "datasets/data_source.hpp"
 
 namespace packtune::datasets {
 
+struct StreamOptions {
+  bool normalize = true;
+  Augment augment;
+};
+
 class BatchStream {
  public:
-  BatchStream(const DataSplit& split, torch::Device device, std::uint64_t seed);
+  BatchStream(const DataSplit& split, torch::Device device, std::uint64_t seed, StreamOptions options = {});
 
   // Full batches per epoch for this batch size (the last partial batch is dropped).
   std::int64_t steps_per_epoch(int batch_size) const;
 
-  // Inputs [B, C, H, W] float, normalised; labels [B] int64. Cached until the next round.
-  std::pair<torch::Tensor, torch::Tensor> batch(std::int64_t step, int batch_size);
+  // Inputs [B, ...sample shape] float, decoded and normalised; targets [B] int64 labels or
+  // [B, T] float regression targets. `draw_seed` seeds the batch's augmentation (ignored
+  // without one). Cached until the next round.
+  std::pair<torch::Tensor, torch::Tensor> batch(std::int64_t step, int batch_size, std::uint64_t draw_seed = 0);
 
   // Forget the batches of the previous round; call once per round of member steps.
   void begin_round() { batches_.clear(); }
 
   const torch::Tensor& validation_inputs() const { return val_inputs_; }
+  const torch::Tensor& validation_targets() const { return val_targets_; }
   // Another set (the test split) on the device, normalised with the training set's statistics
-  // as the validation set is: inputs [N, C, H, W] float and labels [N] int64.
-  std::pair<torch::Tensor, torch::Tensor> prepare(const ImageDataset& set) const;
-  const torch::Tensor& validation_labels() const { return val_labels_; }
+  // as the validation set is.
+  std::pair<torch::Tensor, torch::Tensor> prepare(const Dataset& set) const;
 
-  std::int64_t train_count() const { return train_pixels_.size(0); }
-  int channels() const { return static_cast<int>(train_pixels_.size(1)); }
-  int height() const { return static_cast<int>(train_pixels_.size(2)); }
-  int width() const { return static_cast<int>(train_pixels_.size(3)); }
-  int classes() const { return classes_; }
+  std::int64_t train_count() const { return train_x_.size(0); }
+  // One sample's shape ([C, H, W] or [D]) and what the data is for.
+  std::vector<std::int64_t> sample_shape() const;
+  bool images() const { return train_x_.dim() == 4; }
+  Task task() const { return task_; }
+  // Classes, or regression targets per sample.
+  int outputs() const { return outputs_; }
   torch::Device device() const { return device_; }
 
   // How many batches were decoded since construction; tests use it to check sharing.
@@ -45,19 +57,24 @@ class BatchStream {
 
  private:
   const torch::Tensor& permutation(std::int64_t epoch);
-  torch::Tensor decode(const torch::Tensor& pixels) const;
+  torch::Tensor decode(const torch::Tensor& x) const;      // to float, uint8 scaled to [0, 1]
+  torch::Tensor normalise(torch::Tensor x) const;          // with the training statistics
+  torch::Tensor augment(const torch::Tensor& x, std::uint64_t seed) const;
 
   torch::Device device_;
   std::uint64_t seed_;
-  int classes_;
-  float mean_ = 0;
-  float std_ = 1;
-  torch::Tensor train_pixels_;  // uint8 [N, C, H, W] on the device
-  torch::Tensor train_labels_;  // int64 [N] on the device
+  StreamOptions options_;
+  Task task_;
+  int outputs_;
+  torch::Tensor mean_;  // per channel (images) or per feature (rows), shaped to broadcast
+  torch::Tensor std_;
+  torch::Tensor train_x_;        // as stored ([N, C, H, W] or [N, D]) on the device
+  torch::Tensor train_targets_;  // int64 [N] or float [N, T] on the device
   torch::Tensor val_inputs_;
-  torch::Tensor val_labels_;
+  torch::Tensor val_targets_;
   std::map<std::int64_t, torch::Tensor> permutations_;
-  std::map<std::tuple<std::int64_t, std::int64_t, int>, std::pair<torch::Tensor, torch::Tensor>> batches_;
+  std::map<std::tuple<std::int64_t, std::int64_t, int, std::uint64_t>, std::pair<torch::Tensor, torch::Tensor>>
+      batches_;
   std::int64_t batches_decoded_ = 0;
 };
 

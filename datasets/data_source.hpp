@@ -21,6 +21,9 @@ const char* to_string(DataFormat format);
 struct Augment {
   int crop_padding = 0;  // pixels of zeros on each side before a random crop; 0: no crop
   bool flip = false;     // mirror half the images left to right
+  // Each trial draws its own crops and flips from its seed; off, every trial of the run sees
+  // the same draws (from the experiment's seed), made once per pack.
+  bool per_trial = true;
   bool any() const { return crop_padding > 0 || flip; }
 };
 

@@ -61,7 +61,7 @@ torch::nn::Sequential build_classifier(const ModelSpec& spec, const InputShape& 
   } else {
     throw InputError("family: unknown model family \"" + spec.family + "\"; expected mlp, cnn or resnet");
   }
-  seq->push_back(torch::nn::Linear(features, input.classes));
+  seq->push_back(torch::nn::Linear(features, input.outputs));
   return seq;
 }
 

@@ -45,7 +45,7 @@ torch::nn::Sequential build_reference_model(const actors::ModelSpec& spec, std::
 ReferenceTrainer::ReferenceTrainer(tuners::TrialId id, const TrialSpec& spec, std::uint64_t seed,
                          const datasets::BatchStream& stream)
     : id_(id), spec_(spec), seed_(seed) {
-  actors::InputShape shape{stream.channels(), stream.height(), stream.width(), stream.classes()};
+  const auto shape = actors::input_shape(stream);
   model_ = build_reference_model(spec_.model, seed_, shape, stream.device());
   optimizer_ = make_optimizer(spec_.optimizer, model_->parameters());
   loss_sum_ = torch::zeros({}, torch::TensorOptions().device(stream.device()));
@@ -67,7 +67,7 @@ void ReferenceTrainer::train_step(datasets::BatchStream& stream) {
 }
 
 Metrics ReferenceTrainer::evaluate(const datasets::BatchStream& stream) {
-  Metrics m = evaluate_on(stream.validation_inputs(), stream.validation_labels(), "val_");
+  Metrics m = evaluate_on(stream.validation_inputs(), stream.validation_targets(), "val_");
   if (loss_count_ > 0) {
     m["train_loss"] = loss_sum_.item<double>() / static_cast<double>(loss_count_);
     loss_sum_.zero_();

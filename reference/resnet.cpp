@@ -46,7 +46,7 @@ torch::nn::Sequential build_resnet(const actors::ModelSpec& spec, const actors::
   model->push_back(torch::nn::AdaptiveAvgPool2d(1));
   model->push_back(torch::nn::Flatten());
   if (spec.dropout > 0) model->push_back(MemberDropout(spec.dropout));
-  model->push_back(torch::nn::Linear(channels, input.classes));
+  model->push_back(torch::nn::Linear(channels, input.outputs));
   return model;
 }
 

@@ -37,7 +37,8 @@ packages=(
 )
 # The test suite, fuzzing and benchmarks.
 test_packages=(
-  hdf5-tools python3-h5py
+  hdf5-tools python3-h5py python3-numpy
+  python3-sklearn  # the tabular example writes scikit-learn's digits to HDF5 (examples/digits)
   python3-torch python3-venv
   clang libclang-rt-14-dev  # the fuzz targets: libFuzzer and the sanitizers' runtimes (fuzz/)
   linux-perf  # profiling the driver under bench/load_bench (docs/benchmarks.md)

@@ -98,7 +98,7 @@ proto::Tested Actor::run_test(const proto::Test& test) {
         if (checkpoint.trial != test.trial) {
           throw InputError("checkpoint " + path + ": belongs to trial " + std::to_string(checkpoint.trial));
         }
-        const actors::InputShape shape{stream_->channels(), stream_->height(), stream_->width(), stream_->classes()};
+        const auto shape = actors::input_shape(*stream_);
         actors::FusedGroup alone(spec, shape, stream_->device());
         alone.add(test.trial, spec, test.seed, &checkpoint);
         out.metrics = alone.evaluate_on(test.trial, inputs, labels, "test_");

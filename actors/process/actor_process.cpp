@@ -109,7 +109,7 @@ int Actor::run() {
   }
   actors::PackExecutor pack(*stream, actors::parse_budget_unit(spec_.budget_unit), spec_.fuse != "never");
   ready.device = device;
-  input_ = actors::InputShape{stream->channels(), stream->height(), stream->width(), stream->classes()};
+  input_ = actors::input_shape(*stream);
   send_message(socket_, ready);
   return serve(pack);
 }

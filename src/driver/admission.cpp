@@ -6,15 +6,11 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/checkpoint_file.hpp"
+#include "protocol/metric_names.hpp"
 #include "util/printable.hpp"
 
 namespace packtune {
 namespace {
-
-bool known_metric(const std::string& name, bool test) {
-  if (test) return name == "test_accuracy" || name == "test_loss";
-  return name == "val_accuracy" || name == "val_loss" || name == "train_loss";
-}
 
 // Six significant digits in a file name, and budgets summed from steps.
 bool at_most(double value, double top) { return value <= top + 1e-5 * std::max(1.0, std::abs(top)); }
@@ -24,7 +20,7 @@ bool near(double a, double b) { return std::abs(a - b) <= 1e-5 * std::max(1.0, s
 
 std::string Admission::metrics_refusal(const std::map<std::string, double>& metrics, bool test) {
   for (const auto& [name, value] : metrics) {
-    if (name.size() > kMaxMetricName || !known_metric(name, test)) {
+    if (name.size() > kMaxMetricName || !protocol::known_metric(name, test)) {
       return "unknown metric \"" + printable(name) + "\"" +
              (name.size() > kMaxMetricName ? " (" + std::to_string(name.size()) + " characters)" : "");
     }

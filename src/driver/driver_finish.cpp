@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "driver/driver_core.hpp"
+#include "protocol/metric_names.hpp"
 #include "tuners/trial_config.hpp"
 
 namespace packtune {
@@ -189,10 +190,14 @@ void DriverCore::summarize(bool finished, bool report_written, Clock::time_point
   if (best) {
     std::printf("best trial %lld: %s = %.4f at budget %g\n  config: %s\n", static_cast<long long>(best->trial),
                 config_.metric.c_str(), best->value, best->budget, tuners::to_json(best->config).dump().c_str());
-    if (const auto& test = results_->test(); !test.is_null() && test.contains("test_accuracy")) {
-      std::printf("  test: test_accuracy = %.4f, test_loss = %.4f (its final model, at budget %g, on the test "
-                  "split that selection never saw)\n",
-                  test["test_accuracy"].get<double>(), test.value("test_loss", NAN), test["budget"].get<double>());
+    if (const auto& test = results_->test(); !test.is_null() && test.contains("test_loss")) {
+      std::string figures;
+      for (const auto& name : protocol::reported_metrics(config_.data.task, true)) {
+        if (!test.contains(name)) continue;
+        figures += fmt::format("{}{} = {:.4f}", figures.empty() ? "" : ", ", name, test[name].get<double>());
+      }
+      std::printf("  test: %s (its final model, at budget %g, on the test split that selection never saw)\n",
+                  figures.c_str(), test["budget"].get<double>());
     }
   } else {
     std::printf("no trial reported %s\n", config_.metric.c_str());

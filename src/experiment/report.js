@@ -95,8 +95,9 @@
       var line = '<b>best</b> trial ' + b.trial + ': ' + metric + ' ' + fmt(b.value) + ' at ' + unitLabel + ' ' +
                  fmt(b.budget);
       if (b.test) {
-        line += ' · <b>test</b> accuracy ' + fmt(b.test.test_accuracy) + ', loss ' + fmt(b.test.test_loss) +
-                ' (the test split, which selection never saw)';
+        var figures = ['accuracy', 'mse', 'mae', 'loss'].filter(function (m) { return ('test_' + m) in b.test; })
+          .map(function (m) { return m + ' ' + fmt(b.test['test_' + m]); });
+        line += ' · <b>test</b> ' + figures.join(', ') + ' (the test split, which selection never saw)';
       }
       lines.push(line);
       lines.push('<b>config</b> <code>' + JSON.stringify(b.config).replace(/&/g, '&amp;').replace(/</g, '&lt;') +

@@ -84,10 +84,10 @@ TEST_CASE("build_resnet computes what the same network in torch::nn modules does
       }
     }
     const auto x = torch::randn({kBatch, kInput.channels, kInput.height, kInput.width}, device);
-    const auto direction = torch::randn({kBatch, kInput.classes}, device);
+    const auto direction = torch::randn({kBatch, kInput.outputs}, device);
     const auto out = model->forward(x.unsqueeze(0));
     const auto expected = plain->forward(x);
-    REQUIRE(out.sizes() == torch::IntArrayRef{1, kBatch, kInput.classes});
+    REQUIRE(out.sizes() == torch::IntArrayRef{1, kBatch, kInput.outputs});
     check_close(out[0], expected);
     weighted_sum(out[0], direction).backward();
     weighted_sum(expected, direction).backward();
@@ -146,7 +146,7 @@ TEST_CASE("Three ResNets of unlike widths fused by append() each compute what th
     REQUIRE(fused->members() == members);
 
     const auto x = torch::randn({members, kBatch, kInput.channels, kInput.height, kInput.width}, device);
-    const auto direction = torch::randn({members, kBatch, kInput.classes}, device);
+    const auto direction = torch::randn({members, kBatch, kInput.outputs}, device);
     const auto seeds = torch::tensor(std::vector<std::int64_t>{11, 22, 33}, torch::kInt64).to(device);
     torch::Tensor out;
     {
@@ -192,7 +192,7 @@ TEST_CASE("model_shape counts build_resnet's parameters") {
       parameters += p.numel();
       largest = std::max(largest, p.numel());
     }
-    const auto shape = model_shape(spec, kInput.channels, kInput.height, kInput.width, kInput.classes);
+    const auto shape = model_shape(spec, kInput.channels, kInput.height, kInput.width, kInput.outputs);
     CHECK(shape.parameters == parameters);
     CHECK(shape.largest_parameter == largest);
   }
