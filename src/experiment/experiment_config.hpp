@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "datasets/image_dataset.hpp"
+#include "datasets/data_source.hpp"
 #include "experiment/config_keys.hpp"
 #include "tuners/search_space.hpp"
 #include "tuners/trial_config.hpp"
