@@ -21,6 +21,7 @@
 
 #include <hdf5.h>
 
+#include "datasets/hdf5_handle.hpp"
 #include "packtune/error.hpp"
 #include "packtune/test_hold.hpp"
 
@@ -29,29 +30,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Owns one HDF5 identifier; HDF5 has a different close function per kind of object.
-class Handle {
- public:
-  Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
-  ~Handle() {
-    if (id_ >= 0) close_(id_);
-  }
-  Handle(const Handle&) = delete;
-  Handle& operator=(const Handle&) = delete;
-  Handle(Handle&& o) noexcept : id_(o.id_), close_(o.close_) { o.id_ = -1; }
-  hid_t get() const { return id_; }
-  bool ok() const { return id_ >= 0; }
-  // Closes now and reports failure: closing a file is when HDF5 writes its metadata.
-  bool close() {
-    const herr_t status = id_ >= 0 ? close_(id_) : 0;
-    id_ = -1;
-    return status >= 0;
-  }
-
- private:
-  hid_t id_;
-  herr_t (*close_)(hid_t);
-};
+using Handle = datasets::Hdf5Handle;
 
 // verify_checkpoint's child exits with this when read_checkpoint refused the file (its
 // message on the pipe); 0 is a good file, anything else a crash.

@@ -9,12 +9,16 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "datasets/dataset.hpp"
 
 namespace packtune::datasets {
 
 enum class DataFormat { Idx, Hdf5, Npy };
 const char* to_string(DataFormat format);
+// "idx", "hdf5" or "npy"; anything else is an InputError "WHERE: unknown format ...".
+DataFormat parse_data_format(const std::string& word, const std::string& where);
 
 // Random crops (after zero padding) and horizontal flips of training images, drawn per trial
 // and step from the trial's seed (batch_stream.hpp).
@@ -43,7 +47,7 @@ struct DataOptions {
   std::string test_y;
   std::uint32_t train_size = 0;  // examples used for training, 0 = all that remain
   // Held out from the end of the training data. 0: 10,000 for idx, a tenth of the examples
-  // (at most 10,000) otherwise.
+  // (at least 1, at most 10,000) otherwise.
   std::uint32_t validation_size = 0;
   // Per-channel (images) or per-feature (rows) standardisation with the training split's
   // statistics. Regression targets are never normalised: val_mse is in the targets' units.
@@ -51,7 +55,15 @@ struct DataOptions {
   Augment augment;
 };
 
-// What the planner and the model builder need, from the files' headers alone.
+// All of the options as JSON (what the driver sends its actors, and the config as run's data
+// block with every default spelled out), and back: an unknown format or task, a missing key or
+// a wrong type is an InputError naming "data".
+void to_json(nlohmann::json& j, const DataOptions& options);
+void from_json(const nlohmann::json& j, DataOptions& options);
+
+// What the planner and the model builder need, from the files' headers (and, for a
+// classification task of HDF5 or NumPy files, the training labels, whose largest says how many
+// classes there are).
 struct DataShape {
   std::uint32_t examples = 0;               // in the training file(s), before the split
   std::vector<std::uint32_t> sample_shape;  // as Dataset::sample_shape
@@ -59,7 +71,8 @@ struct DataShape {
   std::uint32_t outputs = 0;                // classes, or regression targets per sample
 };
 
-// The files an experiment reads (for messages and for checks that they exist).
+// The files an experiment reads (for messages and for checks that they exist): for idx the
+// training files, for hdf5 and npy every file the options name, test files included.
 std::vector<std::string> data_files(const DataOptions& options);
 
 // Reads headers only. Throws InputError naming the file (and dataset) for anything it
@@ -73,10 +86,16 @@ std::uint32_t validation_examples(const DataOptions& options, std::uint32_t exam
 // validation split, whichever is fewer.
 std::uint32_t train_examples(const DataOptions& options);
 
-// Reads every file in full and checks it: lengths of x and y agree, labels lie in
+// The bytes an actor holds of the data set (datasets::BatchStream): the training split as
+// stored (uint8 or float32), the validation split as float32, and their labels (int64) or
+// targets (float32). What the driver compares with the memory of the actors it starts.
+std::uint64_t actor_data_bytes(const DataOptions& options, const DataShape& shape);
+
+// Reads every file in full (in pieces of a few MiB, so the driver holds little of it) and checks it: lengths of x and y agree, labels lie in
 // 0..classes-1, no NaN or Inf, a supported dtype and rank, not empty, the test split's sample
-// shape equals the training one's. Throws InputError with one line naming the file and the
-// dataset. The driver calls this before it starts any actor or writes anything.
+// shape and element type equal the training one's, the validation split leaves training
+// examples, augmentation only for images. Throws InputError with one line naming the config
+// key, the file and the dataset: `data.y: /p/d.h5 dataset "y": label 12 in row 7 outside 0..9`. The driver calls this before it starts any actor or writes anything.
 void check_data(const DataOptions& options);
 
 struct DataSplit {
@@ -84,10 +103,14 @@ struct DataSplit {
   Dataset validation;
 };
 
-// The training and validation splits (what an actor loads once and shares with its pack).
+// The training and validation splits (what an actor loads once and shares with its pack). With
+// train_size, the first train_size examples train and the validation split follows them. Memory
+// that runs out while reading is an InputError saying so, not a crash.
 DataSplit load_split(const DataOptions& options);
 
-// The test split, or nullopt where the data has none.
+// The test split, or nullopt where the data has none (idx: no t10k-* files beside the training
+// files; hdf5: no test_path; npy: no test_x). Its labels are checked against the training
+// split's classes.
 std::optional<Dataset> load_test_set(const DataOptions& options);
 
 }  // namespace packtune::datasets

@@ -33,7 +33,7 @@ void read_exact(gzFile file, void* out, std::size_t n, const std::string& path) 
 GzFile open_idx(const std::string& path) {
   if (!std::filesystem::is_regular_file(path)) {
     throw InputError(path + ": data file not found; install dataset-fashion-mnist "
-                            "(scripts/setup.sh) or set data.dir in the config");
+                            "(scripts/setup.sh), or set data.dir in the config or PACKTUNE_DATA_DIR");
   }
   GzFile file(gzopen(path.c_str(), "rb"));
   if (!file) throw InputError(path + ": cannot open data file");

@@ -26,6 +26,7 @@
 #include "actors/throughput_profile.hpp"
 #include "actors/trial_spec.hpp"
 #include "datasets/batch_stream.hpp"
+#include "datasets/data_source.hpp"
 #include "protocol/protocol.hpp"
 
 namespace packtune::actors {
@@ -120,6 +121,8 @@ class Actor {
   // The best trial's final model on the test split (proto::Test): a plain model of its own,
   // outside the pack, once the tuner is done. The test split is read only now.
   protocol::Tested run_test(const protocol::Test& test);
+  // The data set and task the driver sent (ExperimentSpec::data).
+  datasets::DataOptions data_options() const;
 
   ActorOptions options_;
   zmq::context_t context_;

@@ -86,11 +86,9 @@ proto::Tested Actor::run_test(const proto::Test& test) {
   proto::Tested out;
   out.trial = test.trial;
   try {
-    datasets::DataOptions data;
-    data.name = spec_.data_name;
-    data.dir = spec_.data_dir;
-    const auto test_set = datasets::load_test_set(data);
-    const auto [inputs, labels] = stream_->prepare(test_set);
+    const auto test_set = datasets::load_test_set(data_options());
+    if (!test_set) throw InputError("the data set has no test split (docs/data.md)");
+    const auto [inputs, labels] = stream_->prepare(*test_set);
     const auto spec = actors::parse_trial_spec(test.config, "trial " + std::to_string(test.trial));
     for (const auto& path : test.checkpoints) {
       try {
@@ -105,7 +103,7 @@ proto::Tested Actor::run_test(const proto::Test& test) {
         out.budget = checkpoint.budget;
         out.error.clear();
         logging::info("actor {}: trial {} at budget {:g}: test_accuracy {:.4f} on {} test images", id_,
-                      test.trial, checkpoint.budget, out.metrics["test_accuracy"], test_set.count);
+                      test.trial, checkpoint.budget, out.metrics["test_accuracy"], test_set->count);
         break;
       } catch (const Error& e) {
         out.error = e.what();  // the next, older checkpoint may do

@@ -8,6 +8,8 @@
 #include <limits>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "actors/cuda_step.hpp"
 #include "actors/device.hpp"
 #include "actors/family_json.hpp"
@@ -90,17 +92,13 @@ int Actor::run() {
                                                                                          : available_memory_bytes())
                                : 0;
     actors::keep_large_blocks_in_heap(cpu ? retained_heap_bytes_ : actors::kMaxRetainedHeapBytes);
-    datasets::DataOptions data;
-    data.name = spec_.data_name;
-    data.dir = spec_.data_dir;
-    data.train_size = spec_.train_size;
-    data.validation_size = spec_.validation_size;
+    const auto data = data_options();
     const auto start = Clock::now();
-    auto split = datasets::load_image_split(data);
+    auto split = datasets::load_split(data);
     stream = std::make_unique<datasets::BatchStream>(split, torch::Device(device), spec_.data_seed);
     stream_ = stream.get();
     ready = memory_figures(device, meter);
-    logging::info("actor {}: {} training and {} validation images on {} in {:.2f} s, {} threads",
+    logging::info("actor {}: {} training and {} validation examples on {} in {:.2f} s, {} threads",
                  id_, split.train.count, split.validation.count, device,
                  std::chrono::duration<double>(Clock::now() - start).count(), threads);
   } catch (const std::exception& e) {
@@ -112,6 +110,12 @@ int Actor::run() {
   input_ = actors::input_shape(*stream);
   send_message(socket_, ready);
   return serve(pack);
+}
+
+datasets::DataOptions Actor::data_options() const {
+  const auto parsed = nlohmann::json::parse(spec_.data, nullptr, false);
+  if (parsed.is_discarded()) throw InputError("data: the driver's data options are not JSON");
+  return parsed.get<datasets::DataOptions>();
 }
 
 int Actor::serve(actors::PackExecutor& pack) {

@@ -23,18 +23,8 @@
 #include "tuners/tuner_registry.hpp"
 
 namespace packtune::cli {
-namespace {
 
 namespace po = boost::program_options;
-
-// The data set every actor holds before its first trial: training images as bytes,
-// validation images as floats (datasets::BatchStream).
-std::int64_t data_bytes(const ExperimentConfig& config, const InputDims& dims, std::int64_t train) {
-  const std::int64_t image = std::int64_t{dims.channels} * dims.height * dims.width;
-  return train * image + std::int64_t{config.data.validation_size} * image * 4;
-}
-
-}  // namespace
 
 int run_plan_command(const std::vector<std::string>& args) {
   po::options_description options("packtune plan CONFIG [options]");
@@ -69,11 +59,11 @@ int run_plan_command(const std::vector<std::string>& args) {
   const auto setup = planner_setup(config);
 
   const InputDims dims;
-  // From the training file's header: data sets other than Fashion-MNIST's 60,000 images plan right.
-  const std::int64_t train = datasets::train_images(config.data);
+  // From the data files' headers: data sets other than Fashion-MNIST's 60,000 images plan right.
+  const std::int64_t train = datasets::train_examples(config.data);
   const auto actors = planned_actors(
       config, setup, vm.count("actors") ? parse_actor_groups(vm["actors"].as<std::string>()) : std::vector<ActorGroup>{},
-      data_bytes(config, dims, train));
+      static_cast<std::int64_t>(datasets::actor_data_bytes(config.data, datasets::data_shape(config.data))));
 
   // The first rung: every job the tuner hands out before it has to wait for a result.
   auto tuner = tuners::TunerRegistry::instance().create(config.tuner, tuner_context(config));

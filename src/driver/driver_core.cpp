@@ -214,10 +214,8 @@ void DriverCore::on_actor_message(ActorState& actor, const proto::Message& messa
 
 proto::ExperimentSpec DriverCore::experiment_spec() const {
   proto::ExperimentSpec s;
-  s.data_name = config_.data.name;
-  s.data_dir = std::filesystem::absolute(config_.data.dir).string();
-  s.train_size = config_.data.train_size;
-  s.validation_size = config_.data.validation_size;
+  // The config's paths are absolute already (read_data): actors started elsewhere read the same.
+  s.data = nlohmann::json(config_.data).dump();
   s.device = config_.device;
   s.budget_unit = config_.budget_unit;
   s.report_every = config_.report_every;

@@ -157,8 +157,26 @@ void check_name(ExperimentConfig& c, const std::string&) { check_experiment_name
 
 void check_listen(ExperimentConfig& c, const std::string&) { check_listen_syntax(c.listen, "listen"); }
 
+void check_task(ExperimentConfig& c, const std::string&) { c.data.task = c.task; }
+
+// After task: the metrics a task's trials report differ.
 void check_metric(ExperimentConfig& c, const std::string&) {
-  if (c.metric != "val_accuracy" && c.metric != "val_loss" && c.metric != "train_loss") {
+  const bool regression = c.task == datasets::Task::Regression;
+  if (regression && !c.source.contains("metric")) c.metric = "val_mse";
+  if (regression) {
+    if (c.metric == "val_accuracy") {
+      throw InputError("metric: val_accuracy needs task classification; a regression task ranks trials by val_mse, "
+                       "val_mae, val_loss or train_loss");
+    }
+    if (c.metric != "val_mse" && c.metric != "val_mae" && c.metric != "val_loss" && c.metric != "train_loss") {
+      throw InputError("metric: unknown metric \"" + c.metric +
+                       "\"; expected val_mse, val_mae, val_loss or train_loss (task regression)");
+    }
+  } else if (c.metric != "val_accuracy" && c.metric != "val_loss" && c.metric != "train_loss") {
+    if (c.metric == "val_mse" || c.metric == "val_mae") {
+      throw InputError("metric: " + c.metric + " needs \"task\": \"regression\"; a classification task ranks trials "
+                       "by val_accuracy, val_loss or train_loss");
+    }
     throw InputError("metric: unknown metric \"" + c.metric + "\"; expected val_accuracy, val_loss or train_loss");
   }
   c.mode = c.metric == "val_accuracy" ? tuners::Mode::Max : tuners::Mode::Min;  // mode's default
@@ -233,18 +251,100 @@ void read_tuner(Fields& top, ExperimentConfig& c, const std::string&) {
   }
 }
 
-void read_data(Fields& top, ExperimentConfig& c, const std::string&) {
+// A data file's path relative to the config file `config_path`'s folder, absolute.
+std::string beside_config(const std::string& file, const std::string& config_path) {
+  if (file.empty() || std::filesystem::path(file).is_absolute()) return file;
+  return (std::filesystem::absolute(config_path).parent_path() / file).lexically_normal().string();
+}
+
+// The keys of the data block each format reads; the others are refused for it, so that a key
+// meant for another format does not go unnoticed.
+const char* data_keys(datasets::DataFormat format) {
+  switch (format) {
+    case datasets::DataFormat::Idx:
+      return "format, name, dir, train_size, validation_size, normalize, augment";
+    case datasets::DataFormat::Hdf5:
+      return "format, path, x, y, test_path, train_size, validation_size, normalize, augment";
+    case datasets::DataFormat::Npy:
+      return "format, x, y, test_x, test_y, train_size, validation_size, normalize, augment";
+  }
+  return "";
+}
+
+void read_data(Fields& top, ExperimentConfig& c, const std::string& path) {
+  using datasets::DataFormat;
+  auto& data = c.data;
   // Without data.dir the files are in $PACKTUNE_DATA_DIR, else where Debian's
   // dataset-fashion-mnist puts them (DataOptions' default).
-  if (const char* dir = std::getenv("PACKTUNE_DATA_DIR"); dir != nullptr && *dir != '\0') c.data.dir = dir;
+  if (const char* dir = std::getenv("PACKTUNE_DATA_DIR"); dir != nullptr && *dir != '\0') {
+    data.dir = std::filesystem::absolute(dir).lexically_normal().string();
+  }
   if (!top.has("data")) return;
-  Fields d(top.object("data"), "data");
-  d.allow("name, dir, train_size, validation_size");
-  d.string("name", c.data.name);
-  d.string("dir", c.data.dir);
-  d.integer("train_size", c.data.train_size, 1, std::numeric_limits<std::uint32_t>::max());
-  d.integer("validation_size", c.data.validation_size, 1, std::numeric_limits<std::uint32_t>::max());
+  const auto& block = top.object("data");
+  Fields d(block, "data");
+  std::string format = "idx";
+  d.string("format", format);
+  data.format = datasets::parse_data_format(format, "data.format");
+  d.allow(data_keys(data.format));
+  const std::string keys = data_keys(data.format);
+  for (const auto& [key, _] : block.items()) {
+    const bool known = key == "name" || key == "dir" || key == "path" || key == "x" || key == "y" ||
+                       key == "test_path" || key == "test_x" || key == "test_y";
+    if (known && (", " + keys + ",").find(", " + key + ",") == std::string::npos) {
+      throw InputError("data." + key + ": not read by format " + format + "; its keys are " + keys);
+    }
+  }
+  d.string("name", data.name);
+  d.string("dir", data.dir);
+  d.string("path", data.path);
+  d.string("x", data.x);
+  d.string("y", data.y);
+  d.string("test_path", data.test_path);
+  d.string("test_x", data.test_x);
+  d.string("test_y", data.test_y);
+  if (data.format == DataFormat::Hdf5 && data.path.empty()) {
+    throw InputError("data.path: format hdf5 needs the HDF5 file of the training data");
+  }
+  if (data.format == DataFormat::Npy) {
+    for (const char* key : {"x", "y"}) {
+      if (!d.has(key)) throw InputError(std::string("data.") + key + ": format npy needs the .npy file of " +
+                                        (*key == 'x' ? "the inputs" : "the labels or targets"));
+    }
+    if (data.test_x.empty() != data.test_y.empty()) {
+      throw InputError(std::string(data.test_x.empty() ? "data.test_x" : "data.test_y") +
+                       ": the test split needs both test_x and test_y");
+    }
+  }
+  for (auto* file : {&data.dir, &data.path, &data.test_path, &data.test_x, &data.test_y}) {
+    *file = beside_config(*file, path);
+  }
+  if (data.format == DataFormat::Npy) {
+    data.x = beside_config(data.x, path);
+    data.y = beside_config(data.y, path);
+  }
+  d.integer("train_size", data.train_size, 0, std::numeric_limits<std::uint32_t>::max());
+  d.integer("validation_size", data.validation_size, 0, std::numeric_limits<std::uint32_t>::max());
+  d.boolean("normalize", data.normalize);
+  if (d.has("augment")) {
+    Fields a(d.object("augment"), "data.augment");
+    a.allow("crop_padding, flip");
+    a.integer("crop_padding", data.augment.crop_padding, 0, 64);
+    a.boolean("flip", data.augment.flip);
+    a.finish();
+  }
   d.finish();
+}
+
+// The data block as the experiment used it: the keys its format reads, paths absolute.
+json data_as_run(const datasets::DataOptions& data) {
+  json all = data;
+  json out = json::object();
+  const std::string keys = std::string(", ") + data_keys(data.format) + ",";
+  for (const auto& [key, value] : all.items()) {
+    const bool empty_test = (key == "test_path" || key == "test_x" || key == "test_y") && value == "";
+    if (keys.find(", " + key + ",") != std::string::npos && !empty_test) out[key] = value;
+  }
+  return out;
 }
 
 void read_model(Fields& top, ExperimentConfig& c, const std::string&) {
@@ -492,6 +592,7 @@ void record_as_run(ExperimentConfig& config) {
   for (const auto& row : rows()) {
     if (row.write != nullptr) row.write(config, source);
   }
+  source["data"] = data_as_run(config.data);
   if (source.contains("tuner") && source["tuner"].is_object()) {
     source["tuner"]["name"] = config.tuner;
     source["tuner"]["trials"] = trial_limit(config);

@@ -1,6 +1,6 @@
 #pragma once
 // The vocabulary of the config table (config_keys.def): the typed values of the keys that
-// take one of a few words (fuse, mixed_packs, keep_checkpoints, mode), parsed once and
+// take one of a few words (fuse, mixed_packs, keep_checkpoints, mode, task), parsed once and
 // written back word for word; the limits a number key has; what a CLI override checks;
 // whether a key may change on --resume and whether the config as run records it.
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "datasets/dataset.hpp"
 #include "packing/planner.hpp"
 #include "packtune/error.hpp"
 #include "tuners/tuner.hpp"
@@ -46,6 +47,11 @@ template <>
 struct EnumWords<KeepCheckpoints> {
   static constexpr std::pair<const char*, KeepCheckpoints> words[] = {{"all", KeepCheckpoints::All},
                                                                       {"needed", KeepCheckpoints::Needed}};
+};
+template <>
+struct EnumWords<datasets::Task> {
+  static constexpr std::pair<const char*, datasets::Task> words[] = {
+      {"classification", datasets::Task::Classification}, {"regression", datasets::Task::Regression}};
 };
 template <>
 struct EnumWords<tuners::Mode> {

@@ -154,6 +154,30 @@ std::int64_t trial_limit(const ExperimentConfig& c) {
   return c.tuner == "hyperband" || c.tuner == "sha" || c.tuner == "grid" ? 0 : 10;
 }
 
+namespace {
+
+std::string mib(std::uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+
+// Each local actor holds its own copy of the data set (datasets::actor_data_bytes) in this
+// machine's memory before it trains anything: more than the machine has would end in the
+// kernel's out-of-memory killer, not a message. Actors elsewhere load it where they run;
+// one that runs out says so (datasets::load_split).
+void check_data_fits(const ExperimentConfig& c, const datasets::DataShape& shape) {
+  if (c.actors <= 0) return;
+  const auto available = available_memory_bytes();
+  const auto each = datasets::actor_data_bytes(c.data, shape);
+  const auto all = each * static_cast<std::uint64_t>(c.actors);
+  if (available > 0 && all > static_cast<std::uint64_t>(available)) {
+    const auto files = datasets::data_files(c.data);
+    throw InputError("data: " + files.front() + ": the data set takes " + mib(each) + " in each actor's memory, " +
+                     std::to_string(c.actors) + " local actor(s) " + mib(all) + ", more than the " +
+                     mib(static_cast<std::uint64_t>(available)) + " available on this machine; use data.train_size, "
+                     "fewer actors or a smaller data set");
+  }
+}
+
+}  // namespace
+
 void validate(const ExperimentConfig& c) {
   if (c.listen.rfind("ipc://", 0) == 0) check_ipc_path(c.listen);
   // Building the tuner checks its name and its own settings.
@@ -201,20 +225,18 @@ void validate(const ExperimentConfig& c) {
       smallest_batch = std::min(smallest_batch, batch);
     }
   }
-  for (const auto& file : datasets::data_files(c.data)) {
-    if (!std::filesystem::is_regular_file(file)) {
-      throw InputError(file + ": data file not found; install dataset-fashion-mnist "
-                              "(scripts/setup.sh), or set data.dir in the config or PACKTUNE_DATA_DIR");
-    }
-  }
+  // The headers first: a data set too large for the actors' memory is refused before it is
+  // read; then every file in full.
+  const auto shape = datasets::data_shape(c.data);
+  check_data_fits(c, shape);
+  datasets::check_data(c.data);
   if (c.data.train_size == 0 && c.budget_unit != "epochs") return;
-  // The training file's header, read once: the images the validation split leaves.
   auto all = c.data;
   all.train_size = 0;
-  const auto available = datasets::train_images(all);
+  const auto available = datasets::train_examples(all);
   if (c.data.train_size > available) {
     throw InputError("data.train_size: " + std::to_string(c.data.train_size) + " is more than the " +
-                     std::to_string(available) + " training images the file holds beyond the validation split; " +
+                     std::to_string(available) + " training examples the data holds beyond the validation split; " +
                      "use at most that, or 0 for all of them");
   }
   // An epoch is floor(images / batch_size) steps: with fewer images than a batch, every job would
@@ -222,14 +244,14 @@ void validate(const ExperimentConfig& c) {
   if (c.budget_unit == "epochs") {
     const auto images = c.data.train_size > 0 ? c.data.train_size : available;
     if (images < static_cast<std::uint32_t>(largest_batch)) {
-      throw InputError("data.train_size: " + std::to_string(images) + " training images make no whole batch of " +
-                       std::to_string(largest_batch) + " (batch_size); use more training images or a smaller batch_size");
+      throw InputError("data.train_size: " + std::to_string(images) + " training examples make no whole batch of " +
+                       std::to_string(largest_batch) + " (batch_size); use more training examples or a smaller batch_size");
     }
     // An epoch is images / batch_size steps (BatchStream::steps_per_epoch): the smallest batch
     // makes the most steps, the largest the fewest.
     const auto epoch_text = [&](int batch) {
       return std::to_string(images / static_cast<std::uint32_t>(batch)) + " steps an epoch with batch_size " +
-             std::to_string(batch) + " on " + std::to_string(images) + " images";
+             std::to_string(batch) + " on " + std::to_string(images) + " examples";
     };
     const double most_steps = static_cast<double>(images / static_cast<std::uint32_t>(smallest_batch));
     if (c.max_budget * most_steps > config_table::kMaxSteps) {

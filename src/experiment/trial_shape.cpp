@@ -48,7 +48,7 @@ double job_steps(const ExperimentConfig& config, std::int64_t train_images, doub
 }
 
 std::int64_t training_images(const ExperimentConfig& config) {
-  return config.budget_unit == "steps" ? 0 : datasets::train_images(config.data);
+  return config.budget_unit == "steps" ? 0 : datasets::train_examples(config.data);
 }
 
 std::int64_t available_memory_bytes() {

@@ -25,7 +25,7 @@ bool fuse_pads_widths(const ExperimentConfig& config);
 // The training steps of a job to `budget`: the planner's measure of work. `train_images`:
 // training_images(config), read once.
 double job_steps(const ExperimentConfig& config, std::int64_t train_images, double budget, int batch_size);
-// The images an epoch has: datasets::train_images from the data file's header; 0 when the
+// The images an epoch has: datasets::train_examples from the data files; 0 when the
 // budget is in steps (nothing to read).
 std::int64_t training_images(const ExperimentConfig& config);
 

@@ -13,14 +13,15 @@
 
 namespace packtune::protocol {
 
-constexpr std::uint32_t kProtocolVersion = 10;  // 10: ExperimentSpec.model_plugin
+// 11: ExperimentSpec.data, the data options as JSON, in place of data_name, data_dir,
+// train_size and validation_size.
+constexpr std::uint32_t kProtocolVersion = 11;
 
 // What every actor of an experiment needs to know, sent once in Welcome.
 struct ExperimentSpec {
-  std::string data_name;
-  std::string data_dir;
-  std::uint32_t train_size = 0;
-  std::uint32_t validation_size = 0;
+  // The data set and the task: datasets::DataOptions as JSON (datasets::to_json), paths
+  // absolute; every actor reads the same files from the same paths.
+  std::string data;
   std::string device = "cpu";
   std::string budget_unit = "epochs";
   double report_every = 0;
@@ -35,12 +36,12 @@ struct ExperimentSpec {
   std::int64_t actor_memory_bytes = 0;  // each actor's memory budget for trials; 0: the device's
   double checkpoint_every_seconds = 0;    // checkpoints inside a job this often; 0: none
   // A model plugin's absolute path, which the actor loads before it builds any model (the
-  // same path on every machine, as data_dir); empty: none.
+  // same path on every machine, as the data files); empty: none.
   std::string model_plugin;
 
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(data_name, data_dir, train_size, validation_size, device, budget_unit, report_every,
+    ar(data, device, budget_unit, report_every,
        data_seed, heartbeat_seconds, fuse, checkpoint_dir, actor_memory_bytes, store_token, checkpoint_every_seconds,
        model_plugin);
   }

@@ -50,12 +50,12 @@ expect unknown_flag "unrecognised option" "$good" --frobnicate
 expect other_tuners_settings "written for hyperband; with --tuner random remove or change them" \
   "$(set_key "$good" 'c["tuner"]={"name": "hyperband", "eta": 3}')" --tuner random
 expect negative_seed "--seed: expected an integer from 0" "$good" --seed -1
-expect no_whole_batch "100 training images make no whole batch of 128" "$(set_key "$good" 'c["data"]["train_size"]=100')"
+expect no_whole_batch "100 training examples make no whole batch of 128" "$(set_key "$good" 'c["data"]["train_size"]=100')"
 expect no_whole_batch_space "make no whole batch of 512" \
   "$(set_key "$good" 'c["space"]["batch_size"]={"type": "choice", "values": [64, 512]}')"
 expect cnn_key_for_mlp "space.channels: a cnn hyper-parameter, but model.family is mlp" \
   "$(set_key "$good" 'c["space"]["channels"]={"type": "choice", "values": [8, 16]}')"
-expect too_many_images "100000 is more than the 59950 training images" "$(set_key "$good" 'c["data"]["train_size"]=100000')"
+expect too_many_images "100000 is more than the 59950 training examples" "$(set_key "$good" 'c["data"]["train_size"]=100000')"
 expect actor_timeout "would retire healthy actors" "$(set_key "$good" 'c["heartbeat_seconds"]=5; c["actor_timeout_seconds"]=1')"
 expect array_config "the config: expected an object, got array" '[1, 2]'
 # Found by the driver after the folder was made: it is removed again.

@@ -44,13 +44,13 @@ TEST_CASE("the enum keys parse once and are recorded with the words of the confi
   CHECK_THROWS_WITH(apply_overrides(c, o), "--mixed-packs: unknown value \"sometimes\"; expected auto, always or never");
 }
 
-TEST_CASE("the config as run records the keys overrides change, and only those") {
+TEST_CASE("the config as run records the keys overrides change, the data and the task, and only those") {
   auto c = parse_config(json{{"name", "n"}, {"replan", false}}, "x.json");
   record_as_run(c);
   std::set<std::string> keys;
   for (const auto& [key, value] : c.source.items()) keys.insert(key);
   CHECK(keys == std::set<std::string>{"name", "seed", "actors", "listen", "device", "max_pack", "fuse", "mixed_packs",
-                                      "keep_checkpoints", "tuner", "threads_per_actor", "replan"});
+                                      "keep_checkpoints", "tuner", "threads_per_actor", "replan", "data", "task"});
   Overrides o;
   o.keys = "k";
   o.tuner_plugin = std::vector<std::string>{"p.so"};
@@ -88,4 +88,73 @@ TEST_CASE("every key has a row in docs/config.md") {
     CHECK(page.find("| `" + std::string(key.name) + "` |") != std::string::npos);
   }
   CHECK(page.find("| `actors` | integer | 1 | 0 to 4096 | --actors | may change |") != std::string::npos);
+}
+
+TEST_CASE("the data block: relative paths beside the config, recorded absolute with the keys of its format") {
+  const json block = {{"format", "npy"}, {"x", "in/x.npy"}, {"y", "/abs/y.npy"}, {"augment", {{"flip", true}}}};
+  auto c = parse_config(json{{"data", block}, {"task", "regression"}}, "/cfg/exp.json");
+  CHECK(c.data.format == datasets::DataFormat::Npy);
+  CHECK(c.data.task == datasets::Task::Regression);
+  CHECK(c.data.x == "/cfg/in/x.npy");
+  CHECK(c.data.y == "/abs/y.npy");
+  CHECK(c.data.augment.flip);
+  CHECK(c.data.normalize);
+  record_as_run(c);
+  CHECK(c.source["data"] == json{{"format", "npy"}, {"x", "/cfg/in/x.npy"}, {"y", "/abs/y.npy"}, {"train_size", 0},
+                                 {"validation_size", 0}, {"normalize", true},
+                                 {"augment", {{"crop_padding", 0}, {"flip", true}}}});
+  CHECK(c.source["task"] == "regression");
+  // --resume reads the config as run from the results folder: the paths stay where they were.
+  const auto again = parse_config(c.source, "/results/run/journal.jsonl");
+  CHECK(again.data.x == "/cfg/in/x.npy");
+  CHECK(again.data.task == datasets::Task::Regression);
+  auto resumed = again;
+  record_as_run(resumed);
+  CHECK(resume_differences(c.source, resumed.source).empty());
+  const auto h5 = parse_config(json{{"data", {{"format", "hdf5"}, {"path", "d.h5"}, {"y", "labels"}}}}, "/cfg/e.json");
+  CHECK(h5.data.path == "/cfg/d.h5");
+  CHECK(h5.data.x == "x");
+  CHECK(h5.data.y == "labels");
+}
+
+TEST_CASE("bad data blocks and task keys are one-line errors naming the key") {
+  const auto error_of = [](const json& j) {
+    try {
+      parse_config(j, "x.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  CHECK(error_of(json{{"data", {{"format", "csv"}}}}) == "data.format: unknown format \"csv\"; expected idx, hdf5 or npy");
+  CHECK(error_of(json{{"data", {{"format", "hdf5"}}}}) == "data.path: format hdf5 needs the HDF5 file of the training data");
+  CHECK(error_of(json{{"data", {{"format", "npy"}, {"x", "x.npy"}}}}) == "data.y: format npy needs the .npy file of the "
+                                                                         "labels or targets");
+  CHECK(error_of(json{{"data", {{"format", "npy"}, {"x", "a"}, {"y", "b"}, {"test_x", "c"}}}}) ==
+        "data.test_y: the test split needs both test_x and test_y");
+  CHECK(error_of(json{{"data", {{"path", "d.h5"}}}}) ==
+        "data.path: not read by format idx; its keys are format, name, dir, train_size, validation_size, normalize, "
+        "augment");
+  CHECK(error_of(json{{"data", {{"normalize", 1}}}}) == "data.normalize: expected true or false, got an integer (1)");
+  CHECK(error_of(json{{"data", {{"augment", {{"crop_padding", -1}}}}}}) ==
+        "data.augment.crop_padding: -1 is out of range; expected 0 to 64");
+  CHECK(error_of(json{{"data", {{"augment", {{"rotate", true}}}}}}) ==
+        "data.augment.rotate: unknown key; expected one of crop_padding, flip");
+  CHECK(error_of(json{{"task", "ranking"}}) == "task: unknown value \"ranking\"; expected classification or regression");
+  CHECK(error_of(json{{"task", "regression"}, {"metric", "val_accuracy"}}) ==
+        "metric: val_accuracy needs task classification; a regression task ranks trials by val_mse, val_mae, val_loss "
+        "or train_loss");
+  CHECK(error_of(json{{"metric", "val_mse"}}) ==
+        "metric: val_mse needs \"task\": \"regression\"; a classification task ranks trials by val_accuracy, "
+        "val_loss or train_loss");
+}
+
+TEST_CASE("a regression task ranks by val_mse unless told otherwise, lower being better") {
+  auto c = parse_config(json{{"task", "regression"}}, "x.json");
+  CHECK(c.metric == "val_mse");
+  CHECK(c.mode == tuners::Mode::Min);
+  c = parse_config(json{{"task", "regression"}, {"metric", "val_mae"}}, "x.json");
+  CHECK(c.metric == "val_mae");
+  CHECK(c.mode == tuners::Mode::Min);
+  CHECK(parse_config(json::object(), "x.json").metric == "val_accuracy");
 }

@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
+#include "datasets/data_source.hpp"
 #include "packtune/error.hpp"
 #include "protocol/protocol.hpp"
 
@@ -65,14 +68,26 @@ TEST_CASE("every verb survives a round trip") {
 
   Welcome welcome;
   welcome.actor_id = 5;
-  welcome.spec.data_dir = "/data";
-  welcome.spec.train_size = 1000;
+  packtune::datasets::DataOptions data;
+  data.format = packtune::datasets::DataFormat::Npy;
+  data.task = packtune::datasets::Task::Regression;
+  data.x = "/data/x.npy";
+  data.y = "/data/y.npy";
+  data.train_size = 1000;
+  data.augment.crop_padding = 4;
+  welcome.spec.data = nlohmann::json(data).dump();
   welcome.spec.report_every = 0.25;
   welcome.spec.data_seed = 1ULL << 60;
   auto w = round_trip(welcome);
   CHECK(w.actor_id == 5);
-  CHECK(w.spec.data_dir == "/data");
-  CHECK(w.spec.train_size == 1000);
+  const auto back = nlohmann::json::parse(w.spec.data).get<packtune::datasets::DataOptions>();
+  CHECK(back.format == packtune::datasets::DataFormat::Npy);
+  CHECK(back.task == packtune::datasets::Task::Regression);
+  CHECK(back.x == "/data/x.npy");
+  CHECK(back.y == "/data/y.npy");
+  CHECK(back.train_size == 1000);
+  CHECK(back.augment.crop_padding == 4);
+  CHECK(back.normalize);
   CHECK(w.spec.report_every == 0.25);
   CHECK(w.spec.data_seed == 1ULL << 60);
 
