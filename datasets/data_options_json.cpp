@@ -21,7 +21,8 @@ void to_json(nlohmann::json& j, const DataOptions& o) {
        {"train_size", o.train_size},
        {"validation_size", o.validation_size},
        {"normalize", o.normalize},
-       {"augment", {{"crop_padding", o.augment.crop_padding}, {"flip", o.augment.flip}}}};
+       {"augment",
+        {{"crop_padding", o.augment.crop_padding}, {"flip", o.augment.flip}, {"per_trial", o.augment.per_trial}}}};
 }
 
 void from_json(const nlohmann::json& j, DataOptions& o) {
@@ -42,6 +43,7 @@ void from_json(const nlohmann::json& j, DataOptions& o) {
     o.normalize = j.at("normalize").get<bool>();
     o.augment.crop_padding = j.at("augment").at("crop_padding").get<int>();
     o.augment.flip = j.at("augment").at("flip").get<bool>();
+    o.augment.per_trial = j.at("augment").at("per_trial").get<bool>();
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("data: malformed data options (") + e.what() + ")");
   }

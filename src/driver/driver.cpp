@@ -251,6 +251,7 @@ class Driver {
     DriverCore::Options o;
     o.out_dir = options.out_dir;
     o.train_images = training_images(config);
+    o.input = input_dims(config);
     // Only actors of node 0 exit through poll_local_actors, and they exist only with local_.
     o.local_log_path = [this](int i) { return local_->log_path(i); };
     return o;

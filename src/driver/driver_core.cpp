@@ -42,8 +42,8 @@ DriverCore::DriverCore(const ExperimentConfig& config, Options options, Send sen
       profiles_(planner_, plan_, registry_, {config.fuse == packing::FuseMode::Auto && config.max_pack > 1, config.max_pack,
                                             config.profile_timeout_seconds}),
       book_(config.model, config.seed,
-            [padded = fuse_pads_widths(config)](const tuners::TrialConfig& full) {
-              return trial_shape(actors::parse_trial_spec(full, "trial"), {}, padded);
+            [padded = fuse_pads_widths(config), input = options.input](const tuners::TrialConfig& full) {
+              return trial_shape(actors::parse_trial_spec(full, "trial"), input, padded);
             }),
       start_(now),
       last_heartbeat_(now) {

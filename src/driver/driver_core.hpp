@@ -27,6 +27,7 @@
 #include "experiment/experiment_config.hpp"
 #include "experiment/planner_setup.hpp"
 #include "experiment/results_writer.hpp"
+#include "experiment/trial_shape.hpp"
 #include "packing/planner.hpp"
 #include "protocol/protocol.hpp"
 #include "tuners/tuner.hpp"
@@ -45,6 +46,7 @@ class DriverCore {
     std::int64_t train_images = 0;  // an epoch's images (training_images(config))
     // The log of the driver's own actor in slot i (node 0).
     std::function<std::string(int)> local_log_path = [](int) { return std::string(); };
+    InputDims input;  // the data as a model sees it (input_dims(config))
   };
 
   DriverCore(const ExperimentConfig& config, Options options, Send send, Clock::time_point now);

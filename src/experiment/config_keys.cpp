@@ -327,9 +327,10 @@ void read_data(Fields& top, ExperimentConfig& c, const std::string& path) {
   d.boolean("normalize", data.normalize);
   if (d.has("augment")) {
     Fields a(d.object("augment"), "data.augment");
-    a.allow("crop_padding, flip");
+    a.allow("crop_padding, flip, per_trial");
     a.integer("crop_padding", data.augment.crop_padding, 0, 64);
     a.boolean("flip", data.augment.flip);
+    a.boolean("per_trial", data.augment.per_trial);
     a.finish();
   }
   d.finish();

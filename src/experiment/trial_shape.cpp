@@ -9,10 +9,18 @@
 
 namespace packtune {
 
+InputDims input_dims(const ExperimentConfig& config) {
+  const auto data = datasets::data_shape(config.data);
+  const auto& s = data.sample_shape;
+  const int outputs = static_cast<int>(data.outputs);
+  if (s.size() == 3) return {static_cast<int>(s[0]), static_cast<int>(s[1]), static_cast<int>(s[2]), outputs};
+  return {1, 1, static_cast<int>(s.empty() ? 1 : s[0]), outputs};
+}
+
 bool fuse_pads_widths(const ExperimentConfig& config) { return config.fuse == packing::FuseMode::Always; }
 
 packing::TrialShape trial_shape(const actors::TrialSpec& spec, const InputDims& input, bool padded) {
-  const auto m = actors::model_shape(spec.model, input.channels, input.height, input.width, input.classes);
+  const auto m = actors::model_shape(spec.model, input.channels, input.height, input.width, input.outputs);
   packing::TrialShape s;
   s.key = actors::shape_key(spec);
   s.fusion = padded ? actors::fusion_key(spec) : actors::unpadded_fusion_key(spec);

@@ -7,13 +7,18 @@
 
 namespace packtune {
 
-// The images of the data sets packtune reads (Fashion-MNIST, MNIST): 1 x 28 x 28, 10 classes.
+// What a trial's model takes and gives: images C x H x W (feature rows of D as 1 x 1 x D, as
+// actors::InputShape has them) and its outputs (classes, or regression targets). The default
+// is Fashion-MNIST's: 1 x 28 x 28, 10 classes.
 struct InputDims {
   int channels = 1;
   int height = 28;
   int width = 28;
-  int classes = 10;
+  int outputs = 10;
 };
+
+// The config's data as a model sees it, from the data files' headers (and labels).
+InputDims input_dims(const ExperimentConfig& config);
 
 // `padded`: the fusion key lets trials of other widths share a unit, padded to the widest
 // (`"fuse": "always"`); otherwise only trials of the same widths do, so that packing never

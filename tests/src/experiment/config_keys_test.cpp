@@ -102,7 +102,7 @@ TEST_CASE("the data block: relative paths beside the config, recorded absolute w
   record_as_run(c);
   CHECK(c.source["data"] == json{{"format", "npy"}, {"x", "/cfg/in/x.npy"}, {"y", "/abs/y.npy"}, {"train_size", 0},
                                  {"validation_size", 0}, {"normalize", true},
-                                 {"augment", {{"crop_padding", 0}, {"flip", true}}}});
+                                 {"augment", {{"crop_padding", 0}, {"flip", true}, {"per_trial", true}}}});
   CHECK(c.source["task"] == "regression");
   // --resume reads the config as run from the results folder: the paths stay where they were.
   const auto again = parse_config(c.source, "/results/run/journal.jsonl");
@@ -139,7 +139,7 @@ TEST_CASE("bad data blocks and task keys are one-line errors naming the key") {
   CHECK(error_of(json{{"data", {{"augment", {{"crop_padding", -1}}}}}}) ==
         "data.augment.crop_padding: -1 is out of range; expected 0 to 64");
   CHECK(error_of(json{{"data", {{"augment", {{"rotate", true}}}}}}) ==
-        "data.augment.rotate: unknown key; expected one of crop_padding, flip");
+        "data.augment.rotate: unknown key; expected one of crop_padding, flip, per_trial");
   CHECK(error_of(json{{"task", "ranking"}}) == "task: unknown value \"ranking\"; expected classification or regression");
   CHECK(error_of(json{{"task", "regression"}, {"metric", "val_accuracy"}}) ==
         "metric: val_accuracy needs task classification; a regression task ranks trials by val_mse, val_mae, val_loss "
