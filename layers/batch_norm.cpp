@@ -19,6 +19,14 @@ BatchNorm::BatchNorm(const torch::nn::BatchNormOptions& options, int spatial_dim
   }
 }
 
+void BatchNorm::append_values(Layer& other) {
+  const auto& theirs = dynamic_cast<BatchNorm&>(other).options_;
+  // One batch_norm call, with one eps and momentum, serves all members on the grouped path.
+  if (theirs.eps() != options_.eps() || *theirs.momentum() != *options_.momentum()) {
+    throw Error("cannot fuse batch norms with other eps or momentum: members may differ in channels only");
+  }
+}
+
 torch::Tensor BatchNorm::forward(const torch::Tensor& x) {
   const auto k = x.size(0);
   const bool training = is_training() || !running_mean_.defined();

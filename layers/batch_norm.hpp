@@ -15,6 +15,10 @@ class BatchNorm : public Layer {
   BatchNorm(const torch::nn::BatchNormOptions& options, int spatial_dims);
   torch::Tensor forward(const torch::Tensor& x) override;
 
+ protected:
+  // Members fuse only with one eps and momentum (throws packtune::Error otherwise).
+  void append_values(Layer& other) override;
+
  private:
   torch::nn::BatchNormOptions options_;
   int spatial_dims_;
