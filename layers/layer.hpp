@@ -119,7 +119,7 @@ class Layer : public torch::nn::Module {
   std::int64_t members_ = 1;
 };
 
-// How layers with a choice run K > 1 members (Conv2d, BatchNorm): Auto runs them as one
+// How layers with a choice run K > 1 members (Conv2d, BatchNorm, LayerNorm): Auto runs them as one
 // grouped kernel on a GPU and member by member on the CPU, where each member's sums then run in
 // their solo order, bit for bit, and the grouped kernel is no faster. Grouped and PerMember
 // force one way everywhere: tests use Grouped to check the GPU's path on the CPU.

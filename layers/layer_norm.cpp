@@ -37,7 +37,7 @@ void LayerNorm::keep_values(const std::vector<std::int64_t>& which) {
 
 torch::Tensor LayerNorm::forward(const torch::Tensor& x) {
   const auto k = x.size(0), d = x.size(-1);
-  if (k > 1 && x.is_cuda()) return batched(x);
+  if (k > 1 && grouped_kernels(x)) return batched(x);
   std::vector<torch::Tensor> outs;
   for (std::int64_t i = 0; i < k; ++i) {
     const auto w = widths_[static_cast<std::size_t>(i)];

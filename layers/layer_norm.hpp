@@ -18,8 +18,9 @@ class LayerNorm : public Layer {
   // Throws InputError otherwise.
   explicit LayerNorm(const torch::nn::LayerNorm& solo);
 
-  // On the CPU (and for one member) member by member, each by LibTorch's own layer_norm over
-  // its own features, so a member's outputs are bitwise its solo outputs; on a GPU batched().
+  // batched() where K > 1 members run grouped (grouped_kernels: by default on a GPU); else
+  // member by member, each by LibTorch's own layer_norm over its own features, so a member's
+  // outputs are bitwise its solo outputs.
   torch::Tensor forward(const torch::Tensor& x) override;
   // All members at once: the statistics are sums over each member's own features (padded
   // features masked out), divided by its own width. Public so that tests check it on any device.
