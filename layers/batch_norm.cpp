@@ -19,8 +19,8 @@ BatchNorm::BatchNorm(const torch::nn::BatchNormOptions& options, int spatial_dim
   }
 }
 
-void BatchNorm::append_values(Layer& other) {
-  const auto& theirs = dynamic_cast<BatchNorm&>(other).options_;
+void BatchNorm::check_values(const Layer& other) const {
+  const auto& theirs = dynamic_cast<const BatchNorm&>(other).options_;
   // One batch_norm call, with one eps and momentum, serves all members on the grouped path.
   if (theirs.eps() != options_.eps() || *theirs.momentum() != *options_.momentum()) {
     throw Error("cannot fuse batch norms with other eps or momentum: members may differ in channels only");

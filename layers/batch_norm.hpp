@@ -17,7 +17,7 @@ class BatchNorm : public Layer {
 
  protected:
   // Members fuse only with one eps and momentum (throws packtune::Error otherwise).
-  void append_values(Layer& other) override;
+  void check_values(const Layer& other) const override;
 
  private:
   torch::nn::BatchNormOptions options_;

@@ -49,7 +49,7 @@ class Layer : public torch::nn::Module {
 
   // Appends the members of `other`, a layer of the same type and structure (built the same
   // way, possibly with other widths or per-member values), and of all its sub-layers.
-  // Throws packtune::Error naming the first layer that differs.
+  // Throws packtune::Error naming the first layer that differs, before anything changes.
   void append(Layer& other);
   // Keeps only the members at `which` (ascending indices), here and in every sub-layer;
   // the stacked tensors shrink to the widest remaining member.
@@ -92,7 +92,10 @@ class Layer : public torch::nn::Module {
                                    SoloLayout layout = SoloLayout::Same);
 
   // Hooks for layers with per-member values kept outside stacked tensors (dropout rates):
-  // append_values() takes `other`'s (the same type), keep_values() keeps `which`.
+  // check_values() throws packtune::Error where `other`'s (the same type) cannot fuse with
+  // these, and changes nothing: append() runs it over the whole tree first. append_values()
+  // then takes `other`'s; keep_values() keeps `which`.
+  virtual void check_values(const Layer& /*other*/) const {}
   virtual void append_values(Layer& /*other*/) {}
   virtual void keep_values(const std::vector<std::int64_t>& /*which*/) {}
   // Called after the members changed, for layers that cache per-member data.
@@ -110,6 +113,9 @@ class Layer : public torch::nn::Module {
     std::vector<Shape> own;
     torch::Tensor padding;
   };
+  // append()'s two passes over the tree: every check, then every change.
+  void check_append(const Layer& other) const;
+  void apply_append(Layer& other);
   void refit(Entry& entry, torch::Tensor stacked);
   std::vector<Stacked> collect(bool buffers) const;
   void collect_into(const std::string& prefix, bool buffers, std::vector<Stacked>& out) const;

@@ -21,11 +21,15 @@ LayerNorm::LayerNorm(const torch::nn::LayerNorm& solo) : eps_(solo->options.eps(
   }
 }
 
-void LayerNorm::append_values(Layer& other) {
-  auto& theirs = dynamic_cast<LayerNorm&>(other);
+void LayerNorm::check_values(const Layer& other) const {
+  const auto& theirs = dynamic_cast<const LayerNorm&>(other);
   if (theirs.eps_ != eps_) {
     throw Error("cannot fuse layer norms with eps " + std::to_string(eps_) + " and " + std::to_string(theirs.eps_));
   }
+}
+
+void LayerNorm::append_values(Layer& other) {
+  const auto& theirs = dynamic_cast<LayerNorm&>(other);
   widths_.insert(widths_.end(), theirs.widths_.begin(), theirs.widths_.end());
 }
 

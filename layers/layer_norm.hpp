@@ -32,6 +32,7 @@ class LayerNorm : public Layer {
 
  protected:
   // Members fuse only with an equal eps (throws packtune::Error otherwise).
+  void check_values(const Layer& other) const override;
   void append_values(Layer& other) override;
   void keep_values(const std::vector<std::int64_t>& which) override;
   void members_changed() override { mask_.reset(); }

@@ -8,8 +8,8 @@ Pool2d::Pool2d(const torch::nn::MaxPool2dOptions& options) : max_(options) {}
 Pool2d::Pool2d(const torch::nn::AvgPool2dOptions& options) : avg_(options) {}
 Pool2d::Pool2d(const torch::nn::AdaptiveAvgPool2dOptions& options) : adaptive_(options) {}
 
-void Pool2d::append_values(Layer& other) {
-  const auto& theirs = dynamic_cast<Pool2d&>(other);
+void Pool2d::check_values(const Layer& other) const {
+  const auto& theirs = dynamic_cast<const Pool2d&>(other);
   // One pooling call over the merged members uses member 0's options.
   bool same = max_.has_value() == theirs.max_.has_value() && avg_.has_value() == theirs.avg_.has_value();
   if (same && max_) {

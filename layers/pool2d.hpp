@@ -14,7 +14,7 @@ class Pool2d : public Layer {
 
  protected:
   // Members fuse only with one kind of pooling and equal options (throws packtune::Error).
-  void append_values(Layer& other) override;
+  void check_values(const Layer& other) const override;
 
  private:
   c10::optional<torch::nn::MaxPool2dOptions> max_;
