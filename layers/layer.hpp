@@ -70,7 +70,7 @@ class Layer : public torch::nn::Module {
 
   // Member k's parameters and buffers under its solo state-dict names, in solo layout, as
   // views into the stacked tensors (no copies), except the Qkv layouts of a member narrower
-  // than the widest or of a weight (whose blocks cannot be one view): those are copies.
+  // than the widest (whose padded blocks cannot be one view): those are copies.
   std::vector<std::pair<std::string, torch::Tensor>> member_tensors(std::int64_t k) const;
   // Member k's row of a tensor shaped like `entry` (the entry itself, or optimizer state
   // stacked like it), given as `row` = stacked[k] (padded), as a view in solo layout.
