@@ -4,8 +4,7 @@
 
 namespace packtune::layers {
 
-BatchNorm::BatchNorm(const torch::nn::BatchNormOptions& options, int spatial_dims)
-    : options_(options), spatial_dims_(spatial_dims) {
+BatchNorm::BatchNorm(const torch::nn::BatchNormOptions& options, int /*spatial_dims*/) : options_(options) {
   if (!options.momentum()) throw InputError("layers::BatchNorm: give a numeric momentum (a cumulative average is not supported)");
   const auto c = options.num_features();
   if (options.affine()) {
