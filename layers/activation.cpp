@@ -40,8 +40,8 @@ Activation::Activation(const std::string& name) : name_(name) {
   }
 }
 
-void Activation::append_values(Layer& other) {
-  const auto& theirs = dynamic_cast<Activation&>(other).name_;
+void Activation::check_values(const Layer& other) const {
+  const auto& theirs = dynamic_cast<const Activation&>(other).name_;
   if (theirs != name_) throw Error("cannot fuse activations " + name_ + " and " + theirs);
 }
 

@@ -24,7 +24,7 @@ class Activation : public Layer {
 
  protected:
   // Members fuse only with one activation (throws packtune::Error otherwise).
-  void append_values(Layer& other) override;
+  void check_values(const Layer& other) const override;
 
  private:
   std::string name_;

@@ -4,8 +4,7 @@
 
 namespace packtune::layers {
 
-BatchNorm::BatchNorm(const torch::nn::BatchNormOptions& options, int spatial_dims)
-    : options_(options), spatial_dims_(spatial_dims) {
+BatchNorm::BatchNorm(const torch::nn::BatchNormOptions& options, int /*spatial_dims*/) : options_(options) {
   if (!options.momentum()) throw InputError("layers::BatchNorm: give a numeric momentum (a cumulative average is not supported)");
   const auto c = options.num_features();
   if (options.affine()) {
@@ -16,6 +15,14 @@ BatchNorm::BatchNorm(const torch::nn::BatchNormOptions& options, int spatial_dim
     running_mean_ = add_stacked_buffer("running_mean", torch::zeros({c}));
     running_var_ = add_stacked_buffer("running_var", torch::ones({c}));
     batches_ = add_stacked_buffer("num_batches_tracked", torch::zeros({}, torch::kInt64));
+  }
+}
+
+void BatchNorm::check_values(const Layer& other) const {
+  const auto& theirs = dynamic_cast<const BatchNorm&>(other).options_;
+  // One batch_norm call, with one eps and momentum, serves all members on the grouped path.
+  if (theirs.eps() != options_.eps() || *theirs.momentum() != *options_.momentum()) {
+    throw Error("cannot fuse batch norms with other eps or momentum: members may differ in channels only");
   }
 }
 

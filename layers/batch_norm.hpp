@@ -12,12 +12,16 @@ namespace packtune::layers {
 class BatchNorm : public Layer {
  public:
   // `spatial_dims`: 1 for BatchNorm1d (inputs [K, B, C] or [K, B, C, L]), 2 for BatchNorm2d.
+  // It names the twin only: the computation follows the input's rank.
   BatchNorm(const torch::nn::BatchNormOptions& options, int spatial_dims);
   torch::Tensor forward(const torch::Tensor& x) override;
 
+ protected:
+  // Members fuse only with one eps and momentum (throws packtune::Error otherwise).
+  void check_values(const Layer& other) const override;
+
  private:
   torch::nn::BatchNormOptions options_;
-  int spatial_dims_;
   torch::Tensor weight_, bias_, running_mean_, running_var_, batches_;
 };
 

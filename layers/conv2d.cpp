@@ -12,8 +12,8 @@ Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, std::int64_t
   if (bias) bias_ = add_stacked_parameter("bias", solo->bias);
 }
 
-void Conv2d::append_values(Layer& other) {
-  auto& theirs = dynamic_cast<Conv2d&>(other);
+void Conv2d::check_values(const Layer& other) const {
+  const auto& theirs = dynamic_cast<const Conv2d&>(other);
   const auto& mine_kernel = own_shapes(0).front();
   const auto& their_kernel = theirs.own_shapes(0).front();
   if (theirs.stride_ != stride_ || theirs.padding_ != padding_ || mine_kernel[2] != their_kernel[2] ||

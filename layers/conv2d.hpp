@@ -17,7 +17,7 @@ class Conv2d : public Layer {
 
  protected:
   // Members fuse only with one kernel size, stride and padding (throws packtune::Error).
-  void append_values(Layer& other) override;
+  void check_values(const Layer& other) const override;
 
  private:
   std::int64_t stride_, padding_;

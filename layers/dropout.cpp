@@ -38,6 +38,8 @@ torch::Tensor Dropout::forward(const torch::Tensor& x) {
     for (double p : p_) keep.push_back(1 - p);
     // Rounded to float32 once, as the threshold and the scale of the float32 activations.
     keep_ = torch::tensor(keep, torch::kFloat64).to(torch::kFloat32).to(x.device()).view({k, 1});
+    // A draw h in [0, 2^32) keeps the element when h < keep * 2^32.
+    threshold_ = (keep_->to(torch::kFloat64) * 4294967296.0).to(torch::kInt64);
   }
   if (!scope) {
     seeds = torch::randint(0, std::int64_t{1} << 32, {k, 1}, torch::TensorOptions().dtype(torch::kInt64)).to(x.device());
@@ -45,9 +47,7 @@ torch::Tensor Dropout::forward(const torch::Tensor& x) {
   std::vector<std::int64_t> column(x.dim(), 1);
   column[0] = k;
   const auto keep = keep_->view(column);
-  // A draw h in [0, 2^32) keeps the element when h < keep * 2^32.
-  auto threshold = (keep_->to(torch::kFloat64) * 4294967296.0).to(torch::kInt64).view(column);
-  auto kept = coordinate_hash(seeds, x.sizes()).lt(threshold);
+  auto kept = coordinate_hash(seeds, x.sizes()).lt(threshold_->view(column));
   return x * kept.to(x.scalar_type()) / keep;
 }
 

@@ -20,11 +20,15 @@ class Dropout : public Layer {
  protected:
   void append_values(Layer& other) override;
   void keep_values(const std::vector<std::int64_t>& which) override;
-  void members_changed() override { keep_.reset(); }
+  void members_changed() override {
+    keep_.reset();
+    threshold_.reset();
+  }
 
  private:
   std::vector<double> p_;
   c10::optional<torch::Tensor> keep_;  // [K, 1] keep probabilities, on the activations' device
+  c10::optional<torch::Tensor> threshold_;  // [K, 1] int64 keep thresholds, beside keep_
 };
 
 }  // namespace packtune::layers

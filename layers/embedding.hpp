@@ -14,8 +14,10 @@ class Embedding : public Layer {
   // does not have: padding_idx, max_norm, scale_grad_by_freq, sparse.
   explicit Embedding(const torch::nn::Embedding& solo);
 
-  // `x`: indices, each below its member's own num_embeddings (an index into another member's
-  // wider table reads zeros rather than failing, as it would alone).
+  // `x`: indices, each below its member's own num_embeddings. One past it is not checked (that
+  // would cost a reduction and a device sync per forward) and does not fail as it would alone:
+  // below the widest member's num_embeddings it reads zero padding rows, at or past it the next
+  // member's rows (and fails only past the last member's table).
   torch::Tensor forward(const torch::Tensor& x) override;
 
  private:

@@ -115,6 +115,12 @@ void Layer::refit(Entry& entry, torch::Tensor stacked) {
 }
 
 void Layer::append(Layer& other) {
+  // A check that failed after some layers had changed would leave the model half-fused.
+  check_append(other);
+  apply_append(other);
+}
+
+void Layer::check_append(const Layer& other) const {
   if (typeid(*this) != typeid(other) || entries_.size() != other.entries_.size()) {
     throw Error("cannot fuse layer " + name() + " with " + other.name() + ": the models differ in structure");
   }
@@ -127,13 +133,22 @@ void Layer::append(Layer& other) {
       throw Error("cannot fuse " + name() + ": sub-layer \"" + mine[i].first + "\" meets \"" + theirs[i].first + "\"");
     }
   }
-  torch::NoGradGuard no_grad;
   for (std::size_t i = 0; i < entries_.size(); ++i) {
-    auto& entry = entries_[i];
+    const auto& entry = entries_[i];
     const auto& incoming = other.entries_[i];
     if (entry.name != incoming.name || entry.tensor.dim() != incoming.tensor.dim()) {
       throw Error("cannot fuse " + name() + ": its tensor \"" + entry.name + "\" differs in kind");
     }
+  }
+  check_values(other);
+  for (std::size_t i = 0; i < mine.size(); ++i) mine[i].second->check_append(*theirs[i].second);
+}
+
+void Layer::apply_append(Layer& other) {
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    auto& entry = entries_[i];
+    const auto& incoming = other.entries_[i];
     // Both to the widest of all members first, then one cat.
     entry.own.insert(entry.own.end(), incoming.own.begin(), incoming.own.end());
     Shape widest = entry.tensor.sizes().vec();
@@ -147,7 +162,8 @@ void Layer::append(Layer& other) {
   }
   members_ += other.members_;
   append_values(other);
-  for (std::size_t i = 0; i < mine.size(); ++i) mine[i].second->append(*theirs[i].second);
+  const auto mine = sub_layers(), theirs = other.sub_layers();
+  for (std::size_t i = 0; i < mine.size(); ++i) mine[i].second->apply_append(*theirs[i].second);
   members_changed();
 }
 

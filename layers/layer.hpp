@@ -49,7 +49,7 @@ class Layer : public torch::nn::Module {
 
   // Appends the members of `other`, a layer of the same type and structure (built the same
   // way, possibly with other widths or per-member values), and of all its sub-layers.
-  // Throws packtune::Error naming the first layer that differs.
+  // Throws packtune::Error naming the first layer that differs, before anything changes.
   void append(Layer& other);
   // Keeps only the members at `which` (ascending indices), here and in every sub-layer;
   // the stacked tensors shrink to the widest remaining member.
@@ -70,7 +70,7 @@ class Layer : public torch::nn::Module {
 
   // Member k's parameters and buffers under its solo state-dict names, in solo layout, as
   // views into the stacked tensors (no copies), except the Qkv layouts of a member narrower
-  // than the widest or of a weight (whose blocks cannot be one view): those are copies.
+  // than the widest (whose padded blocks cannot be one view): those are copies.
   std::vector<std::pair<std::string, torch::Tensor>> member_tensors(std::int64_t k) const;
   // Member k's row of a tensor shaped like `entry` (the entry itself, or optimizer state
   // stacked like it), given as `row` = stacked[k] (padded), as a view in solo layout.
@@ -92,7 +92,10 @@ class Layer : public torch::nn::Module {
                                    SoloLayout layout = SoloLayout::Same);
 
   // Hooks for layers with per-member values kept outside stacked tensors (dropout rates):
-  // append_values() takes `other`'s (the same type), keep_values() keeps `which`.
+  // check_values() throws packtune::Error where `other`'s (the same type) cannot fuse with
+  // these, and changes nothing: append() runs it over the whole tree first. append_values()
+  // then takes `other`'s; keep_values() keeps `which`.
+  virtual void check_values(const Layer& /*other*/) const {}
   virtual void append_values(Layer& /*other*/) {}
   virtual void keep_values(const std::vector<std::int64_t>& /*which*/) {}
   // Called after the members changed, for layers that cache per-member data.
@@ -110,6 +113,9 @@ class Layer : public torch::nn::Module {
     std::vector<Shape> own;
     torch::Tensor padding;
   };
+  // append()'s two passes over the tree: every check, then every change.
+  void check_append(const Layer& other) const;
+  void apply_append(Layer& other);
   void refit(Entry& entry, torch::Tensor stacked);
   std::vector<Stacked> collect(bool buffers) const;
   void collect_into(const std::string& prefix, bool buffers, std::vector<Stacked>& out) const;
@@ -119,7 +125,7 @@ class Layer : public torch::nn::Module {
   std::int64_t members_ = 1;
 };
 
-// How layers with a choice run K > 1 members (Conv2d, BatchNorm): Auto runs them as one
+// How layers with a choice run K > 1 members (Conv2d, BatchNorm, LayerNorm): Auto runs them as one
 // grouped kernel on a GPU and member by member on the CPU, where each member's sums then run in
 // their solo order, bit for bit, and the grouped kernel is no faster. Grouped and PerMember
 // force one way everywhere: tests use Grouped to check the GPU's path on the CPU.

@@ -21,11 +21,15 @@ LayerNorm::LayerNorm(const torch::nn::LayerNorm& solo) : eps_(solo->options.eps(
   }
 }
 
-void LayerNorm::append_values(Layer& other) {
-  auto& theirs = dynamic_cast<LayerNorm&>(other);
+void LayerNorm::check_values(const Layer& other) const {
+  const auto& theirs = dynamic_cast<const LayerNorm&>(other);
   if (theirs.eps_ != eps_) {
     throw Error("cannot fuse layer norms with eps " + std::to_string(eps_) + " and " + std::to_string(theirs.eps_));
   }
+}
+
+void LayerNorm::append_values(Layer& other) {
+  const auto& theirs = dynamic_cast<LayerNorm&>(other);
   widths_.insert(widths_.end(), theirs.widths_.begin(), theirs.widths_.end());
 }
 
@@ -37,7 +41,7 @@ void LayerNorm::keep_values(const std::vector<std::int64_t>& which) {
 
 torch::Tensor LayerNorm::forward(const torch::Tensor& x) {
   const auto k = x.size(0), d = x.size(-1);
-  if (k > 1 && x.is_cuda()) return batched(x);
+  if (k > 1 && grouped_kernels(x)) return batched(x);
   std::vector<torch::Tensor> outs;
   for (std::int64_t i = 0; i < k; ++i) {
     const auto w = widths_[static_cast<std::size_t>(i)];

@@ -18,8 +18,9 @@ class LayerNorm : public Layer {
   // Throws InputError otherwise.
   explicit LayerNorm(const torch::nn::LayerNorm& solo);
 
-  // On the CPU (and for one member) member by member, each by LibTorch's own layer_norm over
-  // its own features, so a member's outputs are bitwise its solo outputs; on a GPU batched().
+  // batched() where K > 1 members run grouped (grouped_kernels: by default on a GPU); else
+  // member by member, each by LibTorch's own layer_norm over its own features, so a member's
+  // outputs are bitwise its solo outputs.
   torch::Tensor forward(const torch::Tensor& x) override;
   // All members at once: the statistics are sums over each member's own features (padded
   // features masked out), divided by its own width. Public so that tests check it on any device.
@@ -31,6 +32,7 @@ class LayerNorm : public Layer {
 
  protected:
   // Members fuse only with an equal eps (throws packtune::Error otherwise).
+  void check_values(const Layer& other) const override;
   void append_values(Layer& other) override;
   void keep_values(const std::vector<std::int64_t>& which) override;
   void members_changed() override { mask_.reset(); }

@@ -28,12 +28,16 @@ MultiheadAttention::MultiheadAttention(const torch::nn::MultiheadAttention& solo
   dropout_ = register_module("dropout", std::make_shared<Dropout>(options.dropout()));
 }
 
-void MultiheadAttention::append_values(Layer& other) {
-  auto& theirs = dynamic_cast<MultiheadAttention&>(other);
+void MultiheadAttention::check_values(const Layer& other) const {
+  const auto& theirs = dynamic_cast<const MultiheadAttention&>(other);
   if (theirs.head_dim_ != head_dim_) {
     throw Error("cannot fuse attention layers with head_dim " + std::to_string(head_dim_) + " and " +
                 std::to_string(theirs.head_dim_) + ": members may differ in heads, not in head_dim");
   }
+}
+
+void MultiheadAttention::append_values(Layer& other) {
+  const auto& theirs = dynamic_cast<MultiheadAttention&>(other);
   heads_.insert(heads_.end(), theirs.heads_.begin(), theirs.heads_.end());
 }
 

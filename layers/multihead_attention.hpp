@@ -36,6 +36,7 @@ class MultiheadAttention : public Layer {
 
  protected:
   // Members fuse only at one head_dim (throws packtune::Error otherwise).
+  void check_values(const Layer& other) const override;
   void append_values(Layer& other) override;
   void keep_values(const std::vector<std::int64_t>& which) override;
 

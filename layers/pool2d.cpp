@@ -1,10 +1,34 @@
 #include "layers/pool2d.hpp"
 
+#include "packtune/error.hpp"
+
 namespace packtune::layers {
 
 Pool2d::Pool2d(const torch::nn::MaxPool2dOptions& options) : max_(options) {}
 Pool2d::Pool2d(const torch::nn::AvgPool2dOptions& options) : avg_(options) {}
 Pool2d::Pool2d(const torch::nn::AdaptiveAvgPool2dOptions& options) : adaptive_(options) {}
+
+void Pool2d::check_values(const Layer& other) const {
+  const auto& theirs = dynamic_cast<const Pool2d&>(other);
+  // One pooling call over the merged members uses member 0's options.
+  bool same = max_.has_value() == theirs.max_.has_value() && avg_.has_value() == theirs.avg_.has_value();
+  if (same && max_) {
+    const auto &a = *max_, &b = *theirs.max_;
+    same = *a.kernel_size() == *b.kernel_size() && *a.stride() == *b.stride() && *a.padding() == *b.padding() &&
+           *a.dilation() == *b.dilation() && a.ceil_mode() == b.ceil_mode();
+  } else if (same && avg_) {
+    const auto &a = *avg_, &b = *theirs.avg_;
+    same = *a.kernel_size() == *b.kernel_size() && *a.stride() == *b.stride() && *a.padding() == *b.padding() &&
+           a.ceil_mode() == b.ceil_mode() && a.count_include_pad() == b.count_include_pad() &&
+           a.divisor_override() == b.divisor_override();
+  } else if (same) {
+    same = *adaptive_->output_size() == *theirs.adaptive_->output_size();
+  }
+  if (!same) {
+    throw Error("cannot fuse poolings of other kinds, sizes, strides, paddings or modes: members may differ in "
+                "channels only");
+  }
+}
 
 torch::Tensor Pool2d::forward(const torch::Tensor& x) {
   // Members and batch merged: [K*B, C, H, W], pooled as one batch.

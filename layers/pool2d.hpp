@@ -12,6 +12,10 @@ class Pool2d : public Layer {
   explicit Pool2d(const torch::nn::AdaptiveAvgPool2dOptions& options);
   torch::Tensor forward(const torch::Tensor& x) override;
 
+ protected:
+  // Members fuse only with one kind of pooling and equal options (throws packtune::Error).
+  void check_values(const Layer& other) const override;
+
  private:
   c10::optional<torch::nn::MaxPool2dOptions> max_;
   c10::optional<torch::nn::AvgPool2dOptions> avg_;

@@ -57,8 +57,8 @@ TransformerEncoderLayer::TransformerEncoderLayer(const torch::nn::TransformerEnc
   dropout2_ = register_module("dropout2", std::make_shared<Dropout>(solo->dropout2->options.p()));
 }
 
-void TransformerEncoderLayer::append_values(Layer& other) {
-  const auto& theirs = dynamic_cast<TransformerEncoderLayer&>(other).activation_;
+void TransformerEncoderLayer::check_values(const Layer& other) const {
+  const auto& theirs = dynamic_cast<const TransformerEncoderLayer&>(other).activation_;
   if (theirs != activation_) {
     throw Error("cannot fuse encoder layers with activations " + activation_ + " and " + theirs);
   }

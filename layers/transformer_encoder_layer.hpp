@@ -33,7 +33,7 @@ class TransformerEncoderLayer : public Layer {
 
  protected:
   // Members fuse only with one activation (throws packtune::Error otherwise).
-  void append_values(Layer& other) override;
+  void check_values(const Layer& other) const override;
 
  private:
   std::string activation_;

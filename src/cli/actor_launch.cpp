@@ -15,6 +15,7 @@
 #include "node/actor_supervisor.hpp"
 #include "packtune/error.hpp"
 #include "util/child_process.hpp"
+#include "util/work_folder.hpp"
 
 namespace packtune::cli {
 
@@ -41,8 +42,7 @@ void declare_model_plugin(const std::string& path) {
   const auto absolute = fs::absolute(path).lexically_normal().string();
   // start_child_process sends both of the child's streams to one file: the description is its
   // line that starts with "{", an error the line exit_code_of printed.
-  const auto folder = fs::temp_directory_path() / ("packtune-describe-" + std::to_string(getpid()));
-  fs::create_directories(folder);
+  const fs::path folder = util::fresh_work_dir("describe");
   struct Remove {
     fs::path folder;
     ~Remove() {

@@ -274,16 +274,25 @@ TEST_CASE("a trial resumed to a budget it already reached ends at once") {
 }
 
 TEST_CASE("a checkpoint loads into every tensor of a layer-library model, attention's packed q, k, v too") {
-  // Attention's in_proj is stored [E, 3, E] and held [3E, E] by LibTorch: the load converts
-  // each tensor into the stored layout rather than relying on the solo layout being a view.
-  auto build = [](std::uint64_t seed) {
+  // Attention's in_proj is stored [E, 3, E] and held [3E, E] by LibTorch. The target's member 0
+  // is padded (fused beside a wider member), so its q, k, v blocks in solo layout are a copy,
+  // not a view: a load that wrote into member_tensors() would be lost. The load must convert
+  // each tensor into the stored layout instead.
+  auto build = [](std::uint64_t seed, std::int64_t heads) {
     torch::manual_seed(seed);
     auto model = std::make_shared<packtune::layers::Sequential>();
-    model->emplace<packtune::layers::TransformerEncoderLayer>(8, 2, 16, 0.0, "relu");
-    model->emplace<packtune::layers::Linear>(8, 3);
+    model->emplace<packtune::layers::TransformerEncoderLayer>(4 * heads, heads, 16, 0.0, "relu");
+    model->emplace<packtune::layers::Linear>(4 * heads, 3);
     return model;
   };
-  auto source = build(1), target = build(2);
+  auto source = build(1, 2), target = build(2, 2);
+  // Unpadded, the solo layout is a view, which would hide such a load's bug.
+  REQUIRE(source->member_tensors(0).front().second.is_alias_of(source->stacked_parameters().front().tensor));
+  target->append(*build(3, 3));
+  REQUIRE_FALSE(target->member_tensors(0).front().second.is_alias_of(
+      target->stacked_parameters().front().tensor));
+  auto wider = target->member_tensors(1);
+  for (auto& [name, tensor] : wider) tensor = tensor.clone();
   packtune::actors::TrialCheckpoint checkpoint;
   checkpoint.trial = 7;
   for (const auto& [name, tensor] : source->member_tensors(0)) {
@@ -298,4 +307,7 @@ TEST_CASE("a checkpoint loads into every tensor of a layer-library model, attent
     CHECK(loaded[i].first == expected[i].first);
     CHECK(torch::equal(loaded[i].second, expected[i].second));
   }
+  // The wider member beside it is untouched.
+  const auto after = target->member_tensors(1);
+  for (std::size_t i = 0; i < after.size(); ++i) CHECK(torch::equal(after[i].second, wider[i].second));
 }

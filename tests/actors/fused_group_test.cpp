@@ -111,6 +111,18 @@ std::vector<Case> cases() {
   };
 }
 
+// Each member's spec: `c.base` under the member's hyper-parameters, then `common` over all.
+std::vector<TrialSpec> specs_of(const Case& c, const tuners::TrialConfig& common = {}) {
+  std::vector<TrialSpec> specs;
+  for (const auto& extra : c.members) {
+    auto config = c.base;
+    for (const auto& [k, v] : extra) config[k] = v;
+    for (const auto& [k, v] : common) config[k] = v;
+    specs.push_back(spec_of(config));
+  }
+  return specs;
+}
+
 }  // namespace
 
 TEST_CASE("a fused member trains exactly like the same trial in LibTorch's own modules and optimizers") {
@@ -122,13 +134,7 @@ TEST_CASE("a fused member trains exactly like the same trial in LibTorch's own m
     SECTION(c.name) {
       datasets::BatchStream stream(split, testing::test_device(), 11);
       InputShape shape{1, 10, 10, 10};
-      std::vector<TrialSpec> specs;
-      for (const auto& extra : c.members) {
-        auto config = c.base;
-        for (const auto& [k, v] : extra) config[k] = v;
-        config["dropout"] = 0.0;
-        specs.push_back(spec_of(config));
-      }
+      const auto specs = specs_of(c, {{"dropout", 0.0}});
       FusedGroup group(specs[0], shape, testing::test_device());
       std::vector<std::unique_ptr<ReferenceTrainer>> solo;
       for (std::size_t i = 0; i < specs.size(); ++i) {
@@ -164,12 +170,7 @@ TEST_CASE("a fused member, padded and with dropout, trains like the same trial a
   for (const auto& c : cases()) {
     SECTION(c.name) {
       datasets::BatchStream stream(split, testing::test_device(), 11);
-      std::vector<TrialSpec> specs;
-      for (const auto& extra : c.members) {
-        auto config = c.base;
-        for (const auto& [k, v] : extra) config[k] = v;
-        specs.push_back(spec_of(config));
-      }
+      const auto specs = specs_of(c);
       FusedGroup group(specs[0], InputShape{1, 10, 10, 10}, testing::test_device());
       std::vector<std::unique_ptr<Alone>> solo;
       for (std::size_t i = 0; i < specs.size(); ++i) {
@@ -212,12 +213,7 @@ TEST_CASE("a member of a unit of its widths trains bit for bit as it does alone 
                         {{"optimizer", std::string("adam")}, {"lr", 0.003}, {"weight_decay", 1e-4}},
                         {{"optimizer", std::string("adamw")}, {"lr", 0.003}, {"weight_decay", 0.01}}}});
   for (const auto& c : all_cases) {
-    std::vector<TrialSpec> specs;
-    for (const auto& extra : c.members) {
-      auto config = c.base;
-      for (const auto& [k, v] : extra) config[k] = v;
-      specs.push_back(spec_of(config));
-    }
+    const auto specs = specs_of(c);
     const bool one_width = std::all_of(specs.begin(), specs.end(), [&](const TrialSpec& s) {
       return unpadded_fusion_key(s) == unpadded_fusion_key(specs[0]);
     });
@@ -509,16 +505,11 @@ TEST_CASE("grouped convolution and batch norm kernels (the GPU's path) train lik
   // grouped kernel over channel-stacked [B, K*C, H, W] activations. Forced here, the grouped
   // path must train each member as it trains alone.
   torch::set_num_threads(1);
-  layers::set_member_kernels(layers::MemberKernels::Grouped);
+  testing::MemberKernelsScope grouped(layers::MemberKernels::Grouped);
   auto split = synthetic_split(200, 60);
   datasets::BatchStream stream(split, testing::test_device(), 4);
   const auto cnn = cases()[5];  // three channel and fc widths, batch norm, dropout, three optimizers
-  std::vector<TrialSpec> specs;
-  for (const auto& extra : cnn.members) {
-    auto config = cnn.base;
-    for (const auto& [k, v] : extra) config[k] = v;
-    specs.push_back(spec_of(config));
-  }
+  const auto specs = specs_of(cnn);
   FusedGroup group(specs[0], InputShape{1, 10, 10, 10}, testing::test_device());
   std::vector<std::unique_ptr<Alone>> solo;
   for (std::size_t i = 0; i < specs.size(); ++i) {
@@ -530,7 +521,6 @@ TEST_CASE("grouped convolution and batch norm kernels (the GPU's path) train lik
     group.train_step(stream);
     for (auto& r : solo) r->train_step(stream);
   }
-  layers::set_member_kernels(layers::MemberKernels::Auto);
   for (std::size_t i = 0; i < specs.size(); ++i) {
     INFO("member " << i);
     check_same(group.member_state(static_cast<tuners::TrialId>(i)), solo_state(*solo[i]));

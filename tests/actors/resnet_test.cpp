@@ -108,16 +108,6 @@ TEST_CASE("build_resnet computes what the same network in torch::nn modules does
   }
 }
 
-namespace {
-
-// Restores the default member kernels however a test case ends.
-struct MemberKernelsScope {
-  explicit MemberKernelsScope(layers::MemberKernels kernels) { layers::set_member_kernels(kernels); }
-  ~MemberKernelsScope() { layers::set_member_kernels(layers::MemberKernels::Auto); }
-};
-
-}  // namespace
-
 TEST_CASE("Three ResNets of unlike widths fused by append() each compute what they compute alone") {
   const auto device = testing::test_device();
   // The widest member is not the first; sigmoid leaves 0.5 on padded channels, which the
@@ -126,7 +116,7 @@ TEST_CASE("Three ResNets of unlike widths fused by append() each compute what th
   const std::vector<int> widths{6, 4, 8};
   const std::vector<double> rates{0.2, 0.1, 0.4};
   const auto kernels = GENERATE(layers::MemberKernels::Auto, layers::MemberKernels::Grouped);
-  MemberKernelsScope kernels_scope(kernels);
+  testing::MemberKernelsScope kernels_scope(kernels);
   for (const auto& [activation, batch_norm] : std::vector<std::pair<std::string, bool>>{
            {"relu", true}, {"sigmoid", false}, {"gelu", true}}) {
     INFO(activation << ", bn " << batch_norm << ", grouped kernels "

@@ -1,9 +1,12 @@
 #pragma once
 // The device the training tests run on: $PACKTUNE_TEST_DEVICE (cuda on a GPU machine, where
-// the fused steps are then replayed as CUDA graphs), else the CPU.
+// the fused steps are then replayed as CUDA graphs), else the CPU; and the member kernels a
+// test forces on it.
 #include <cstdlib>
 
 #include <torch/torch.h>
+
+#include "layers/layer.hpp"
 
 namespace packtune::testing {
 
@@ -15,5 +18,14 @@ inline torch::Device test_device() {
   if (device.is_cuda()) at::globalContext().setAllowTF32CuDNN(false);
   return device;
 }
+
+// Forces `kernels` (layers::set_member_kernels) and restores the default however a test case
+// ends, a failed REQUIRE included: the setting is global and would leak into later cases.
+struct MemberKernelsScope {
+  explicit MemberKernelsScope(layers::MemberKernels kernels) { layers::set_member_kernels(kernels); }
+  ~MemberKernelsScope() { layers::set_member_kernels(layers::MemberKernels::Auto); }
+  MemberKernelsScope(const MemberKernelsScope&) = delete;
+  MemberKernelsScope& operator=(const MemberKernelsScope&) = delete;
+};
 
 }  // namespace packtune::testing

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A fused ResNet trains what its members train alone: 4 ResNet trials of 6 and 8 channels
 # (2 stages of 1 basic block, batch norm), SGD with momentum, 60 steps on a small slice of
-# Fashion-MNIST, trained one at a time as plain models (--max-pack 1 --fuse never) and as one
+# Fashion-MNIST, trained one at a time as fused units of one (--max-pack 1 --fuse never) and as one
 # fused unit padded to the widest member (--max-pack 4 --fuse always): the same metrics and the
 # same final parameters within 2e-3. A padded member's convolutions sum in another order than
 # its own, and training amplifies those last bits (for the 6-channel trials, 1e-7 at step 30

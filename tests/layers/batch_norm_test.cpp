@@ -65,3 +65,14 @@ TEST_CASE("layers::BatchNorm equals torch::nn::BatchNorm1d and 2d alone and fuse
     check_batch_norm<torch::nn::BatchNorm2d>(2, {3, 6, 4}, {4, 4});
   }
 }
+
+TEST_CASE("layers::BatchNorm fuses only members of one eps and momentum", "[layers]") {
+  auto bn = [](std::int64_t c, double eps, double momentum) {
+    return std::make_shared<layers::BatchNorm>(torch::nn::BatchNormOptions(c).eps(eps).momentum(momentum), 2);
+  };
+  CHECK_THROWS_AS(bn(3, 1e-5, 0.1)->append(*bn(3, 1e-3, 0.1)), Error);
+  CHECK_THROWS_AS(bn(3, 1e-5, 0.1)->append(*bn(3, 1e-5, 0.01)), Error);
+  auto fused = bn(3, 1e-5, 0.1);
+  fused->append(*bn(5, 1e-5, 0.1));
+  CHECK(fused->members() == 2);
+}

@@ -17,6 +17,7 @@
 
 #include "../actors/test_device.hpp"
 #include "layers/layer.hpp"
+#include "layers/member_seeds.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune::testing {
@@ -192,6 +193,43 @@ inline Fused check_fused(std::vector<Member> members, const FusedCheck& check = 
     }
   }
   return {fused, x.detach()};
+}
+
+// Dropout inside a layer: `fused` (the members of `alone` appended in order), trained in one
+// MemberSeeds scope of `seeds`, gives each member what `alone[i]` gives in a scope of its seed
+// alone; and a member of a `rates[i]` above 0 gives other outputs than in eval() mode (its masks
+// dropped something), one of rate 0 the same.
+inline void check_member_masks(Layer& fused, const std::vector<std::shared_ptr<Layer>>& alone,
+                               const std::vector<torch::Tensor>& inputs, const std::vector<std::int64_t>& seeds,
+                               const std::vector<double>& rates) {
+  const auto device = test_device();
+  fused.to(device);
+  fused.train();
+  torch::Tensor y;
+  {
+    layers::MemberSeeds scope(torch::tensor(seeds, torch::kInt64).to(device));
+    y = fused.forward(stack_padded(inputs).to(device));
+  }
+  for (std::size_t i = 0; i < alone.size(); ++i) {
+    INFO("member " << i << ", rate " << rates[i]);
+    auto& layer = *alone[i];
+    layer.to(device);
+    layer.train();
+    const auto input = inputs[i].unsqueeze(0).to(device);
+    torch::Tensor own;
+    {
+      layers::MemberSeeds scope(torch::tensor({seeds[i]}, torch::kInt64).to(device));
+      own = layer.forward(input)[0];
+    }
+    check_close(layers::own_part(y[static_cast<std::int64_t>(i)], own.sizes().vec()), own, tolerance(device), "output");
+    layer.eval();
+    const double from_eval = scaled_diff(own, layer.forward(input)[0]);
+    if (rates[i] > 0) {
+      CHECK(from_eval > 1e-3);
+    } else {
+      CHECK(from_eval <= tolerance(device));
+    }
+  }
 }
 
 // keep(): the members at `which` give the outputs they gave before, and every stacked tensor

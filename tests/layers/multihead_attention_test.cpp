@@ -1,5 +1,4 @@
 #include "layer_check.hpp"
-#include "layers/member_seeds.hpp"
 #include "layers/multihead_attention.hpp"
 
 using namespace packtune;
@@ -62,9 +61,8 @@ TEST_CASE("layers::MultiheadAttention's state dict is LibTorch's", "[layers]") {
 }
 
 TEST_CASE("layers::MultiheadAttention's attention dropout gives a member its masks alone", "[layers]") {
-  const auto device = test_device();
-  const std::vector<std::int64_t> heads{2, 4, 3}, seeds{5, 6, 7};
-  std::vector<std::shared_ptr<layers::MultiheadAttention>> alone;
+  const std::vector<std::int64_t> heads{2, 4, 3};
+  std::vector<std::shared_ptr<layers::Layer>> alone;
   std::vector<torch::Tensor> inputs;
   for (std::size_t i = 0; i < heads.size(); ++i) {
     torch::manual_seed(20 + i);
@@ -74,20 +72,5 @@ TEST_CASE("layers::MultiheadAttention's attention dropout gives a member its mas
   torch::manual_seed(20);  // member 0 again, to fuse the others into
   auto fused = std::make_shared<layers::MultiheadAttention>(heads[0] * kHeadDim, heads[0], 0.3);
   for (std::size_t i = 1; i < heads.size(); ++i) fused->append(*alone[i]);
-  fused->to(device);
-  torch::Tensor y;
-  {
-    layers::MemberSeeds scope(torch::tensor(seeds, torch::kInt64).to(device));
-    y = fused->forward(stack_padded(inputs).to(device));
-  }
-  for (std::size_t i = 0; i < heads.size(); ++i) {
-    INFO("member " << i);
-    alone[i]->to(device);
-    layers::MemberSeeds scope(torch::tensor({seeds[i]}, torch::kInt64).to(device));
-    auto own = alone[i]->forward(inputs[i].unsqueeze(0).to(device))[0];
-    check_close(layers::own_part(y[static_cast<std::int64_t>(i)], own.sizes().vec()), own, tolerance(device), "output");
-    // The masks dropped something: the output differs from eval()'s.
-    alone[i]->eval();
-    CHECK(scaled_diff(own, alone[i]->forward(inputs[i].unsqueeze(0).to(device))[0]) > 1e-3);
-  }
+  check_member_masks(*fused, alone, inputs, {5, 6, 7}, {0.3, 0.3, 0.3});
 }

@@ -36,3 +36,19 @@ TEST_CASE("layers::Pool2d equals MaxPool2d, AvgPool2d and AdaptiveAvgPool2d alon
     check_pool<torch::nn::AdaptiveAvgPool2d>(torch::nn::AdaptiveAvgPool2dOptions(3));
   }
 }
+
+TEST_CASE("layers::Pool2d fuses only members of one kind of pooling and equal options", "[layers]") {
+  using torch::nn::AdaptiveAvgPool2dOptions;
+  using torch::nn::AvgPool2dOptions;
+  using torch::nn::MaxPool2dOptions;
+  auto pool = [](const auto& options) { return std::make_shared<layers::Pool2d>(options); };
+  CHECK_THROWS_AS(pool(MaxPool2dOptions(2))->append(*pool(AvgPool2dOptions(2))), Error);
+  CHECK_THROWS_AS(pool(AvgPool2dOptions(2))->append(*pool(AdaptiveAvgPool2dOptions(2))), Error);
+  CHECK_THROWS_AS(pool(MaxPool2dOptions(2))->append(*pool(MaxPool2dOptions(3))), Error);
+  CHECK_THROWS_AS(pool(MaxPool2dOptions(3))->append(*pool(MaxPool2dOptions(3).stride(2))), Error);
+  CHECK_THROWS_AS(pool(AvgPool2dOptions(3))->append(*pool(AvgPool2dOptions(3).count_include_pad(false))), Error);
+  CHECK_THROWS_AS(pool(AdaptiveAvgPool2dOptions(1))->append(*pool(AdaptiveAvgPool2dOptions(3))), Error);
+  auto fused = pool(MaxPool2dOptions(3).stride(2).padding(1));
+  fused->append(*pool(MaxPool2dOptions(3).stride(2).padding(1)));
+  CHECK(fused->members() == 2);
+}

@@ -1,5 +1,4 @@
 #include "layer_check.hpp"
-#include "layers/member_seeds.hpp"
 #include "layers/transformer_encoder_layer.hpp"
 
 using namespace packtune;
@@ -54,8 +53,7 @@ TEST_CASE("layers::TransformerEncoderLayer equals torch::nn::TransformerEncoderL
 }
 
 TEST_CASE("layers::TransformerEncoderLayer's dropouts give a member its masks alone", "[layers]") {
-  const auto device = test_device();
-  const std::vector<std::int64_t> heads{2, 4, 3}, feedforward{16, 24, 20}, seeds{9, 10, 11};
+  const std::vector<std::int64_t> heads{2, 4, 3}, feedforward{16, 24, 20};
   const std::vector<double> rates{0.0, 0.2, 0.1};  // one member drops nothing
   auto build = [&](std::size_t i) {
     torch::manual_seed(40 + i);
@@ -63,20 +61,9 @@ TEST_CASE("layers::TransformerEncoderLayer's dropouts give a member its masks al
   };
   std::vector<torch::Tensor> inputs;
   for (auto h : heads) inputs.push_back(torch::randn({3, 4, h * kHeadDim}));
+  std::vector<std::shared_ptr<layers::Layer>> alone;
+  for (std::size_t i = 0; i < heads.size(); ++i) alone.push_back(build(i));
   auto fused = build(0);
-  for (std::size_t i = 1; i < heads.size(); ++i) fused->append(*build(i));
-  fused->to(device);
-  torch::Tensor y;
-  {
-    layers::MemberSeeds scope(torch::tensor(seeds, torch::kInt64).to(device));
-    y = fused->forward(stack_padded(inputs).to(device));
-  }
-  for (std::size_t i = 0; i < heads.size(); ++i) {
-    INFO("member " << i);
-    auto alone = build(i);
-    alone->to(device);
-    layers::MemberSeeds scope(torch::tensor({seeds[i]}, torch::kInt64).to(device));
-    auto own = alone->forward(inputs[i].unsqueeze(0).to(device))[0];
-    check_close(layers::own_part(y[static_cast<std::int64_t>(i)], own.sizes().vec()), own, tolerance(device), "output");
-  }
+  for (std::size_t i = 1; i < heads.size(); ++i) fused->append(*alone[i]);
+  check_member_masks(*fused, alone, inputs, {9, 10, 11}, rates);
 }
