@@ -60,10 +60,18 @@ ExperimentConfig resumed_config(const std::string& dir, const po::variables_map&
     config.threads_per_actor = ran["threads_per_actor"].get<int>();
   }
   record_as_run(config);
+  // What the recorded config means to this packtune: keys a later version records (task,
+  // data.format, ...) take the values an older run had by default, so that such a run still
+  // resumes; an override or another config file still differs from it.
+  auto baseline = parse_config(ran, dir + "/journal.jsonl");
+  record_as_run(baseline);
   // A run whose config as run has no threads (it had no local actors, or ran before packtune
   // recorded them) takes what this machine gives.
-  if (!ran.contains("threads_per_actor")) config.source.erase("threads_per_actor");
-  const auto differ = resume_differences(ran, config.source);
+  if (!ran.contains("threads_per_actor")) {
+    config.source.erase("threads_per_actor");
+    baseline.source.erase("threads_per_actor");
+  }
+  const auto differ = resume_differences(baseline.source, config.source);
   if (!differ.empty()) {
     std::string keys;
     for (const auto& k : differ) keys += (keys.empty() ? "" : ", ") + k;
