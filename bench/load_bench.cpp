@@ -45,6 +45,7 @@
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
+#include "datasets/idx.hpp"
 #include "packtune/error.hpp"
 #include "protocol/protocol.hpp"
 #include "protocol/zmq_channel.hpp"
@@ -180,7 +181,7 @@ json experiment_config(const Options& o, const std::string& endpoint, const std:
       {"actor_memory", "16GiB"},
       // Simulated actors hold no model to test at the end.
       {"evaluate_test", false},
-      {"data", {{"name", "fashion-mnist"}, {"dir", data_dir}}},
+      {"data", {{"name", "fashion-mnist"}, {"dir", data_dir}, {"validation_size", 10}}},
       {"model", {{"family", "mlp"}, {"depth", 2}, {"batch_size", 128}}},
       {"space",
        {{"lr", {{"type", "loguniform"}, {"low", 1e-4}, {"high", 3e-2}}},
@@ -730,10 +731,15 @@ int run(const Options& o) {
     }
   } cleanup{dir, !o.keep.empty()};
 
-  // The driver checks that the data files exist; simulated actors never read them.
+  // The driver reads and checks the data files before it starts; simulated actors never read
+  // them, so 20 blank images do.
   const std::string data_dir = dir + "/data";
   fs::create_directories(data_dir);
-  for (const char* name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"}) std::ofstream(data_dir + "/" + name);
+  datasets::IdxArray images{{20, 28, 28}, std::vector<std::uint8_t>(20 * 28 * 28, 0)};
+  datasets::IdxArray labels{{20}, {}};
+  for (std::uint8_t i = 0; i < 20; ++i) labels.data.push_back(i % 10);
+  datasets::write_idx(data_dir + "/train-images-idx3-ubyte", images);
+  datasets::write_idx(data_dir + "/train-labels-idx1-ubyte", labels);
   const std::string endpoint = "ipc://" + dir + "/driver.ipc";
   const json config = experiment_config(o, endpoint, data_dir);
   std::ofstream(dir + "/config.json") << config.dump(2) << "\n";
