@@ -145,8 +145,10 @@ TrialSpec parse_plugin_spec(const tuners::TrialConfig& config, const std::string
   for (const auto& [key, value] : config) {
     const std::string at = where + "." + key;
     if (key == "family" || parse_common(key, value, at, spec)) continue;
+    // A structured binding cannot be captured in C++17 (clang refuses it): capture a reference.
+    const std::string& name = key;
     auto p = std::find_if(family.hyperparameters.begin(), family.hyperparameters.end(),
-                          [&](const layers::HyperParameter& h) { return h.name == key; });
+                          [&name](const layers::HyperParameter& h) { return h.name == name; });
     if (p == family.hyperparameters.end()) {
       std::vector<std::string> names;
       for (const auto& h : family.hyperparameters) names.push_back(h.name);

@@ -42,8 +42,10 @@ std::vector<proto::Message> messages() {
   hello.threads = 2;
   proto::Welcome welcome;
   welcome.actor_id = 3;
-  welcome.spec.data_dir = "/usr/share/datasets/fashion-mnist";
-  welcome.spec.train_size = 60000;
+  welcome.spec.data =
+      R"({"format":"idx","task":"classification","name":"fashion-mnist","dir":"/usr/share/datasets/fashion-mnist",)"
+      R"("train_size":60000,"validation_size":10000,"normalize":true,"augment":{"crop_padding":0,"flip":false,)"
+      R"("per_trial":true}})";
   welcome.spec.checkpoint_dir = "/runs/x/checkpoints";
   welcome.spec.store_token = "0123456789abcdef";
   proto::Assign assign;
