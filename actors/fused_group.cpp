@@ -167,6 +167,8 @@ void FusedGroup::train_step(datasets::BatchStream& stream) {
   }
   auto seed_tensor = torch::tensor(seeds, torch::kInt64);
   // From pageable memory the copy would wait for the device to finish the step in flight.
+  // pin_memory() draws on LibTorch's caching host allocator, which hands a block out again only
+  // once the copy that read it has finished; a buffer kept here would need that bookkeeping.
   if (device_.is_cuda()) seed_tensor = seed_tensor.pin_memory().to(device_, /*non_blocking=*/true);
   std::vector<torch::Tensor> step_inputs{stack_members(inputs), stack_members(labels), seed_tensor};
   graph_.run(

@@ -32,10 +32,4 @@ std::uint64_t ArrayInfo::row_elements() const {
   return n;
 }
 
-std::string ArrayInfo::shape_text() const {
-  std::string out = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + (shape.size() == 1 ? ",)" : ")");
-}
-
 }  // namespace packtune::datasets

@@ -15,6 +15,14 @@ enum class DType { UInt8, Int8, UInt16, Int16, UInt32, Int32, UInt64, Int64, Flo
 bool is_integer(DType dtype);
 std::size_t dtype_bytes(DType dtype);
 
+// A shape as NumPy prints it, "(100, 3, 32, 32)" or "(10,)": the way users see their arrays.
+template <typename Int>
+std::string shape_text(const std::vector<Int>& shape) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + (shape.size() == 1 ? ",)" : ")");
+}
+
 struct ArrayInfo {
   // The config key and the file (and dataset), the start of every message about the array:
   // `data.y: /p/d.h5 dataset "y"` or `data.x: /p/x.npy`.
@@ -25,7 +33,7 @@ struct ArrayInfo {
 
   std::uint64_t rows() const { return shape.empty() ? 0 : shape[0]; }
   std::uint64_t row_elements() const;  // the product of shape[1:]
-  std::string shape_text() const;      // "(100, 3, 32, 32)"
+  std::string shape_text() const { return datasets::shape_text(shape); }
 };
 
 class ArrayReader {

@@ -5,28 +5,28 @@
 namespace packtune::datasets {
 namespace {
 
-torch::Tensor inputs_tensor(const Dataset& d) {
+// The set's arrays as tensors that borrow its memory: valid while the Dataset lives.
+torch::Tensor inputs_view(const Dataset& d) {
   std::vector<std::int64_t> sizes{static_cast<std::int64_t>(d.count)};
   for (auto s : d.sample_shape) sizes.push_back(s);
   // A [N, D] row set of uint8 would be bytes, not an image: only float rows are read.
   const auto type = d.x_type == ElementType::UInt8 ? torch::kUInt8 : torch::kFloat32;
-  return torch::from_blob(const_cast<std::uint8_t*>(d.x.data()), sizes, type).clone();
+  return torch::from_blob(const_cast<std::uint8_t*>(d.x.data()), sizes, type);
 }
 
-torch::Tensor targets_tensor(const Dataset& d) {
+torch::Tensor targets_view(const Dataset& d) {
   const auto n = static_cast<std::int64_t>(d.count);
   if (d.task == Task::Classification) {
-    return torch::from_blob(const_cast<std::int64_t*>(d.labels.data()), {n}, torch::kInt64).clone();
+    return torch::from_blob(const_cast<std::int64_t*>(d.labels.data()), {n}, torch::kInt64);
   }
   return torch::from_blob(const_cast<float*>(d.targets.data()), {n, static_cast<std::int64_t>(d.target_size)},
-                          torch::kFloat32)
-      .clone();
+                          torch::kFloat32);
 }
 
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
+// A borrowed tensor as one the stream owns: a copy on the host, or straight onto the device
+// (the training set is held once, not once on the host and again on the device).
+torch::Tensor own(const torch::Tensor& view, torch::Device device) {
+  return device.is_cpu() ? view.clone() : view.to(device);
 }
 
 // Statistics of a large set, summed in chunks, in double, so that the training
@@ -39,7 +39,7 @@ BatchStream::BatchStream(const DataSplit& split, torch::Device device, std::uint
     : device_(device), seed_(seed), options_(options), task_(split.train.task),
       outputs_(static_cast<int>(split.train.outputs())) {
   if (split.train.count == 0) throw InputError("data: the training split is empty");
-  auto train = inputs_tensor(split.train);
+  const auto train = inputs_view(split.train);
   if (options_.augment.any() && train.dim() != 4) {
     throw InputError("data.augment: crops and flips are for images; these are feature rows");
   }
@@ -65,18 +65,19 @@ BatchStream::BatchStream(const DataSplit& split, torch::Device device, std::uint
   mean_ = mean.to(torch::kFloat32).view(stat_shape).to(device_);
   std_ = std.to(torch::kFloat32).view(stat_shape).to(device_);
 
-  train_x_ = train.to(device_);
-  train_targets_ = targets_tensor(split.train).to(device_);
+  train_x_ = own(train, device_);
+  train_targets_ = own(targets_view(split.train), device_);
+  if (images()) {
+    rows_ = torch::arange(train_x_.size(2), torch::kInt64).unsqueeze(0);
+    columns_ = torch::arange(train_x_.size(3), torch::kInt64).unsqueeze(0);
+  }
   std::tie(val_inputs_, val_targets_) = prepare(split.validation);
 }
 
 std::pair<torch::Tensor, torch::Tensor> BatchStream::prepare(const Dataset& set) const {
-  std::vector<std::int64_t> shape(set.sample_shape.begin(), set.sample_shape.end());
-  if (shape != sample_shape()) {
-    throw InputError("data: a test sample has shape " + shape_text(shape) + ", a training sample " +
-                     shape_text(sample_shape()));
-  }
-  return {normalise(decode(inputs_tensor(set).to(device_))), targets_tensor(set).to(device_)};
+  // check_data refused a test split of another sample shape before any actor started.
+  // Owned before normalise() works in place: a float32 set would otherwise be the Dataset's memory.
+  return {normalise(decode(own(inputs_view(set), device_))), own(targets_view(set), device_)};
 }
 
 std::vector<std::int64_t> BatchStream::sample_shape() const {
@@ -111,9 +112,8 @@ torch::Tensor BatchStream::augment(const torch::Tensor& x, std::uint64_t seed) c
   auto dy = p > 0 ? torch::randint(0, 2 * p + 1, {b, 1}, generator, cpu) : torch::zeros({b, 1}, cpu);
   auto dx = p > 0 ? torch::randint(0, 2 * p + 1, {b, 1}, generator, cpu) : torch::zeros({b, 1}, cpu);
   auto flip = a.flip ? torch::randint(0, 2, {b, 1}, generator, cpu).to(torch::kBool) : torch::zeros({b, 1}, torch::kBool);
-  const auto across = torch::arange(w, cpu).unsqueeze(0);
-  auto rows = dy + torch::arange(h, cpu).unsqueeze(0);                      // [B, H] in the padded image
-  auto cols = dx + torch::where(flip, (w - 1) - across, across);            // [B, W]
+  auto rows = dy + rows_;                                                  // [B, H] in the padded image
+  auto cols = dx + torch::where(flip, (w - 1) - columns_, columns_);        // [B, W]
   auto padded = p > 0 ? torch::constant_pad_nd(x, {p, p, p, p}, 0) : x;
   rows = rows.to(device_).view({b, 1, h, 1}).expand({b, c, h, padded.size(3)});
   cols = cols.to(device_).view({b, 1, 1, w}).expand({b, c, h, w});

@@ -70,6 +70,8 @@ class BatchStream {
   torch::Tensor std_;
   torch::Tensor train_x_;        // as stored ([N, C, H, W] or [N, D]) on the device
   torch::Tensor train_targets_;  // int64 [N] or float [N, T] on the device
+  torch::Tensor rows_;     // [1, H] and [1, W] positions on the host, for augment()
+  torch::Tensor columns_;
   torch::Tensor val_inputs_;
   torch::Tensor val_targets_;
   std::map<std::int64_t, torch::Tensor> permutations_;

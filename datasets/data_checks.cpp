@@ -9,12 +9,6 @@
 namespace packtune::datasets {
 namespace {
 
-std::string shape_text(const std::vector<std::uint32_t>& shape) {
-  std::string out = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + (shape.size() == 1 ? ",)" : ")");
-}
-
 const char* type_text(ElementType type) { return type == ElementType::UInt8 ? "uint8" : "float32"; }
 
 void check_augment(const DataOptions& options, const ArrayInfo& x, const std::vector<std::uint32_t>& sample_shape) {
