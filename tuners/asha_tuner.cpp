@@ -12,8 +12,9 @@ std::unique_ptr<Tuner> AshaTuner::asha(const TunerContext& context) {
   const int s_max = max_early_stopping_rate(context.min_budget, context.max_budget, eta);
   const auto s = settings.integer("s", 0, 0, s_max);
   const bool eager = settings.boolean("eager_promotion", false);
+  auto sampler = make_sampler(context, settings);
   settings.finish();
-  return std::unique_ptr<Tuner>(new AshaTuner(context, "asha", eta, {static_cast<int>(s)}, eager));
+  return std::unique_ptr<Tuner>(new AshaTuner(context, "asha", eta, {static_cast<int>(s)}, eager, std::move(sampler)));
 }
 
 std::unique_ptr<Tuner> AshaTuner::async_hyperband(const TunerContext& context) {
@@ -22,15 +23,17 @@ std::unique_ptr<Tuner> AshaTuner::async_hyperband(const TunerContext& context) {
   const int s_max = max_early_stopping_rate(context.min_budget, context.max_budget, eta);
   const auto count = settings.integer("brackets", s_max + 1, 1, s_max + 1);
   const bool eager = settings.boolean("eager_promotion", false);
+  auto sampler = make_sampler(context, settings);
   settings.finish();
   std::vector<int> rates;
   for (int s = 0; s < count; ++s) rates.push_back(s);
-  return std::unique_ptr<Tuner>(new AshaTuner(context, "async_hyperband", eta, rates, eager));
+  return std::unique_ptr<Tuner>(new AshaTuner(context, "async_hyperband", eta, rates, eager, std::move(sampler)));
 }
 
 AshaTuner::AshaTuner(const TunerContext& context, std::string name, std::int64_t eta,
-                     const std::vector<int>& early_stopping_rates, bool eager)
-    : context_(context), name_(std::move(name)), rng_(context.seed), eta_(eta) {
+                     const std::vector<int>& early_stopping_rates, bool eager,
+                     std::unique_ptr<ConfigSampler> sampler)
+    : context_(context), name_(std::move(name)), sampler_(std::move(sampler)), eta_(eta) {
   check_trials(context_, false);
   top_level_ = max_early_stopping_rate(context_.min_budget, context_.max_budget, eta);
   for (int s : early_stopping_rates) {
@@ -69,9 +72,11 @@ Job AshaTuner::next_job() {
     const auto id = static_cast<TrialId>(trials_.size());
     const int bracket = static_cast<int>(id % static_cast<TrialId>(brackets_.size()));
     trials_.push_back({bracket, 0});
-    configs_.push_back(context_.space.sample(rng_));
+    auto suggestion = sampler_->suggest(id);
+    configs_.push_back(suggestion.config);
     ++running_;
-    return Job::start(id, configs_.back(), brackets_[static_cast<std::size_t>(bracket)].budgets[0]);
+    return Job::start(id, std::move(suggestion.config), brackets_[static_cast<std::size_t>(bracket)].budgets[0],
+                      std::move(suggestion.why));
   }
   return running_ > 0 ? Job::wait() : Job::finished();
 }
@@ -92,7 +97,7 @@ std::optional<double> AshaTuner::planned_budget() const {
   return total;
 }
 
-void AshaTuner::on_result(TrialId trial, double /*budget*/, double metric) {
+void AshaTuner::on_result(TrialId trial, double budget, double metric) {
   if (trial < 0 || trial >= static_cast<TrialId>(trials_.size())) {
     throw Error(name_ + ": a result for trial " + std::to_string(trial) + ", which was never started");
   }
@@ -101,6 +106,7 @@ void AshaTuner::on_result(TrialId trial, double /*budget*/, double metric) {
   brackets_[static_cast<std::size_t>(state.bracket)]
       .rungs[static_cast<std::size_t>(state.rung)]
       .add(trial, metric);
+  sampler_->observe(trial, configs_[static_cast<std::size_t>(trial)], budget, metric);
 }
 
 }  // namespace packtune::tuners

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "tuners/asha_rung.hpp"
+#include "tuners/config_sampler.hpp"
 #include "tuners/tuner.hpp"
 
 namespace packtune::tuners {
@@ -52,11 +53,11 @@ class AshaTuner : public Tuner {
   };
 
   AshaTuner(const TunerContext& context, std::string name, std::int64_t eta,
-            const std::vector<int>& early_stopping_rates, bool eager);
+            const std::vector<int>& early_stopping_rates, bool eager, std::unique_ptr<ConfigSampler> sampler);
 
   TunerContext context_;
   std::string name_;
-  std::mt19937_64 rng_;
+  std::unique_ptr<ConfigSampler> sampler_;
   std::vector<AshaBracket> brackets_;
   int top_level_ = 0;  // s_max: the level of every bracket's top rung
   std::vector<TrialState> trials_;

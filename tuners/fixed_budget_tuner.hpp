@@ -4,6 +4,7 @@
 // trials there are and which config each one gets.
 #include <cstdint>
 
+#include "tuners/config_sampler.hpp"
 #include "tuners/tuner.hpp"
 
 namespace packtune::tuners {
@@ -21,7 +22,9 @@ class FixedBudgetTuner : public Tuner {
 
   virtual std::int64_t trial_count() const = 0;
   // Called once per trial, in id order.
-  virtual TrialConfig config_for(TrialId trial) = 0;
+  virtual Suggestion config_for(TrialId trial) = 0;
+  // Every result, for a sampler that learns.
+  virtual void observed(TrialId /*trial*/, double /*budget*/, double /*metric*/) {}
 
  private:
   double budget_;

@@ -20,7 +20,7 @@ class GridTuner : public FixedBudgetTuner {
 
  protected:
   std::int64_t trial_count() const override { return static_cast<std::int64_t>(grid_.size()); }
-  TrialConfig config_for(TrialId trial) override { return grid_[static_cast<std::size_t>(trial)]; }
+  Suggestion config_for(TrialId trial) override { return {grid_[static_cast<std::size_t>(trial)], nullptr}; }
 
  private:
   std::vector<TrialConfig> grid_;

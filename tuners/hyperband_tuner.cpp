@@ -8,15 +8,17 @@ namespace packtune::tuners {
 std::unique_ptr<Tuner> HyperbandTuner::hyperband(const TunerContext& context) {
   TunerSettings settings(context.settings, "hyperband");
   const auto eta = settings.eta();
+  auto sampler = make_sampler(context, settings);
   settings.finish();
   check_trials(context, true);
   return std::unique_ptr<Tuner>(new HyperbandTuner(
-      context, "hyperband", hyperband_brackets(context.min_budget, context.max_budget, eta), eta));
+      context, "hyperband", hyperband_brackets(context.min_budget, context.max_budget, eta), eta, std::move(sampler)));
 }
 
 std::unique_ptr<Tuner> HyperbandTuner::successive_halving(const TunerContext& context) {
   TunerSettings settings(context.settings, "sha");
   const auto eta = settings.eta();
+  auto sampler = make_sampler(context, settings);
   settings.finish();
   check_trials(context, true);
   const int s_max = max_early_stopping_rate(context.min_budget, context.max_budget, eta);
@@ -25,13 +27,14 @@ std::unique_ptr<Tuner> HyperbandTuner::successive_halving(const TunerContext& co
   // One bracket; the limit equals its size, so the sweep never repeats.
   TunerContext once = context;
   once.max_trials = bracket.rungs.front().n;
-  return std::unique_ptr<Tuner>(new HyperbandTuner(once, "sha", {bracket}, eta));
+  return std::unique_ptr<Tuner>(new HyperbandTuner(once, "sha", {bracket}, eta, std::move(sampler)));
 }
 
 HyperbandTuner::HyperbandTuner(const TunerContext& context, std::string name,
-                               std::vector<Bracket> sweep, std::int64_t eta)
+                               std::vector<Bracket> sweep, std::int64_t eta,
+                               std::unique_ptr<ConfigSampler> sampler)
     : context_(context), name_(std::move(name)), sweep_(std::move(sweep)), eta_(eta),
-      rng_(context.seed) {}
+      sampler_(std::move(sampler)) {}
 
 std::optional<Bracket> HyperbandTuner::plan_after(std::size_t opened, std::int64_t planned) const {
   const bool one_sweep = context_.max_trials == 0;
@@ -110,7 +113,9 @@ Job HyperbandTuner::next_job() {
         throw Error(name_ + ": internal error, trial " + std::to_string(job.trial) +
                     " started out of order");
       }
-      job.config = context_.space.sample(rng_);
+      auto suggestion = sampler_->suggest(job.trial);
+      job.config = std::move(suggestion.config);
+      job.why = std::move(suggestion.why);
       configs_.push_back(job.config);
       return job;
     }
@@ -120,13 +125,14 @@ Job HyperbandTuner::next_job() {
   return open_.empty() ? Job::finished() : Job::wait();
 }
 
-void HyperbandTuner::on_result(TrialId trial, double /*budget*/, double metric) {
+void HyperbandTuner::on_result(TrialId trial, double budget, double metric) {
   auto owner = by_first_trial_.upper_bound(trial);
   if (owner != by_first_trial_.begin()) {
     --owner;
     auto it = open_.find(owner->second);
     if (it != open_.end() && it->second.owns(trial)) {
       it->second.on_result(trial, metric);
+      sampler_->observe(trial, configs_.at(static_cast<std::size_t>(trial)), budget, metric);
       if (it->second.has_work()) with_work_.insert(it->first);
       if (it->second.finished()) {
         open_.erase(it);

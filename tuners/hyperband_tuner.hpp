@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "tuners/config_sampler.hpp"
 #include "tuners/successive_halving_bracket.hpp"
 #include "tuners/tuner.hpp"
 
@@ -42,7 +43,7 @@ class HyperbandTuner : public Tuner {
  private:
   // `sweep` is the cycle of bracket plans; `max_trials` 0 runs it once.
   HyperbandTuner(const TunerContext& context, std::string name, std::vector<Bracket> sweep,
-                 std::int64_t eta);
+                 std::int64_t eta, std::unique_ptr<ConfigSampler> sampler);
   bool open_bracket();
   // The plan of the bracket opened after `opened` brackets holding `planned` trials; nullopt
   // when the sweep or the trial limit is done.
@@ -53,7 +54,7 @@ class HyperbandTuner : public Tuner {
   std::string name_;
   std::vector<Bracket> sweep_;
   std::int64_t eta_;
-  std::mt19937_64 rng_;
+  std::unique_ptr<ConfigSampler> sampler_;
   std::size_t next_in_sweep_ = 0;
   std::int64_t trials_planned_ = 0;
   std::vector<TrialConfig> configs_;  // by trial id

@@ -6,13 +6,22 @@
 namespace packtune::tuners {
 
 RandomTuner::RandomTuner(const TunerContext& context)
-    : FixedBudgetTuner(context.max_budget), context_(context), rng_(context.seed) {
+    : FixedBudgetTuner(context.max_budget), context_(context) {
   check_trials(context_, false);
   check_budgets(context_.min_budget, context_.max_budget);
-  if (!context_.settings.empty()) {
-    throw InputError("tuner." + context_.settings.begin().key() +
-                     ": unknown key for the random tuner; it takes only name and trials");
-  }
+  TunerSettings settings(context_.settings, "random");
+  sampler_ = make_sampler(context_, settings);
+  settings.finish();
+}
+
+Suggestion RandomTuner::config_for(TrialId trial) {
+  auto suggestion = sampler_->suggest(trial);
+  configs_.push_back(suggestion.config);
+  return suggestion;
+}
+
+void RandomTuner::observed(TrialId trial, double budget, double metric) {
+  sampler_->observe(trial, configs_.at(static_cast<std::size_t>(trial)), budget, metric);
 }
 
 }  // namespace packtune::tuners

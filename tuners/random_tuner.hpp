@@ -1,7 +1,8 @@
 #pragma once
-// Random search: `max_trials` configs drawn from the space, each trained to the maximum
-// budget. Intermediate reports never stop a trial.
-#include <random>
+// Random search: `max_trials` configs drawn from the space (or suggested by TPE, with
+// "sampler": "tpe"), each trained to the maximum budget. Intermediate reports never stop a trial.
+#include <memory>
+#include <vector>
 
 #include "tuners/fixed_budget_tuner.hpp"
 
@@ -15,11 +16,13 @@ class RandomTuner : public FixedBudgetTuner {
 
  protected:
   std::int64_t trial_count() const override { return context_.max_trials; }
-  TrialConfig config_for(TrialId /*trial*/) override { return context_.space.sample(rng_); }
+  Suggestion config_for(TrialId trial) override;
+  void observed(TrialId trial, double budget, double metric) override;
 
  private:
   TunerContext context_;
-  std::mt19937_64 rng_;
+  std::unique_ptr<ConfigSampler> sampler_;
+  std::vector<TrialConfig> configs_;  // by trial id
 };
 
 }  // namespace packtune::tuners

@@ -43,9 +43,11 @@ struct Job {
   TrialId trial = -1;
   TrialConfig config;
   double budget = 0;
+  // Start only: why the sampler chose `config` (null: drawn at random); run reports show it.
+  nlohmann::json why;
 
-  static Job start(TrialId id, TrialConfig config, double budget) {
-    return {Kind::Start, id, std::move(config), budget};
+  static Job start(TrialId id, TrialConfig config, double budget, nlohmann::json why = nullptr) {
+    return {Kind::Start, id, std::move(config), budget, std::move(why)};
   }
   static Job resume(TrialId id, TrialConfig config, double budget) {
     return {Kind::Resume, id, std::move(config), budget};
@@ -74,7 +76,8 @@ struct TunerContext {
 // different vtable, so the registry refuses it (PACKTUNE_REGISTER_TUNER records the version
 // the plugin was built with). Raise it whenever either changes.
 //   2: Tuner::planned_budget and Tuner::warnings (2026-11-24)
-inline constexpr int kTunerInterfaceVersion = 2;
+//   3: Job::why (2026-11-26)
+inline constexpr int kTunerInterfaceVersion = 3;
 
 class Tuner {
  public:

@@ -1,5 +1,6 @@
 #include "tuners/tuner_settings.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -38,6 +39,19 @@ bool TunerSettings::boolean(const std::string& key, bool fallback) {
     throw InputError("tuner." + key + ": expected true or false for the " + tuner_ + " tuner, got " + v.dump());
   }
   return v.get<bool>();
+}
+
+std::string TunerSettings::choice(const std::string& key, const std::string& fallback,
+                                  const std::vector<std::string>& options) {
+  known_.insert(key);
+  if (!has(key)) return fallback;
+  const auto& v = settings_.at(key);
+  if (v.is_string() && std::find(options.begin(), options.end(), v.get<std::string>()) != options.end()) {
+    return v.get<std::string>();
+  }
+  std::string list;
+  for (const auto& o : options) list += (list.empty() ? "" : ", ") + o;
+  throw InputError("tuner." + key + ": expected one of " + list + " for the " + tuner_ + " tuner, got " + v.dump());
 }
 
 std::int64_t TunerSettings::integer(const std::string& key, std::int64_t fallback,

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -26,6 +27,8 @@ class TunerSettings {
                        std::int64_t maximum);
   // true or false, or `fallback` when the key is absent.
   bool boolean(const std::string& key, bool fallback);
+  // One of `options`, or `fallback` when the key is absent.
+  std::string choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& options);
   // Reduction factor shared by every successive-halving tuner: an integer >= 2, default 3.
   // Integral so that floor(n/eta) per rung and the paper's floor(n*eta^-i) agree exactly.
   std::int64_t eta();

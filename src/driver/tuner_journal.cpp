@@ -41,11 +41,13 @@ tuners::Job TunerJournal::next_job() {
   if (job.kind == Job::Kind::Wait && rules_) rules_->check_wait();
   if (job.kind == Job::Kind::Start || job.kind == Job::Kind::Resume) {
     if (rules_) rules_->check(job);
-    write({{"job",
-            {{"kind", kind_name(job.kind)},
-             {"trial", job.trial},
-             {"budget", job.budget},
-             {"config", tuners::to_json(job.config)}}}});
+    json entry = {{"kind", kind_name(job.kind)},
+                  {"trial", job.trial},
+                  {"budget", job.budget},
+                  {"config", tuners::to_json(job.config)}};
+    // A learning sampler's reasons, for the report; a replay recomputes them, so they are not checked.
+    if (!job.why.is_null()) entry["why"] = job.why;
+    write({{"job", entry}});
     if (job.kind == Job::Kind::Resume) test_hold("driver.promoted");
   }
   return job;

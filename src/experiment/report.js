@@ -323,6 +323,15 @@
     var keys = {};
     data.trials.forEach(function (t) { Object.keys(t.config || {}).forEach(function (k) { keys[k] = true; }); });
     var configKeys = Object.keys(keys).sort();
+    // A learning sampler's reasons: the budget it modelled and its good set (the whole record
+    // is the cell's tooltip).
+    var sampled = data.trials.some(function (t) { return t.why; });
+    var why = function (t) {
+      if (!t.why) return '';
+      if (t.why.random) return 'random: ' + (t.why.reason || '');
+      return t.why.sampler + ' at ' + t.why.budget + ': good ' + (t.why.good || []).join(' ') + ' of ' +
+        ((t.why.good || []).length + (t.why.bad || 0));
+    };
     var columns = [
       { name: 'trial', get: function (t) { return t.trial; } },
       { name: 'state', get: function (t) { return t.state; } },
@@ -332,7 +341,8 @@
       { name: 'jobs', get: function (t) { return t.jobs; } },
       { name: 'bracket', get: function (t) { return t.bracket; } },
       { name: 'actors', get: function (t) { return t.actors.join(' '); } }
-    ].concat(configKeys.map(function (k) {
+    ].concat(sampled ? [{ name: 'sampler', get: why, title: function (t) { return JSON.stringify(t.why); } }] : [])
+    .concat(configKeys.map(function (k) {
       return { name: k, get: function (t) { var v = (t.config || {})[k]; return typeof v === 'object' ? JSON.stringify(v) : v; } };
     }));
     var tableBox = element('div', { class: 'table-box' });
@@ -359,6 +369,7 @@
           var v = c.get(t);
           var td = element('td', isNumber(v) ? {} : { class: 'text' },
                            isNumber(v) ? (Number.isInteger(v) ? String(v) : fmt(v, 5)) : (v === undefined || v === null ? '' : String(v)));
+          if (c.title) td.title = c.title(t);
           tr.appendChild(td);
         });
         tbody.appendChild(tr);

@@ -118,6 +118,7 @@ struct Trial {
   std::set<double> ended;             // budgets at which one of its jobs ended (a final report)
   bool stopped = false;  // the tuner stopped it early
   bool failed = false;   // it could not be trained
+  json why;              // why the sampler chose its config (null: at random)
 };
 
 }  // namespace
@@ -160,7 +161,10 @@ json build_report_data(const std::string& dir) {
     if (auto it = entry.find("job"); it != entry.end() && it->is_object() && it->contains("trial")) {
       auto& t = trials[it->value("trial", -1LL)];
       const double b = number_or(*it, "budget", kNaN);
-      if (!t.bracket && it->value("kind", std::string()) == "start") t.bracket = b;
+      if (!t.bracket && it->value("kind", std::string()) == "start") {
+        t.bracket = b;
+        t.why = it->value("why", json());
+      }
       t.job_budgets.push_back(b);
       if (it->contains("config")) t.config = (*it)["config"];
     } else if (auto r = entry.find("report"); r != entry.end() && r->is_object() && r->value("stop", false)) {
@@ -290,6 +294,7 @@ json build_report_data(const std::string& dir) {
                           {"value", number_json(t.value)},
                           {"best_value", number_json(t.best_value)},
                           {"bracket", t.bracket ? json(*t.bracket) : json(nullptr)},
+                          {"why", t.why},
                           {"jobs", std::max<std::size_t>(t.job_budgets.size(), t.ended.size())},
                           {"actors", t.actors},
                           {"state", state}});

@@ -29,7 +29,7 @@ std::string hand_written_run(const testing::TempDir& dir) {
         std::string(R"({"packtune_journal": 1, "name": "hand", "config": )") + json::parse(kConfig).dump() + "}\n" +
             R"({"job": {"kind": "start", "trial": 0, "budget": 1, "config": {"lr": 0.01}}})" "\n"
             R"({"job": {"kind": "start", "trial": 1, "budget": 1, "config": {"lr": 0.001}}})" "\n"
-            R"({"job": {"kind": "start", "trial": 2, "budget": 3, "config": {"lr": 0.05}}})" "\n"
+            R"({"job": {"kind": "start", "trial": 2, "budget": 3, "config": {"lr": 0.05}, "why": {"sampler": "tpe", "budget": 1, "good": [0], "bad": 1}}})" "\n"
             R"({"job": {"kind": "resume", "trial": 0, "budget": 3, "config": {"lr": 0.01}}})" "\n"
             R"({"job": {"kind": "resume", "trial": 0, "budget": 9, "config": {"lr": 0.01}}})" "\n"
             R"({"job": {"kind": "start", "trial": 3, "budget": 1, "config": {"lr": 0.09}}})" "\n"
@@ -67,6 +67,9 @@ TEST_CASE("the report's data: trials, rungs by bracket with promotions, jobs on 
   CHECK(data["reports"] == 5);  // the torn line is left out
   CHECK(data["elapsed"] == 4);
   CHECK(data["space"]["lr"]["type"] == "loguniform");
+  // A learning sampler's reasons come from the trial's start job; a random draw has none.
+  CHECK(trial(data, 2)["why"]["good"] == json::array({0}));
+  CHECK(trial(data, 0)["why"].is_null());
 
   REQUIRE(data["trials"].size() == 4);
   CHECK(trial(data, 3)["state"] == "failed");

@@ -1,0 +1,165 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "tuner_test_support.hpp"
+#include "tuners/tpe_sampler.hpp"
+#include "tuners/tuner_settings.hpp"
+
+using namespace packtune;
+using namespace packtune::tuners;
+using nlohmann::json;
+
+namespace {
+
+SearchSpace space_of(const char* text) { return SearchSpace::from_json(json::parse(text)); }
+
+const char* kMixed = R"({"x": {"type": "uniform", "low": -5, "high": 5},
+                         "lr": {"type": "loguniform", "low": 1e-4, "high": 1e-1},
+                         "depth": {"type": "randint", "low": 1, "high": 4},
+                         "opt": {"type": "choice", "values": ["sgd", "adam", "adamw"]}})";
+
+// Lower is better: a bowl at x = 1.5, lr = 1e-2, depth = 3, opt = adam.
+double bowl(const TrialConfig& c) {
+  const double x = std::get<double>(c.at("x"));
+  const double lr = std::log10(std::get<double>(c.at("lr")));
+  const auto depth = std::get<std::int64_t>(c.at("depth"));
+  const bool adam = std::get<std::string>(c.at("opt")) == "adam";
+  return (x - 1.5) * (x - 1.5) + (lr + 2) * (lr + 2) + 0.5 * std::abs(depth - 3) + (adam ? 0 : 1);
+}
+
+// The mean of `bowl` over trials [from, to) of a sampler that sees every result at budget 1.
+double mean_bowl(ConfigSampler& sampler, int from, int to) {
+  double sum = 0;
+  for (int t = 0; t < to; ++t) {
+    const auto s = sampler.suggest(t);
+    const double loss = bowl(s.config);
+    sampler.observe(t, s.config, 1.0, loss);
+    if (t >= from) sum += loss;
+  }
+  return sum / (to - from);
+}
+
+}  // namespace
+
+TEST_CASE("tpe draws at random until a budget has startup_trials results, as the random sampler would") {
+  TpeSampler tpe(space_of(kMixed), Mode::Min, 42, {});
+  RandomSampler random(space_of(kMixed), 42);
+  for (int t = 0; t < 10; ++t) {
+    const auto a = tpe.suggest(t);
+    CHECK(a.config == random.suggest(t).config);
+    CHECK(a.why["random"] == true);
+    // Results at two budgets, neither with ten of them until trial 9's.
+    tpe.observe(t, a.config, t < 5 ? 3.0 : 1.0, bowl(a.config));
+    if (t < 9) tpe.observe(t, a.config, 1.0, bowl(a.config));
+  }
+  const auto after = tpe.suggest(10);
+  CHECK(after.why["budget"] == 1.0);
+  CHECK(after.why["good"].size() == 1);
+  CHECK(after.why["bad"] == 9);
+}
+
+TEST_CASE("the good set is the best ceil(gamma n), at most 25, ranked like the tuners rank") {
+  TpeSampler tpe(space_of(R"({"x": {"type": "uniform", "low": 0, "high": 1}})"), Mode::Max, 1,
+                 {/*startup_trials=*/4, /*gamma=*/0.25, 24, false});
+  CHECK(tpe.good_count(1) == 1);
+  CHECK(tpe.good_count(8) == 2);
+  CHECK(tpe.good_count(9) == 3);
+  CHECK(tpe.good_count(1000) == 25);
+  // Max mode: higher is better, NaN last, ties to the lower trial id.
+  const std::vector<double> metrics{0.5, NAN, 0.9, 0.7, 0.9, 0.1, 0.2, 0.3};
+  for (int t = 0; t < 8; ++t) tpe.observe(t, {{"x", 0.1 * t}}, 2.0, metrics[static_cast<std::size_t>(t)]);
+  tpe.observe(3, {{"x", 0.3}}, 2.0, 0.95);  // a trial's later result at the same budget replaces it
+  const auto s = tpe.suggest(8);
+  CHECK(s.why["good"] == json::array({2, 3}));
+  CHECK(s.why["bad"] == 6);
+}
+
+TEST_CASE("tpe models the highest budget with enough results") {
+  TpeSampler tpe(space_of(R"({"x": {"type": "uniform", "low": 0, "high": 1}})"), Mode::Min, 1, {3, 0.1, 24, false});
+  for (int t = 0; t < 5; ++t) tpe.observe(t, {{"x", 0.2 * t}}, 1.0, 1.0 * t);
+  for (int t = 0; t < 2; ++t) tpe.observe(t, {{"x", 0.2 * t}}, 9.0, 1.0 * t);
+  CHECK(tpe.suggest(5).why["budget"] == 1.0);
+  tpe.observe(4, {{"x", 0.8}}, 9.0, -1.0);
+  const auto s = tpe.suggest(6);
+  CHECK(s.why["budget"] == 9.0);
+  CHECK(s.why["good"] == json::array({4}));
+}
+
+TEST_CASE("tpe learns: on a bowl over every space type its later trials beat random search's") {
+  for (const bool multivariate : {false, true}) {
+    CAPTURE(multivariate);
+    TpeSampler tpe(space_of(kMixed), Mode::Min, 7, {10, 0.1, 24, multivariate});
+    RandomSampler random(space_of(kMixed), 7);
+    const double tpe_loss = mean_bowl(tpe, 40, 100);
+    const double random_loss = mean_bowl(random, 40, 100);
+    CAPTURE(tpe_loss, random_loss);
+    CHECK(tpe_loss < 0.5 * random_loss);
+  }
+}
+
+TEST_CASE("tpe is deterministic: the same seed and results give the same suggestions") {
+  const auto run = [] {
+    TpeSampler tpe(space_of(kMixed), Mode::Min, 3, {5, 0.2, 16, false});
+    std::vector<TrialConfig> out;
+    for (int t = 0; t < 30; ++t) {
+      auto s = tpe.suggest(t);
+      tpe.observe(t, s.config, 1.0, bowl(s.config));
+      out.push_back(s.config);
+    }
+    return out;
+  };
+  CHECK(run() == run());
+}
+
+TEST_CASE("the sampler setting: random by default, tpe on request, its keys refused without it") {
+  auto context = testing::make_context(1, 9, 20, Mode::Max);
+  const auto sampler_of = [&](const json& settings) {
+    TunerSettings s(settings, "asha");
+    auto sampler = make_sampler(context, s);
+    s.finish();
+    return sampler;
+  };
+  CHECK(dynamic_cast<RandomSampler*>(sampler_of(json::object()).get()));
+  CHECK(dynamic_cast<TpeSampler*>(sampler_of({{"sampler", "tpe"}, {"gamma", 0.2}, {"multivariate", true}}).get()));
+  CHECK_THROWS_WITH(sampler_of({{"sampler", "bayes"}}),
+                    "tuner.sampler: expected one of random, tpe for the asha tuner, got \"bayes\"");
+  CHECK_THROWS_WITH(sampler_of({{"gamma", 0.2}}),
+                    "tuner.gamma: only the tpe sampler takes it; add \"sampler\": \"tpe\"");
+  CHECK_THROWS_WITH(sampler_of({{"sampler", "tpe"}, {"gamma", 1.5}}),
+                    "tuner.gamma: expected the good set's share, above 0 and at most 1, got 1.5");
+  CHECK_THROWS_WITH(sampler_of({{"sampler", "tpe"}, {"candidates", 0}}),
+                    Catch::Contains("tuner.candidates: expected an integer from 1"));
+}
+
+TEST_CASE("every sampling tuner takes the tpe sampler and says why it chose each config") {
+  const std::string name = GENERATE(as<std::string>{}, "random", "sha", "hyperband", "asha", "async_hyperband");
+  CAPTURE(name);
+  auto context = testing::make_context(1, 9, 40, Mode::Max, {{"sampler", "tpe"}, {"startup_trials", 5}});
+  context.seed = 3;
+  auto tuner = TunerRegistry::instance().create(name, context);
+  testing::HashObjective objective(2);
+  std::int64_t modelled = 0, random = 0;
+  std::vector<Job> running;
+  while (true) {
+    // Two workers: a new job only while one is free.
+    auto job = running.size() < 2 ? tuner->next_job() : Job::wait();
+    if (job.kind == Job::Kind::Start) {
+      REQUIRE(job.why.is_object());
+      (job.why.contains("budget") ? modelled : random) += 1;
+      running.push_back(job);
+      continue;
+    }
+    if (job.kind == Job::Kind::Resume) {
+      running.push_back(job);
+      continue;
+    }
+    if (running.empty()) break;
+    const auto done = running.front();
+    running.erase(running.begin());
+    tuner->on_result(done.trial, done.budget, objective.evaluate(done.trial, done.config, done.budget));
+  }
+  CHECK(random >= 5);
+  CHECK(modelled > 0);
+}

@@ -1,0 +1,77 @@
+#pragma once
+// The Parzen estimator of TPE (Bergstra et al., NeurIPS 2011), as Optuna builds it: a
+// weighted mixture of one kernel per observation plus a prior kernel over the whole range.
+// A numeric parameter gets a truncated normal kernel in its search coordinate (the log of a
+// loguniform one; a randint spans [low - 0.5, high + 0.5]); a choice gets a categorical kernel
+// that puts 1 / (1 + prior_weight) more mass on the observed choice.
+//
+// Univariate: one estimator per parameter. Multivariate: one over all parameters, whose
+// kernels are products over the parameters, so a component is drawn once for all of them.
+//
+// Bandwidths follow Optuna's defaults: univariate, the larger gap to a neighbouring
+// observation (the prior's mean among them, the range's ends beyond the outermost two);
+// multivariate, 0.2 * n^(-1/(d+4)) of the range (Scott's rule); both clipped to
+// [range / min(100, 1 + kernels), range] (the "magic clip"). Observation weights ramp up
+// with recency past 25 observations: the newest 25 weigh 1, older ones 1/n ... 1.
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "tuners/search_space.hpp"
+
+namespace packtune::tuners {
+
+// A parameter in the estimator's coordinates.
+struct ParzenAxis {
+  bool categorical = false;
+  std::size_t choices = 0;  // categorical only
+  double low = 0;           // numeric only: the search coordinate's range
+  double high = 0;
+};
+
+// The coordinate a ParamSpec is modelled in, and a value's place on it.
+ParzenAxis parzen_axis(const ParamSpec& param);
+double to_axis(const ParamSpec& param, const ParamValue& value);
+ParamValue from_axis(const ParamSpec& param, double x);
+
+struct ParzenOptions {
+  double prior_weight = 1.0;
+  bool multivariate = false;
+};
+
+class ParzenEstimator {
+ public:
+  // `columns[a]` holds every observation's value on axis a (categorical: the choice's
+  // index), oldest first, as the recency weights need; every column is as long.
+  ParzenEstimator(const std::vector<ParzenAxis>& axes, const std::vector<std::vector<double>>& columns,
+                  const ParzenOptions& options);
+
+  // `count` points drawn from the mixture.
+  std::vector<std::vector<double>> sample(std::mt19937_64& rng, std::size_t count) const;
+  // The mixture's log density at `x` (categorical axes: the log probability of the choice).
+  double log_density(const std::vector<double>& x) const;
+
+  std::size_t kernels() const { return log_weights_.size(); }
+  // The kernels' means and bandwidths on numeric axis `axis`, the prior's last; tests compare
+  // them with a reference.
+  const std::vector<double>& means(std::size_t axis) const { return mu_[axis]; }
+  const std::vector<double>& bandwidths(std::size_t axis) const { return sigma_[axis]; }
+  const std::vector<double>& log_weights() const { return log_weights_; }
+
+ private:
+  std::vector<ParzenAxis> axes_;
+  std::vector<double> log_weights_;            // per kernel, normalised
+  std::vector<std::vector<double>> mu_;        // axis -> kernel: numeric mean or choice index
+  std::vector<std::vector<double>> sigma_;     // axis -> kernel: numeric only
+  std::vector<std::vector<double>> inv_sigma_;  // axis -> kernel: 1 / sigma, numeric only
+  // Per kernel: its log weight less, for each numeric axis, the log of sigma * sqrt(2 pi) *
+  // its mass inside the range: all of its log density but the quadratic terms.
+  std::vector<double> base_;
+  std::vector<double> log_hit_, log_miss_;     // axis -> categorical kernel probabilities (observed, other)
+  double prior_weight_;
+};
+
+// Optuna's default weights of `n` observations, oldest first, not normalised.
+std::vector<double> recency_weights(std::size_t n);
+
+}  // namespace packtune::tuners

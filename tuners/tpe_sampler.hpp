@@ -1,0 +1,66 @@
+#pragma once
+// TPE, the tree-structured Parzen estimator (Bergstra et al., NeurIPS 2011), with Optuna's
+// defaults, and BOHB's rule for multi-fidelity results (Falkner et al., ICML 2018): it models
+// the highest budget at which at least `startup_trials` trials have reported, and draws at
+// random until some budget has that many.
+//
+// At that budget the results are ranked (better first, failures last, ties to the lower
+// trial id) and the best min(ceil(gamma * n), 25) form the good set, the rest the bad set.
+// Each set becomes a ParzenEstimator; `candidates` draws from the good one are scored by
+// log l(x) - log g(x) and the highest wins (ties: the first drawn). Univariate by default,
+// one parameter at a time; `multivariate` models them jointly.
+//
+// Everything depends on the seed and the order of suggest/observe calls, never on time, so a
+// run's suggestions are reproduced by replaying its results.
+#include <cstdint>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "tuners/config_sampler.hpp"
+#include "tuners/parzen_estimator.hpp"
+#include "tuners/tuner.hpp"
+
+namespace packtune::tuners {
+
+struct TpeOptions {
+  std::int64_t startup_trials = 10;
+  double gamma = 0.1;
+  std::int64_t candidates = 24;
+  bool multivariate = false;
+};
+
+class TpeSampler : public ConfigSampler {
+ public:
+  TpeSampler(SearchSpace space, Mode mode, std::uint64_t seed, TpeOptions options);
+
+  Suggestion suggest(TrialId trial) override;
+  void observe(TrialId trial, const TrialConfig& config, double budget, double metric) override;
+
+  // The size of the good set for `n` results.
+  std::size_t good_count(std::size_t n) const;
+
+ private:
+  struct Observation {
+    std::vector<double> point;  // each parameter in its ParzenAxis coordinate
+    double metric = 0;
+  };
+  using Results = std::map<TrialId, Observation>;  // by trial id: oldest first
+
+  // The budget to model: the highest with enough results; null when none has.
+  const Results* modelled(double& budget) const;
+  // Draws for the parameters `axes` (indices into the space) from the good set's estimator,
+  // scored against the bad set's; the best draw and its score.
+  std::pair<std::vector<double>, double> best_candidate(const std::vector<std::size_t>& axes,
+                                                        const std::vector<const Observation*>& good,
+                                                        const std::vector<const Observation*>& bad);
+
+  SearchSpace space_;
+  Mode mode_;
+  TpeOptions options_;
+  std::mt19937_64 rng_;
+  std::vector<ParzenAxis> axes_;
+  std::map<double, Results> by_budget_;
+};
+
+}  // namespace packtune::tuners
