@@ -97,6 +97,35 @@ def load_average():
         return None
 
 
+# The end of such a page's script: what a headless browser test reads back (the errors the page
+# caught and the points each chart drew; tests/bench/peers_page_test.py).
+PAGE_END = """// What a headless browser test reads back.
+var check = document.createElement('pre');
+check.id = 'page-check';
+check.style.display = 'none';
+check.textContent = JSON.stringify({errors: pageErrors, charts: drawn});
+document.body.appendChild(check);
+</script></body></html>
+"""
+
+
+def write_self_contained_page(path, template, data, plotly_path):
+    """Writes `template` with plotly.js in place of /*plotly*/ and `data` as JSON in place of
+    /*data*/: one page that fetches nothing when it opens (peers_bench, tuner_bench). Without
+    plotly.js the page still carries the data and its tables."""
+    data_text = json.dumps(data).replace("</", "<\\/")
+    plotly = ""
+    if plotly_path and os.path.exists(plotly_path):
+        with open(plotly_path) as f:
+            plotly = f.read().replace("</script", "<\\/script")
+    head, rest = template.split("/*plotly*/", 1)
+    middle, tail = rest.split("/*data*/", 1)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(head + plotly + middle + data_text + tail)
+    os.replace(tmp, path)
+
+
 def run_timed(command, out_path, err_path, what, env=None, timeout=None):
     """Runs `command` with its output in files; returns its wall seconds. Past `timeout`
     seconds the command and everything it started (its session) are killed: BenchError."""

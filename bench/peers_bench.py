@@ -48,7 +48,7 @@ WAYS = ("packtune", "max_pack_1", "ray_tune", "optuna")
 GPU_WORKERS = 4  # peers' trials sharing one GPU: small models leave it idle one at a time
 PLOTLY_FILES = ("/usr/share/python3-plotly/plotly.js", "/usr/share/javascript/plotly/plotly.min.js")
 sys.path.insert(0, HERE)
-from peer_bench import BenchError, load_average, read_reports  # noqa: E402  (stdlib only, as this side)
+from peer_bench import PAGE_END, BenchError, load_average, read_reports  # noqa: E402  (stdlib only, as this side)
 import peer_bench  # noqa: E402
 
 
@@ -528,14 +528,7 @@ bench.runs.forEach(function (run, i) {
                  margin: {t: 40}}, {responsive: true, displaylogo: false});
   drawn[chart.id] = document.getElementById(chart.id).querySelectorAll('.scatterlayer .point').length;
 });
-// What a headless browser test reads back (tests/bench/peers_page_test.py).
-var check = document.createElement('pre');
-check.id = 'page-check';
-check.style.display = 'none';
-check.textContent = JSON.stringify({errors: pageErrors, charts: drawn});
-document.body.appendChild(check);
-</script></body></html>
-"""
+""" + PAGE_END
 
 
 def write_page(path, runs, plotly_path):
@@ -547,15 +540,7 @@ def write_page(path, runs, plotly_path):
             f"packtune {first['actors']} actors, max_pack {first['max_pack']}; peers {first['peer_workers']} workers; "
             f"{'the same configs for every way' if first.get('same_configs') else 'each way its own sampler'}; "
             f"{first['cores']} cores, {first['host']}")
-    data = json.dumps({"what": what, "runs": runs}).replace("</", "<\\/")
-    with open(plotly_path) as f:
-        plotly = f.read().replace("</script", "<\\/script")
-    head, rest = PAGE.split("/*plotly*/", 1)
-    middle, tail = rest.split("/*data*/", 1)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(head + plotly + middle + data + tail)
-    os.replace(tmp, path)
+    peer_bench.write_self_contained_page(path, PAGE, {"what": what, "runs": runs}, plotly_path)
 
 
 def main(argv=None, **defaults):
