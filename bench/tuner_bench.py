@@ -91,6 +91,9 @@ def parse_args(argv, defaults):
                    help="runs at once on this machine (default: the cores); simulated time does not depend on it")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="write DIR/tuner_bench.json and DIR/tuner_bench.html (default: the current folder)")
+    p.add_argument("--reuse", metavar="JSON",
+                   help="take the runs an earlier tuner_bench.json holds (same workers, time budget and eta) "
+                        "instead of running them again, e.g. the peers' after a rebuild of packtune")
     p.add_argument("--quick", action="store_true",
                    help="a smoke run: 2 seeds and time budget 3 unless given (seconds)")
     p.add_argument("--python", default=os.environ.get("PACKTUNE_FUNCTIONS_PYTHON", "/usr/bin/python3"),
@@ -216,9 +219,13 @@ def regret_at(trace, t):
 
 
 def peer_available(a, tool):
+    """(True, version) if the peer imports in the peers' python, else (False, why)."""
     module = PEER_MODULES[tool]
-    out = subprocess.run([a.peers_python, "-c", f"import {module}, numpy"], capture_output=True, text=True)
-    return out.returncode == 0, (out.stderr.strip().splitlines() or ["not found"])[-1]
+    out = subprocess.run([a.peers_python, "-c", f"import {module}, numpy, importlib.metadata as m; "
+                          f"print(m.version({module!r}))"], capture_output=True, text=True)
+    if out.returncode == 0:
+        return True, out.stdout.strip()
+    return False, (out.stderr.strip().splitlines() or ["not found"])[-1]
 
 
 def run_peer(a, work, function, tool, seeds, horizon):
@@ -261,6 +268,24 @@ def ranks(values):
     return out
 
 
+def reuse_runs(a, runs):
+    """Fills `runs` with the runs an earlier output holds for the same conditions (the peers
+    once, packtune again after a rebuild); returns how many."""
+    with open(a.reuse) as f:
+        old = json.load(f)
+    for key, mine in (("workers", a.workers), ("time_budget", a.time_budget), ("eta", ETA)):
+        if old.get(key) != mine:
+            raise BenchError(f"--reuse {a.reuse}: its {key} is {old.get(key)}, this run's {mine}")
+    a.reuse_date = old.get("date")
+    count = 0
+    for name, by_tool in runs.items():
+        for tool, by_seed in by_tool.items():
+            for seed_text, r in old.get("functions", {}).get(name, {}).get("runs", {}).get(tool, {}).items():
+                by_seed[int(seed_text)] = r
+                count += 1
+    return count
+
+
 def summarize(function, fn, runs, tools, seeds, horizon):
     grid = [horizon * i / GRID for i in range(GRID + 1)]
     curves, finals, mean_ranks = {}, {}, {}
@@ -290,7 +315,7 @@ def summarize(function, fn, runs, tools, seeds, horizon):
 def bench(a):
     functions = describe_functions(a)
     seeds = list(range(a.first_seed, a.first_seed + a.seeds))
-    notes, tools = [], []
+    notes, tools, versions = [], [], {}
     for tool in a.tools:
         if tool in PEERS:
             ok, why = peer_available(a, tool)
@@ -298,6 +323,7 @@ def bench(a):
                 notes.append(f"{tool} skipped: {PEER_MODULES[tool]} does not import in {a.peers_python} ({why})")
                 log(notes[-1])
                 continue
+            versions[PEER_MODULES[tool]] = why
         tools.append(tool)
     if not tools:
         raise BenchError("no tool to run")
@@ -305,6 +331,10 @@ def bench(a):
     load_before = load_average()
     wall = time.monotonic()
     runs = {f: {t: {} for t in tools} for f in functions}
+    if a.reuse:
+        reused = reuse_runs(a, runs)
+        notes.append(f"{reused} runs taken from {a.reuse} ({a.reuse_date})")
+        log(notes[-1])
     with tempfile.TemporaryDirectory(prefix="tuner_bench.") as work:
         for name, fn in functions.items():
             with open(os.path.join(work, f"{name}.json"), "w") as f:
@@ -316,10 +346,11 @@ def bench(a):
             for name, fn in functions.items():
                 horizon = a.time_budget * fn["max_budget"]
                 for tool in tools:
-                    if tool in PEERS:
-                        futures[pool.submit(run_peer, a, work, name, tool, seeds, horizon)] = (name, tool, None)
-                    else:
-                        for s in seeds:
+                    todo = [s for s in seeds if s not in runs[name][tool]]
+                    if tool in PEERS and todo:
+                        futures[pool.submit(run_peer, a, work, name, tool, todo, horizon)] = (name, tool, None)
+                    elif tool not in PEERS:
+                        for s in todo:
                             futures[pool.submit(run_packtune, a, work, name, fn, tool, s, horizon)] = (name, tool, s)
             done = 0
             for future in concurrent.futures.as_completed(futures):
@@ -347,7 +378,7 @@ def bench(a):
         "load_before": load_before, "load_after": load_average(),
         "host": platform.node(), "cores": os.cpu_count(),
         "workers": a.workers, "time_budget": a.time_budget, "eta": ETA, "seeds": seeds, "tools": tools,
-        "notes": notes,
+        "notes": notes, "versions": versions,
         "regret": "best value reported at the max budget so far minus f*; undefined (null) before the first",
         "functions": {name: {**summaries[name],
                              "runs": {tool: {str(s): runs[name][tool][s] for s in seeds} for tool in tools}}
@@ -516,7 +547,10 @@ def run_optuna(fn, tool, seed, workers, horizon):
     sampler = (optuna.samplers.TPESampler(seed=seed) if tool == "optuna_tpe"
                else optuna.samplers.RandomSampler(seed=seed))
     pruner = optuna.pruners.HyperbandPruner(min_resource=steps[0], max_resource=steps[-1], reduction_factor=ETA)
-    study = optuna.create_study(direction="minimize", sampler=sampler, pruner=pruner)
+    # The pruner picks a trial's bracket from a hash of the study's name and the trial's number:
+    # a name of our own, since Optuna's default is a fresh UUID and the runs would not repeat.
+    study = optuna.create_study(study_name=f"tuner_bench-{seed}", direction="minimize", sampler=sampler,
+                                pruner=pruner)
     queue, results, jobs = EventQueue(), [], 0
 
     def start(now):
