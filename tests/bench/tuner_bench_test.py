@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""bench/tuner_functions.py and the logic of bench/tuner_bench.py that decides what a figure
+means: each function reaches its published optimum at the max budget, answers are keyed by
+(seed, trial, budget) alone, the exec protocol answers line by line; regret traces, medians and
+ranks. Needs numpy (run by Debian's python3)."""
+import io
+import json
+import math
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+import tuner_bench  # noqa: E402
+import tuner_functions as tf  # noqa: E402
+
+
+def test_optima():
+    branin = tf.FUNCTIONS["branin"]
+    for x1, x2 in ((-math.pi, 12.275), (math.pi, 2.275), (9.42478, 2.475)):
+        assert abs(branin.evaluate({"x1": x1, "x2": x2}, 81) - branin.optimum) < 1e-5
+    hartmann = tf.FUNCTIONS["hartmann6"]
+    best = dict(zip((f"x{j}" for j in range(6)), (0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573)))
+    assert abs(hartmann.evaluate(best, 81) - hartmann.optimum) < 1e-5
+    ones = tf.FUNCTIONS["counting_ones"]
+    all_ones = {k: 1 for k in ones.space}
+    assert ones.evaluate(all_ones, 729, seed=3, trial=5) == ones.optimum
+    # The fidelity bias: below the max budget the value at the optimum moves.
+    assert abs(branin.evaluate({"x1": math.pi, "x2": 2.275}, 1) - branin.optimum) > 0.1
+    assert abs(hartmann.evaluate(best, 1) - hartmann.optimum) > 0.1
+
+
+def test_noise_is_keyed():
+    ones = tf.FUNCTIONS["counting_ones"]
+    half = {k: (1 if k.startswith("cat") else 0.5) for k in ones.space}
+    a = ones.evaluate(half, 27, seed=1, trial=2)
+    assert a == ones.evaluate(half, 27, seed=1, trial=2)
+    assert a != ones.evaluate(half, 27, seed=2, trial=2) or a != ones.evaluate(half, 27, seed=1, trial=3)
+    for name, f in tf.FUNCTIONS.items():
+        for k, d in f.space.items():
+            assert d["type"] in ("uniform", "choice"), (name, k)
+
+
+def test_serve():
+    requests = [{"trial": 0, "config": {"x1": math.pi, "x2": 2.275}, "budget": 81, "from": 0},
+                {"trial": 1, "config": {"x1": 0.0, "x2": 0.0}, "budget": 3, "from": 1}]
+    out = io.StringIO()
+    tf.serve(tf.FUNCTIONS["branin"], 0, io.StringIO("".join(json.dumps(r) + "\n" for r in requests)), out)
+    answers = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert len(answers) == 2 and abs(answers[0]["metric"] - tf.FUNCTIONS["branin"].optimum) < 1e-5
+
+
+def test_trace_median_ranks():
+    fn = {"max_budget": 81, "optimum": 1.0}
+    # Only max-budget results count, and only improvements enter the trace.
+    results = [(5, 3, 0.5), (10, 81, 3.0), (12, 81, 4.0), (20, 81, 2.0)]
+    trace = tuner_bench.trace_of(results, fn)
+    assert trace == [[10, 2.0], [20, 1.0]], trace
+    assert tuner_bench.regret_at(trace, 9) is None and tuner_bench.regret_at(trace, 15) == 2.0
+    assert tuner_bench.median([1, None, 3]) == 3 and tuner_bench.median([None, None, 1]) is None
+    assert tuner_bench.median([1, 2, 3, 4]) == 2.5
+    assert tuner_bench.ranks([0.5, None, 0.5, 0.1]) == [2.5, 4.0, 2.5, 1.0]
+    # A trial limit never ends a run before the horizon: whole Hyperband sweeps (143 trials).
+    f = {"min_budget": 1, "max_budget": 81}
+    assert tuner_bench.hyperband_sweep(1, 81) == 143
+    assert tuner_bench.trial_limit("hyperband", f, 4, 1620) % 143 == 0
+    assert tuner_bench.trial_limit("random", f, 4, 1620) >= 80
+
+
+def main():
+    tests = [v for k, v in sorted(globals().items()) if k.startswith("test_")]
+    for t in tests:
+        t()
+    print(f"{len(tests)} passed, 0 failed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
