@@ -1,5 +1,6 @@
 #include "datasets/batch_stream.hpp"
 
+#include "datasets/array_file.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune::datasets {
@@ -75,7 +76,13 @@ BatchStream::BatchStream(const DataSplit& split, torch::Device device, std::uint
 }
 
 std::pair<torch::Tensor, torch::Tensor> BatchStream::prepare(const Dataset& set) const {
-  // check_data refused a test split of another sample shape before any actor started.
+  // check_data refuses this on the driver, but an actor on another machine reads its own copy
+  // of the files, which may differ.
+  const std::vector<std::int64_t> shape(set.sample_shape.begin(), set.sample_shape.end());
+  if (shape != sample_shape()) {
+    throw InputError("data: a test sample has shape " + shape_text(shape) + ", a training sample " +
+                     shape_text(sample_shape()));
+  }
   // Owned before normalise() works in place: a float32 set would otherwise be the Dataset's memory.
   return {normalise(decode(own(inputs_view(set), device_))), own(targets_view(set), device_)};
 }

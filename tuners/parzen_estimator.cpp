@@ -75,6 +75,17 @@ double mass_in_range(double mu, double sigma, double low, double high) {
   return normal_cdf(above) - normal_cdf(below);
 }
 
+// The log of N(mu, sigma)'s mass on [x - 0.5, x + 0.5]. Far out in a tail the difference of
+// two CDFs rounds to 0; there the density at x (the cell is 1 wide) stands in for it.
+double log_cell_mass(double x, double mu, double sigma) {
+  const double upper = (x + 0.5 - mu) / sigma, lower = (x - 0.5 - mu) / sigma;
+  // In the upper tail, 1 - CDF keeps the precision the CDF loses.
+  const double mass = lower > 0 ? normal_cdf(-lower) - normal_cdf(-upper) : normal_cdf(upper) - normal_cdf(lower);
+  if (mass > 1e-300) return std::log(mass);
+  const double z = (x - mu) / sigma;
+  return -0.5 * z * z - std::log(sigma) - 0.5 * std::log(kTwoPi);
+}
+
 }  // namespace
 
 std::vector<double> recency_weights(std::size_t n) {
@@ -107,6 +118,7 @@ ParzenAxis parzen_axis(const ParamSpec& param) {
     case ParamSpec::Kind::RandInt:
       axis.low = param.low - 0.5;
       axis.high = param.high + 0.5;
+      axis.discrete = true;
       break;
   }
   return axis;
@@ -163,6 +175,7 @@ ParzenEstimator::ParzenEstimator(const std::vector<ParzenAxis>& axes, const std:
   inv_sigma_.resize(axes_.size());
   log_hit_.assign(axes_.size(), 0);
   log_miss_.assign(axes_.size(), 0);
+  constant_.assign(axes_.size(), false);
   const double dims = static_cast<double>(axes_.size());
   for (std::size_t a = 0; a < axes_.size(); ++a) {
     const auto& axis = axes_[a];
@@ -171,13 +184,23 @@ ParzenEstimator::ParzenEstimator(const std::vector<ParzenAxis>& axes, const std:
     mu.reserve(n + 1);
     mu.assign(columns[a].begin(), columns[a].end());
     if (axis.categorical) {
+      // Optuna's rows: prior_weight / kernels on every choice, 1 more on the observed one.
       const double c = static_cast<double>(axis.choices);
-      log_hit_[a] = std::log((1.0 + prior_weight_ / c) / (1.0 + prior_weight_));
-      log_miss_[a] = std::log((prior_weight_ / c) / (1.0 + prior_weight_));
+      const double spread = prior_weight_ / static_cast<double>(kernels);
+      log_hit_[a] = std::log((1.0 + spread) / (1.0 + c * spread));
+      log_miss_[a] = std::log(spread / (1.0 + c * spread));
       mu.push_back(-1);  // the prior: uniform over the choices
       continue;
     }
     const double range = axis.high - axis.low;
+    if (!(range > 0)) {
+      // A loguniform whose ends round to one double: every value is the same, and says nothing.
+      constant_[a] = true;
+      mu.push_back(axis.low);
+      sigma_[a].assign(kernels, 1.0);
+      inv_sigma_[a].assign(kernels, 0.0);
+      continue;
+    }
     mu.push_back(0.5 * (axis.low + axis.high));
     std::vector<double> sigma;
     if (options.multivariate) {
@@ -192,7 +215,8 @@ ParzenEstimator::ParzenEstimator(const std::vector<ParzenAxis>& axes, const std:
     auto& inverse = inv_sigma_[a];
     for (std::size_t k = 0; k < kernels; ++k) {
       const double mass = mass_in_range(mu[k], sigma[k], axis.low, axis.high);
-      base_[k] -= std::log(sigma[k]) + 0.5 * std::log(kTwoPi) + std::log(mass);
+      // A discrete axis adds each cell's log mass at evaluation; a continuous one its density.
+      base_[k] -= std::log(mass) + (axis.discrete ? 0.0 : std::log(sigma[k]) + 0.5 * std::log(kTwoPi));
       inverse.push_back(1.0 / sigma[k]);
     }
     sigma_[a] = std::move(sigma);
@@ -209,8 +233,13 @@ std::vector<std::vector<double>> ParzenEstimator::sample(std::mt19937_64& rng, s
     std::vector<double> x(axes_.size());
     for (std::size_t a = 0; a < axes_.size(); ++a) {
       const auto& axis = axes_[a];
+      if (constant_[a]) {
+        x[a] = axis.low;
+        continue;
+      }
       if (!axis.categorical) {
         x[a] = truncated_normal_draw(rng, mu_[a][k], sigma_[a][k], axis.low, axis.high);
+        if (axis.discrete) x[a] = std::clamp(std::round(x[a]), axis.low + 0.5, axis.high - 0.5);
         continue;
       }
       std::vector<double> p(axis.choices, 1.0);  // the prior: uniform
@@ -238,8 +267,13 @@ double ParzenEstimator::log_density(const std::vector<double>& x) const {
       for (std::size_t k = 0; k < n; ++k) terms[k] += mu[k] < 0 ? prior : mu[k] == x[a] ? log_hit_[a] : log_miss_[a];
       continue;
     }
+    if (constant_[a]) continue;
     const double* inverse = inv_sigma_[a].data();
     const double xa = x[a];
+    if (axes_[a].discrete) {
+      for (std::size_t k = 0; k < n; ++k) terms[k] += log_cell_mass(xa, mu[k], sigma_[a][k]);
+      continue;
+    }
     for (std::size_t k = 0; k < n; ++k) {
       const double z = (xa - mu[k]) * inverse[k];
       terms[k] -= 0.5 * z * z;

@@ -2,8 +2,9 @@
 // The Parzen estimator of TPE (Bergstra et al., NeurIPS 2011), as Optuna builds it: a
 // weighted mixture of one kernel per observation plus a prior kernel over the whole range.
 // A numeric parameter gets a truncated normal kernel in its search coordinate (the log of a
-// loguniform one; a randint spans [low - 0.5, high + 0.5]); a choice gets a categorical kernel
-// that puts 1 / (1 + prior_weight) more mass on the observed choice.
+// loguniform one; a randint spans [low - 0.5, high + 0.5] and is scored by each integer's
+// cell); a choice gets a categorical kernel: prior_weight / (n + 1) on every choice plus 1 on
+// the observed one, normalised, so kernels sharpen as results accumulate.
 //
 // Univariate: one estimator per parameter. Multivariate: one over all parameters, whose
 // kernels are products over the parameters, so a component is drawn once for all of them.
@@ -27,6 +28,9 @@ struct ParzenAxis {
   std::size_t choices = 0;  // categorical only
   double low = 0;           // numeric only: the search coordinate's range
   double high = 0;
+  // Integers (randint): draws are rounded, and a kernel's density at an integer is its mass on
+  // the cell [x - 0.5, x + 0.5], as Optuna's discrete truncated normal has it.
+  bool discrete = false;
 };
 
 // The coordinate a ParamSpec is modelled in, and a value's place on it.
@@ -68,6 +72,7 @@ class ParzenEstimator {
   // its mass inside the range: all of its log density but the quadratic terms.
   std::vector<double> base_;
   std::vector<double> log_hit_, log_miss_;     // axis -> categorical kernel probabilities (observed, other)
+  std::vector<bool> constant_;                 // axis -> a numeric range of width 0: no information
   double prior_weight_;
 };
 

@@ -21,7 +21,10 @@ Suggestion RandomTuner::config_for(TrialId trial) {
 }
 
 void RandomTuner::observed(TrialId trial, double budget, double metric) {
-  sampler_->observe(trial, configs_.at(static_cast<std::size_t>(trial)), budget, metric);
+  if (trial < 0 || trial >= static_cast<TrialId>(configs_.size())) {
+    throw Error("random: a result for trial " + std::to_string(trial) + ", which was never started");
+  }
+  sampler_->observe(trial, configs_[static_cast<std::size_t>(trial)], budget, metric);
 }
 
 }  // namespace packtune::tuners

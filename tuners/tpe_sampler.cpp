@@ -14,6 +14,9 @@ constexpr std::size_t kMaxGood = 25;  // Optuna's cap on the good set
 
 TpeSampler::TpeSampler(SearchSpace space, Mode mode, std::uint64_t seed, TpeOptions options)
     : space_(std::move(space)), mode_(mode), options_(options), rng_(seed) {
+  if (options_.startup_trials < 1 || !(options_.gamma > 0 && options_.gamma <= 1) || options_.candidates < 1) {
+    throw Error("tpe: startup_trials and candidates must be at least 1, gamma in (0, 1]");
+  }
   for (const auto& p : space_.params()) axes_.push_back(parzen_axis(p));
 }
 
@@ -23,6 +26,9 @@ std::size_t TpeSampler::good_count(std::size_t n) const {
 }
 
 void TpeSampler::observe(TrialId trial, const TrialConfig& config, double budget, double metric) {
+  // A failed or diverged trial says nothing about where good configs are (Optuna leaves failed
+  // trials out too), and must not replace what the trial reported at that budget before.
+  if (!std::isfinite(metric)) return;
   Observation o;
   for (const auto& p : space_.params()) {
     const auto it = config.find(p.name);
@@ -62,8 +68,12 @@ std::pair<std::vector<double>, double> TpeSampler::best_candidate(const std::vec
   const ParzenEstimator g(sub, columns(bad), parzen);
   std::vector<double> best;
   double best_score = -INFINITY;
+  // Integer and choice draws repeat: each distinct one is scored once.
+  std::map<std::vector<double>, double> scored;
   for (auto& x : l.sample(rng_, static_cast<std::size_t>(options_.candidates))) {
-    const double score = l.log_density(x) - g.log_density(x);
+    auto [it, fresh] = scored.try_emplace(x, 0.0);
+    if (fresh) it->second = l.log_density(x) - g.log_density(x);
+    const double score = it->second;
     if (best.empty() || score > best_score) {
       best_score = score;
       best = std::move(x);

@@ -4,8 +4,8 @@
 // the highest budget at which at least `startup_trials` trials have reported, and draws at
 // random until some budget has that many.
 //
-// At that budget the results are ranked (better first, failures last, ties to the lower
-// trial id) and the best min(ceil(gamma * n), 25) form the good set, the rest the bad set.
+// Failed and diverged results (NaN) are left out. At that budget the results are ranked
+// (better first, ties to the lower trial id) and the best min(ceil(gamma * n), 25) form the good set, the rest the bad set.
 // Each set becomes a ParzenEstimator; `candidates` draws from the good one are scored by
 // log l(x) - log g(x) and the highest wins (ties: the first drawn). Univariate by default,
 // one parameter at a time; `multivariate` models them jointly.

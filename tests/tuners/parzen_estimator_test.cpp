@@ -19,7 +19,8 @@ json reference(const std::vector<ParzenAxis>& axes, const std::vector<std::vecto
   packtune::testing::TempDir dir;
   json in = {{"axes", json::array()}, {"points", points}, {"multivariate", multivariate}, {"queries", queries}};
   for (const auto& a : axes) {
-    in["axes"].push_back({{"categorical", a.categorical}, {"choices", a.choices}, {"low", a.low}, {"high", a.high}});
+    in["axes"].push_back({{"categorical", a.categorical}, {"choices", a.choices}, {"low", a.low}, {"high", a.high},
+                          {"discrete", a.discrete}});
   }
   const auto path = dir.file("in.json");
   std::ofstream(path) << in.dump();
@@ -91,9 +92,43 @@ TEST_CASE("a univariate estimator equals the reference: bandwidths from neighbou
   }
 }
 
-TEST_CASE("a categorical estimator equals the reference") {
+TEST_CASE("a categorical estimator equals the reference, and Optuna's kernels sharpen with n") {
   const ParzenAxis axis{true, 4, 0, 0};
   check_against_reference({axis}, {{0}, {2}, {2}, {3}, {2}}, false);
+  // Five results of four choices: each kernel row is 1/6 everywhere plus 1 on its choice,
+  // normalised: 0.7 on the observed choice, 0.1 on each other (Optuna's figures).
+  const ParzenEstimator one({axis}, {{0, 1, 2, 3, 0}}, {});
+  const ParzenEstimator only_first({axis}, {{0}}, {});
+  std::mt19937_64 rng(1);
+  int zeros = 0;
+  for (const auto& x : one.sample(rng, 6000)) zeros += x[0] == 0 ? 1 : 0;
+  // Choice 0: kernels 0 and 4 (weight 1/6 each) give 0.7, the other three 0.1, the prior 0.25.
+  const double want = (2 * 0.7 + 3 * 0.1 + 0.25) / 6;
+  CHECK(std::exp(one.log_density({0.0})) == Approx(want).epsilon(1e-12));
+  CHECK(zeros == Approx(6000 * want).margin(6000 * 0.03));
+  // One result: (1 + 1/2) / (1 + 4/2) = 0.5 on its choice.
+  CHECK(std::exp(only_first.log_density({0.0})) == Approx((0.5 + 0.25) / 2).epsilon(1e-12));
+}
+
+TEST_CASE("an integer axis is scored by each integer's cell, and equals the reference") {
+  ParzenAxis axis{false, 0, 0.5, 6.5};
+  axis.discrete = true;
+  check_against_reference({axis}, {{1}, {3}, {3}, {6}, {2}}, false);
+  const ParzenEstimator estimator({axis}, {{1, 3, 3, 6, 2}}, {});
+  std::mt19937_64 rng(2);
+  double total = 0;
+  for (int v = 1; v <= 6; ++v) total += std::exp(estimator.log_density({static_cast<double>(v)}));
+  CHECK(total == Approx(1.0).epsilon(1e-9));  // a probability over the six integers
+  for (const auto& x : estimator.sample(rng, 200)) CHECK(x[0] == std::round(x[0]));
+}
+
+TEST_CASE("a range of width 0 (a loguniform whose ends round together) adds nothing") {
+  const ParzenAxis flat{false, 0, 2.0, 2.0};
+  check_against_reference({flat, {false, 0, 0.0, 1.0}}, {{2.0, 0.3}, {2.0, 0.4}}, false);
+  const ParzenEstimator estimator({flat}, {{2.0, 2.0}}, {});
+  std::mt19937_64 rng(3);
+  CHECK(estimator.sample(rng, 1)[0][0] == 2.0);
+  CHECK(std::isfinite(estimator.log_density({2.0})));
 }
 
 TEST_CASE("a joint estimator equals the reference: Scott's bandwidth, product kernels") {

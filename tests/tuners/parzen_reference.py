@@ -37,16 +37,21 @@ def main():
         obs = points[:, a]
         if axis["categorical"]:
             c = axis["choices"]
-            table = np.full((n + 1, c), 1.0 / c)  # the prior row stays uniform
-            for i, choice in enumerate(obs.astype(int)):
-                table[i] = 1.0 / c / 2.0
-                table[i, choice] += 1.0 / 2.0
+            # Every row prior_weight / kernels on each choice, one more on the observed choice.
+            table = np.full((n + 1, c), 1.0 / (n + 1))
+            table[np.arange(n), obs.astype(int)] += 1.0
+            table /= table.sum(axis=1, keepdims=True)
             means.append(None)
             sigmas.append(None)
             log_kernel.append(lambda x, t=table: np.log(t[:, int(x)]))
             continue
         low, high = axis["low"], axis["high"]
         mus = np.append(obs, 0.5 * (low + high))
+        if high <= low:  # a constant axis: no information, no term
+            means.append(mus.tolist())
+            sigmas.append(np.ones(n + 1).tolist())
+            log_kernel.append(lambda x: np.zeros(n + 1))
+            continue
         if spec["multivariate"]:
             sigma = 0.2 * max(n, 1) ** (-1.0 / (len(axes) + 4)) * (high - low) * np.ones(n + 1)
         else:
@@ -63,6 +68,18 @@ def main():
         mass = norm_cdf((high - mus) / sigma) - norm_cdf((low - mus) / sigma)
         means.append(mus.tolist())
         sigmas.append(sigma.tolist())
+        if axis.get("discrete"):
+            # An integer's probability: the kernel's mass on its cell, within the range's mass.
+            def cell(x, m=mus, s=sigma, z=mass):
+                out = []
+                for mk, sk in zip(m, s):
+                    hi, lo = (x + 0.5 - mk) / sk, (x - 0.5 - mk) / sk
+                    p = (norm_cdf(-lo) - norm_cdf(-hi))[0] if lo > 0 else (norm_cdf(hi) - norm_cdf(lo))[0]
+                    zz = (x - mk) / sk
+                    out.append(math.log(p) if p > 1e-300 else -0.5 * zz * zz - math.log(sk) - 0.5 * math.log(2 * math.pi))
+                return np.asarray(out) - np.log(z)
+            log_kernel.append(cell)
+            continue
         log_kernel.append(lambda x, m=mus, s=sigma, z=mass:
                           -0.5 * ((x - m) / s) ** 2 - np.log(s) - 0.5 * np.log(2 * np.pi) - np.log(z))
     densities = []

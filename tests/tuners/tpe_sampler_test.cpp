@@ -60,7 +60,7 @@ TEST_CASE("tpe draws at random until a budget has startup_trials results, as the
   CHECK(after.why["bad"] == 9);
 }
 
-TEST_CASE("the good set is the best ceil(gamma n), at most 25, ranked like the tuners rank") {
+TEST_CASE("the good set is the best ceil(gamma n), at most 25, ranked like the tuners rank, failures left out") {
   TpeSampler tpe(space_of(R"({"x": {"type": "uniform", "low": 0, "high": 1}})"), Mode::Max, 1,
                  {/*startup_trials=*/4, /*gamma=*/0.25, 24, false});
   CHECK(tpe.good_count(1) == 1);
@@ -73,7 +73,19 @@ TEST_CASE("the good set is the best ceil(gamma n), at most 25, ranked like the t
   tpe.observe(3, {{"x", 0.3}}, 2.0, 0.95);  // a trial's later result at the same budget replaces it
   const auto s = tpe.suggest(8);
   CHECK(s.why["good"] == json::array({2, 3}));
-  CHECK(s.why["bad"] == 6);
+  CHECK(s.why["bad"] == 5);  // trial 1 failed: left out
+}
+
+TEST_CASE("failed results are left out: they neither count nor replace an earlier result") {
+  TpeSampler tpe(space_of(R"({"x": {"type": "uniform", "low": 0, "high": 1}})"), Mode::Min, 1, {3, 0.5, 24, false});
+  for (int t = 0; t < 4; ++t) tpe.observe(t, {{"x", 0.2 * t}}, 1.0, NAN);
+  CHECK(tpe.suggest(4).why["random"] == true);  // four results, all failed: nothing to model
+  for (int t = 0; t < 3; ++t) tpe.observe(t, {{"x", 0.2 * t}}, 3.0, 1.0 * t);
+  tpe.observe(0, {{"x", 0.0}}, 3.0, NAN);  // trial 0 fails later, at a budget it reached before
+  const auto s = tpe.suggest(5);
+  CHECK(s.why["budget"] == 3.0);
+  CHECK(s.why["good"] == json::array({0, 1}));
+  CHECK(s.why["bad"] == 1);
 }
 
 TEST_CASE("tpe models the highest budget with enough results") {
