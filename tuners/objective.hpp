@@ -1,15 +1,26 @@
 #pragma once
 // What `packtune simulate` trains instead of a model: a function from (trial, budget) to the
-// metric the trial would report. Objectives are deterministic, so a simulation depends only
-// on the tuner, the objective and the seed.
+// metric the trial would report and, for an objective that knows it, how long the training
+// took. Objectives are deterministic, so a simulation depends only on the tuner, the
+// objective and the seed.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "tuners/trial_config.hpp"
 #include "tuners/tuner.hpp"
 
 namespace packtune::tuners {
+
+// One answer of an objective: the metric, and the simulated time that training the trial up
+// to that budget took, where the objective knows it better than the budget does.
+struct Evaluation {
+  double metric = 0;
+  // Simulated seconds from the budget the job started at to this one (finite, >= 0). None:
+  // the budget added, the simulator's time model when nothing says otherwise.
+  std::optional<double> cost;
+};
 
 class Objective {
  public:
@@ -18,6 +29,13 @@ class Objective {
   // The metric of the trial created `index`-th (0-based) with `config`, trained to `budget`.
   // Throws InputError when the objective cannot answer (a table without that trial).
   virtual double evaluate(std::int64_t index, const TrialConfig& config, double budget) = 0;
+  // What the simulator asks: the same metric, for a job that trains the trial from budget
+  // `from` (0 for a new trial) up to `budget`, with its cost where the objective has one.
+  // Objectives keyed by budget alone (tables, synthetic curves) keep this default: no cost.
+  virtual Evaluation evaluate_from(std::int64_t index, const TrialConfig& config, double /*from*/,
+                                   double budget) {
+    return {evaluate(index, config, budget), std::nullopt};
+  }
   virtual std::string description() const = 0;
 };
 

@@ -8,6 +8,7 @@
 
 #include "packtune/error.hpp"
 #include "tuners/job_rules.hpp"
+#include "tuners/tuner_settings.hpp"
 
 namespace packtune::tuners {
 namespace {
@@ -25,6 +26,7 @@ struct RunningJob {
   double start_time = 0;
   double point = 0;  // the budget of the job's next report or of its end
   std::uint64_t order = 0;  // start order: ties complete in the order the jobs started
+  Evaluation end;           // the final budget's answer, asked for when the job started
 };
 
 struct Wakeup {
@@ -71,7 +73,13 @@ SimulationSummary Simulator::run(const std::function<void(const SimulationEvent&
   };
   const auto schedule = [&](std::size_t slot) {
     const auto& job = slots[slot];
-    queue.push({job.start_time + (job.point - job.from), job.order, slot});
+    // Without a cost the budget is the time, as a plain difference: a fraction of a duration
+    // would round, and table runs keep exact times (3 + 6 is 9).
+    double elapsed = job.point - job.from;
+    if (job.end.cost) {
+      elapsed = job.point < job.to ? *job.end.cost * ((job.point - job.from) / (job.to - job.from)) : *job.end.cost;
+    }
+    queue.push({job.start_time + elapsed, job.order, slot});
   };
 
   const auto launch = [&](Job job) {
@@ -86,9 +94,15 @@ SimulationSummary Simulator::run(const std::function<void(const SimulationEvent&
     const std::size_t slot = free_slots.back();
     free_slots.pop_back();
     auto& running = slots[slot];
-    running = {job.trial, record.trained, std::max(job.budget, record.trained), now, 0, started++};
+    running = {job.trial, record.trained, std::max(job.budget, record.trained), now, 0, started++, {}};
     running.point = next_point(running, running.from);
     emit({SimulationEvent::Kind::Start, job.trial, running.to, 0, now, resume, false});
+    running.end = objective_.evaluate_from(record.index, record.config, running.from, running.to);
+    if (running.end.cost && !(std::isfinite(*running.end.cost) && *running.end.cost >= 0)) {
+      throw Error("objective " + objective_.description() + ": cost " + number_text(*running.end.cost) +
+                  " for trial " + std::to_string(job.trial) + " at budget " + number_text(running.to) +
+                  "; a cost is simulated seconds, finite and >= 0");
+    }
     schedule(slot);
   };
 
@@ -132,9 +146,9 @@ SimulationSummary Simulator::run(const std::function<void(const SimulationEvent&
     queue.pop();
     now = wake.time;
     auto& job = slots[wake.slot];
-    const auto& record = trials.at(job.trial);
-    const double metric = objective_.evaluate(record.index, record.config, job.point);
     if (job.point < job.to) {
+      const auto& record = trials.at(job.trial);
+      const double metric = objective_.evaluate_from(record.index, record.config, job.from, job.point).metric;
       if (tuner_.on_report(job.trial, job.point, metric) == Decision::Stop) {
         complete(wake.slot, job.point, metric, true);
         fill();
@@ -144,7 +158,7 @@ SimulationSummary Simulator::run(const std::function<void(const SimulationEvent&
       }
       continue;
     }
-    complete(wake.slot, job.to, metric, false);
+    complete(wake.slot, job.to, job.end.metric, false);
     fill();
   }
   if (!finished) rules.check_wait();

@@ -1,8 +1,14 @@
 #pragma once
 // Runs a real Tuner against an Objective instead of training: W simulated workers, and
 // simulated time in which a job takes as long as the budget it adds (resuming a trial from
-// budget 3 to 9 takes 6). The tuner is asked for jobs exactly as the driver asks, whenever a
-// worker is free, so what a simulation shows is what `packtune run` would schedule.
+// budget 3 to 9 takes 6), or as long as the objective's cost says when it gives one. The
+// tuner is asked for jobs exactly as the driver asks, whenever a worker is free, so what a
+// simulation shows is what `packtune run` would schedule.
+//
+// A job's end must be known when it starts, so its final budget is evaluated then; its
+// intermediate reports are evaluated when they are due, spaced over the job's duration in
+// proportion to the budget (a job from 0 to 4 costing 100 reports at budget 1 at time 25).
+// Their costs are not used.
 //
 // Jobs that finish at the same time complete in the order they started, so with one worker
 // jobs finish in exactly the order they start.
@@ -44,7 +50,7 @@ struct SimulationSummary {
   double best_metric = 0;
   double best_budget = 0;
   TrialConfig best_config;
-  double time = 0;          // when the last job finished
+  double time = 0;          // when the last job finished (the objective's cost units, if any)
   double total_budget = 0;  // budget added by all jobs
 };
 
@@ -54,7 +60,8 @@ class Simulator {
   Simulator(Tuner& tuner, Objective& objective, Mode mode, SimulationOptions options);
 
   // Runs to the tuner's Finished. Throws Error when the tuner misbehaves (waits with nothing
-  // running, resumes a trial it never started, shrinks a trial's budget).
+  // running, resumes a trial it never started, shrinks a trial's budget) or the objective
+  // gives a cost that is negative or not finite.
   SimulationSummary run(const std::function<void(const SimulationEvent&)>& on_event = {});
 
  private:

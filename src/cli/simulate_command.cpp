@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_line.hpp"
+#include "cli/exec_objective.hpp"
 #include "experiment/experiment_config.hpp"
 #include "packtune/error.hpp"
 #include "tuners/objective.hpp"
@@ -107,6 +108,19 @@ void append_event(std::string& out, const tuners::SimulationEvent& e) {
   out += "}\n";
 }
 
+// table:FILE and synthetic are the tuner library's; exec:CMD starts a process, which tuners/
+// does not, so it is made here.
+std::unique_ptr<tuners::Objective> make_objective(const std::string& spec, const tuners::TunerContext& context,
+                                                  double timeout_seconds) {
+  const auto starts_with = [&spec](const std::string& prefix) { return spec.compare(0, prefix.size(), prefix) == 0; };
+  const std::string exec = "exec:";
+  if (starts_with(exec)) return std::make_unique<ExecObjective>(spec.substr(exec.size()), timeout_seconds);
+  if (spec != "synthetic" && !starts_with("table:")) {
+    throw InputError("--objective: unknown objective \"" + spec + "\"; expected table:FILE, synthetic or exec:CMD");
+  }
+  return tuners::make_objective(spec, context);
+}
+
 }  // namespace
 
 int run_simulate_command(const std::vector<std::string>& args) {
@@ -114,7 +128,9 @@ int run_simulate_command(const std::vector<std::string>& args) {
   options.add_options()
       ("help,h", "print this help")
       ("config", po::value<std::string>(), "experiment config (optional): tuner, tuner_plugin, budget, metric, mode, space, seed")
-      ("objective", po::value<std::string>(), "table:FILE (a CSV trial,budget,metric) or synthetic (required)")
+      ("objective", po::value<std::string>(), "table:FILE (a CSV trial,budget,metric), synthetic, or exec:CMD "
+                                               "(CMD answers a JSON line per evaluation; docs/tuners.md) (required)")
+      ("objective-timeout", po::value<std::string>(), "seconds exec:CMD may take for an answer (default 60)")
       ("tuner", po::value<std::string>(), "tuner name (or the config's tuner)")
       ("tuner-plugin", po::value<std::vector<std::string>>(), "shared library with more tuners (repeatable)")
       ("tuner-setting", po::value<std::vector<std::string>>(), "KEY=VALUE tuner setting, e.g. s=1 (repeatable)")
@@ -131,16 +147,20 @@ int run_simulate_command(const std::vector<std::string>& args) {
   positional.add("config", 1);
   const auto vm = parse_command_line("simulate", args, options, positional);
   if (vm.count("help")) {
-    print_usage("packtune simulate [CONFIG] --objective table:FILE|synthetic [--tuner NAME] "
+    print_usage("packtune simulate [CONFIG] --objective table:FILE|synthetic|exec:CMD [--tuner NAME] "
                 "[--eta E] [--min-budget m] [--max-budget M] [--trials N] [--mode min|max] "
-                "[--workers W] [--seed S] [--json]", options);
+                "[--workers W] [--seed S] [--objective-timeout SECONDS] [--json]", options);
     return 0;
   }
 
   SimulationConfig config;
   if (const auto path = option_text(vm, "config")) config = read_simulation_config(*path);
   const auto objective_spec = option_text(vm, "objective");
-  if (!objective_spec) throw InputError("--objective: missing; expected table:FILE or synthetic");
+  if (!objective_spec) throw InputError("--objective: missing; expected table:FILE, synthetic or exec:CMD");
+  const double objective_timeout = option_number(vm, "objective-timeout").value_or(60);
+  if (!std::isfinite(objective_timeout) || objective_timeout <= 0) {
+    throw InputError("--objective-timeout: expected a number of seconds > 0");
+  }
 
   tuners::TunerContext context;
   context.space = config.space;
@@ -188,7 +208,7 @@ int run_simulate_command(const std::vector<std::string>& args) {
 
   auto tuner = tuners::TunerRegistry::instance().create(config.tuner, context);
   for (const auto& warning : tuner->warnings()) std::cerr << "packtune: warning: " << warning << "\n";
-  auto objective = tuners::make_objective(*objective_spec, context);
+  auto objective = make_objective(*objective_spec, context, objective_timeout);
   sim.max_budget = context.max_budget;
   tuners::Simulator simulator(*tuner, *objective, context.mode, sim);
 

@@ -1,8 +1,8 @@
 #pragma once
-// `packtune simulate [CONFIG] --objective table:FILE|synthetic [--tuner NAME]
+// `packtune simulate [CONFIG] --objective table:FILE|synthetic|exec:CMD [--tuner NAME]
 //     [--tuner-plugin PATH.so]... [--tuner-setting KEY=VALUE]... [--eta E]
 //     [--min-budget m] [--max-budget M] [--trials N] [--mode min|max] [--workers W]
-//     [--seed S] [--report-every B] [--json]`:
+//     [--seed S] [--report-every B] [--objective-timeout SECONDS] [--json]`:
 // a tuner against a learning-curve objective, with no actor, network or model. CONFIG's keys
 // are read by the config table (experiment/config_keys.def), only those a simulation uses.
 #include <string>

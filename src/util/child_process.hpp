@@ -1,8 +1,9 @@
 #pragma once
 // Starting a child process in the sandbox packtune's processes run their children in (the
-// actors a node or a driver supervises): the child dies with its parent, even a parent killed
-// with -9, so no actor trains on for a driver that is gone; its stdout and stderr go to a log
-// file; its environment is the parent's with some variables set.
+// actors a node or a driver supervises, the command of `simulate --objective exec:CMD`): the
+// child dies with its parent, even a parent killed with -9, so no actor trains on for a driver
+// that is gone; its stdout and stderr go to a log file, or its stdin and stdout to pipes; its
+// environment is the parent's with some variables set.
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,5 +18,12 @@ namespace packtune::util {
 int start_child_process(const std::vector<std::string>& argv,
                         const std::vector<std::pair<std::string, std::string>>& env, const std::string& output,
                         bool append_output);
+
+// Starts argv like start_child_process, with the parent's environment, but in a process group
+// of its own (its id is the pid), so that killing the group also ends what the child started;
+// its stdin reads from a pipe whose other end is `to_child`, its stdout writes into one read
+// from `from_child`, and its stderr is the parent's. Both ends are non-blocking and close on
+// exec. Returns the pid, or minus the errno of a pipe or fork that failed (nothing is open then).
+int start_piped_child_process(const std::vector<std::string>& argv, int& to_child, int& from_child);
 
 }  // namespace packtune::util

@@ -3,6 +3,9 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
+#include <map>
+#include <tuple>
 
 #include "packtune/error.hpp"
 #include "tuner_test_support.hpp"
@@ -221,4 +224,89 @@ TEST_CASE("ASHA finds better-than-median trials on the synthetic objective") {
   CHECK(summary.best_budget == 81);
   // The best of 300 random asymptotes in [0.05, 0.5] is well below the middle of the range.
   CHECK(summary.best_metric < 0.2);
+}
+
+namespace {
+
+// A table's metrics with a cost per job: `seconds_per_budget` for each budget unit trained, or
+// a fixed cost per trial where `fixed` has one. Records the spans it was asked about.
+class CostlyTable : public Objective {
+ public:
+  CostlyTable(TableObjective table, double seconds_per_budget, std::map<std::int64_t, double> fixed = {})
+      : table_(std::move(table)), seconds_per_budget_(seconds_per_budget), fixed_(std::move(fixed)) {}
+  double evaluate(std::int64_t index, const TrialConfig& config, double budget) override {
+    return table_.evaluate(index, config, budget);
+  }
+  Evaluation evaluate_from(std::int64_t index, const TrialConfig& config, double from, double budget) override {
+    spans.emplace_back(index, from, budget);
+    const auto fixed = fixed_.find(index);
+    return {evaluate(index, config, budget),
+            fixed != fixed_.end() ? fixed->second : seconds_per_budget_ * (budget - from)};
+  }
+  std::string description() const override { return "costly"; }
+  std::vector<std::tuple<std::int64_t, double, double>> spans;  // index, from, budget
+
+ private:
+  TableObjective table_;
+  double seconds_per_budget_;
+  std::map<std::int64_t, double> fixed_;
+};
+
+std::vector<std::tuple<int, TrialId, double, double>> timeline(const std::vector<SimulationEvent>& events) {
+  std::vector<std::tuple<int, TrialId, double, double>> got;
+  for (const auto& e : events) got.emplace_back(e.kind == SimulationEvent::Kind::Start, e.trial, e.budget, e.time);
+  return got;
+}
+
+}  // namespace
+
+TEST_CASE("a job takes the time its objective's cost says, not the budget it adds") {
+  const auto jobs = std::vector<Job>{Job::start(0, {}, 3), Job::start(1, {}, 1), Job::resume(1, {}, 4),
+                                     Job::resume(0, {}, 9)};
+  ScriptedTuner tuner(jobs);
+  CostlyTable objective(make_table({{0, 1, 0.1}, {1, 1, 0.2}}), 10);
+  SimulationSummary summary;
+  const auto events = simulate(tuner, objective, Mode::Max, 2, &summary);
+  // The schedule of "simulated time charges a job the budget it adds", ten times as long.
+  CHECK(timeline(events) == std::vector<std::tuple<int, TrialId, double, double>>{
+                                {1, 0, 3, 0}, {1, 1, 1, 0}, {0, 1, 1, 10}, {1, 1, 4, 10}, {0, 0, 3, 30},
+                                {1, 0, 9, 30}, {0, 1, 4, 40}, {0, 0, 9, 90}});
+  CHECK(summary.time == 90);
+  CHECK(summary.total_budget == 13);
+  // Each job is asked about once, from the budget its trial had reached.
+  CHECK(objective.spans == std::vector<std::tuple<std::int64_t, double, double>>{
+                               {0, 0, 3}, {1, 0, 1}, {1, 1, 4}, {0, 3, 9}});
+
+  // Costs that do not follow the budget reorder the jobs: trial 1 is slow, trial 0 cheap.
+  ScriptedTuner reordered({Job::start(0, {}, 3), Job::start(1, {}, 1), Job::resume(0, {}, 9)});
+  CostlyTable uneven(make_table({{0, 1, 0.1}, {1, 1, 0.2}}), 0, {{0, 1}, {1, 100}});
+  const auto uneven_events = simulate(reordered, uneven, Mode::Max, 2, &summary);
+  CHECK(timeline(uneven_events) == std::vector<std::tuple<int, TrialId, double, double>>{
+                                       {1, 0, 3, 0}, {1, 1, 1, 0}, {0, 0, 3, 1}, {1, 0, 9, 1}, {0, 0, 9, 2},
+                                       {0, 1, 1, 100}});
+  CHECK(summary.time == 100);
+}
+
+TEST_CASE("with a cost, intermediate reports are spread over the job in proportion to budget") {
+  // Trial 0 is stopped at its report at budget 2, half way through a job of cost 100.
+  ScriptedTuner tuner({Job::start(0, {}, 4), Job::start(1, {}, 3)}, true);
+  CostlyTable objective(make_table({{0, 1, 0.1}, {1, 1, 0.2}}), 0, {{0, 100}, {1, 30}});
+  SimulationSummary summary;
+  const auto events = simulate(tuner, objective, Mode::Max, 1, &summary, 1);
+  CHECK(timeline(events) == std::vector<std::tuple<int, TrialId, double, double>>{
+                                {1, 0, 4, 0}, {0, 0, 2, 50}, {1, 1, 3, 50}, {0, 1, 3, 80}});
+  CHECK(events[1].stopped);
+  CHECK(tuner.reports == std::vector<std::pair<TrialId, double>>{{0, 1}, {0, 2}, {1, 1}, {1, 2}});
+  // The final budget is asked for when the job starts, each report when it is due.
+  CHECK(objective.spans == std::vector<std::tuple<std::int64_t, double, double>>{
+                               {0, 0, 4}, {0, 0, 1}, {0, 0, 2}, {1, 0, 3}, {1, 0, 1}, {1, 0, 2}});
+}
+
+TEST_CASE("a cost that is negative or not finite stops the simulation naming the objective") {
+  for (const double cost : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    ScriptedTuner tuner({Job::start(0, {}, 1)});
+    CostlyTable objective(make_table({{0, 1, 0.1}}), 0, {{0, cost}});
+    CHECK_THAT(error_of([&] { simulate(tuner, objective, Mode::Max, 1); }),
+               Catch::Contains("objective costly") && Catch::Contains("trial 0") && Catch::Contains(">= 0"));
+  }
 }

@@ -1,9 +1,12 @@
 #!/bin/sh
 # `packtune brackets` and `packtune simulate` end to end: exact output for known inputs, and
-# one line on stderr with exit status 2 for bad input.
-#   tuning_commands_test.sh PACKTUNE
+# one line on stderr with exit status 2 for bad input; `simulate --objective exec:CMD` with
+# docs/tuners.md's example surrogate, against a table, and each way its command can fail.
+#   tuning_commands_test.sh PACKTUNE SOURCE_DIR
 set -eu
 packtune=$1
+source_dir=$2
+py="${PACKTUNE_TEST_PYTHON:-/usr/bin/python3}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAILED: $*" >&2; exit 1; }
@@ -51,17 +54,20 @@ JSON
 
 # --- bad input: one line on stderr, exit status 2 ----------------------------------------
 printf 'trial,budget,metric\n0,1\n' > "$work/bad.csv"
-expect_input_error() {
-  what=$1
-  shift
+# expect_error STATUS WHAT ARGS...: packtune ARGS exits STATUS with one line on stderr naming WHAT.
+expect_error() {
+  wanted=$1
+  what=$2
+  shift 2
   set +e
   "$packtune" "$@" > /dev/null 2> "$work/stderr"
   status=$?
   set -e
-  [ "$status" -eq 2 ] || fail "$what: exit status $status, expected 2"
+  [ "$status" -eq "$wanted" ] || fail "$what: exit status $status, expected $wanted"
   [ "$(wc -l < "$work/stderr")" -eq 1 ] || fail "$what: stderr is not one line: $(cat "$work/stderr")"
   grep -q -- "$what" "$work/stderr" || fail "$what: not named in: $(cat "$work/stderr")"
 }
+expect_input_error() { expect_error 2 "$@"; }
 expect_input_error "eta" brackets --min-budget 1 --max-budget 81 --eta 1
 expect_input_error "min <= max" brackets --min-budget 5 --max-budget 1
 expect_input_error "positive" brackets --min-budget 0 --max-budget 1
@@ -86,3 +92,68 @@ grep -q "17 trials, 22 jobs" "$work/sweep.out" || fail "one whole sweep: $(cat "
 "$packtune" simulate "$work/sweep.json" --objective synthetic --trials 10 > "$work/cut.out" 2> "$work/cut.err"
 grep -q "cuts a Hyperband sweep short: one sweep is 17 trials" "$work/cut.err" || fail "no warning for a cut sweep"
 "$packtune" plan "$work/sweep.json" --actors 2x1GiB > "$work/plan.out" 2>&1 || fail "plan of a whole sweep: $(cat "$work/plan.out")"
+
+# --- simulate --objective exec:CMD ---------------------------------------------------------
+# The surrogate of docs/tuners.md, run as the documentation runs it (its python3 the tests'
+# Python), prints what it shows.
+sed -n '/^```python$/,/^```$/p' "$source_dir/docs/tuners.md" | sed '1d;$d' > "$work/surrogate.py"
+[ -s "$work/surrogate.py" ] || fail "no python example in docs/tuners.md"
+shown=$(sed -n '/^packtune simulate examples\/fashion_mnist.json --objective "exec:/,/^```$/p' "$source_dir/docs/tuners.md")
+run=$(echo "$shown" | head -n 1 | sed "s|^packtune simulate examples/|simulate $source_dir/examples/|")
+mkdir "$work/bin"
+ln -s "$py" "$work/bin/python3"
+(cd "$work" && PATH="$work/bin:$PATH" && eval "\"\$packtune\" $run") > "$work/example.out" \
+  || fail "the documented exec example failed"
+echo "$shown" | sed '1d;$d' > "$work/example.expected"
+diff "$work/example.expected" "$work/example.out" || fail "docs/tuners.md shows other output than the example prints"
+
+# A command answering from the table gives the table's run; with a cost of 10 s per budget
+# every event comes 10 times as late.
+asha="--tuner asha --eta 2 --min-budget 1 --max-budget 4 --trials 4 --workers 2 --report-every 1 --json"
+surrogate="$py $source_dir/tests/tuners/table_surrogate.py $work/table.csv"
+# shellcheck disable=SC2086
+"$packtune" simulate --objective "table:$work/table.csv" $asha > "$work/by_table.jsonl"
+# shellcheck disable=SC2086
+"$packtune" simulate --objective "exec:$surrogate" $asha > "$work/by_exec.jsonl"
+# shellcheck disable=SC2086
+"$packtune" simulate --objective "exec:$surrogate 10" $asha > "$work/by_cost.jsonl"
+without_objective() { sed 's/"objective":"[^"]*",//' "$1"; }
+[ "$(without_objective "$work/by_exec.jsonl")" = "$(without_objective "$work/by_table.jsonl")" ] \
+  || fail "exec answering from the table ran otherwise than the table"
+"$py" - "$work/by_table.jsonl" "$work/by_cost.jsonl" <<'PY' || fail "costs did not set the time"
+import json, sys
+table, cost = ([json.loads(line) for line in open(path)] for path in sys.argv[1:])
+for line in table:
+    line.pop("objective", None)
+    line["t" if "t" in line else "time"] *= 10
+for line in cost:
+    line.pop("objective", None)
+assert table == cost, (table, cost)
+PY
+
+# A command that fails is one line naming it and exit status 1; bad input is exit status 2.
+exec_fails() {
+  what=$1
+  command=$2
+  shift 2
+  expect_error 1 "$what" simulate --objective "exec:$command" --tuner random --max-budget 1 --trials 2 "$@"
+  grep -qF -- "--objective exec:$command: trial " "$work/stderr" || fail "the command is not named: $(cat "$work/stderr")"
+}
+exec_fails "exited with status 3" "exit 3"
+exec_fails "killed by signal 9" 'kill -9 $$'
+exec_fails "trial 1 at budget 1: its output ended before an answer: it exited with status 0" \
+  "read l; echo '{\"metric\": 0.5}'"
+exec_fails "not a JSON object" "read l; echo hello"
+exec_fails 'no finite number "metric"' "read l; echo '{\"cost\": 1}'"
+exec_fails '"cost" is not a number of seconds >= 0' "read l; echo '{\"metric\": 0.5, \"cost\": -1}'"
+# It answers once (so its pid is written), then never: the timeout always fires, and the
+# command is gone when packtune has exited.
+exec_fails "no answer within 1 s" "echo \$\$ > $work/pid; read l; echo '{\"metric\": 0.5}'; exec sleep 1000" \
+  --objective-timeout 1
+pid=$(cat "$work/pid")
+if kill -0 "$pid" 2> /dev/null; then fail "the command that timed out (pid $pid) still runs"; fi
+expect_input_error "exec:CMD" simulate --objective "exec:" --tuner random --max-budget 1 --trials 2
+expect_input_error "exec:CMD" simulate --objective "gaussian" --tuner random --max-budget 1 --trials 2
+expect_input_error "--objective-timeout" simulate --objective synthetic --tuner random --max-budget 1 --trials 2 \
+  --objective-timeout 0
+echo "simulate exec: ok"

@@ -1,0 +1,152 @@
+#include "util/line_process.hpp"
+
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "packtune/error.hpp"
+#include "util/child_process.hpp"
+
+namespace packtune::util {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t kMaxLine = std::size_t{1} << 20;
+
+// A write to a child that is gone must be an outcome, not the end of packtune: SIGPIPE is held
+// back in this thread for the write, and the one it raised taken back, so that neither the
+// process's disposition nor a SIGPIPE meant for something else changes.
+ssize_t write_without_sigpipe(int fd, const char* data, std::size_t size) {
+  sigset_t pipe_signal;
+  sigemptyset(&pipe_signal);
+  sigaddset(&pipe_signal, SIGPIPE);
+  sigset_t pending;
+  sigpending(&pending);
+  const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+  sigset_t old_mask;
+  pthread_sigmask(SIG_BLOCK, &pipe_signal, &old_mask);
+  const ssize_t written = ::write(fd, data, size);
+  const int err = errno;
+  if (written < 0 && err == EPIPE && !was_pending) {
+    const timespec zero{0, 0};
+    while (sigtimedwait(&pipe_signal, nullptr, &zero) < 0 && errno == EINTR) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  errno = err;
+  return written;
+}
+
+// Until `fd` is ready for `events` or `deadline` passes: true when ready (or in error, which
+// the read or write that follows reports).
+bool wait_ready(int fd, short events, Clock::time_point deadline) {
+  while (true) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return false;
+    pollfd item{fd, events, 0};
+    const int ready = ::poll(&item, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    if (ready > 0 || (ready < 0 && errno != EINTR)) return true;
+  }
+}
+
+Clock::time_point deadline_after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+}  // namespace
+
+LineProcess::LineProcess(const std::vector<std::string>& argv) {
+  pid_ = start_piped_child_process(argv, to_child_, from_child_);
+  if (pid_ < 0) {
+    const int err = -pid_;
+    pid_ = -1;
+    throw Error("cannot start " + argv.at(0) + ": " + std::strerror(err));
+  }
+}
+
+LineProcess::~LineProcess() { finish(0); }
+
+LineProcess::Answer LineProcess::ask(const std::string& request, double timeout_seconds) {
+  const auto deadline = deadline_after(timeout_seconds);
+  if (to_child_ < 0) return {Outcome::Closed, {}};
+  const std::string text = request + "\n";
+  for (std::size_t done = 0; done < text.size();) {
+    const ssize_t n = write_without_sigpipe(to_child_, text.data() + done, text.size() - done);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    } else if (n < 0 && errno == EAGAIN) {
+      if (!wait_ready(to_child_, POLLOUT, deadline)) return {Outcome::TimedOut, {}};
+    } else if (!(n < 0 && errno == EINTR)) {
+      return {Outcome::Closed, {}};
+    }
+  }
+  while (true) {
+    const auto newline = buffer_.find('\n');
+    if (newline != std::string::npos || buffer_.size() >= kMaxLine) {
+      const std::size_t end = newline != std::string::npos ? newline : kMaxLine;
+      Answer answer{Outcome::Answered, buffer_.substr(0, end)};
+      buffer_.erase(0, newline != std::string::npos ? end + 1 : end);
+      return answer;
+    }
+    char chunk[4096];
+    const ssize_t n = ::read(from_child_, chunk, sizeof chunk);
+    if (n > 0) {
+      buffer_.append(chunk, static_cast<std::size_t>(n));
+    } else if (n < 0 && errno == EAGAIN) {
+      if (!wait_ready(from_child_, POLLIN, deadline)) return {Outcome::TimedOut, {}};
+    } else if (!(n < 0 && errno == EINTR)) {
+      return {Outcome::Closed, {}};
+    }
+  }
+}
+
+std::string LineProcess::finish(double grace_seconds) {
+  if (pid_ < 0) return ended_;
+  if (to_child_ >= 0) ::close(to_child_);
+  to_child_ = -1;
+  // Wait for the exit without reaping: the group is killed while the pid is still ours, so
+  // that no other process can have been given its number by then.
+  const auto deadline = deadline_after(grace_seconds);
+  bool exited = false;
+  auto pause = std::chrono::milliseconds(1);
+  while (true) {
+    siginfo_t info{};
+    const int r = ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT);
+    if (r == 0 && info.si_pid == pid_) {
+      exited = true;
+      break;
+    }
+    if ((r < 0 && errno != EINTR) || Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
+  // The group: the child if it still runs, and anything it started that is still there.
+  ::kill(-pid_, SIGKILL);
+  int status = 0;
+  pid_t reaped = -1;
+  while ((reaped = ::waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
+  }
+  if (reaped != pid_) {
+    ended_ = "ended (its exit status was taken by someone else)";
+  } else if (!exited) {
+    ended_ = "was still running, so it was killed";
+  } else if (WIFEXITED(status)) {
+    ended_ = "exited with status " + std::to_string(WEXITSTATUS(status));
+  } else {
+    ended_ = "was killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  }
+  ::close(from_child_);
+  from_child_ = -1;
+  pid_ = -1;
+  return ended_;
+}
+
+}  // namespace packtune::util

@@ -1,0 +1,53 @@
+#pragma once
+// A child process spoken to one line at a time, request and answer, where neither may stall
+// packtune: every exchange has a deadline, a child that is gone is an outcome rather than a
+// SIGPIPE, and however the child ends it is killed with whatever it started (its process
+// group) and reaped, so no process or zombie is left behind.
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace packtune::util {
+
+class LineProcess {
+ public:
+  enum class Outcome {
+    Answered,  // `line` holds the child's next line, without its newline
+    Closed,    // the child closed its end (it exited, most likely) before a whole line
+    TimedOut,  // no whole line within the timeout
+  };
+  struct Answer {
+    Outcome outcome = Outcome::Closed;
+    std::string line;
+  };
+
+  // Starts argv (a path, not looked up in PATH) with start_piped_child_process: stdin and
+  // stdout are pipes to this object, stderr is ours. Throws Error when pipes or fork fail; a
+  // program that cannot be executed exits with code 127, seen by the first ask().
+  explicit LineProcess(const std::vector<std::string>& argv);
+  // finish(0) unless finish was called.
+  ~LineProcess();
+  LineProcess(const LineProcess&) = delete;
+  LineProcess& operator=(const LineProcess&) = delete;
+
+  // Writes `request` and a newline, then reads the child's next line, the two within
+  // `timeout_seconds`. Lines longer than 1 MiB are cut there.
+  Answer ask(const std::string& request, double timeout_seconds);
+
+  // Ends the child: closes its stdin (a child that reads to the end of its input exits by
+  // itself), waits up to `grace_seconds` for it to exit, then kills its process group, and
+  // reaps it. Returns how it ended, "exited with status 3" or "was killed by signal 9
+  // (Killed)"; a later call returns the same text.
+  std::string finish(double grace_seconds);
+
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  int to_child_ = -1;
+  int from_child_ = -1;
+  std::string buffer_;  // what the child wrote after the last whole line
+  std::string ended_;   // finish()'s text, once it ran
+};
+
+}  // namespace packtune::util
