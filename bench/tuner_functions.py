@@ -49,7 +49,7 @@ class CountingOnes:
 
         f(x) = -( sum_i x_cat_i + sum_j mean of b Bernoulli(x_cont_j) draws ),
 
-    with the budget b the number of draws per continuous parameter (BOHB's 9 ... 729). The
+    with the budget b the number of draws per continuous parameter (here 9 ... 729). The
     expectation is -(sum x_cat + sum x_cont), so f* = -(N_cat + N_cont), at all ones; fewer draws
     leave the same expectation with more variance. The sum of b Bernoulli(p) draws is drawn as
     one Binomial(b, p)."""
