@@ -95,7 +95,7 @@ def parse_args(argv, defaults):
                    help="take the runs an earlier tuner_bench.json holds (same workers, time budget and eta) "
                         "instead of running them again, e.g. the peers' after a rebuild of packtune")
     p.add_argument("--quick", action="store_true",
-                   help="a smoke run: 2 seeds and time budget 3 unless given (seconds)")
+                   help="a smoke run: 2 seeds and time budget 2 unless given (seconds)")
     p.add_argument("--python", default=os.environ.get("PACKTUNE_FUNCTIONS_PYTHON", "/usr/bin/python3"),
                    help="python with numpy that serves the functions to packtune (default /usr/bin/python3)")
     p.add_argument("--peers-python", default=os.environ.get("PACKTUNE_PEERS_PYTHON", DEFAULT_PEERS_PYTHON),
@@ -106,7 +106,7 @@ def parse_args(argv, defaults):
     if a.seeds is None:
         a.seeds = 2 if a.quick else 20
     if a.time_budget is None:
-        a.time_budget = 3.0 if a.quick else 20.0
+        a.time_budget = 2.0 if a.quick else 20.0
     if not a.packtune:
         p.error("--packtune is required when run from the source tree; build/bench/tuner_bench fills it in")
     if a.seeds < 1 or a.workers < 1 or a.time_budget <= 0:
