@@ -29,8 +29,9 @@ regret over the seeds on a grid of times, the mean rank of each tool's final reg
 (ties share ranks), and, for packtune's tpe tuners, when their median regret first reaches the
 median final regret of packtune's random search, as a fraction of T.
 
-The peers run in their own venv (scripts/setup-peers.sh: ~/.cache/packtune/peers-venv, or
-$PACKTUNE_PEERS_PYTHON / --peers-python); a peer that does not import is skipped with a note.
+The peers run in their own venvs (scripts/setup-peers.sh): Optuna in ~/.cache/packtune/peers-venv
+($PACKTUNE_PEERS_PYTHON / --peers-python), DEHB in ~/.cache/packtune/dehb-venv
+($PACKTUNE_DEHB_PYTHON / --dehb-python); a peer that does not import is skipped with a note.
 The functions need numpy: --python (default /usr/bin/python3, Debian's) serves them to packtune.
 The build writes build/bench/tuner_bench with this build's packtune and plotly.js filled in.
 See docs/benchmarks.md.
@@ -51,6 +52,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 FUNCTIONS_PY = os.path.join(HERE, "tuner_functions.py")
 DEFAULT_PEERS_PYTHON = os.path.expanduser("~/.cache/packtune/peers-venv/bin/python")
+# DEHB pins numpy < 2, which Ray Tune's pyarrow refuses: it gets a venv of its own.
+DEFAULT_DEHB_PYTHON = os.path.expanduser("~/.cache/packtune/dehb-venv/bin/python")
 PLOTLY_FILES = ("/usr/share/python3-plotly/plotly.js", "/usr/share/javascript/plotly/plotly.min.js")
 PACKTUNE_TUNERS = ("random", "asha", "hyperband", "async_hyperband")
 PEERS = ("optuna_tpe", "optuna_random", "dehb")
@@ -100,6 +103,8 @@ def parse_args(argv, defaults):
                    help="python with numpy that serves the functions to packtune (default /usr/bin/python3)")
     p.add_argument("--peers-python", default=os.environ.get("PACKTUNE_PEERS_PYTHON", DEFAULT_PEERS_PYTHON),
                    help="python of the peers' venv (default $PACKTUNE_PEERS_PYTHON, else " + DEFAULT_PEERS_PYTHON + ")")
+    p.add_argument("--dehb-python", default=os.environ.get("PACKTUNE_DEHB_PYTHON", DEFAULT_DEHB_PYTHON),
+                   help="python with dehb (default $PACKTUNE_DEHB_PYTHON, else " + DEFAULT_DEHB_PYTHON + ")")
     p.add_argument("--plotly", default=defaults.get("plotly"),
                    help="plotly.js to inline into the page (default: the build's, else Debian's python3-plotly)")
     a = p.parse_args(argv)
@@ -218,10 +223,14 @@ def regret_at(trace, t):
     return r
 
 
+def peer_python(a, tool):
+    return a.dehb_python if tool == "dehb" else a.peers_python
+
+
 def peer_available(a, tool):
     """(True, version) if the peer imports in the peers' python, else (False, why)."""
     module = PEER_MODULES[tool]
-    out = subprocess.run([a.peers_python, "-c", f"import {module}, numpy, importlib.metadata as m; "
+    out = subprocess.run([peer_python(a, tool), "-c", f"import {module}, numpy, importlib.metadata as m; "
                           f"print(m.version({module!r}))"], capture_output=True, text=True)
     if out.returncode == 0:
         return True, out.stdout.strip()
@@ -235,7 +244,7 @@ def run_peer(a, work, function, tool, seeds, horizon):
     spec_path = os.path.join(work, f"{function}-{tool}.spec.json")
     with open(spec_path, "w") as f:
         json.dump(spec, f)
-    out = subprocess.run([a.peers_python, os.path.abspath(__file__), "--worker", spec_path],
+    out = subprocess.run([peer_python(a, tool), os.path.abspath(__file__), "--worker", spec_path],
                          capture_output=True, text=True)
     if out.returncode != 0:
         raise BenchError(f"{tool} on {function} failed:\n{out.stderr[-4000:]}")
@@ -320,7 +329,7 @@ def bench(a):
         if tool in PEERS:
             ok, why = peer_available(a, tool)
             if not ok:
-                notes.append(f"{tool} skipped: {PEER_MODULES[tool]} does not import in {a.peers_python} ({why})")
+                notes.append(f"{tool} skipped: {PEER_MODULES[tool]} does not import in {peer_python(a, tool)} ({why})")
                 log(notes[-1])
                 continue
             versions[PEER_MODULES[tool]] = why

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The peers of bench/peers_bench.py (Ray Tune and Optuna) in a virtual environment of their
-# own, kept apart from scripts/setup.sh so that CI's setup does not get slower:
+# The peers of bench/peers_bench.py (Ray Tune and Optuna) and bench/tuner_bench.py (Optuna; DEHB
+# in a second venv) in virtual environments of their own, kept apart from scripts/setup.sh so that CI's setup
+# does not get slower:
 #
 #   scripts/setup-peers.sh            # ~/.cache/packtune/peers-venv, or $PACKTUNE_PEERS_VENV
+#                                     # (DEHB: ~/.cache/packtune/dehb-venv, or $PACKTUNE_DEHB_VENV)
 #
 # ray[tune] and optuna come from PyPI. torch is not installed again: PyPI's torch wheel is the
 # CUDA build (with ~3 GB of CUDA dependencies), and scripts/setup.sh already puts that wheel,
@@ -47,6 +49,15 @@ else
   echo "setup-peers: installing PyPI's torch into $venv (no torch2-venv to reuse; several GB)"
   "${pip[@]}" "ray[tune]" optuna torch numpy
 fi
+
+# DEHB for bench/tuner_bench, in a venv of its own: it pins numpy < 2, and Ray Tune's pyarrow
+# refuses that numpy. Optional: the bench skips DEHB with a note where it did not install.
+dehb_venv="${PACKTUNE_DEHB_VENV:-$HOME/.cache/packtune/dehb-venv}"
+if [ ! -x "$dehb_venv/bin/python" ]; then
+  "$python" -m venv "$dehb_venv"
+fi
+"$dehb_venv/bin/python" -m pip install --quiet --disable-pip-version-check dehb ||
+  echo "setup-peers: dehb did not install into $dehb_venv; build/bench/tuner_bench will skip it"
 
 "$venv/bin/python" -c 'import torch, ray, optuna; from ray import tune
 print("setup-peers: torch", torch.__version__, "ray", ray.__version__, "optuna", optuna.__version__)'
