@@ -469,7 +469,7 @@ names.forEach(function (n, i) {
   if (typeof Plotly === 'undefined') { chart.textContent = 'plotly.js was not available when the page was written'; return; }
   Plotly.newPlot(chart.id, traces, {xaxis: {title: 'simulated time'}, yaxis: {title: 'median regret', type: 'log'},
                  margin: {t: 20}}, {responsive: true, displaylogo: false});
-  drawn[chart.id] = traces.length;
+  drawn[chart.id] = document.getElementById(chart.id).querySelectorAll('.scatterlayer .trace').length;
 });
 """ + PAGE_END
 

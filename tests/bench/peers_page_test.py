@@ -3,16 +3,13 @@
 script errors, draws every sitting's chart with the points of every way, and screenshots.
 Usage: peers_page_test.py PLOTLY_JS. Exit 77 (skipped) without chromium."""
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import peers_bench  # noqa: E402
-from page_check import read_check  # noqa: E402
+from page_check import open_offline  # noqa: E402
 
 WAYS = {"packtune": 20.0, "max_pack_1": 19.0, "ray_tune": 75.0, "optuna": 35.0}
 
@@ -34,35 +31,18 @@ def sitting(seed):
 
 def main():
     plotly = sys.argv[1]
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not browser:
+    opened = open_offline(lambda page: peers_bench.write_page(page, [sitting(1), sitting(2)], plotly), "peers.html",
+                          screenshot=True)
+    if opened is None:
         print("SKIP: no chromium (Debian's chromium; scripts/setup.sh installs it)")
         return 77
-    work = tempfile.mkdtemp()
-    try:
-        page = os.path.join(work, "peers.html")
-        peers_bench.write_page(page, [sitting(1), sitting(2)], plotly)
-        # Offline: an unroutable proxy, so anything fetched would fail.
-        chrome = [browser, "--headless", "--disable-gpu", "--no-sandbox", "--enable-unsafe-swiftshader",
-                  "--hide-scrollbars", f"--user-data-dir={work}/chrome", "--proxy-server=127.0.0.1:9",
-                  "--virtual-time-budget=15000"]
-        dom = subprocess.run(chrome + ["--dump-dom", "file://" + page], capture_output=True, text=True, timeout=120)
-        png = os.path.join(work, "peers.png")
-        subprocess.run(chrome + ["--window-size=1200,1600", f"--screenshot={png}", "file://" + page],
-                       capture_output=True, timeout=120)
-        result = read_check(dom.stdout, "page-check")
-        assert result, f"the page wrote no #page-check: its script did not run to the end\n{dom.stderr[-2000:]}"
-        assert result["errors"] == [], f"errors in the page: {result['errors']}"
-        assert sorted(result["charts"]) == ["chart-0", "chart-1"], result
-        # Every way's curve (4 points each) and its test star: 4 x 5 markers per chart.
-        assert all(points == 20 for points in result["charts"].values()), result
-        with open(png, "rb") as f:
-            image = f.read()
-        assert image[:8] == b"\x89PNG\r\n\x1a\n" and len(image) > 50_000, f"screenshot of {len(image)} bytes"
-        print(f"1 passed, 0 failed: points drawn {result['charts']}")
-        return 0
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    result, image = opened
+    assert sorted(result["charts"]) == ["chart-0", "chart-1"], result
+    # Every way's curve (4 points each) and its test star: 4 x 5 markers per chart.
+    assert all(points == 20 for points in result["charts"].values()), result
+    assert image[:8] == b"\x89PNG\r\n\x1a\n" and len(image) > 50_000, f"screenshot of {len(image)} bytes"
+    print(f"1 passed, 0 failed: points drawn {result['charts']}")
+    return 0
 
 
 if __name__ == "__main__":
