@@ -5,11 +5,19 @@
 #include "tuners/tuner_settings.hpp"
 
 namespace packtune::tuners {
+namespace {
+
+// The keys only TPE reads: the random sampler refuses them, so that a config that forgot
+// "sampler": "tpe" is not silently tuned at random.
+constexpr const char* kTpeKeys[] = {"startup_trials", "gamma", "candidates", "multivariate", "multi_fidelity",
+                                    "constant_liar"};
+
+}  // namespace
 
 std::unique_ptr<ConfigSampler> make_sampler(const TunerContext& context, TunerSettings& settings) {
   const auto sampler = settings.choice("sampler", "random", {"random", "tpe"});
   if (sampler == "random") {
-    for (const char* key : {"startup_trials", "gamma", "candidates", "multivariate"}) {
+    for (const char* key : kTpeKeys) {
       if (settings.has(key)) {
         throw InputError(std::string("tuner.") + key + ": only the tpe sampler takes it; add \"sampler\": \"tpe\"");
       }
@@ -25,6 +33,10 @@ std::unique_ptr<ConfigSampler> make_sampler(const TunerContext& context, TunerSe
   }
   options.candidates = settings.integer("candidates", options.candidates, 1, 100000);
   options.multivariate = settings.boolean("multivariate", options.multivariate);
+  options.multi_fidelity = settings.choice("multi_fidelity", "furthest", {"furthest", "highest_budget"}) == "furthest"
+                               ? MultiFidelity::Furthest
+                               : MultiFidelity::HighestBudget;
+  options.constant_liar = settings.boolean("constant_liar", options.constant_liar);
   return std::make_unique<TpeSampler>(context.space, context.mode, context.seed, options);
 }
 

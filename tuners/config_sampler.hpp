@@ -48,8 +48,8 @@ class RandomSampler : public ConfigSampler {
 };
 
 // The sampler the tuner block asks for: reads "sampler" (random | tpe) and the TPE keys
-// (startup_trials, gamma, candidates, multivariate) from `settings`; a TPE key without
-// "sampler": "tpe" is an InputError.
+// (startup_trials, gamma, candidates, multivariate, multi_fidelity, constant_liar) from
+// `settings`; a TPE key without "sampler": "tpe" is an InputError.
 std::unique_ptr<ConfigSampler> make_sampler(const TunerContext& context, TunerSettings& settings);
 
 }  // namespace packtune::tuners

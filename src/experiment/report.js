@@ -329,8 +329,8 @@
     var why = function (t) {
       if (!t.why) return '';
       if (t.why.random) return 'random: ' + (t.why.reason || '');
-      return t.why.sampler + ' at ' + t.why.budget + ': good ' + (t.why.good || []).join(' ') + ' of ' +
-        ((t.why.good || []).length + (t.why.bad || 0));
+      return t.why.sampler + (t.why.budget !== undefined ? ' at ' + t.why.budget : '') + ': good ' +
+        (t.why.good || []).join(' ') + ' of ' + ((t.why.good || []).length + (t.why.bad || 0));
     };
     var columns = [
       { name: 'trial', get: function (t) { return t.trial; } },

@@ -43,19 +43,18 @@ double mean_bowl(ConfigSampler& sampler, int from, int to) {
 
 }  // namespace
 
-TEST_CASE("tpe draws at random until a budget has startup_trials results, as the random sampler would") {
+TEST_CASE("tpe draws at random until startup_trials trials have results, as the random sampler would") {
   TpeSampler tpe(space_of(kMixed), Mode::Min, 42, {});
   RandomSampler random(space_of(kMixed), 42);
   for (int t = 0; t < 10; ++t) {
     const auto a = tpe.suggest(t);
     CHECK(a.config == random.suggest(t).config);
     CHECK(a.why["random"] == true);
-    // Results at two budgets, neither with ten of them until trial 9's.
+    // Results at two budgets: trials, not results, are counted.
+    if (t < 5) tpe.observe(t, a.config, 1.0, bowl(a.config));
     tpe.observe(t, a.config, t < 5 ? 3.0 : 1.0, bowl(a.config));
-    if (t < 9) tpe.observe(t, a.config, 1.0, bowl(a.config));
   }
   const auto after = tpe.suggest(10);
-  CHECK(after.why["budget"] == 1.0);
   CHECK(after.why["good"].size() == 1);
   CHECK(after.why["bad"] == 9);
 }
@@ -83,13 +82,29 @@ TEST_CASE("failed results are left out: they neither count nor replace an earlie
   for (int t = 0; t < 3; ++t) tpe.observe(t, {{"x", 0.2 * t}}, 3.0, 1.0 * t);
   tpe.observe(0, {{"x", 0.0}}, 3.0, NAN);  // trial 0 fails later, at a budget it reached before
   const auto s = tpe.suggest(5);
-  CHECK(s.why["budget"] == 3.0);
   CHECK(s.why["good"] == json::array({0, 1}));
-  CHECK(s.why["bad"] == 1);
+  CHECK(s.why["good_budgets"] == json::array({3.0, 3.0}));
+  CHECK(s.why["bad"] == 2);  // trial 2, and trial 4, started and not reported (the constant liar)
+  CHECK(s.why["running"] == 1);
 }
 
-TEST_CASE("tpe models the highest budget with enough results") {
-  TpeSampler tpe(space_of(R"({"x": {"type": "uniform", "low": 0, "high": 1}})"), Mode::Min, 1, {3, 0.1, 24, false});
+TEST_CASE("furthest: a trial that trained further ranks above one that stopped earlier") {
+  TpeSampler tpe(space_of(R"({"x": {"type": "uniform", "low": 0, "high": 1}})"), Mode::Min, 1, {4, 0.5, 24, false});
+  for (int t = 0; t < 6; ++t) tpe.observe(t, {{"x", 0.1 * t}}, 1.0, 1.0 * t);
+  // Trials 3 and 5 go on to budget 3 and do worse there than trials 0-2 did at budget 1.
+  tpe.observe(5, {{"x", 0.5}}, 3.0, 9.0);
+  tpe.observe(3, {{"x", 0.3}}, 3.0, 8.0);
+  const auto s = tpe.suggest(6);
+  CHECK(s.why["good"] == json::array({0, 3, 5}));  // ranked 3, 5, then 0: listed by id
+  CHECK(s.why["good_budgets"] == json::array({1.0, 3.0, 3.0}));
+  CHECK(s.why["bad"] == 3);
+  CHECK_FALSE(s.why.contains("budget"));
+}
+
+TEST_CASE("highest_budget: tpe models the highest budget with enough results, as BOHB does") {
+  TpeOptions options{3, 0.1, 24, false};
+  options.multi_fidelity = MultiFidelity::HighestBudget;
+  TpeSampler tpe(space_of(R"({"x": {"type": "uniform", "low": 0, "high": 1}})"), Mode::Min, 1, options);
   for (int t = 0; t < 5; ++t) tpe.observe(t, {{"x", 0.2 * t}}, 1.0, 1.0 * t);
   for (int t = 0; t < 2; ++t) tpe.observe(t, {{"x", 0.2 * t}}, 9.0, 1.0 * t);
   CHECK(tpe.suggest(5).why["budget"] == 1.0);
@@ -97,6 +112,24 @@ TEST_CASE("tpe models the highest budget with enough results") {
   const auto s = tpe.suggest(6);
   CHECK(s.why["budget"] == 9.0);
   CHECK(s.why["good"] == json::array({4}));
+  CHECK(s.why["bad"] == 3);  // trials 0 and 1 at budget 9, and trial 5, still running
+}
+
+TEST_CASE("the constant liar: trials started and not yet reported join the bad set, until they report") {
+  for (const bool liar : {true, false}) {
+    CAPTURE(liar);
+    TpeOptions options{4, 0.25, 24, false};
+    options.constant_liar = liar;
+    TpeSampler tpe(space_of(R"({"x": {"type": "uniform", "low": 0, "high": 1}})"), Mode::Min, 1, options);
+    for (int t = 0; t < 8; ++t) tpe.observe(t, {{"x", 0.1 * t}}, 1.0, 1.0 * t);
+    const auto first = tpe.suggest(8);
+    const auto second = tpe.suggest(9);  // trial 8 still running
+    CHECK(first.why["bad"] == 6);
+    CHECK(second.why["bad"] == (liar ? 7 : 6));
+    CHECK(second.why.contains("running") == liar);
+    tpe.observe(8, first.config, 1.0, NAN);  // a failed trial is no longer running either
+    CHECK(tpe.suggest(10).why["bad"] == (liar ? 7 : 6));
+  }
 }
 
 TEST_CASE("tpe learns: on a bowl over every space type its later trials beat random search's") {
@@ -134,13 +167,19 @@ TEST_CASE("the sampler setting: random by default, tpe on request, its keys refu
     return sampler;
   };
   CHECK(dynamic_cast<RandomSampler*>(sampler_of(json::object()).get()));
-  CHECK(dynamic_cast<TpeSampler*>(sampler_of({{"sampler", "tpe"}, {"gamma", 0.2}, {"multivariate", true}}).get()));
+  CHECK(dynamic_cast<TpeSampler*>(sampler_of({{"sampler", "tpe"}, {"gamma", 0.2}, {"multivariate", true},
+                                               {"multi_fidelity", "highest_budget"}, {"constant_liar", false}})
+                                       .get()));
   CHECK_THROWS_WITH(sampler_of({{"sampler", "bayes"}}),
                     "tuner.sampler: expected one of random, tpe for the asha tuner, got \"bayes\"");
   CHECK_THROWS_WITH(sampler_of({{"gamma", 0.2}}),
                     "tuner.gamma: only the tpe sampler takes it; add \"sampler\": \"tpe\"");
   CHECK_THROWS_WITH(sampler_of({{"sampler", "tpe"}, {"gamma", 1.5}}),
                     "tuner.gamma: expected the good set's share, above 0 and at most 1, got 1.5");
+  CHECK_THROWS_WITH(sampler_of({{"constant_liar", false}}),
+                    "tuner.constant_liar: only the tpe sampler takes it; add \"sampler\": \"tpe\"");
+  CHECK_THROWS_WITH(sampler_of({{"sampler", "tpe"}, {"multi_fidelity", "lowest"}}),
+                    Catch::Contains("tuner.multi_fidelity: expected one of furthest, highest_budget"));
   CHECK_THROWS_WITH(sampler_of({{"sampler", "tpe"}, {"candidates", 0}}),
                     Catch::Contains("tuner.candidates: expected an integer from 1"));
 }
@@ -159,7 +198,7 @@ TEST_CASE("every sampling tuner takes the tpe sampler and says why it chose each
     auto job = running.size() < 2 ? tuner->next_job() : Job::wait();
     if (job.kind == Job::Kind::Start) {
       REQUIRE(job.why.is_object());
-      (job.why.contains("budget") ? modelled : random) += 1;
+      (job.why.contains("random") ? random : modelled) += 1;
       running.push_back(job);
       continue;
     }
