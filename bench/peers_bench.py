@@ -48,7 +48,7 @@ WAYS = ("packtune", "max_pack_1", "ray_tune", "optuna")
 GPU_WORKERS = 4  # peers' trials sharing one GPU: small models leave it idle one at a time
 PLOTLY_FILES = ("/usr/share/python3-plotly/plotly.js", "/usr/share/javascript/plotly/plotly.min.js")
 sys.path.insert(0, HERE)
-from peer_bench import PAGE_END, BenchError, load_average, read_reports  # noqa: E402  (stdlib only, as this side)
+from peer_bench import PAGE_END, BenchError, load_average, read_reports, run_main  # noqa: E402  (stdlib only, as this side)
 import peer_bench  # noqa: E402
 
 
@@ -543,32 +543,33 @@ def write_page(path, runs, plotly_path):
     peer_bench.write_self_contained_page(path, PAGE, {"what": what, "runs": runs}, plotly_path)
 
 
+def sittings(a):
+    """bench(a) once per seed: --seed, --seed + 1, ... (each kept in DIR/seed-S under --keep)."""
+    if a.seeds == 1:
+        return [bench(a)]
+    runs = []
+    with open(a.config) as f:
+        first = a.seed if a.seed is not None else json.load(f).get("seed", 1)
+    keep = a.keep
+    for i in range(a.seeds):
+        a.seed = first + i
+        a.keep = os.path.join(keep, f"seed-{a.seed}") if keep else None
+        log(f"sitting {i + 1} of {a.seeds}: seed {a.seed}")
+        runs.append(bench(a))
+        if not a.json:
+            print_table(runs[-1])
+            print()
+    return runs
+
+
 def main(argv=None, **defaults):
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--worker":
         return worker(argv[1], argv[2])
     a = parse_args(argv, defaults)
-    runs = []
-    try:
-        if a.seeds == 1:
-            runs.append(bench(a))
-        else:
-            with open(a.config) as f:
-                first = a.seed if a.seed is not None else json.load(f).get("seed", 1)
-            keep = a.keep
-            for i in range(a.seeds):
-                a.seed = first + i
-                a.keep = os.path.join(keep, f"seed-{a.seed}") if keep else None
-                log(f"sitting {i + 1} of {a.seeds}: seed {a.seed}")
-                runs.append(bench(a))
-                if not a.json:
-                    print_table(runs[-1])
-                    print()
-    except BenchError as e:
-        print(f"peers_bench: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    rc, runs = run_main("peers_bench", sittings, a)
+    if rc:
+        return rc
     if a.html:
         write_page(a.html, runs, a.plotly)
         log(f"wrote {a.html}")
