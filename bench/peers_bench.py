@@ -454,12 +454,14 @@ def trials_text(s):
     return f"{s['trials']} trials" if sweeps == 1 else f"{sweeps} sweeps of {s['sweep_trials']} = {s['trials']} trials"
 
 
-def samplers_text(r):
-    """Which sampler drew each way's configs, in one line."""
+def samplers_text(r, counts=True):
+    """Which sampler drew each way's configs, in one line (with `counts`, how many configs
+    packtune's TPE modelled)."""
     if r.get("same_configs"):
         return "the ones packtune drew (its sampler random), for every way"
+
     def modelled(w):
-        n = r["ways"].get(w, {}).get("modelled_configs")
+        n = r["ways"].get(w, {}).get("modelled_configs") if counts else None
         return f" ({n} of {r['ways'][w]['trials']} configs modelled, the rest drawn at random)" if n is not None else ""
     return "each way its own sampler: " + "; ".join(f"{w}: {text}{modelled(w)}" for w, text in r.get("samplers", {}).items())
 
@@ -531,7 +533,10 @@ def summarize_seeds(runs):
 
 def print_summary(summary, runs):
     print(f"\n{len(runs)} sittings, seeds {', '.join(str(r['seed']) for r in runs)}, {trials_text(runs[0]['schedule'])}; "
-          f"configs: {samplers_text(runs[0])}")
+          f"configs: {samplers_text(runs[0], counts=False)}")
+    modelled = [r["ways"].get("packtune", {}).get("modelled_configs") for r in runs]
+    if all(n is not None for n in modelled):
+        print(f"packtune's TPE modelled {', '.join(map(str, modelled))} of {runs[0]['schedule']['trials']} configs")
     print("strict: packtune's time to each peer's best over the peer's own time to it (median over the seeds, "
           "a seed where packtune never reached it ranking last)")
     for name, s in summary.items():
@@ -612,7 +617,7 @@ def write_page(path, runs, plotly_path):
     what = (f"{s['tuner']} eta {s['eta']}, {s['min_epochs']:g} ... {s['max_epochs']:g} epochs, {trials_text(s)}; "
             f"train {first['train_size'] or 'all'}, validation {first['validation_size']}, test {first['test_size']}; "
             f"packtune {first['actors']} actors, max_pack {first['max_pack']}; peers {first['peer_workers']} workers; "
-            f"configs: {samplers_text(first)}; "
+            f"configs: {samplers_text(first, counts=len(runs) == 1)}; "
             f"{first['cores']} cores, {first['host']}")
     peer_bench.write_self_contained_page(path, PAGE, {"what": what, "runs": runs}, plotly_path)
 
