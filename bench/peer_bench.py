@@ -346,15 +346,23 @@ def print_table(r):
               f"{lp['train_seconds']:.1f} s training; wall includes python start-up and import")
 
 
+def run_main(name, bench, a):
+    """(0, bench(a)), or the exit status a benchmark's main() returns instead: (1, None) after
+    printing a BenchError as "NAME: message", (130, None) on Ctrl-C."""
+    try:
+        return 0, bench(a)
+    except BenchError as e:
+        print(f"{name}: {e}", file=sys.stderr)
+        return 1, None
+    except KeyboardInterrupt:
+        return 130, None
+
+
 def main(argv=None, **defaults):
     a = parse_args(sys.argv[1:] if argv is None else argv, defaults)
-    try:
-        result = bench(a)
-    except BenchError as e:
-        print(f"peer_bench: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    rc, result = run_main("peer_bench", bench, a)
+    if rc:
+        return rc
     result["config"] = a.config
     if a.json:
         print(json.dumps(result, indent=2))

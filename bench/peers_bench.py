@@ -18,6 +18,13 @@ min_epochs ... max_epochs; rungs in training iterations of report_every epochs f
 max_t / max_resource = max_epochs / report_every). After tuning each way evaluates its best
 trial's last model on the test split (packtune does it itself: best.json "test").
 
+By default the peers evaluate the configs packtune drew. --own-samplers lets each way draw its
+own: packtune's sampler tpe against Optuna's TPESampler (its defaults), or with --own-samplers
+random packtune's random draws against Optuna's RandomSampler; Ray Tune keeps its default
+search (random draws) either way. --sweeps N runs N Hyperband sweeps' trials (packtune's
+hyperband with trials N x one sweep; the peers as many trials): 3 by default with
+--own-samplers, as TPE draws its first 10 configs at random.
+
 Each way is timed from the start of its process to its exit, as a user waits. Prints per way:
 wall seconds, best val_accuracy, test accuracy of the best trial, the curve of best
 val_accuracy against wall time, the time to reach a target accuracy (default: the lowest of
@@ -48,7 +55,7 @@ WAYS = ("packtune", "max_pack_1", "ray_tune", "optuna")
 GPU_WORKERS = 4  # peers' trials sharing one GPU: small models leave it idle one at a time
 PLOTLY_FILES = ("/usr/share/python3-plotly/plotly.js", "/usr/share/javascript/plotly/plotly.min.js")
 sys.path.insert(0, HERE)
-from peer_bench import PAGE_END, BenchError, load_average, read_reports  # noqa: E402  (stdlib only, as this side)
+from peer_bench import PAGE_END, BenchError, load_average, read_reports, run_main  # noqa: E402  (stdlib only, as this side)
 import peer_bench  # noqa: E402
 
 
@@ -92,9 +99,16 @@ def parse_args(argv, defaults):
                         "sweep's outcome hangs on which configs a tuner keeps, so the summary gives each "
                         "peer's measure per seed and its median (default 1)")
     p.add_argument("--target", type=float, help="target val_accuracy (default: the lowest of the ways' bests)")
-    p.add_argument("--own-samplers", action="store_true",
-                   help="each peer draws its own configs (default: the peers evaluate the configs packtune drew, "
-                        "in its trial order: Ray Tune's points_to_evaluate, Optuna's enqueue_trial)")
+    p.add_argument("--own-samplers", nargs="?", const="tpe", choices=("tpe", "random"),
+                   help="each way draws its own configs (default: the peers evaluate the configs packtune drew, "
+                        "in its trial order: Ray Tune's points_to_evaluate, Optuna's enqueue_trial). tpe (the "
+                        "default): packtune's sampler tpe against Optuna's TPESampler with its defaults; random: "
+                        "packtune's random draws against Optuna's RandomSampler. Ray Tune keeps its default search "
+                        "(BasicVariantGenerator, random draws) either way; leave it out with --ways packtune,optuna")
+    p.add_argument("--sweeps", type=int,
+                   help="Hyperband sweeps: packtune's hyperband tuner with trials = N x one sweep's trials (the "
+                        "sweep repeats), the peers given as many trials (default 1; 3 with --own-samplers, as TPE "
+                        "draws its first 10 configs at random)")
     p.add_argument("--ways", default=",".join(WAYS), help="comma-separated subset of " + ",".join(WAYS))
     p.add_argument("--data-dir", help="Fashion-MNIST's folder (default $PACKTUNE_DATA_DIR, else " + DEFAULT_DATA_DIR + ")")
     p.add_argument("--peers-python", default=os.environ.get("PACKTUNE_PEERS_PYTHON", DEFAULT_PEERS_PYTHON),
@@ -139,6 +153,10 @@ def parse_args(argv, defaults):
         p.error("--eager-promotion: an ASHA setting; add --tuner async_hyperband")
     if a.seeds < 1:
         p.error(f"--seeds: expected 1 or more, got {a.seeds}")
+    if a.sweeps is None:
+        a.sweeps = 3 if a.own_samplers else 1
+    if a.sweeps < 1:
+        p.error(f"--sweeps: expected 1 or more, got {a.sweeps}")
     if a.html:
         a.plotly = a.plotly or next((f for f in PLOTLY_FILES if os.path.exists(f)), None)
         if not a.plotly or not os.path.exists(a.plotly):
@@ -155,7 +173,22 @@ def parse_args(argv, defaults):
     return a
 
 
-def problem(a, work):
+def packtune_tuner(a, sweep):
+    """packtune's tuner block: --tuner over --sweeps sweeps of `sweep` trials, drawing with
+    --own-samplers' sampler. The peers read its eta only."""
+    tuner = {"name": a.tuner, "eta": a.eta}
+    if a.tuner != "hyperband" or a.sweeps > 1:
+        # hyperband without trials runs one whole sweep; with a multiple of it, that many sweeps.
+        # The asynchronous tuner runs on as many trials as the sweeps have.
+        tuner["trials"] = sweep * a.sweeps
+    if a.eager_promotion:
+        tuner["eager_promotion"] = True
+    if a.own_samplers:
+        tuner["sampler"] = a.own_samplers
+    return tuner
+
+
+def problem(a, work, sweep):
     """The one problem all four ways tune, as a packtune config; the peers read it too."""
     with open(a.config) as f:
         config = json.load(f)
@@ -163,7 +196,7 @@ def problem(a, work):
     if a.seed is not None:
         config["seed"] = a.seed
     config.setdefault("seed", 1)
-    config["tuner"] = {"name": "hyperband", "eta": a.eta}  # no trials: one whole sweep
+    config["tuner"] = packtune_tuner(a, sweep)
     config["budget"] = {"unit": "epochs", "min": a.min_epochs, "max": a.max_epochs, "report_every": a.report_every}
     config["actors"] = a.actors
     config["device"] = a.device
@@ -225,9 +258,24 @@ def run_packtune(a, config_path, work, name, max_pack):
               "best_trial": best.get("trial"), "test_accuracy": test.get("test_accuracy", test.get("accuracy")),
               "curve": curve(reports), "first_report_seconds": min((r["t"] for r in reports), default=None)}
     with open(os.path.join(out_dir, "config.json")) as f:
-        result["max_pack"] = json.load(f).get("max_pack")
+        packed = json.load(f)
+    result["max_pack"] = packed.get("max_pack")
+    if packed.get("tuner", {}).get("sampler") == "tpe":
+        result["modelled_configs"] = modelled_configs(out_dir)
     log(f"{name}: {wall:.1f} s, best val {result['best_val_accuracy']}, test {result['test_accuracy']}")
     return result
+
+
+def modelled_configs(out_dir):
+    """How many of a run's new trials TPE modelled: start jobs in journal.jsonl whose "why" is not
+    a random draw (docs/tuners.md, "What it proposed and why")."""
+    count = 0
+    with open(os.path.join(out_dir, "journal.jsonl")) as f:
+        for line in f:
+            job = json.loads(line).get("job") if line.strip() else None
+            if isinstance(job, dict) and job.get("kind") == "start" and not job.get("why", {}).get("random"):
+                count += 1
+    return count
 
 
 def drawn_configs(way, space, trials):
@@ -238,8 +286,21 @@ def drawn_configs(way, space, trials):
     return [by_trial[t] for t in range(trials)]
 
 
+def sampler_of(a, way, given_configs):
+    """Which sampler drew a way's configs, in words (the JSON's "samplers")."""
+    if way in ("packtune", "max_pack_1"):
+        return f"sampler {a.own_samplers or 'random'}"
+    if given_configs:
+        return "packtune's configs, in its trial order"
+    if way == "optuna":
+        return ("TPESampler with Optuna's defaults (multivariate, constant_liar)" if a.own_samplers == "tpe"
+                else "RandomSampler")
+    return "BasicVariantGenerator (Ray Tune's default search: random draws)"
+
+
 def run_peer(a, name, config_path, trials, work, configs=None):
-    spec = {"problem": config_path, "trials": trials, "workers": a.workers, "work": os.path.join(work, name)}
+    spec = {"problem": config_path, "trials": trials, "workers": a.workers, "work": os.path.join(work, name),
+            "sampler": a.own_samplers if not configs else None}
     if configs:
         spec["configs"] = configs
     os.makedirs(spec["work"], exist_ok=True)
@@ -309,21 +370,14 @@ def bench(a):
     work = a.keep or tempfile.mkdtemp(prefix="peers_bench-")
     os.makedirs(work, exist_ok=True)
     try:
-        config_path, config = problem(a, work)
         sched = peer_bench.hyperband_schedule(a.packtune, a.min_epochs, a.max_epochs, a.eta)
-        trials = peer_bench.sweep_trials(sched)
-        if a.tuner != "hyperband":
-            # The peers' problem is unchanged (they read the tuner's eta only); packtune runs
-            # the asynchronous tuner on as many trials as one sweep has.
-            config["tuner"] = {"name": a.tuner, "eta": a.eta, "trials": trials}
-            if a.eager_promotion:
-                config["tuner"]["eager_promotion"] = True
-            with open(config_path, "w") as f:
-                json.dump(config, f, indent=2)
+        sweep = peer_bench.sweep_trials(sched)
+        trials = sweep * a.sweeps
+        config_path, config = problem(a, work, sweep)
         peers = [w for w in a.ways if w in ("ray_tune", "optuna")]
         if peers and not os.access(a.peers_python, os.X_OK):
             raise BenchError(f"no peers' python at {a.peers_python}: run scripts/setup-peers.sh, or pass --peers-python")
-        ways = {}
+        ways, samplers = {}, {}
         configs = None  # what packtune drew, for the peers to evaluate
         for name in a.ways:
             if name == "packtune":
@@ -334,6 +388,7 @@ def bench(a):
                 ways[name] = run_packtune(a, config_path, work, name, 1)
             else:
                 ways[name] = run_peer(a, name, config_path, trials, work, configs)
+            samplers[name] = sampler_of(a, name, configs is not None)
         bests = [w["best_val_accuracy"] for w in ways.values() if w["best_val_accuracy"] is not None]
         target = a.target if a.target is not None else (min(bests) if bests else None)
         for w in ways.values():
@@ -373,14 +428,15 @@ def bench(a):
             "config": a.config, "seed": config["seed"],
             "schedule": {"tuner": a.tuner + (" (eager promotion)" if a.eager_promotion else ""),
                          "eta": a.eta, "min_epochs": a.min_epochs, "max_epochs": a.max_epochs,
-                         "report_every": a.report_every, "trials": trials,
+                         "report_every": a.report_every, "trials": trials, "sweeps": a.sweeps,
+                         "sweep_trials": sweep,
                          "peers_max_t": round(a.max_epochs / a.report_every),
                          "peers_min_t": round(a.min_epochs / a.report_every)},
             "train_size": config["data"].get("train_size", 0), "validation_size": config["data"]["validation_size"],
             "test_size": 10000, "batch_size": config.get("model", {}).get("batch_size"),
             "actors": a.actors, "max_pack": config.get("max_pack"), "peer_workers": a.workers,
             "target": target, "ways": ways, "ratios": ratios,
-            "same_configs": configs is not None,
+            "same_configs": configs is not None, "samplers": samplers,
             "work_dir": work if a.keep else None,
         }
     finally:
@@ -392,9 +448,27 @@ def fmt(x, spec, none="-"):
     return format(x, spec) if x is not None else none
 
 
+def trials_text(s):
+    """"17 trials", or "3 sweeps of 17 = 51 trials"."""
+    sweeps = s.get("sweeps", 1)
+    return f"{s['trials']} trials" if sweeps == 1 else f"{sweeps} sweeps of {s['sweep_trials']} = {s['trials']} trials"
+
+
+def samplers_text(r, counts=True):
+    """Which sampler drew each way's configs, in one line (with `counts`, how many configs
+    packtune's TPE modelled)."""
+    if r.get("same_configs"):
+        return "the ones packtune drew (its sampler random), for every way"
+
+    def modelled(w):
+        n = r["ways"].get(w, {}).get("modelled_configs") if counts else None
+        return f" ({n} of {r['ways'][w]['trials']} configs modelled, the rest drawn at random)" if n is not None else ""
+    return "each way its own sampler: " + "; ".join(f"{w}: {text}{modelled(w)}" for w, text in r.get("samplers", {}).items())
+
+
 def print_table(r):
     s = r["schedule"]
-    print(f"Hyperband eta {s['eta']}, {s['min_epochs']:g} ... {s['max_epochs']:g} epochs, {s['trials']} trials, "
+    print(f"Hyperband eta {s['eta']}, {s['min_epochs']:g} ... {s['max_epochs']:g} epochs, {trials_text(s)}, "
           f"reports every {s['report_every']:g} epochs (peers: max_t {s['peers_max_t']}); "
           f"train {r['train_size'] or 'all'}, validation {r['validation_size']}, test {r['test_size']}; "
           f"seed {r['seed']}; {r.get('device', 'cpu')}; packtune {r['actors']} actors, max_pack {r['max_pack']}; peers {r['peer_workers']} workers")
@@ -412,7 +486,7 @@ def print_table(r):
               f"{fmt(rr.get('to_target_over_packtune'), '.2f', '1' if name == 'packtune' else '-'):>7} "
               f"{w['trials']:>6}  {w['load_average_before'][0] if w['load_average_before'] else '-'}"
               f"/{w['load_average_after'][0] if w['load_average_after'] else '-'}")
-    print(f"\nconfigs: {'the ones packtune drew, for every way' if r.get('same_configs') else 'each way its own sampler'}")
+    print(f"\nconfigs: {samplers_text(r)}")
     for name, rr in r["ratios"].items():
         if name == "max_pack_1" or rr.get("its_best") is None:
             continue
@@ -443,7 +517,7 @@ def summarize_seeds(runs):
         if name == "packtune" or not all(name in r["ratios"] for r in runs):
             continue
         measures = [r["ratios"][name]["packtune_over_it_to_its_best"] for r in runs]
-        out[name] = {"seeds": [r["seed"] for r in runs],
+        out[name] = {"seeds": [r["seed"] for r in runs], "sampler": runs[0].get("samplers", {}).get(name),
                      "its_bests": [r["ratios"][name]["its_best"] for r in runs],
                      "packtune_over_it_to_its_best": measures,
                      "reached": sum(m is not None for m in measures),
@@ -458,8 +532,13 @@ def summarize_seeds(runs):
 
 
 def print_summary(summary, runs):
-    print(f"\n{len(runs)} sittings, seeds {', '.join(str(r['seed']) for r in runs)}: packtune's time to each peer's "
-          "best over the peer's own time to it")
+    print(f"\n{len(runs)} sittings, seeds {', '.join(str(r['seed']) for r in runs)}, {trials_text(runs[0]['schedule'])}; "
+          f"configs: {samplers_text(runs[0], counts=False)}")
+    modelled = [r["ways"].get("packtune", {}).get("modelled_configs") for r in runs]
+    if all(n is not None for n in modelled):
+        print(f"packtune's TPE modelled {', '.join(map(str, modelled))} of {runs[0]['schedule']['trials']} configs")
+    print("strict: packtune's time to each peer's best over the peer's own time to it (median over the seeds, "
+          "a seed where packtune never reached it ranking last)")
     for name, s in summary.items():
         per = ", ".join(fmt(m, ".2f", "never") for m in s["packtune_over_it_to_its_best"])
         print(f"{name:<11} {per}; median {fmt(s['median'], '.2f', 'never')}; packtune reached its best in "
@@ -535,12 +614,31 @@ def write_page(path, runs, plotly_path):
     """One self-contained page: plotly.js and the figures inlined, nothing fetched when it opens."""
     first = runs[0]
     s = first["schedule"]
-    what = (f"{s['tuner']} eta {s['eta']}, {s['min_epochs']:g} ... {s['max_epochs']:g} epochs, {s['trials']} trials; "
+    what = (f"{s['tuner']} eta {s['eta']}, {s['min_epochs']:g} ... {s['max_epochs']:g} epochs, {trials_text(s)}; "
             f"train {first['train_size'] or 'all'}, validation {first['validation_size']}, test {first['test_size']}; "
             f"packtune {first['actors']} actors, max_pack {first['max_pack']}; peers {first['peer_workers']} workers; "
-            f"{'the same configs for every way' if first.get('same_configs') else 'each way its own sampler'}; "
+            f"configs: {samplers_text(first, counts=len(runs) == 1)}; "
             f"{first['cores']} cores, {first['host']}")
     peer_bench.write_self_contained_page(path, PAGE, {"what": what, "runs": runs}, plotly_path)
+
+
+def sittings(a):
+    """bench(a) once per seed: --seed, --seed + 1, ... (each kept in DIR/seed-S under --keep)."""
+    if a.seeds == 1:
+        return [bench(a)]
+    runs = []
+    with open(a.config) as f:
+        first = a.seed if a.seed is not None else json.load(f).get("seed", 1)
+    keep = a.keep
+    for i in range(a.seeds):
+        a.seed = first + i
+        a.keep = os.path.join(keep, f"seed-{a.seed}") if keep else None
+        log(f"sitting {i + 1} of {a.seeds}: seed {a.seed}")
+        runs.append(bench(a))
+        if not a.json:
+            print_table(runs[-1])
+            print()
+    return runs
 
 
 def main(argv=None, **defaults):
@@ -548,27 +646,9 @@ def main(argv=None, **defaults):
     if argv and argv[0] == "--worker":
         return worker(argv[1], argv[2])
     a = parse_args(argv, defaults)
-    runs = []
-    try:
-        if a.seeds == 1:
-            runs.append(bench(a))
-        else:
-            with open(a.config) as f:
-                first = a.seed if a.seed is not None else json.load(f).get("seed", 1)
-            keep = a.keep
-            for i in range(a.seeds):
-                a.seed = first + i
-                a.keep = os.path.join(keep, f"seed-{a.seed}") if keep else None
-                log(f"sitting {i + 1} of {a.seeds}: seed {a.seed}")
-                runs.append(bench(a))
-                if not a.json:
-                    print_table(runs[-1])
-                    print()
-    except BenchError as e:
-        print(f"peers_bench: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    rc, runs = run_main("peers_bench", sittings, a)
+    if rc:
+        return rc
     if a.html:
         write_page(a.html, runs, a.plotly)
         log(f"wrote {a.html}")
@@ -812,8 +892,14 @@ def worker_optuna_process(spec_path, index):
     every, max_r = budget["report_every"], round(budget["max"] / budget["report_every"])
     storage = optuna.storages.JournalStorage(
         optuna.storages.journal.JournalFileBackend(os.path.join(spec["work"], "journal.log")))
+    # Under --own-samplers tpe, TPESampler with Optuna's defaults. Its HyperbandPruner hands the
+    # sampler a view of the new trial's bracket, but Optuna 5.0's TPE counts and models the trials
+    # of every bracket (it reads them through Study._get_trials, which that view leaves unfiltered).
+    seed = problem["seed"] * 1000 + index
+    sampler = (optuna.samplers.TPESampler(seed=seed) if spec.get("sampler") == "tpe"
+               else optuna.samplers.RandomSampler(seed=seed))
     study = optuna.load_study(study_name="peers_bench", storage=storage, pruner=hyperband_pruner(problem),
-                              sampler=optuna.samplers.RandomSampler(seed=problem["seed"] * 1000 + index))
+                              sampler=sampler)
     log_path = os.path.join(spec["work"], f"reports-{index}.jsonl")
 
     def objective(trial):

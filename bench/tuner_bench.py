@@ -58,7 +58,7 @@ PLOTLY_FILES = ("/usr/share/python3-plotly/plotly.js", "/usr/share/javascript/pl
 PACKTUNE_TUNERS = ("random", "asha", "hyperband", "async_hyperband")
 PEERS = ("optuna_tpe", "optuna_random", "dehb")
 sys.path.insert(0, HERE)
-from peer_bench import PAGE_END, BenchError, load_average, write_self_contained_page  # noqa: E402  (stdlib only)
+from peer_bench import PAGE_END, BenchError, load_average, run_main, write_self_contained_page  # noqa: E402  (stdlib only)
 PEER_MODULES = {"optuna_tpe": "optuna", "optuna_random": "optuna", "dehb": "dehb"}
 ETA = 3
 GRID = 200  # points of the median curves
@@ -491,13 +491,9 @@ def main(argv=None, **defaults):
     if argv and argv[0] == "--worker":
         return worker(argv[1])
     a = parse_args(argv, defaults)
-    try:
-        r = bench(a)
-    except BenchError as e:
-        print(f"tuner_bench: {e}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+    rc, r = run_main("tuner_bench", bench, a)
+    if rc:
+        return rc
     os.makedirs(a.out, exist_ok=True)
     json_path, html_path = os.path.join(a.out, "tuner_bench.json"), os.path.join(a.out, "tuner_bench.html")
     tmp = json_path + ".tmp"

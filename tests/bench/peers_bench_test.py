@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """peers_bench's summary over several seeds (--seeds): a sitting in which packtune never
-reached a peer's best must count against packtune, not vanish from the median."""
+reached a peer's best must count against packtune, not vanish from the median. And what
+--own-samplers and --sweeps hand packtune, and how the samplers are named."""
+import json
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
@@ -85,6 +88,65 @@ class SummarizeSeeds(unittest.TestCase):
         runs = [sitting(1, 0.4), sitting(2, 0.5)]
         del runs[1]["ratios"]["optuna"]
         self.assertEqual(set(peers_bench.summarize_seeds(runs)), {"max_pack_1"})
+
+
+class OwnSamplers(unittest.TestCase):
+    DEFAULTS = {"config": "problem.json", "packtune": "packtune"}
+
+    def tuner(self, *argv):
+        a = peers_bench.parse_args(list(argv), self.DEFAULTS)
+        return a, peers_bench.packtune_tuner(a, 17)
+
+    def test_one_whole_sweep_of_random_draws_by_default(self):
+        a, tuner = self.tuner()
+        self.assertEqual((a.own_samplers, a.sweeps), (None, 1))
+        self.assertEqual(tuner, {"name": "hyperband", "eta": 3})
+
+    def test_own_samplers_is_tpe_over_three_sweeps(self):
+        a, tuner = self.tuner("--own-samplers", "--ways", "packtune,optuna")
+        self.assertEqual(tuner, {"name": "hyperband", "eta": 3, "trials": 51, "sampler": "tpe"})
+        self.assertEqual(peers_bench.sampler_of(a, "packtune", False), "sampler tpe")
+        self.assertIn("TPESampler", peers_bench.sampler_of(a, "optuna", False))
+        self.assertIn("BasicVariantGenerator", peers_bench.sampler_of(a, "ray_tune", False))
+
+    def test_random_and_sweeps_are_chosen(self):
+        a, tuner = self.tuner("--own-samplers", "random", "--sweeps", "2")
+        self.assertEqual(tuner, {"name": "hyperband", "eta": 3, "trials": 34, "sampler": "random"})
+        self.assertEqual(peers_bench.sampler_of(a, "optuna", False), "RandomSampler")
+        _, tuner = self.tuner("--own-samplers", "--sweeps", "1")
+        self.assertEqual(tuner, {"name": "hyperband", "eta": 3, "sampler": "tpe"})
+
+    def test_the_asynchronous_tuner_gets_the_sweeps_trials(self):
+        _, tuner = self.tuner("--tuner", "async_hyperband", "--sweeps", "2")
+        self.assertEqual(tuner, {"name": "async_hyperband", "eta": 3, "trials": 34})
+
+    def test_peers_given_packtunes_configs_say_so(self):
+        a, _ = self.tuner()
+        self.assertEqual(peers_bench.sampler_of(a, "optuna", True), "packtune's configs, in its trial order")
+
+    def test_trials_text(self):
+        self.assertEqual(peers_bench.trials_text({"trials": 17}), "17 trials")
+        self.assertEqual(peers_bench.trials_text({"trials": 51, "sweeps": 3, "sweep_trials": 17}),
+                         "3 sweeps of 17 = 51 trials")
+
+    def test_samplers_text_counts_packtunes_modelled_configs(self):
+        r = {"same_configs": False, "samplers": {"packtune": "sampler tpe", "optuna": "RandomSampler"},
+             "ways": {"packtune": {"trials": 51, "modelled_configs": 33}, "optuna": {"trials": 52}}}
+        self.assertEqual(peers_bench.samplers_text(r), "each way its own sampler: packtune: sampler tpe "
+                         "(33 of 51 configs modelled, the rest drawn at random); optuna: RandomSampler")
+        self.assertNotIn("33", peers_bench.samplers_text(r, counts=False))
+        self.assertIn("packtune drew", peers_bench.samplers_text(dict(r, same_configs=True)))
+
+    def test_modelled_configs_counts_start_jobs_not_drawn_at_random(self):
+        jobs = [{"job": {"kind": "start", "trial": 0, "why": {"random": True, "sampler": "tpe"}}},
+                {"result": {"trial": 0}},
+                {"job": {"kind": "start", "trial": 1, "why": {"budget": 0.25, "good": [0]}}},
+                {"job": {"kind": "resume", "trial": 1}},
+                {"job": {"kind": "start", "trial": 2, "why": {"budget": 0.75}}}]
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "journal.jsonl"), "w") as f:
+                f.write("".join(json.dumps(j) + "\n" for j in jobs))
+            self.assertEqual(peers_bench.modelled_configs(d), 2)
 
 
 if __name__ == "__main__":
