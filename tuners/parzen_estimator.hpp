@@ -63,6 +63,30 @@ class ParzenEstimator {
   const std::vector<double>& log_weights() const { return log_weights_; }
 
  private:
+  // One numeric axis (the univariate case): the kernels sorted by mean, those with equal mean
+  // and bandwidth merged (their weights summed), in blocks whose bounds let log_density skip
+  // every kernel too far from x to count. The prior is kept apart: its bandwidth is the range.
+  struct Line {
+    bool discrete = false;
+    std::vector<double> mu, sigma, inv_sigma, base;  // per merged kernel, by mean
+    // Per block: the means' span, and what bounds a term from above: term <= peak -
+    // 0.5 * (distance * inv)^2, distance from x to the span (less half a cell if discrete).
+    std::vector<double> lo, hi, peak, inv;
+    // Over the blocks from j on (after) or up to j (before): the same bound, for stopping.
+    std::vector<double> after_peak, after_inv, before_peak, before_inv;
+    double prior_mu = 0, prior_sigma = 1, prior_inv = 1, prior_base = 0;
+  };
+  // A discrete axis's kernels grouped by (mean, bandwidth), so that an integer's cell masses
+  // (two erfc each) are computed once per group rather than once per kernel.
+  struct Cells {
+    std::vector<std::uint32_t> group;  // per kernel
+    std::vector<double> mu, sigma;     // per group
+  };
+
+  void build_line(const std::vector<std::uint32_t>& order);
+  double line_log_density(double x) const;
+  double product_log_density(const std::vector<double>& x) const;
+
   std::vector<ParzenAxis> axes_;
   std::vector<double> log_weights_;            // per kernel, normalised
   std::vector<std::vector<double>> mu_;        // axis -> kernel: numeric mean or choice index
@@ -73,7 +97,12 @@ class ParzenEstimator {
   std::vector<double> base_;
   std::vector<double> log_hit_, log_miss_;     // axis -> categorical kernel probabilities (observed, other)
   std::vector<bool> constant_;                 // axis -> a numeric range of width 0: no information
+  std::vector<Cells> cells_;                   // axis -> discrete axes only
   double prior_weight_;
+  double negligible_;  // how far below the largest term a term cannot change the sum
+  bool has_line_ = false;
+  Line line_;
+  std::vector<double> choice_log_density_;  // one categorical axis: the density of each choice
 };
 
 // Optuna's default weights of `n` observations, oldest first, not normalised.

@@ -14,8 +14,9 @@ constexpr std::size_t kMaxGood = 25;  // Optuna's cap on the good set
 
 TpeSampler::TpeSampler(SearchSpace space, Mode mode, std::uint64_t seed, TpeOptions options)
     : space_(std::move(space)), mode_(mode), options_(options), rng_(seed) {
-  if (options_.startup_trials < 1 || !(options_.gamma > 0 && options_.gamma <= 1) || options_.candidates < 1) {
-    throw Error("tpe: startup_trials and candidates must be at least 1, gamma in (0, 1]");
+  if (options_.startup_trials < 1 || !(options_.gamma > 0 && options_.gamma <= 1) || options_.candidates < 1 ||
+      options_.max_bad < 1) {
+    throw Error("tpe: startup_trials, candidates and max_bad must be at least 1, gamma in (0, 1]");
   }
   for (const auto& p : space_.params()) axes_.push_back(parzen_axis(p));
 }
@@ -36,7 +37,12 @@ void TpeSampler::observe(TrialId trial, const TrialConfig& config, double budget
     o.point.push_back(to_axis(p, it->second));
   }
   o.metric = metric;
-  by_budget_[budget][trial] = std::move(o);
+  auto& ranking = ranking_[budget];
+  const auto key = [&](double m) { return std::make_pair(mode_ == Mode::Max ? -m : m, trial); };
+  auto& results = by_budget_[budget];
+  if (const auto it = results.find(trial); it != results.end()) ranking.erase(key(it->second.metric));
+  ranking.insert(key(metric));
+  results[trial] = std::move(o);
 }
 
 const TpeSampler::Results* TpeSampler::modelled(double& budget) const {
@@ -50,22 +56,37 @@ const TpeSampler::Results* TpeSampler::modelled(double& budget) const {
   return nullptr;
 }
 
-std::pair<std::vector<double>, double> TpeSampler::best_candidate(const std::vector<std::size_t>& axes,
-                                                                  const std::vector<const Observation*>& good,
-                                                                  const std::vector<const Observation*>& bad) {
-  std::vector<ParzenAxis> sub;
-  for (auto a : axes) sub.push_back(axes_[a]);
+const TpeSampler::Model& TpeSampler::model(const std::vector<const Observation*>& good,
+                                            const std::vector<const Observation*>& bad) {
   const auto columns = [&](const std::vector<const Observation*>& set) {
-    std::vector<std::vector<double>> out(axes.size());
-    for (std::size_t i = 0; i < axes.size(); ++i) {
-      out[i].reserve(set.size());
-      for (const auto* o : set) out[i].push_back(o->point[axes[i]]);
+    std::vector<std::vector<double>> out(axes_.size());
+    for (std::size_t a = 0; a < axes_.size(); ++a) {
+      out[a].reserve(set.size());
+      for (const auto* o : set) out[a].push_back(o->point[a]);
     }
     return out;
   };
+  auto good_columns = columns(good), bad_columns = columns(bad);
+  // An estimator is a function of its columns alone: the same columns, the same estimators.
+  if (!model_.l.empty() && good_columns == model_.good && bad_columns == model_.bad) return model_;
+  model_.l.clear();
+  model_.g.clear();
   const ParzenOptions parzen{1.0, options_.multivariate};
-  const ParzenEstimator l(sub, columns(good), parzen);
-  const ParzenEstimator g(sub, columns(bad), parzen);
+  if (options_.multivariate) {
+    model_.l.emplace_back(axes_, good_columns, parzen);
+    model_.g.emplace_back(axes_, bad_columns, parzen);
+  } else {
+    for (std::size_t a = 0; a < axes_.size(); ++a) {
+      model_.l.emplace_back(std::vector<ParzenAxis>{axes_[a]}, std::vector<std::vector<double>>{good_columns[a]}, parzen);
+      model_.g.emplace_back(std::vector<ParzenAxis>{axes_[a]}, std::vector<std::vector<double>>{bad_columns[a]}, parzen);
+    }
+  }
+  model_.good = std::move(good_columns);
+  model_.bad = std::move(bad_columns);
+  return model_;
+}
+
+std::pair<std::vector<double>, double> TpeSampler::best_candidate(const ParzenEstimator& l, const ParzenEstimator& g) {
   std::vector<double> best;
   double best_score = -INFINITY;
   // Integer and choice draws repeat: each distinct one is scored once.
@@ -90,37 +111,37 @@ Suggestion TpeSampler::suggest(TrialId /*trial*/) {
             {{"sampler", "tpe"}, {"random", true},
              {"reason", "no budget has " + std::to_string(options_.startup_trials) + " results yet"}}};
   }
-  // Ranked as every tuner ranks; the recency weights need each set oldest first.
-  std::vector<std::pair<TrialId, const Observation*>> ranked;
-  for (const auto& [id, o] : *results) ranked.emplace_back(id, &o);
-  std::stable_sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) {
-    return ranks_before(a.second->metric, a.first, b.second->metric, b.first, mode_);
-  });
-  const std::size_t n_good = good_count(ranked.size());
-  std::vector<std::pair<TrialId, const Observation*>> good_set(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(n_good));
-  std::vector<std::pair<TrialId, const Observation*>> bad_set(ranked.begin() + static_cast<std::ptrdiff_t>(n_good), ranked.end());
+  // Ranked as every tuner ranks (ranking_ keeps the order); the recency weights need each set
+  // oldest first.
+  const auto& ranking = ranking_.at(budget);
+  const std::size_t n_good = good_count(results->size());
+  std::vector<TrialId> good_set;
+  for (auto it = ranking.begin(); good_set.size() < n_good; ++it) good_set.push_back(it->second);
+  std::sort(good_set.begin(), good_set.end());
+  // The bad set: the newest max_bad of the others.
   std::vector<const Observation*> good, bad;
   nlohmann::json good_ids = nlohmann::json::array();
-  std::sort(good_set.begin(), good_set.end());
-  std::sort(bad_set.begin(), bad_set.end());
-  for (const auto& [id, o] : good_set) {
-    good.push_back(o);
+  for (const auto id : good_set) {
+    good.push_back(&results->at(id));
     good_ids.push_back(id);
   }
-  for (const auto& [id, o] : bad_set) bad.push_back(o);
+  const auto max_bad = static_cast<std::size_t>(options_.max_bad);
+  for (auto it = results->rbegin(); it != results->rend() && bad.size() < max_bad; ++it) {
+    if (!std::binary_search(good_set.begin(), good_set.end(), it->first)) bad.push_back(&it->second);
+  }
+  std::reverse(bad.begin(), bad.end());
+  const Model& m = model(good, bad);
 
   const auto& params = space_.params();
   TrialConfig config;
   nlohmann::json ratios = nlohmann::json::object();
   if (options_.multivariate) {
-    std::vector<std::size_t> all(params.size());
-    for (std::size_t a = 0; a < all.size(); ++a) all[a] = a;
-    const auto [x, score] = best_candidate(all, good, bad);
+    const auto [x, score] = best_candidate(m.l[0], m.g[0]);
     for (std::size_t a = 0; a < params.size(); ++a) config[params[a].name] = from_axis(params[a], x[a]);
     ratios["joint"] = score;
   } else {
     for (std::size_t a = 0; a < params.size(); ++a) {
-      const auto [x, score] = best_candidate({a}, good, bad);
+      const auto [x, score] = best_candidate(m.l[a], m.g[a]);
       config[params[a].name] = from_axis(params[a], x[0]);
       ratios[params[a].name] = score;
     }

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "tuners/config_sampler.hpp"
@@ -28,6 +29,9 @@ struct TpeOptions {
   double gamma = 0.1;
   std::int64_t candidates = 24;
   bool multivariate = false;
+  // The bad set's cap: the newest (highest trial id) this many of the results outside the good
+  // set. It bounds a suggestion's cost however many results a budget gathers.
+  std::int64_t max_bad = 1000;
 };
 
 class TpeSampler : public ConfigSampler {
@@ -46,14 +50,24 @@ class TpeSampler : public ConfigSampler {
     double metric = 0;
   };
   using Results = std::map<TrialId, Observation>;  // by trial id: oldest first
+  // Results' (metric, trial) keys in rank order, kept as results arrive so that a suggestion
+  // reads the good set off the front rather than sorting every result. The metric is negated
+  // in Max mode, so the pairs' own order is ranks_before's.
+  using Ranking = std::set<std::pair<double, TrialId>>;
+  // The estimators of the last suggestion and the observations they were built from: kept
+  // while the good and bad sets' points stay the same (no result changed them), as when
+  // suggestions come several at a time. Univariate: one pair per parameter; multivariate: one.
+  struct Model {
+    std::vector<std::vector<double>> good, bad;  // axis -> observation, oldest first
+    std::vector<ParzenEstimator> l, g;
+  };
 
   // The budget to model: the highest with enough results; null when none has.
   const Results* modelled(double& budget) const;
-  // Draws for the parameters `axes` (indices into the space) from the good set's estimator,
-  // scored against the bad set's; the best draw and its score.
-  std::pair<std::vector<double>, double> best_candidate(const std::vector<std::size_t>& axes,
-                                                        const std::vector<const Observation*>& good,
-                                                        const std::vector<const Observation*>& bad);
+  // The estimators for these good and bad sets: model_, rebuilt only if they differ from its.
+  const Model& model(const std::vector<const Observation*>& good, const std::vector<const Observation*>& bad);
+  // `candidates` draws from `l`, scored by log l(x) - log g(x); the best draw and its score.
+  std::pair<std::vector<double>, double> best_candidate(const ParzenEstimator& l, const ParzenEstimator& g);
 
   SearchSpace space_;
   Mode mode_;
@@ -61,6 +75,8 @@ class TpeSampler : public ConfigSampler {
   std::mt19937_64 rng_;
   std::vector<ParzenAxis> axes_;
   std::map<double, Results> by_budget_;
+  std::map<double, Ranking> ranking_;  // by budget, as by_budget_
+  Model model_;
 };
 
 }  // namespace packtune::tuners
