@@ -1,9 +1,7 @@
 #include "tuners/parzen_estimator.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <cstring>
 #include <numeric>
 
 #include "packtune/error.hpp"
@@ -38,42 +36,47 @@ double log_sum_exp(const double* terms, std::size_t n, double top, double neglig
 }
 
 // The permutation that sorts `v` ascending, equal values in index order (as numpy's stable
-// argsort has it): an LSD radix sort of the doubles' bits, which for the thousand or so means
-// of an estimator takes a fraction of what a comparison sort does. Passes on a byte every key
-// shares are skipped.
+// argsort has it). A suggestion orders a thousand or so means per parameter, so this is a
+// bucket sort: the values spread over n buckets by where they fall in [min, max] (a monotone
+// map, so buckets are in order), then each bucket sorted by insertion, or stable_sort when a
+// cluster crowds one. Means spread over their range make it linear.
 std::vector<std::uint32_t> stable_order(const std::vector<double>& v) {
   const std::size_t n = v.size();
-  std::vector<std::uint64_t> keys(n), keys_out(n);
-  std::vector<std::uint32_t> order(n), order_out(n);
-  std::vector<std::array<std::uint32_t, 256>> counts(8);
-  for (auto& c : counts) c.fill(0);
-  for (std::size_t i = 0; i < n; ++i) {
-    const double d = v[i] == 0 ? 0.0 : v[i];  // -0 sorts with 0, as the comparison does
-    std::uint64_t bits;
-    std::memcpy(&bits, &d, sizeof bits);
-    // Negative doubles order backwards in their bits: flip them all; positive: flip the sign.
-    bits = (bits >> 63) ? ~bits : bits | (std::uint64_t{1} << 63);
-    keys[i] = bits;
-    order[i] = static_cast<std::uint32_t>(i);
-    for (int b = 0; b < 8; ++b) ++counts[static_cast<std::size_t>(b)][(bits >> (8 * b)) & 0xff];
+  std::vector<std::uint32_t> order(n);
+  const auto by_value = [&](std::uint32_t a, std::uint32_t b) { return v[a] < v[b]; };
+  if (n < 2) {
+    std::iota(order.begin(), order.end(), 0u);
+    return order;
   }
-  for (int b = 0; b < 8 && n > 1; ++b) {
-    auto& count = counts[static_cast<std::size_t>(b)];
-    const unsigned shift = 8 * static_cast<unsigned>(b);
-    if (count[(keys[0] >> shift) & 0xff] == n) continue;
-    std::uint32_t at = 0;
-    for (auto& c : count) {
-      const std::uint32_t here = c;
-      c = at;
-      at += here;
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  const double scale = static_cast<double>(n) / (*hi - *lo);
+  if (!(*hi > *lo) || !std::isfinite(scale)) {
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(), by_value);
+    return order;
+  }
+  thread_local std::vector<std::uint32_t> bucket, starts;
+  bucket.resize(n);
+  starts.assign(n + 1, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    bucket[i] = static_cast<std::uint32_t>(std::min<double>(static_cast<double>(n - 1), (v[i] - *lo) * scale));
+    ++starts[bucket[i] + 1];
+  }
+  for (std::size_t b = 0; b < n; ++b) starts[b + 1] += starts[b];
+  for (std::size_t i = 0; i < n; ++i) order[starts[bucket[i]]++] = static_cast<std::uint32_t>(i);
+  // starts[b] now ends bucket b; bucket b - 1's end begins it.
+  for (std::size_t b = 0, from = 0; b < n; from = starts[b++]) {
+    const std::size_t to = starts[b];
+    if (to - from > 32) {
+      std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(from), order.begin() + static_cast<std::ptrdiff_t>(to), by_value);
+      continue;
     }
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint32_t to = count[(keys[i] >> shift) & 0xff]++;
-      keys_out[to] = keys[i];
-      order_out[to] = order[i];
+    for (std::size_t i = from + 1; i < to; ++i) {
+      const std::uint32_t moving = order[i];
+      std::size_t j = i;
+      for (; j > from && v[order[j - 1]] > v[moving]; --j) order[j] = order[j - 1];
+      order[j] = moving;
     }
-    keys.swap(keys_out);
-    order.swap(order_out);
   }
   return order;
 }
@@ -128,12 +131,11 @@ std::vector<double> neighbour_gaps(const std::vector<double>& mus, const std::ve
   return sigmas;
 }
 
-// The mass of N(mu, sigma) inside [low, high]. Beyond 8.5 sigma from both ends it is 1 to
-// double precision (the tails hold under 1e-17), so the two erfc calls are skipped.
+// The mass of N(mu, sigma) inside [low, high]. A tail beyond 8.5 sigma holds under 1e-17, so
+// its CDF rounds to 0 or 1 and its erfc call is skipped.
 double mass_in_range(double mu, double sigma, double low, double high) {
   const double above = (high - mu) / sigma, below = (low - mu) / sigma;
-  if (above > 8.5 && below < -8.5) return 1.0;
-  return normal_cdf(above) - normal_cdf(below);
+  return (above > 8.5 ? 1.0 : normal_cdf(above)) - (below < -8.5 ? 0.0 : normal_cdf(below));
 }
 
 // The log of N(mu, sigma)'s mass on [x - 0.5, x + 0.5]. Far out in a tail the difference of
@@ -234,7 +236,11 @@ ParzenEstimator::ParzenEstimator(const std::vector<ParzenAxis>& axes, const std:
   weights.push_back(prior_weight_);
   const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
   log_weights_.reserve(kernels);
-  for (double w : weights) log_weights_.push_back(std::log(w / total));
+  for (auto& w : weights) {
+    w /= total;
+    log_weights_.push_back(std::log(w));
+  }
+  weights_ = std::move(weights);
 
   base_ = log_weights_;
   mu_.resize(axes_.size());
@@ -287,10 +293,19 @@ ParzenEstimator::ParzenEstimator(const std::vector<ParzenAxis>& axes, const std:
     sigma.back() = range;
     auto& inverse = inv_sigma_[a];
     inverse.reserve(kernels);
+    // Bandwidths repeat (the clip, Scott's rule): each distinct run's log is taken once.
+    double last_sigma = 0, log_sigma = 0;
     for (std::size_t k = 0; k < kernels; ++k) {
       const double mass = mass_in_range(mu[k], sigma[k], axis.low, axis.high);
+      if (mass != 1.0) base_[k] -= std::log(mass);
       // A discrete axis adds each cell's log mass at evaluation; a continuous one its density.
-      base_[k] -= std::log(mass) + (axis.discrete ? 0.0 : std::log(sigma[k]) + kHalfLogTwoPi);
+      if (!axis.discrete) {
+        if (sigma[k] != last_sigma) {
+          last_sigma = sigma[k];
+          log_sigma = std::log(sigma[k]) + kHalfLogTwoPi;
+        }
+        base_[k] -= log_sigma;
+      }
       inverse.push_back(1.0 / sigma[k]);
     }
     sigma_[a] = std::move(sigma);
@@ -322,12 +337,12 @@ ParzenEstimator::ParzenEstimator(const std::vector<ParzenAxis>& axes, const std:
       // the prior's spread evenly.
       const std::size_t c = axes_[0].choices;
       std::vector<double> on(c, 0.0);
-      for (std::size_t k = 0; k < n; ++k) on[static_cast<std::size_t>(mu_[0][k])] += std::exp(log_weights_[k]);
+      for (std::size_t k = 0; k < n; ++k) on[static_cast<std::size_t>(mu_[0][k])] += weights_[k];
       for (std::size_t choice = 0; choice < c; ++choice) {
         double others = 0;
         for (std::size_t o = 0; o < c; ++o) others += o == choice ? 0.0 : on[o];
         const double p = on[choice] * std::exp(log_hit_[0]) + others * std::exp(log_miss_[0]) +
-                         std::exp(log_weights_[n]) / static_cast<double>(c);
+                         weights_[n] / static_cast<double>(c);
         choice_log_density_.push_back(std::log(p));
       }
     } else {
@@ -352,7 +367,7 @@ void ParzenEstimator::build_line(const std::vector<std::uint32_t>& order) {
   std::vector<double> first_weight, weight;  // the first member's, and the members' sum
   for (const auto k : order) {
     if (k == prior) continue;
-    const double w = std::exp(log_weights_[k]);
+    const double w = weights_[k];
     if (!line.mu.empty() && line.mu.back() == mu[k] && line.sigma.back() == sigma[k]) {
       weight.back() += w;
       continue;
@@ -395,8 +410,7 @@ void ParzenEstimator::build_line(const std::vector<std::uint32_t>& order) {
 }
 
 std::vector<std::vector<double>> ParzenEstimator::sample(std::mt19937_64& rng, std::size_t count) const {
-  std::vector<double> weights;
-  for (double lw : log_weights_) weights.push_back(std::exp(lw));
+  const auto& weights = weights_;
   std::vector<std::vector<double>> out;
   out.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {
@@ -447,16 +461,19 @@ double ParzenEstimator::line_log_density(double x) const {
     const double z = std::max(0.0, distance - slack) * inv;
     return peak - 0.5 * z * z < floor;
   };
-  thread_local std::vector<double> terms;
-  terms.clear();
-  double top = term(line.prior_mu, line.prior_sigma, line.prior_inv, line.prior_base);
-  terms.push_back(top);
+  // The sum runs relative to the largest term so far, rescaled when a larger one comes; a term
+  // is left out only when negligible against the largest so far, so against the largest of all.
+  double top = term(line.prior_mu, line.prior_sigma, line.prior_inv, line.prior_base), sum = 1.0;
   const auto add_block = [&](std::size_t b) {
     const std::size_t to = std::min(line.mu.size(), (b + 1) * kBlock);
     for (std::size_t m = b * kBlock; m < to; ++m) {
       const double t = term(line.mu[m], line.sigma[m], line.inv_sigma[m], line.base[m]);
-      terms.push_back(t);
-      top = std::max(top, t);
+      if (t > top) {
+        sum = sum * std::exp(top - t) + 1.0;
+        top = t;
+      } else if (t > top - negligible_) {
+        sum += std::exp(t - top);
+      }
     }
   };
   const std::size_t blocks = line.lo.size();
@@ -473,7 +490,7 @@ double ParzenEstimator::line_log_density(double x) const {
     if (below(line.peak[b], line.inv[b], distance, top - negligible_)) continue;
     add_block(b);
   }
-  return log_sum_exp(terms.data(), terms.size(), top, negligible_);
+  return top + std::log(sum);
 }
 
 double ParzenEstimator::product_log_density(const std::vector<double>& x) const {

@@ -88,7 +88,7 @@ class ParzenEstimator {
   double product_log_density(const std::vector<double>& x) const;
 
   std::vector<ParzenAxis> axes_;
-  std::vector<double> log_weights_;            // per kernel, normalised
+  std::vector<double> weights_, log_weights_;  // per kernel, normalised
   std::vector<std::vector<double>> mu_;        // axis -> kernel: numeric mean or choice index
   std::vector<std::vector<double>> sigma_;     // axis -> kernel: numeric only
   std::vector<std::vector<double>> inv_sigma_;  // axis -> kernel: 1 / sigma, numeric only
