@@ -1,6 +1,7 @@
 #include "tuners/parzen_estimator.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 
@@ -232,15 +233,34 @@ ParzenEstimator::ParzenEstimator(const std::vector<ParzenAxis>& axes, const std:
   const std::size_t n = columns.empty() ? 0 : columns.front().size();
   const std::size_t kernels = n + 1;  // the prior last
   negligible_ = negligible_below(kernels);
-  auto weights = recency_weights(n);
-  weights.push_back(prior_weight_);
-  const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
-  log_weights_.reserve(kernels);
-  for (auto& w : weights) {
-    w /= total;
-    log_weights_.push_back(std::log(w));
+  // The normalised weights depend on n and the prior's weight alone. A sampler builds
+  // estimators of the same two sizes again and again (the good set and the capped bad set),
+  // so the last two sizes' weights and their logs are kept rather than a log taken per kernel.
+  struct Weights {
+    std::size_t n = 0;
+    double prior = 0;
+    std::vector<double> weights, log_weights;
+  };
+  thread_local std::array<Weights, 2> recent;
+  auto* hit = std::find_if(recent.begin(), recent.end(), [&](const Weights& w) {
+    return !w.weights.empty() && w.n == n && w.prior == prior_weight_;
+  });
+  if (hit == recent.end()) {
+    std::swap(recent[0], recent[1]);
+    hit = &recent[0];
+    hit->n = n;
+    hit->prior = prior_weight_;
+    hit->weights = recency_weights(n);
+    hit->weights.push_back(prior_weight_);
+    const double total = std::accumulate(hit->weights.begin(), hit->weights.end(), 0.0);
+    hit->log_weights.clear();
+    for (auto& w : hit->weights) {
+      w /= total;
+      hit->log_weights.push_back(std::log(w));
+    }
   }
-  weights_ = std::move(weights);
+  weights_ = hit->weights;
+  log_weights_ = hit->log_weights;
 
   base_ = log_weights_;
   mu_.resize(axes_.size());
@@ -365,6 +385,7 @@ void ParzenEstimator::build_line(const std::vector<std::uint32_t>& order) {
   // Merged kernels: equal mean and bandwidth give equal terms but for the log weight, so one
   // term with the weights summed stands for them (their log-sum-exp, exactly).
   std::vector<double> first_weight, weight;  // the first member's, and the members' sum
+  for (auto* v : {&line.mu, &line.sigma, &line.inv_sigma, &line.base, &first_weight, &weight}) v->reserve(order.size());
   for (const auto k : order) {
     if (k == prior) continue;
     const double w = weights_[k];

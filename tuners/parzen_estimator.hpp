@@ -14,6 +14,13 @@
 // multivariate, 0.2 * n^(-1/(d+4)) of the range (Scott's rule); both clipped to
 // [range / min(100, 1 + kernels), range] (the "magic clip"). Observation weights ramp up
 // with recency past 25 observations: the newest 25 weigh 1, older ones 1/n ... 1.
+//
+// A suggestion scores dozens of candidates against a thousand or so kernels, so densities are
+// not a plain sum over every kernel, though they equal it to double precision: a
+// one-parameter estimator keeps its kernels sorted by mean and skips those whose terms are
+// provably below 2^-54 / kernels of the largest (together they cannot move the sum's last
+// bit), a one-choice estimator has each choice's density worked out once, and a joint one
+// computes an integer's cell masses once per distinct (mean, bandwidth).
 #include <cstdint>
 #include <random>
 #include <vector>
