@@ -135,8 +135,9 @@ std::vector<double> neighbour_gaps(const std::vector<double>& mus, const std::ve
 // The mass of N(mu, sigma) inside [low, high]. A tail beyond 8.5 sigma holds under 1e-17, so
 // its CDF rounds to 0 or 1 and its erfc call is skipped.
 double mass_in_range(double mu, double sigma, double low, double high) {
-  const double above = (high - mu) / sigma, below = (low - mu) / sigma;
-  return (above > 8.5 ? 1.0 : normal_cdf(above)) - (below < -8.5 ? 0.0 : normal_cdf(below));
+  constexpr double kTail = 8.5;
+  return (high - mu > kTail * sigma ? 1.0 : normal_cdf((high - mu) / sigma)) -
+         (mu - low > kTail * sigma ? 0.0 : normal_cdf((low - mu) / sigma));
 }
 
 // The log of N(mu, sigma)'s mass on [x - 0.5, x + 0.5]. Far out in a tail the difference of
@@ -314,19 +315,18 @@ ParzenEstimator::ParzenEstimator(const std::vector<ParzenAxis>& axes, const std:
     auto& inverse = inv_sigma_[a];
     inverse.reserve(kernels);
     // Bandwidths repeat (the clip, Scott's rule): each distinct run's log is taken once.
-    double last_sigma = 0, log_sigma = 0;
+    double last_sigma = 0, log_sigma = 0, inverse_sigma = 0;
     for (std::size_t k = 0; k < kernels; ++k) {
+      if (sigma[k] != last_sigma) {
+        last_sigma = sigma[k];
+        log_sigma = std::log(sigma[k]) + kHalfLogTwoPi;
+        inverse_sigma = 1.0 / sigma[k];
+      }
       const double mass = mass_in_range(mu[k], sigma[k], axis.low, axis.high);
       if (mass != 1.0) base_[k] -= std::log(mass);
       // A discrete axis adds each cell's log mass at evaluation; a continuous one its density.
-      if (!axis.discrete) {
-        if (sigma[k] != last_sigma) {
-          last_sigma = sigma[k];
-          log_sigma = std::log(sigma[k]) + kHalfLogTwoPi;
-        }
-        base_[k] -= log_sigma;
-      }
-      inverse.push_back(1.0 / sigma[k]);
+      if (!axis.discrete) base_[k] -= log_sigma;
+      inverse.push_back(inverse_sigma);
     }
     sigma_[a] = std::move(sigma);
     if (one_axis) {
