@@ -460,13 +460,15 @@ std::vector<std::vector<double>> ParzenEstimator::sample(std::mt19937_64& rng, s
   return out;
 }
 
-double ParzenEstimator::log_density(const std::vector<double>& x) const {
-  if (has_line_) return line_log_density(x[0]);
+double ParzenEstimator::log_density(const std::vector<double>& x) const { return log_density_below(x, INFINITY); }
+
+double ParzenEstimator::log_density_below(const std::vector<double>& x, double limit) const {
+  if (has_line_) return line_log_density(x[0], limit);
   if (!choice_log_density_.empty()) return choice_log_density_[static_cast<std::size_t>(x[0])];
   return product_log_density(x);
 }
 
-double ParzenEstimator::line_log_density(double x) const {
+double ParzenEstimator::line_log_density(double x, double limit) const {
   // The blocks outward from x, nearest first, each skipped when its bound puts every term in it
   // more than negligible_ below the largest term so far, and the walk stopped when the bound of
   // all blocks beyond does. The largest so far is at most the largest of all, so what is left
@@ -497,19 +499,30 @@ double ParzenEstimator::line_log_density(double x) const {
       }
     }
   };
+  // Blocks alternate between the sides, the nearer first, so that the partial sum, which can
+  // only grow, reaches `limit` early when the density is above it.
   const std::size_t blocks = line.lo.size();
-  const std::size_t first = static_cast<std::size_t>(std::lower_bound(line.hi.begin(), line.hi.end(), x) - line.hi.begin());
-  for (std::size_t b = first; b < blocks; ++b) {
-    const double distance = std::max(0.0, line.lo[b] - x);
-    if (below(line.after_peak[b], line.after_inv[b], distance, top - negligible_)) break;
+  std::size_t right = static_cast<std::size_t>(std::lower_bound(line.hi.begin(), line.hi.end(), x) - line.hi.begin());
+  std::size_t left = right;  // the next block leftward is left - 1
+  bool right_done = right >= blocks, left_done = left == 0;
+  while (!right_done || !left_done) {
+    const double right_distance = right_done ? INFINITY : std::max(0.0, line.lo[right] - x);
+    const double left_distance = left_done ? INFINITY : std::max(0.0, x - line.hi[left - 1]);
+    const bool go_right = right_distance <= left_distance;
+    const std::size_t b = go_right ? right : left - 1;
+    const double distance = go_right ? right_distance : left_distance;
+    // What bounds every block from b on, away from x: past it the walk on this side ends.
+    const double beyond_peak = go_right ? line.after_peak[b] : line.before_peak[b];
+    const double beyond_inv = go_right ? line.after_inv[b] : line.before_inv[b];
+    if (go_right) right_done = ++right >= blocks;
+    else left_done = --left == 0;
+    if (below(beyond_peak, beyond_inv, distance, top - negligible_)) {
+      (go_right ? right_done : left_done) = true;
+      continue;
+    }
     if (below(line.peak[b], line.inv[b], distance, top - negligible_)) continue;
     add_block(b);
-  }
-  for (std::size_t b = first; b-- > 0;) {
-    const double distance = std::max(0.0, x - line.hi[b]);
-    if (below(line.before_peak[b], line.before_inv[b], distance, top - negligible_)) break;
-    if (below(line.peak[b], line.inv[b], distance, top - negligible_)) continue;
-    add_block(b);
+    if (top + std::log(sum) >= limit) break;
   }
   return top + std::log(sum);
 }

@@ -61,6 +61,10 @@ class ParzenEstimator {
   std::vector<std::vector<double>> sample(std::mt19937_64& rng, std::size_t count) const;
   // The mixture's log density at `x` (categorical axes: the log probability of the choice).
   double log_density(const std::vector<double>& x) const;
+  // The same when it is below `limit`; otherwise some value at least `limit`, found as soon as
+  // part of the sum (which only grows) reaches it. TPE scores a candidate by l(x) / g(x), and
+  // one whose g already makes it lose needs no more of g.
+  double log_density_below(const std::vector<double>& x, double limit) const;
 
   std::size_t kernels() const { return log_weights_.size(); }
   // The kernels' means and bandwidths on numeric axis `axis`, the prior's last; tests compare
@@ -91,7 +95,7 @@ class ParzenEstimator {
   };
 
   void build_line(const std::vector<std::uint32_t>& order);
-  double line_log_density(double x) const;
+  double line_log_density(double x, double limit) const;
   double product_log_density(const std::vector<double>& x) const;
 
   std::vector<ParzenAxis> axes_;

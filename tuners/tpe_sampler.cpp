@@ -9,6 +9,7 @@ namespace packtune::tuners {
 namespace {
 
 constexpr std::size_t kMaxGood = 25;  // Optuna's cap on the good set
+constexpr double kScoreMargin = 1e-9;  // far above a log density's rounding, far below a score's spread
 
 }  // namespace
 
@@ -93,7 +94,13 @@ std::pair<std::vector<double>, double> TpeSampler::best_candidate(const ParzenEs
   std::map<std::vector<double>, double> scored;
   for (auto& x : l.sample(rng_, static_cast<std::size_t>(options_.candidates))) {
     auto [it, fresh] = scored.try_emplace(x, 0.0);
-    if (fresh) it->second = l.log_density(x) - g.log_density(x);
+    if (fresh) {
+      // A candidate whose g reaches l(x) / exp(best) cannot win, and g's sum stops there: its
+      // score is then only an upper bound, below the best's (repeats of it lose too). The
+      // margin keeps rounding from deciding what the full sum would have.
+      const double lx = l.log_density(x);
+      it->second = lx - (best.empty() ? g.log_density(x) : g.log_density_below(x, lx - best_score + kScoreMargin));
+    }
     const double score = it->second;
     if (best.empty() || score > best_score) {
       best_score = score;

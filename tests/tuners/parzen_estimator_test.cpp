@@ -187,6 +187,29 @@ TEST_CASE("with 1,000 observations the densities still equal the reference: what
   }
 }
 
+TEST_CASE("log_density_below: the density itself below the limit, at least the limit above it") {
+  std::mt19937_64 rng(4);
+  ParzenAxis integer{false, 0, 0.5, 30.5};
+  integer.discrete = true;
+  for (const auto& axis : {ParzenAxis{false, 0, 0.0, 1.0}, integer}) {
+    std::vector<double> column;
+    for (int i = 0; i < 1000; ++i) {
+      const double u = 0.45 + 0.1 * unit_draw(rng) * unit_draw(rng);  // crowded, as TPE's own draws are
+      column.push_back(axis.discrete ? std::round(0.5 + 30 * u) : u);
+    }
+    const ParzenEstimator estimator({axis}, {column}, {});
+    for (const auto& x : estimator.sample(rng, 30)) {
+      const double full = estimator.log_density(x);
+      for (const double offset : {-3.0, -0.5, -1e-6, 1e-6, 0.5, 3.0}) {
+        CAPTURE(axis.discrete, x[0], offset);
+        const double bounded = estimator.log_density_below(x, full + offset);
+        if (offset > 0) CHECK(bounded == full);  // summed in full: the same double
+        else CHECK(bounded >= full + offset);
+      }
+    }
+  }
+}
+
 TEST_CASE("draws stay in range and follow the kernels: a tight cluster draws near it") {
   const ParzenAxis axis{false, 0, 0.0, 1.0};
   const ParzenEstimator estimator({axis}, {std::vector<double>(24, 0.8)}, {});
