@@ -6,6 +6,10 @@
 //
 // Failed and diverged results (NaN) are left out. At that budget the results are ranked
 // (better first, ties to the lower trial id) and the best min(ceil(gamma * n), 25) form the good set, the rest the bad set.
+// The bad set is capped at the newest `max_bad` (1,000) of those, by trial id, so that a
+// suggestion's cost stops growing with the results (under ASHA on many workers they reach tens
+// of thousands); the recency weights already give the oldest the least weight, and the cap,
+// a function of trial ids alone, replays exactly. Past the cap TPE differs from Optuna's.
 // Each set becomes a ParzenEstimator; `candidates` draws from the good one are scored by
 // log l(x) - log g(x) and the highest wins (ties: the first drawn). Univariate by default,
 // one parameter at a time; `multivariate` models them jointly.
