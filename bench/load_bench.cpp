@@ -7,7 +7,8 @@
 //
 //   load_bench [--actors N] [--trials N] [--time-scale X] [--quick] [--eta E]
 //              [--min-budget m] [--max-budget M] [--report-every B] [--objective synthetic|table:FILE]
-//              [--seed S] [--heartbeat S] [--driver-quiet] [--packtune PATH] [--keep DIR]
+//              [--sampler random|tpe] [--seed S] [--heartbeat S] [--driver-quiet] [--packtune PATH]
+//              [--keep DIR]
 //
 // The minimum the schedule allows (`minimum_seconds`) is the makespan of the same tuner, seed
 // and objective on as many workers as there are actors in tuners::Simulator, which is the
@@ -80,6 +81,8 @@ struct Options {
   int eta = 3;
   double report_every = 0;  // simulated seconds between intermediate reports; 0: final only
   std::string objective = "synthetic";
+  // ASHA's sampler: tpe makes the driver model the results for every new trial's config.
+  std::string sampler = "random";
   std::uint64_t seed = 1;
   double heartbeat_seconds = 1;
   bool driver_quiet = false;
@@ -91,8 +94,9 @@ struct Options {
   if (!why.empty()) std::fprintf(stderr, "load_bench: %s\n", why.c_str());
   std::fprintf(stderr,
                "usage: load_bench [--actors N] [--trials N] [--time-scale X] [--quick] [--eta E] [--min-budget m]\n"
-               "                  [--max-budget M] [--report-every B] [--objective synthetic|table:FILE] [--seed S]\n"
-               "                  [--heartbeat S] [--driver-quiet] [--packtune PATH] [--keep DIR]\n"
+               "                  [--max-budget M] [--report-every B] [--objective synthetic|table:FILE]\n"
+               "                  [--sampler random|tpe] [--seed S] [--heartbeat S] [--driver-quiet] [--packtune PATH]\n"
+               "                  [--keep DIR]\n"
                "Without options: 1,000 simulated actors, 100,000 ASHA trials (budgets 1, 3, 9 simulated seconds),\n"
                "time scale 0.25 wall seconds per simulated second. --quick: 50 actors, 1,000 trials, scale 0.02.\n");
   std::exit(2);
@@ -136,6 +140,9 @@ Options parse_options(int argc, char** argv) {
       o.report_every = number(i, 0);
     } else if (a == "--objective") {
       o.objective = value(i);
+    } else if (a == "--sampler") {
+      o.sampler = value(i);
+      if (o.sampler != "random" && o.sampler != "tpe") usage("--sampler: expected random or tpe, got " + o.sampler);
     } else if (a == "--seed") {
       o.seed = static_cast<std::uint64_t>(number(i, 0));
     } else if (a == "--heartbeat") {
@@ -168,7 +175,7 @@ json experiment_config(const Options& o, const std::string& endpoint, const std:
       {"seed", o.seed},
       {"metric", "val_accuracy"},
       {"budget", budget},
-      {"tuner", {{"name", "asha"}, {"trials", o.trials}, {"eta", o.eta}}},
+      {"tuner", {{"name", "asha"}, {"trials", o.trials}, {"eta", o.eta}, {"sampler", o.sampler}}},
       // The actors are this process's sockets; the driver starts none.
       {"actors", 0},
       {"listen", endpoint},
@@ -200,7 +207,7 @@ tuners::TunerContext tuner_context(const Options& o, const json& config) {
   c.max_budget = o.max_budget;
   c.max_trials = o.trials;
   c.seed = o.seed;
-  c.settings = {{"eta", o.eta}};
+  c.settings = {{"eta", o.eta}, {"sampler", o.sampler}};
   return c;
 }
 
@@ -793,6 +800,7 @@ int run(const Options& o) {
   out["actors"] = o.actors;
   out["trials"] = o.trials;
   out["time_scale"] = o.time_scale;
+  out["sampler"] = o.sampler;
   out["budgets"] = {{"min", o.min_budget}, {"max", o.max_budget}, {"eta", o.eta}, {"report_every", o.report_every}};
   out["jobs"] = at_end.assigns;
   out["simulated_jobs"] = schedule.jobs;

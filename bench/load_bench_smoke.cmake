@@ -1,6 +1,7 @@
 # load_bench --quick must exit 0 and print one JSON object with the figures it promises.
 # Figures are not judged: the machine may be busy.
-execute_process(COMMAND ${LOAD_BENCH} --quick
+# LOAD_BENCH_ARGS: more options, a list (--sampler;tpe).
+execute_process(COMMAND ${LOAD_BENCH} --quick ${LOAD_BENCH_ARGS}
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "load_bench --quick exited ${rc}:\n${err}")

@@ -3,10 +3,17 @@
 // defaults otherwise (24 candidates, gamma 0.1). Optuna's own TPE slows to about 8
 // suggestions per second at 1,000 trials; packtune's target is 1 ms or less.
 //
+// Two ways: `*_ms`, suggestions one after another with no result between them (the sampler
+// may reuse its estimators), and `*_fresh_ms`, a new result before each suggestion (as in a
+// running experiment, where most suggestions follow a result: the estimators are rebuilt).
+// Each figure is wall time; `*_cpu_ms` beside it is the thread's CPU time, steadier on a
+// shared machine.
+//
 //   build/bench/tpe_bench [--observations N] [--suggestions S]
 //
 // Prints one JSON object; docs/benchmarks.md#tpe has the figures.
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -39,7 +46,17 @@ double loss(const TrialConfig& c) {
   return sum;
 }
 
-double ms_per_suggestion(bool multivariate, int observations, int suggestions) {
+double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return 1e3 * static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_nsec);
+}
+
+struct Figure {
+  double wall_ms = 0, cpu_ms = 0;  // per suggestion
+};
+
+Figure ms_per_suggestion(bool multivariate, bool fresh, int observations, int suggestions) {
   const auto space = ten_parameters();
   TpeSampler tpe(space, Mode::Min, 1, {10, 0.1, 24, multivariate});
   std::mt19937_64 rng(2);
@@ -49,11 +66,16 @@ double ms_per_suggestion(bool multivariate, int observations, int suggestions) {
   }
   tpe.suggest(observations);  // warm-up
   const auto start = Clock::now();
+  const double cpu_start = thread_cpu_ms();
   for (int s = 0; s < suggestions; ++s) {
-    const auto suggestion = tpe.suggest(observations + 1 + s);
+    const TrialId id = observations + 1 + s;
+    const auto suggestion = tpe.suggest(id);
     if (suggestion.config.size() != space.params().size()) throw std::runtime_error("tpe_bench: a short config");
+    // The suggested trial's result: the bad set grows by one (the good set rarely changes).
+    if (fresh) tpe.observe(id, suggestion.config, 1.0, loss(suggestion.config));
   }
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count() / suggestions;
+  return {std::chrono::duration<double, std::milli>(Clock::now() - start).count() / suggestions,
+          (thread_cpu_ms() - cpu_start) / suggestions};
 }
 
 }  // namespace
@@ -68,10 +90,15 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const double univariate = ms_per_suggestion(false, observations, suggestions);
-  const double joint = ms_per_suggestion(true, observations, suggestions);
-  std::printf("{\"observations\": %d, \"parameters\": 10, \"suggestions\": %d, "
-              "\"univariate_ms\": %.4f, \"multivariate_ms\": %.4f}\n",
-              observations, suggestions, univariate, joint);
+  std::printf("{\"observations\": %d, \"parameters\": 10, \"suggestions\": %d", observations, suggestions);
+  for (const bool fresh : {false, true}) {
+    for (const bool multivariate : {false, true}) {
+      const auto f = ms_per_suggestion(multivariate, fresh, observations, suggestions);
+      const char* name = multivariate ? "multivariate" : "univariate";
+      const char* way = fresh ? "_fresh" : "";
+      std::printf(", \"%s%s_ms\": %.4f, \"%s%s_cpu_ms\": %.4f", name, way, f.wall_ms, name, way, f.cpu_ms);
+    }
+  }
+  std::printf("}\n");
   return 0;
 }

@@ -9,13 +9,15 @@ namespace packtune::tuners {
 namespace {
 
 constexpr std::size_t kMaxGood = 25;  // Optuna's cap on the good set
+constexpr double kScoreMargin = 1e-9;  // far above a log density's rounding, far below a score's spread
 
 }  // namespace
 
 TpeSampler::TpeSampler(SearchSpace space, Mode mode, std::uint64_t seed, TpeOptions options)
     : space_(std::move(space)), mode_(mode), options_(options), rng_(seed) {
-  if (options_.startup_trials < 1 || !(options_.gamma > 0 && options_.gamma <= 1) || options_.candidates < 1) {
-    throw Error("tpe: startup_trials and candidates must be at least 1, gamma in (0, 1]");
+  if (options_.startup_trials < 1 || !(options_.gamma > 0 && options_.gamma <= 1) || options_.candidates < 1 ||
+      options_.max_bad < 1) {
+    throw Error("tpe: startup_trials, candidates and max_bad must be at least 1, gamma in (0, 1]");
   }
   for (const auto& p : space_.params()) axes_.push_back(parzen_axis(p));
 }
@@ -35,6 +37,18 @@ std::vector<double> TpeSampler::point_of(TrialId trial, const TrialConfig& confi
   return point;
 }
 
+void TpeSampler::put(Pool& pool, TrialId trial, Observation o) const {
+  const auto key = [&](const Observation& x) {
+    return std::make_tuple(-x.budget, mode_ == Mode::Max ? -x.metric : x.metric, trial);
+  };
+  auto [it, fresh] = pool.results.try_emplace(trial, o);
+  if (!fresh) {
+    pool.ranking.erase(key(it->second));
+    it->second = std::move(o);
+  }
+  pool.ranking.insert(key(it->second));
+}
+
 void TpeSampler::observe(TrialId trial, const TrialConfig& config, double budget, double metric) {
   pending_.erase(trial);
   // A failed or diverged trial says nothing about where good configs are (Optuna leaves failed
@@ -42,59 +56,71 @@ void TpeSampler::observe(TrialId trial, const TrialConfig& config, double budget
   if (!std::isfinite(metric)) return;
   Observation o{point_of(trial, config), metric, budget};
   if (options_.multi_fidelity == MultiFidelity::HighestBudget) {
-    by_budget_[budget][trial] = std::move(o);
+    put(by_budget_[budget], trial, std::move(o));
     return;
   }
-  auto [it, fresh] = furthest_.try_emplace(trial, o);
-  if (!fresh && budget >= it->second.budget) it->second = std::move(o);
+  const auto it = furthest_.results.find(trial);
+  if (it == furthest_.results.end() || budget >= it->second.budget) put(furthest_, trial, std::move(o));
 }
 
-TpeSampler::Ranked TpeSampler::ranked_results(nlohmann::json& why) const {
+const TpeSampler::Pool* TpeSampler::modelled(nlohmann::json& why) const {
   const auto enough = static_cast<std::size_t>(options_.startup_trials);
-  const Results* results = nullptr;
   if (options_.multi_fidelity == MultiFidelity::Furthest) {
-    if (furthest_.size() >= enough) results = &furthest_;
-  } else {
-    for (auto it = by_budget_.rbegin(); it != by_budget_.rend() && !results; ++it) {
-      if (it->second.size() >= enough) {
-        results = &it->second;
-        why["budget"] = it->first;
-      }
+    return furthest_.results.size() >= enough ? &furthest_ : nullptr;
+  }
+  for (auto it = by_budget_.rbegin(); it != by_budget_.rend(); ++it) {
+    if (it->second.results.size() >= enough) {
+      why["budget"] = it->first;
+      return &it->second;
     }
   }
-  Ranked ranked;
-  if (!results) return ranked;
-  for (const auto& [id, o] : *results) ranked.emplace_back(id, &o);
-  std::stable_sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) {
-    if (a.second->budget != b.second->budget) return a.second->budget > b.second->budget;
-    return ranks_before(a.second->metric, a.first, b.second->metric, b.first, mode_);
-  });
-  return ranked;
+  return nullptr;
 }
 
-std::pair<std::vector<double>, double> TpeSampler::best_candidate(const std::vector<std::size_t>& axes,
-                                                                  const std::vector<const Observation*>& good,
-                                                                  const std::vector<const Observation*>& bad) {
-  std::vector<ParzenAxis> sub;
-  for (auto a : axes) sub.push_back(axes_[a]);
+const TpeSampler::Model& TpeSampler::model(const std::vector<const Observation*>& good,
+                                            const std::vector<const Observation*>& bad) {
   const auto columns = [&](const std::vector<const Observation*>& set) {
-    std::vector<std::vector<double>> out(axes.size());
-    for (std::size_t i = 0; i < axes.size(); ++i) {
-      out[i].reserve(set.size());
-      for (const auto* o : set) out[i].push_back(o->point[axes[i]]);
+    std::vector<std::vector<double>> out(axes_.size());
+    for (std::size_t a = 0; a < axes_.size(); ++a) {
+      out[a].reserve(set.size());
+      for (const auto* o : set) out[a].push_back(o->point[a]);
     }
     return out;
   };
+  auto good_columns = columns(good), bad_columns = columns(bad);
+  // An estimator is a function of its columns alone: the same columns, the same estimators.
+  if (!model_.l.empty() && good_columns == model_.good && bad_columns == model_.bad) return model_;
+  model_.l.clear();
+  model_.g.clear();
   const ParzenOptions parzen{1.0, options_.multivariate};
-  const ParzenEstimator l(sub, columns(good), parzen);
-  const ParzenEstimator g(sub, columns(bad), parzen);
+  if (options_.multivariate) {
+    model_.l.emplace_back(axes_, good_columns, parzen);
+    model_.g.emplace_back(axes_, bad_columns, parzen);
+  } else {
+    for (std::size_t a = 0; a < axes_.size(); ++a) {
+      model_.l.emplace_back(std::vector<ParzenAxis>{axes_[a]}, std::vector<std::vector<double>>{good_columns[a]}, parzen);
+      model_.g.emplace_back(std::vector<ParzenAxis>{axes_[a]}, std::vector<std::vector<double>>{bad_columns[a]}, parzen);
+    }
+  }
+  model_.good = std::move(good_columns);
+  model_.bad = std::move(bad_columns);
+  return model_;
+}
+
+std::pair<std::vector<double>, double> TpeSampler::best_candidate(const ParzenEstimator& l, const ParzenEstimator& g) {
   std::vector<double> best;
   double best_score = -INFINITY;
   // Integer and choice draws repeat: each distinct one is scored once.
   std::map<std::vector<double>, double> scored;
   for (auto& x : l.sample(rng_, static_cast<std::size_t>(options_.candidates))) {
     auto [it, fresh] = scored.try_emplace(x, 0.0);
-    if (fresh) it->second = l.log_density(x) - g.log_density(x);
+    if (fresh) {
+      // A candidate whose g reaches l(x) / exp(best) cannot win, and g's sum stops there: its
+      // score is then only an upper bound, below the best's (repeats of it lose too). The
+      // margin keeps rounding from deciding what the full sum would have.
+      const double lx = l.log_density(x);
+      it->second = lx - (best.empty() ? g.log_density(x) : g.log_density_below(x, lx - best_score + kScoreMargin));
+    }
     const double score = it->second;
     if (best.empty() || score > best_score) {
       best_score = score;
@@ -106,44 +132,49 @@ std::pair<std::vector<double>, double> TpeSampler::best_candidate(const std::vec
 
 Suggestion TpeSampler::suggest(TrialId trial) {
   nlohmann::json why = {{"sampler", "tpe"}};
-  const Ranked ranked = ranked_results(why);
+  const Pool* pool = modelled(why);
   TrialConfig config;
-  if (ranked.empty()) {
+  if (!pool) {
     config = space_.sample(rng_);
     why["random"] = true;
     why["reason"] = "fewer than " + std::to_string(options_.startup_trials) +
                     (options_.multi_fidelity == MultiFidelity::Furthest ? " trials" : " results at any budget") +
                     " have reported";
   } else {
+    const std::size_t n_good = good_count(pool->results.size());
+    std::vector<TrialId> good_ids;
+    for (auto it = pool->ranking.begin(); good_ids.size() < n_good; ++it) good_ids.push_back(std::get<2>(*it));
+    std::sort(good_ids.begin(), good_ids.end());
     // The recency weights need each set oldest first.
-    const auto n_good = static_cast<std::ptrdiff_t>(good_count(ranked.size()));
-    Ranked good_set(ranked.begin(), ranked.begin() + n_good);
-    Ranked bad_set(ranked.begin() + n_good, ranked.end());
+    std::vector<const Observation*> good, bad;
+    nlohmann::json good_budgets = nlohmann::json::array();
+    for (const auto id : good_ids) {
+      good.push_back(&pool->results.at(id));
+      good_budgets.push_back(good.back()->budget);
+    }
+    // The bad set: the newest max_bad of the others, and the running trials (the liar's), which
+    // a result may have overtaken in id.
+    std::vector<std::pair<TrialId, const Observation*>> bad_set;
+    const auto max_bad = static_cast<std::size_t>(options_.max_bad);
+    for (auto it = pool->results.rbegin(); it != pool->results.rend() && bad_set.size() < max_bad; ++it) {
+      if (!std::binary_search(good_ids.begin(), good_ids.end(), it->first)) bad_set.emplace_back(it->first, &it->second);
+    }
     if (options_.constant_liar) {
       for (const auto& [id, o] : pending_) bad_set.emplace_back(id, &o);
     }
-    std::sort(good_set.begin(), good_set.end());
     std::sort(bad_set.begin(), bad_set.end());
-    std::vector<const Observation*> good, bad;
-    nlohmann::json good_ids = nlohmann::json::array(), good_budgets = nlohmann::json::array();
-    for (const auto& [id, o] : good_set) {
-      good.push_back(o);
-      good_ids.push_back(id);
-      good_budgets.push_back(o->budget);
-    }
     for (const auto& [id, o] : bad_set) bad.push_back(o);
+    const Model& m = model(good, bad);
 
     const auto& params = space_.params();
     nlohmann::json ratios = nlohmann::json::object();
     if (options_.multivariate) {
-      std::vector<std::size_t> all(params.size());
-      for (std::size_t a = 0; a < all.size(); ++a) all[a] = a;
-      const auto [x, score] = best_candidate(all, good, bad);
+      const auto [x, score] = best_candidate(m.l[0], m.g[0]);
       for (std::size_t a = 0; a < params.size(); ++a) config[params[a].name] = from_axis(params[a], x[a]);
       ratios["joint"] = score;
     } else {
       for (std::size_t a = 0; a < params.size(); ++a) {
-        const auto [x, score] = best_candidate({a}, good, bad);
+        const auto [x, score] = best_candidate(m.l[a], m.g[a]);
         config[params[a].name] = from_axis(params[a], x[0]);
         ratios[params[a].name] = score;
       }

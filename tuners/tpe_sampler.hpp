@@ -15,8 +15,12 @@
 //
 // Failed and diverged results (NaN) are left out. The results are ranked (ties to the lower
 // trial id) and the best min(ceil(gamma * n), 25) form the good set, the rest the bad set.
+// The bad set keeps the newest `max_bad` (1,000) of those, by trial id, so that a
+// suggestion's cost stops growing with the results (under ASHA on many workers they reach tens
+// of thousands); the recency weights already give the oldest the least weight, and the cap,
+// a function of trial ids alone, replays exactly. Past the cap TPE differs from Optuna's.
 // With `constant_liar` (the default, as Optuna's), trials started but not yet reported join
-// the bad set, so that parallel workers are not all sent to the same spot.
+// the bad set too, so that parallel workers are not all sent to the same spot.
 // Each set becomes a ParzenEstimator; `candidates` draws from the good one are scored by
 // log l(x) - log g(x) and the highest wins (ties: the first drawn). Univariate by default,
 // one parameter at a time; `multivariate` models them jointly.
@@ -26,6 +30,8 @@
 #include <cstdint>
 #include <map>
 #include <random>
+#include <set>
+#include <tuple>
 #include <vector>
 
 #include "tuners/config_sampler.hpp"
@@ -43,6 +49,9 @@ struct TpeOptions {
   bool multivariate = false;
   MultiFidelity multi_fidelity = MultiFidelity::Furthest;
   bool constant_liar = true;
+  // The bad set's cap on reported results: the newest (highest trial id) this many outside the
+  // good set. It bounds a suggestion's cost however many results arrive.
+  std::int64_t max_bad = 1000;
 };
 
 class TpeSampler : public ConfigSampler {
@@ -61,26 +70,41 @@ class TpeSampler : public ConfigSampler {
     double metric = 0;
     double budget = 0;
   };
-  using Results = std::map<TrialId, Observation>;  // by trial id: oldest first
-  using Ranked = std::vector<std::pair<TrialId, const Observation*>>;
+  // Results to rank, by trial id (oldest first), and their rank order kept as results arrive,
+  // so that a suggestion reads the good set off the front instead of sorting every result.
+  // A key is (-budget, metric, trial), the metric negated in Max mode: further first, then
+  // better, then the lower trial id, which is ranks_before's order.
+  struct Pool {
+    std::map<TrialId, Observation> results;
+    std::set<std::tuple<double, double, TrialId>> ranking;
+  };
+  // The estimators of the last suggestion and the observations they were built from: kept
+  // while the good and bad sets' points stay the same (no result changed them), as when
+  // suggestions come several at a time. Univariate: one pair per parameter; multivariate: one.
+  struct Model {
+    std::vector<std::vector<double>> good, bad;  // axis -> observation, oldest first
+    std::vector<ParzenEstimator> l, g;
+  };
 
   std::vector<double> point_of(TrialId trial, const TrialConfig& config) const;
-  // The results to learn from, best first, and what they are in `why`; empty while too few.
-  Ranked ranked_results(nlohmann::json& why) const;
-  // Draws for the parameters `axes` (indices into the space) from the good set's estimator,
-  // scored against the bad set's; the best draw and its score.
-  std::pair<std::vector<double>, double> best_candidate(const std::vector<std::size_t>& axes,
-                                                        const std::vector<const Observation*>& good,
-                                                        const std::vector<const Observation*>& bad);
+  void put(Pool& pool, TrialId trial, Observation o) const;
+  // The pool the rule learns from; null while too few trials have reported. Sets `why`'s budget
+  // under highest_budget.
+  const Pool* modelled(nlohmann::json& why) const;
+  // The estimators for these good and bad sets: model_, rebuilt only if they differ from its.
+  const Model& model(const std::vector<const Observation*>& good, const std::vector<const Observation*>& bad);
+  // `candidates` draws from `l`, scored by log l(x) - log g(x); the best draw and its score.
+  std::pair<std::vector<double>, double> best_candidate(const ParzenEstimator& l, const ParzenEstimator& g);
 
   SearchSpace space_;
   Mode mode_;
   TpeOptions options_;
   std::mt19937_64 rng_;
   std::vector<ParzenAxis> axes_;
-  std::map<double, Results> by_budget_;  // highest_budget: every budget's results
-  Results furthest_;                     // furthest: each trial at the highest budget it reached
-  Results pending_;                      // started, nothing reported yet: the constant liar's
+  std::map<double, Pool> by_budget_;           // highest_budget: every budget's results
+  Pool furthest_;                              // furthest: each trial at the highest budget it reached
+  std::map<TrialId, Observation> pending_;     // started, nothing reported yet: the constant liar's
+  Model model_;
 };
 
 }  // namespace packtune::tuners

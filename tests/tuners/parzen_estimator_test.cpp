@@ -34,8 +34,9 @@ json reference(const std::vector<ParzenAxis>& axes, const std::vector<std::vecto
   return json::parse(out);
 }
 
+// `extra` queries are scored besides 20 draws from the estimator and the first point.
 void check_against_reference(const std::vector<ParzenAxis>& axes, const std::vector<std::vector<double>>& points,
-                             bool multivariate) {
+                             bool multivariate, const std::vector<std::vector<double>>& extra = {}) {
   std::mt19937_64 rng(3);
   std::vector<std::vector<double>> columns(axes.size());
   for (const auto& p : points) {
@@ -44,6 +45,7 @@ void check_against_reference(const std::vector<ParzenAxis>& axes, const std::vec
   const ParzenEstimator estimator(axes, columns, {1.0, multivariate});
   auto queries = estimator.sample(rng, 20);
   queries.push_back(points.empty() ? queries.front() : points.front());
+  queries.insert(queries.end(), extra.begin(), extra.end());
   const auto want = reference(axes, points, multivariate, queries);
 
   REQUIRE(estimator.kernels() == points.size() + 1);
@@ -139,6 +141,73 @@ TEST_CASE("a joint estimator equals the reference: Scott's bandwidth, product ke
     points.push_back({unit_draw(rng), static_cast<double>(rng() % 3), -9.2 + 6.9 * unit_draw(rng)});
   }
   check_against_reference(axes, points, true);
+}
+
+// With many kernels, log_density leaves out those too far from x to change the result (a
+// univariate estimator skips whole blocks of them): these compare it, at points inside dense
+// clusters, between them and at the range's ends, with the reference's sum over every kernel.
+TEST_CASE("with 1,000 observations the densities still equal the reference: what is skipped cannot count") {
+  std::mt19937_64 rng(21);
+  SECTION("continuous: a tight cluster, a loose one and outliers") {
+    const ParzenAxis axis{false, 0, -2.0, 3.0};
+    std::vector<std::vector<double>> points;
+    for (int i = 0; i < 1000; ++i) {
+      const double u = unit_draw(rng);
+      points.push_back({i % 3 == 0 ? 0.3 + 0.001 * u : i % 3 == 1 ? 1.5 + 0.5 * u : -2.0 + 5.0 * u * u * u});
+    }
+    check_against_reference({axis}, points, false, {{-2.0}, {3.0}, {0.3}, {0.2}, {0.9}, {2.99}, {-1.5}});
+  }
+  SECTION("integers: ties everywhere, two widths of range") {
+    for (const double high : {8.5, 100.5}) {
+      ParzenAxis axis{false, 0, 0.5, high};
+      axis.discrete = true;
+      std::vector<std::vector<double>> points;
+      for (int i = 0; i < 1000; ++i) {
+        const double u = unit_draw(rng);
+        points.push_back({std::round(0.5 + (high - 1.0) * (i % 2 == 0 ? u * u : 0.5 + 0.05 * u))});
+      }
+      check_against_reference({axis}, points, false, {{1.0}, {high - 0.5}, {std::round(high / 2)}});
+    }
+  }
+  SECTION("a choice") {
+    std::vector<std::vector<double>> points;
+    for (int i = 0; i < 1000; ++i) points.push_back({static_cast<double>(rng() % 7 == 0 ? 3 : rng() % 3)});
+    check_against_reference({{true, 4, 0, 0}}, points, false, {{0.0}, {1.0}, {2.0}, {3.0}});
+  }
+  SECTION("joint, with an integer and a choice") {
+    ParzenAxis integer{false, 0, 0.5, 20.5};
+    integer.discrete = true;
+    const std::vector<ParzenAxis> axes{{false, 0, 0.0, 1.0}, integer, {true, 3, 0, 0}, {false, 0, -9.2, -2.3}};
+    std::vector<std::vector<double>> points;
+    for (int i = 0; i < 600; ++i) {
+      points.push_back({unit_draw(rng) * unit_draw(rng), std::round(1 + 19 * unit_draw(rng)),
+                        static_cast<double>(rng() % 3), -9.2 + 6.9 * unit_draw(rng)});
+    }
+    check_against_reference(axes, points, true, {{1.0, 20.0, 2.0, -2.3}, {0.0, 1.0, 0.0, -9.2}});
+  }
+}
+
+TEST_CASE("log_density_below: the density itself below the limit, at least the limit above it") {
+  std::mt19937_64 rng(4);
+  ParzenAxis integer{false, 0, 0.5, 30.5};
+  integer.discrete = true;
+  for (const auto& axis : {ParzenAxis{false, 0, 0.0, 1.0}, integer}) {
+    std::vector<double> column;
+    for (int i = 0; i < 1000; ++i) {
+      const double u = 0.45 + 0.1 * unit_draw(rng) * unit_draw(rng);  // crowded, as TPE's own draws are
+      column.push_back(axis.discrete ? std::round(0.5 + 30 * u) : u);
+    }
+    const ParzenEstimator estimator({axis}, {column}, {});
+    for (const auto& x : estimator.sample(rng, 30)) {
+      const double full = estimator.log_density(x);
+      for (const double offset : {-3.0, -0.5, -1e-6, 1e-6, 0.5, 3.0}) {
+        CAPTURE(axis.discrete, x[0], offset);
+        const double bounded = estimator.log_density_below(x, full + offset);
+        if (offset > 0) CHECK(bounded == full);  // summed in full: the same double
+        else CHECK(bounded >= full + offset);
+      }
+    }
+  }
 }
 
 TEST_CASE("draws stay in range and follow the kernels: a tight cluster draws near it") {

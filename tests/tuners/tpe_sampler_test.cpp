@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "packtune/error.hpp"
 #include "tuner_test_support.hpp"
 #include "tuners/tpe_sampler.hpp"
 #include "tuners/tuner_settings.hpp"
@@ -130,6 +131,39 @@ TEST_CASE("the constant liar: trials started and not yet reported join the bad s
     tpe.observe(8, first.config, 1.0, NAN);  // a failed trial is no longer running either
     CHECK(tpe.suggest(10).why["bad"] == (liar ? 7 : 6));
   }
+}
+
+TEST_CASE("the bad set is capped at the newest max_bad results outside the good set") {
+  const auto space = space_of(R"({"x": {"type": "uniform", "low": 0, "high": 1}})");
+  TpeOptions options{3, 0.1, 24, false};
+  options.max_bad = 5;
+  TpeSampler tpe(space, Mode::Min, 1, options);
+  // Trial 0 is the best; the newest five others are 15..19.
+  for (int t = 0; t < 20; ++t) tpe.observe(t, {{"x", 0.05 * t}}, 1.0, t == 0 ? -1.0 : 1.0 * t);
+  const auto s = tpe.suggest(20);
+  CHECK(s.why["good"] == json::array({0, 1}));
+  CHECK(s.why["bad"] == 5);
+  // Two samplers that differ only in results older than the newest five bad ones suggest alike.
+  TpeSampler other(space, Mode::Min, 1, options);
+  for (int t = 0; t < 20; ++t) other.observe(t, {{"x", t < 15 && t > 1 ? 0.5 : 0.05 * t}}, 1.0, t == 0 ? -1.0 : 1.0 * t);
+  TpeSampler again(space, Mode::Min, 1, options);
+  for (int t = 0; t < 20; ++t) again.observe(t, {{"x", 0.05 * t}}, 1.0, t == 0 ? -1.0 : 1.0 * t);
+  CHECK(other.suggest(20).config == again.suggest(20).config);
+  options.max_bad = 0;
+  CHECK_THROWS_AS(TpeSampler(space, Mode::Min, 1, options), packtune::Error);
+}
+
+TEST_CASE("estimators kept between suggestions follow every result that changes the sets") {
+  TpeSampler tpe(space_of(R"({"x": {"type": "uniform", "low": 0, "high": 1}})"), Mode::Min, 5, {10, 0.1, 24, false});
+  // The best results near 0.1: suggestions go there, several in a row (the kept estimators).
+  for (int t = 0; t < 200; ++t) {
+    const double x = 0.005 * t;
+    tpe.observe(t, {{"x", x}}, 1.0, std::abs(x - 0.1));
+  }
+  for (int s = 0; s < 5; ++s) CHECK(std::abs(std::get<double>(tpe.suggest(200 + s).config.at("x")) - 0.1) < 0.1);
+  // Better results near 0.9 take the good set over: the next suggestions follow them.
+  for (int t = 205; t < 245; ++t) tpe.observe(t, {{"x", 0.9 + 0.0001 * (t - 205)}}, 1.0, -1.0);
+  for (int s = 0; s < 5; ++s) CHECK(std::abs(std::get<double>(tpe.suggest(245 + s).config.at("x")) - 0.9) < 0.1);
 }
 
 TEST_CASE("tpe learns: on a bowl over every space type its later trials beat random search's") {
