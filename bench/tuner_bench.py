@@ -39,6 +39,7 @@ See docs/benchmarks.md.
 import argparse
 import concurrent.futures
 import datetime
+import heapq
 import json
 import math
 import os
@@ -554,19 +555,40 @@ class EventQueue:
     order they started, as in packtune simulate."""
 
     def __init__(self):
-        import heapq
-        self.heapq, self.heap, self.order = heapq, [], 0
+        self.heap, self.order = [], 0
 
     def push(self, end, job):
-        self.heapq.heappush(self.heap, (end, self.order, job))
+        heapq.heappush(self.heap, (end, self.order, job))
         self.order += 1
 
     def pop(self):
-        end, _, job = self.heapq.heappop(self.heap)
+        end, _, job = heapq.heappop(self.heap)
         return end, job
 
     def __len__(self):
         return len(self.heap)
+
+
+def simulate(workers, horizon, start, finish):
+    """A peer's run in packtune simulate's time model, up to the horizon. start(now) begins a
+    trial: (cost, job), the job ending at now + cost. finish(now, job) ends one: (budget, value,
+    then), where `then` is the (cost, job) that the same trial goes on with, or None, and the
+    worker starts a new trial. Returns the results [(t, budget, value)] and the jobs done;
+    nothing that ends after the horizon is finished."""
+    queue, results, jobs = EventQueue(), [], 0
+    for _ in range(workers):
+        cost, job = start(0.0)
+        queue.push(cost, job)
+    while queue:
+        now, job = queue.pop()
+        if now > horizon:
+            break
+        jobs += 1
+        budget, value, then = finish(now, job)
+        results.append((now, budget, value))
+        cost, job = then if then is not None else start(now)
+        queue.push(now + cost, job)
+    return results, jobs
 
 
 def rung_budgets(fn):
@@ -593,7 +615,6 @@ def run_optuna(fn, tool, seed, workers, horizon):
     # a name of our own, since Optuna's default is a fresh UUID and the runs would not repeat.
     study = optuna.create_study(study_name=f"tuner_bench-{seed}", direction="minimize", sampler=sampler,
                                 pruner=pruner)
-    queue, results, jobs = EventQueue(), [], 0
 
     def start(now):
         trial = study.ask()
@@ -605,26 +626,21 @@ def run_optuna(fn, tool, seed, workers, horizon):
                 params[k] = trial.suggest_float(k, d["low"], d["high"], log=d["type"] == "loguniform")
             else:
                 params[k] = trial.suggest_int(k, d["low"], d["high"])
-        queue.push(now + budgets[0], (trial, params, 0))
+        return budgets[0], (trial, params, 0)
 
-    for _ in range(workers):
-        start(0.0)
-    while queue:
-        now, (trial, params, rung) = queue.pop()
-        if now > horizon:
-            break
-        jobs += 1
+    def finish(now, job):
+        trial, params, rung = job
         value = fn.evaluate(params, budgets[rung], seed, trial.number)
-        results.append((now, budgets[rung], value))
         if rung == len(budgets) - 1:
             study.tell(trial, value)
-        else:
-            trial.report(value, steps[rung])
-            if not trial.should_prune():
-                queue.push(now + budgets[rung + 1] - budgets[rung], (trial, params, rung + 1))
-                continue
-            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-        start(now)
+            return budgets[rung], value, None
+        trial.report(value, steps[rung])
+        if not trial.should_prune():
+            return budgets[rung], value, (budgets[rung + 1] - budgets[rung], (trial, params, rung + 1))
+        study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        return budgets[rung], value, None
+
+    results, jobs = simulate(workers, horizon, start, finish)
     return results, {"jobs_done": jobs, "trials": len(study.trials)}
 
 
@@ -642,26 +658,22 @@ def run_dehb(fn, seed, workers, horizon, work):
     kwargs = {"cs": cs, "dimensions": len(fn.space), "eta": ETA, "n_workers": 1, "output_path": work, "seed": seed,
               "save_freq": "end"}
     dehb = DEHB(min_fidelity=fn.min_budget, max_fidelity=fn.max_budget, **kwargs)
-    queue, results, jobs = EventQueue(), [], 0
+    number = 0  # of the next config finished: its trial number, as packtune numbers its trials
 
     def start(now):
-        job = dehb.ask()
-        fidelity = float(job["fidelity"])
-        queue.push(now + fidelity, (job, dict(job["config"]), fidelity))
+        asked = dehb.ask()
+        fidelity = float(asked["fidelity"])
+        return fidelity, (asked, dict(asked["config"]), fidelity)
 
-    for _ in range(workers):
-        start(0.0)
-    number = 0
-    while queue:
-        now, (job, config, fidelity) = queue.pop()
-        if now > horizon:
-            break
-        jobs += 1
+    def finish(now, job):
+        nonlocal number
+        asked, config, fidelity = job
         value = fn.evaluate(config, fidelity, seed, number)
         number += 1
-        results.append((now, fidelity, value))
-        dehb.tell(job, {"fitness": value, "cost": fidelity})
-        start(now)
+        dehb.tell(asked, {"fitness": value, "cost": fidelity})
+        return fidelity, value, None
+
+    results, jobs = simulate(workers, horizon, start, finish)
     return results, {"jobs_done": jobs, "trials": jobs}
 
 

@@ -99,6 +99,31 @@ def test_reuse_takes_the_peers_runs_only():
     assert now == {"optuna": "4.0"} and notes == []
 
 
+def test_simulated_time():
+    """The peers' time model, with a scripted ask/tell: W workers, a trial that goes on pays
+    only the budget it adds, jobs ending together finish in the order they started, and
+    nothing ending after the horizon is finished."""
+    trials = []
+
+    def start(now):
+        trials.append(now)
+        return 3, (len(trials) - 1, 3)
+
+    def finish(now, job):
+        trial, budget = job
+        then = (6, (trial, 9)) if trial == 0 and budget == 3 else None
+        return budget, f"t{trial}", then
+
+    results, jobs = tuner_bench.simulate(2, 12, start, finish)
+    assert results == [(3, 3, "t0"), (3, 3, "t1"), (6, 3, "t2"), (9, 9, "t0"), (9, 3, "t3"), (12, 3, "t4"),
+                       (12, 3, "t5")], results
+    assert jobs == 7 and trials == [0, 0, 3, 6, 9, 9, 12, 12]
+    # The rungs of Optuna's pruner are packtune's: anchored at the max budget.
+    assert tuner_bench.rung_budgets(types.SimpleNamespace(min_budget=1, max_budget=81)) == [1, 3, 9, 27, 81]
+    assert [round(b, 6) for b in tuner_bench.rung_budgets(types.SimpleNamespace(min_budget=1, max_budget=10))] == \
+        [1.111111, 3.333333, 10]
+
+
 def fake_packtune(work, body):
     path = os.path.join(work, "packtune")
     with open(path, "w") as f:
