@@ -39,6 +39,7 @@ See docs/benchmarks.md.
 import argparse
 import concurrent.futures
 import datetime
+import heapq
 import json
 import math
 import os
@@ -58,7 +59,8 @@ PLOTLY_FILES = ("/usr/share/python3-plotly/plotly.js", "/usr/share/javascript/pl
 PACKTUNE_TUNERS = ("random", "asha", "hyperband", "async_hyperband")
 PEERS = ("optuna_tpe", "optuna_random", "dehb")
 sys.path.insert(0, HERE)
-from peer_bench import PAGE_END, BenchError, load_average, run_main, write_self_contained_page  # noqa: E402  (stdlib only)
+from peer_bench import (PAGE_END, BenchError, hyperband_schedule, load_average, run_main,  # noqa: E402
+                        sweep_trials, write_self_contained_page)  # (stdlib only)
 PEER_MODULES = {"optuna_tpe": "optuna", "optuna_random": "optuna", "dehb": "dehb"}
 ETA = 3
 GRID = 200  # points of the median curves
@@ -95,8 +97,8 @@ def parse_args(argv, defaults):
     p.add_argument("--out", metavar="DIR", default=None,
                    help="write DIR/tuner_bench.json and DIR/tuner_bench.html (default: the current folder)")
     p.add_argument("--reuse", metavar="JSON",
-                   help="take the runs an earlier tuner_bench.json holds (same workers, time budget and eta) "
-                        "instead of running them again, e.g. the peers' after a rebuild of packtune")
+                   help="take the peers' runs an earlier tuner_bench.json holds (same workers, time budget and "
+                        "eta) instead of running them again; packtune's always run, e.g. after a rebuild")
     p.add_argument("--quick", action="store_true",
                    help="a smoke run: 2 seeds and time budget 2 unless given (seconds)")
     p.add_argument("--python", default=os.environ.get("PACKTUNE_FUNCTIONS_PYTHON", "/usr/bin/python3"),
@@ -146,37 +148,37 @@ def describe_functions(a):
     return {f: known[f] for f in a.functions}
 
 
-def hyperband_sweep(min_budget, max_budget):
-    """Trials in one Hyperband sweep (packtune's formula), so that a trial limit is whole sweeps."""
-    s_max = int(math.floor(math.log(max_budget / min_budget) / math.log(ETA) + 1e-9))
-    return sum(int(math.ceil((s_max + 1) / (s + 1) * ETA ** s)) for s in range(s_max + 1))
+def hyperband_sweep(packtune, fn):
+    """Trials in one Hyperband sweep over fn's budgets, as packtune's own brackets count them."""
+    return sweep_trials(hyperband_schedule(packtune, fn["min_budget"], fn["max_budget"], ETA))
 
 
-def trial_limit(tuner, fn, workers, horizon):
+def trial_limit(tuner, fn, workers, horizon, sweep=None):
     """A trial limit the tuner cannot reach within the horizon, so that time, not the limit,
-    ends the run: every trial costs at least the min budget (the max budget under random)."""
+    ends the run: every trial costs at least the min budget (the max budget under random).
+    Under hyperband it is whole sweeps of `sweep` trials."""
     unit = fn["max_budget"] if tuner == "random" else fn["min_budget"]
     limit = int(math.ceil(workers * horizon / unit)) + workers
     if tuner == "hyperband":
-        sweep = hyperband_sweep(fn["min_budget"], fn["max_budget"])
         limit = sweep * int(math.ceil(limit / sweep))
     return limit
 
 
-def run_packtune(a, work, function, fn, tool, seed, horizon):
+def run_packtune(a, work, function, fn, tool, seed, horizon, sweep=None):
     """One packtune simulate run, read as it goes and stopped at the first event past the horizon:
-    events come in simulated-time order, so nothing later can count."""
+    events come in simulated-time order, so nothing later can count. A run that reaches its
+    summary first is left to exit by itself (it waits for the function's process to end)."""
     tuner, tpe = tool.split("+")[0], tool.endswith("+tpe")
     config = os.path.join(work, f"{function}.json")
     serve = f"{shlex.quote(a.python)} {shlex.quote(FUNCTIONS_PY)} serve {function} --seed {seed}"
     command = [a.packtune, "simulate", config, "--objective", "exec:" + serve, "--tuner", tuner,
                "--workers", str(a.workers), "--seed", str(seed),
-               "--trials", str(trial_limit(tuner, fn, a.workers, horizon)), "--json"]
+               "--trials", str(trial_limit(tuner, fn, a.workers, horizon, sweep)), "--json"]
     if tuner != "random":
         command += ["--eta", str(ETA)]
     if tpe:
         command += ["--tuner-setting", "sampler=tpe"]
-    results, starts, past = [], 0, False
+    results, starts, past, read_all = [], 0, False, False
     err_path = os.path.join(work, f"{function}-{tool}-{seed}.err")
     with open(err_path, "w") as err:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True)
@@ -192,8 +194,11 @@ def run_packtune(a, work, function, fn, tool, seed, horizon):
                     starts += 1
                 elif e["event"] == "result" and e.get("metric") is not None:
                     results.append((e["t"], e["budget"], e["metric"]))
+            read_all = not past
         finally:
-            if proc.poll() is None:
+            # Its exit status counts unless it was stopped here: past the horizon, or on an
+            # exception (an interrupt, a line that is not JSON).
+            if not read_all and proc.poll() is None:
                 proc.terminate()
             proc.stdout.close()
             rc = proc.wait()
@@ -278,8 +283,9 @@ def ranks(values):
 
 
 def reuse_runs(a, runs):
-    """Fills `runs` with the runs an earlier output holds for the same conditions (the peers
-    once, packtune again after a rebuild); returns how many."""
+    """Fills `runs` with the peers' runs an earlier output holds for the same conditions, so
+    that packtune alone runs again after a rebuild; returns how many, and the versions of the
+    peers that output names."""
     with open(a.reuse) as f:
         old = json.load(f)
     for key, mine in (("workers", a.workers), ("time_budget", a.time_budget), ("eta", ETA)):
@@ -289,13 +295,30 @@ def reuse_runs(a, runs):
     count = 0
     for name, by_tool in runs.items():
         for tool, by_seed in by_tool.items():
+            if tool not in PEERS:
+                continue
             for seed_text, r in old.get("functions", {}).get(name, {}).get("runs", {}).get(tool, {}).items():
                 by_seed[int(seed_text)] = r
                 count += 1
-    return count
+    return count, old.get("versions", {})
 
 
-def summarize(function, fn, runs, tools, seeds, horizon):
+def reused_versions(runs, tools, seeds, versions, old_versions):
+    """Sets in `versions` the version of each peer whose runs were all taken from an earlier
+    output to the one that output names; returns notes for peers whose runs come from both."""
+    notes = []
+    for module in sorted({PEER_MODULES[t] for t in tools if t in PEERS}):
+        mine = [t for t in tools if PEER_MODULES.get(t) == module]
+        held = [s in by_tool[t] for by_tool in runs.values() for t in mine for s in seeds]
+        old = old_versions.get(module)
+        if all(held) and old:
+            versions[module] = old
+        elif any(held) and old and old != versions.get(module):
+            notes.append(f"{module}: the runs taken from --reuse used {old}, the new ones {versions.get(module)}")
+    return notes
+
+
+def summarize(fn, runs, tools, seeds, horizon):
     grid = [horizon * i / GRID for i in range(GRID + 1)]
     curves, finals, mean_ranks = {}, {}, {}
     for tool in tools:
@@ -341,9 +364,12 @@ def bench(a):
     wall = time.monotonic()
     runs = {f: {t: {} for t in tools} for f in functions}
     if a.reuse:
-        reused = reuse_runs(a, runs)
+        reused, old_versions = reuse_runs(a, runs)
         notes.append(f"{reused} runs taken from {a.reuse} ({a.reuse_date})")
         log(notes[-1])
+        for note in reused_versions(runs, tools, seeds, versions, old_versions):
+            notes.append(note)
+            log(note)
     with tempfile.TemporaryDirectory(prefix="tuner_bench.") as work:
         for name, fn in functions.items():
             with open(os.path.join(work, f"{name}.json"), "w") as f:
@@ -354,30 +380,38 @@ def bench(a):
             # The peers first: one process each for all seeds, the longest jobs.
             for name, fn in functions.items():
                 horizon = a.time_budget * fn["max_budget"]
+                sweep = hyperband_sweep(a.packtune, fn) if "hyperband" in (t.split("+")[0] for t in tools) else None
                 for tool in tools:
                     todo = [s for s in seeds if s not in runs[name][tool]]
                     if tool in PEERS and todo:
                         futures[pool.submit(run_peer, a, work, name, tool, todo, horizon)] = (name, tool, None)
                     elif tool not in PEERS:
                         for s in todo:
-                            futures[pool.submit(run_packtune, a, work, name, fn, tool, s, horizon)] = (name, tool, s)
-            done = 0
-            for future in concurrent.futures.as_completed(futures):
-                name, tool, s = futures[future]
-                fn = functions[name]
-                horizon = a.time_budget * fn["max_budget"]
-                if s is None:
-                    for seed_text, r in future.result().items():
-                        trace = r.pop("trace")
-                        runs[name][tool][int(seed_text)] = {"trace": trace, "final_regret": regret_at(trace, horizon),
-                                                            **r}
-                else:
-                    trace, counts = future.result()
-                    runs[name][tool][s] = {"trace": trace, "final_regret": regret_at(trace, horizon), **counts}
-                done += 1
-                if done % 20 == 0 or done == len(futures):
-                    log(f"{done} of {len(futures)} runs done ({time.monotonic() - wall:.0f} s)")
-    summaries = {name: summarize(name, fn, runs[name], tools, seeds, a.time_budget * fn["max_budget"])
+                            futures[pool.submit(run_packtune, a, work, name, fn, tool, s, horizon, sweep)] = \
+                                (name, tool, s)
+            try:
+                done = 0
+                for future in concurrent.futures.as_completed(futures):
+                    name, tool, s = futures[future]
+                    fn = functions[name]
+                    horizon = a.time_budget * fn["max_budget"]
+                    if s is None:
+                        for seed_text, r in future.result().items():
+                            trace = r.pop("trace")
+                            runs[name][tool][int(seed_text)] = {"trace": trace,
+                                                                "final_regret": regret_at(trace, horizon), **r}
+                    else:
+                        trace, counts = future.result()
+                        runs[name][tool][s] = {"trace": trace, "final_regret": regret_at(trace, horizon), **counts}
+                    done += 1
+                    if done % 20 == 0 or done == len(futures):
+                        log(f"{done} of {len(futures)} runs done ({time.monotonic() - wall:.0f} s)")
+            except BaseException:
+                # A failed run or an interrupt ends the bench: the runs still queued are dropped
+                # (the pool's own exit would start every one of them), the running ones awaited.
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+    summaries = {name: summarize(fn, runs[name], tools, seeds, a.time_budget * fn["max_budget"])
                  for name, fn in functions.items()}
     overall = {tool: sum(summaries[f]["mean_rank"][tool] for f in functions) / len(functions) for tool in tools}
     return {
@@ -517,19 +551,40 @@ class EventQueue:
     order they started, as in packtune simulate."""
 
     def __init__(self):
-        import heapq
-        self.heapq, self.heap, self.order = heapq, [], 0
+        self.heap, self.order = [], 0
 
     def push(self, end, job):
-        self.heapq.heappush(self.heap, (end, self.order, job))
+        heapq.heappush(self.heap, (end, self.order, job))
         self.order += 1
 
     def pop(self):
-        end, _, job = self.heapq.heappop(self.heap)
+        end, _, job = heapq.heappop(self.heap)
         return end, job
 
     def __len__(self):
         return len(self.heap)
+
+
+def simulate(workers, horizon, start, finish):
+    """A peer's run in packtune simulate's time model, up to the horizon. start(now) begins a
+    trial: (cost, job), the job ending at now + cost. finish(now, job) ends one: (budget, value,
+    then), where `then` is the (cost, job) that the same trial goes on with, or None, and the
+    worker starts a new trial. Returns the results [(t, budget, value)] and the jobs done;
+    nothing that ends after the horizon is finished."""
+    queue, results, jobs = EventQueue(), [], 0
+    for _ in range(workers):
+        cost, job = start(0.0)
+        queue.push(cost, job)
+    while queue:
+        now, job = queue.pop()
+        if now > horizon:
+            break
+        jobs += 1
+        budget, value, then = finish(now, job)
+        results.append((now, budget, value))
+        cost, job = then if then is not None else start(now)
+        queue.push(now + cost, job)
+    return results, jobs
 
 
 def rung_budgets(fn):
@@ -556,7 +611,6 @@ def run_optuna(fn, tool, seed, workers, horizon):
     # a name of our own, since Optuna's default is a fresh UUID and the runs would not repeat.
     study = optuna.create_study(study_name=f"tuner_bench-{seed}", direction="minimize", sampler=sampler,
                                 pruner=pruner)
-    queue, results, jobs = EventQueue(), [], 0
 
     def start(now):
         trial = study.ask()
@@ -568,26 +622,21 @@ def run_optuna(fn, tool, seed, workers, horizon):
                 params[k] = trial.suggest_float(k, d["low"], d["high"], log=d["type"] == "loguniform")
             else:
                 params[k] = trial.suggest_int(k, d["low"], d["high"])
-        queue.push(now + budgets[0], (trial, params, 0))
+        return budgets[0], (trial, params, 0)
 
-    for _ in range(workers):
-        start(0.0)
-    while queue:
-        now, (trial, params, rung) = queue.pop()
-        if now > horizon:
-            break
-        jobs += 1
+    def finish(now, job):
+        trial, params, rung = job
         value = fn.evaluate(params, budgets[rung], seed, trial.number)
-        results.append((now, budgets[rung], value))
         if rung == len(budgets) - 1:
             study.tell(trial, value)
-        else:
-            trial.report(value, steps[rung])
-            if not trial.should_prune():
-                queue.push(now + budgets[rung + 1] - budgets[rung], (trial, params, rung + 1))
-                continue
-            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-        start(now)
+            return budgets[rung], value, None
+        trial.report(value, steps[rung])
+        if not trial.should_prune():
+            return budgets[rung], value, (budgets[rung + 1] - budgets[rung], (trial, params, rung + 1))
+        study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        return budgets[rung], value, None
+
+    results, jobs = simulate(workers, horizon, start, finish)
     return results, {"jobs_done": jobs, "trials": len(study.trials)}
 
 
@@ -605,26 +654,22 @@ def run_dehb(fn, seed, workers, horizon, work):
     kwargs = {"cs": cs, "dimensions": len(fn.space), "eta": ETA, "n_workers": 1, "output_path": work, "seed": seed,
               "save_freq": "end"}
     dehb = DEHB(min_fidelity=fn.min_budget, max_fidelity=fn.max_budget, **kwargs)
-    queue, results, jobs = EventQueue(), [], 0
+    number = 0  # of the next config finished: its trial number, as packtune numbers its trials
 
     def start(now):
-        job = dehb.ask()
-        fidelity = float(job["fidelity"])
-        queue.push(now + fidelity, (job, dict(job["config"]), fidelity))
+        asked = dehb.ask()
+        fidelity = float(asked["fidelity"])
+        return fidelity, (asked, dict(asked["config"]), fidelity)
 
-    for _ in range(workers):
-        start(0.0)
-    number = 0
-    while queue:
-        now, (job, config, fidelity) = queue.pop()
-        if now > horizon:
-            break
-        jobs += 1
+    def finish(now, job):
+        nonlocal number
+        asked, config, fidelity = job
         value = fn.evaluate(config, fidelity, seed, number)
         number += 1
-        results.append((now, fidelity, value))
-        dehb.tell(job, {"fitness": value, "cost": fidelity})
-        start(now)
+        dehb.tell(asked, {"fitness": value, "cost": fidelity})
+        return fidelity, value, None
+
+    results, jobs = simulate(workers, horizon, start, finish)
     return results, {"jobs_done": jobs, "trials": jobs}
 
 

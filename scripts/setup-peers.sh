@@ -53,10 +53,9 @@ fi
 # DEHB for bench/tuner_bench, in a venv of its own: it pins numpy < 2, and Ray Tune's pyarrow
 # refuses that numpy. Optional: the bench skips DEHB with a note where it did not install.
 dehb_venv="${PACKTUNE_DEHB_VENV:-$HOME/.cache/packtune/dehb-venv}"
-if [ ! -x "$dehb_venv/bin/python" ]; then
-  "$python" -m venv "$dehb_venv"
-fi
-"$dehb_venv/bin/python" -m pip install --quiet --disable-pip-version-check dehb ||
+# The braces keep a venv that cannot be made from ending the script under set -e.
+{ { [ -x "$dehb_venv/bin/python" ] || "$python" -m venv "$dehb_venv"; } &&
+  "$dehb_venv/bin/python" -m pip install --quiet --disable-pip-version-check dehb; } ||
   echo "setup-peers: dehb did not install into $dehb_venv; build/bench/tuner_bench will skip it"
 
 "$venv/bin/python" -c 'import torch, ray, optuna; from ray import tune

@@ -6,7 +6,12 @@
 
 namespace packtune::tuners {
 
-std::unique_ptr<Objective> make_objective(const std::string& spec, const TunerContext& context) {
+std::string objective_choices(const std::string& more) {
+  return more.empty() ? "table:FILE or synthetic" : "table:FILE, synthetic or " + more;
+}
+
+std::unique_ptr<Objective> make_objective(const std::string& spec, const TunerContext& context,
+                                          const std::string& more) {
   const std::string table_prefix = "table:";
   if (spec.compare(0, table_prefix.size(), table_prefix) == 0) {
     const std::string path = spec.substr(table_prefix.size());
@@ -17,8 +22,7 @@ std::unique_ptr<Objective> make_objective(const std::string& spec, const TunerCo
     return std::make_unique<SyntheticObjective>(context.space, context.seed, context.mode,
                                                 context.max_budget);
   }
-  throw InputError("--objective: unknown objective \"" + spec +
-                   "\"; expected table:FILE or synthetic");
+  throw InputError("--objective: unknown objective \"" + spec + "\"; expected " + objective_choices(more));
 }
 
 }  // namespace packtune::tuners

@@ -39,8 +39,13 @@ class Objective {
   virtual std::string description() const = 0;
 };
 
+// The objectives make_objective makes, as messages list them, followed by `more` (a caller's
+// own, such as the CLI's "exec:CMD"): "table:FILE, synthetic or exec:CMD".
+std::string objective_choices(const std::string& more = "");
+
 // "table:FILE" (see TableObjective) or "synthetic" (see SyntheticObjective); anything else is
-// an InputError naming --objective.
-std::unique_ptr<Objective> make_objective(const std::string& spec, const TunerContext& context);
+// an InputError naming --objective and objective_choices(more).
+std::unique_ptr<Objective> make_objective(const std::string& spec, const TunerContext& context,
+                                          const std::string& more = "");
 
 }  // namespace packtune::tuners

@@ -17,6 +17,7 @@
 #include "tuners/simulator.hpp"
 #include "tuners/tuner_registry.hpp"
 #include "tuners/tuner_settings.hpp"
+#include "util/line_process.hpp"
 
 namespace packtune::cli {
 
@@ -108,17 +109,19 @@ void append_event(std::string& out, const tuners::SimulationEvent& e) {
   out += "}\n";
 }
 
+const std::string kExecPrefix = "exec:";
+const std::string kExecChoice = "exec:CMD";  // as messages name it
+
+bool is_exec(const std::string& spec) { return spec.compare(0, kExecPrefix.size(), kExecPrefix) == 0; }
+
 // table:FILE and synthetic are the tuner library's; exec:CMD starts a process, which tuners/
 // does not, so it is made here.
 std::unique_ptr<tuners::Objective> make_objective(const std::string& spec, const tuners::TunerContext& context,
                                                   double timeout_seconds) {
-  const auto starts_with = [&spec](const std::string& prefix) { return spec.compare(0, prefix.size(), prefix) == 0; };
-  const std::string exec = "exec:";
-  if (starts_with(exec)) return std::make_unique<ExecObjective>(spec.substr(exec.size()), timeout_seconds);
-  if (spec != "synthetic" && !starts_with("table:")) {
-    throw InputError("--objective: unknown objective \"" + spec + "\"; expected table:FILE, synthetic or exec:CMD");
-  }
-  return tuners::make_objective(spec, context);
+  if (!is_exec(spec)) return tuners::make_objective(spec, context, kExecChoice);
+  // An interrupted simulation must not leave behind what CMD started.
+  util::LineProcess::kill_groups_on_termination_signals();
+  return std::make_unique<ExecObjective>(spec.substr(kExecPrefix.size()), timeout_seconds);
 }
 
 }  // namespace
@@ -156,8 +159,14 @@ int run_simulate_command(const std::vector<std::string>& args) {
   SimulationConfig config;
   if (const auto path = option_text(vm, "config")) config = read_simulation_config(*path);
   const auto objective_spec = option_text(vm, "objective");
-  if (!objective_spec) throw InputError("--objective: missing; expected table:FILE, synthetic or exec:CMD");
-  const double objective_timeout = option_number(vm, "objective-timeout").value_or(60);
+  if (!objective_spec) {
+    throw InputError("--objective: missing; expected " + tuners::objective_choices(kExecChoice));
+  }
+  const auto timeout_option = option_number(vm, "objective-timeout");
+  if (timeout_option && !is_exec(*objective_spec)) {
+    throw InputError("--objective-timeout: only for --objective " + kExecChoice);
+  }
+  const double objective_timeout = timeout_option.value_or(60);
   if (!std::isfinite(objective_timeout) || objective_timeout <= 0) {
     throw InputError("--objective-timeout: expected a number of seconds > 0");
   }

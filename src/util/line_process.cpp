@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -57,11 +59,58 @@ bool wait_ready(int fd, short events, Clock::time_point deadline) {
   }
 }
 
+// A longer wait than the clock can count (1e10 s is past its nanoseconds' int64) is none:
+// converting it would overflow, into a deadline in the past.
 Clock::time_point deadline_after(double seconds) {
+  constexpr double kForever = 1e9;
+  if (!(seconds < kForever)) return Clock::time_point::max();
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
+// The process groups of the line processes not yet finished, for the signal handler to kill: a
+// table of atomics, as a handler may take no lock. 0 is a free slot.
+std::atomic<pid_t> live_groups[64];
+static_assert(std::atomic<pid_t>::is_always_lock_free);
+
+void remember_group(pid_t group) {
+  for (auto& slot : live_groups) {
+    pid_t free = 0;
+    if (slot.compare_exchange_strong(free, group)) return;
+  }
+}
+
+void forget_group(pid_t group) {
+  for (auto& slot : live_groups) {
+    pid_t mine = group;
+    if (slot.compare_exchange_strong(mine, 0)) return;
+  }
+}
+
+// Only async-signal-safe calls. SA_RESETHAND has given the signal its default action back
+// and SA_NODEFER lets the raise take it now, so the process ends as the signal would have
+// ended it.
+extern "C" void kill_groups_and_end(int signal_number) {
+  for (auto& slot : live_groups) {
+    const pid_t group = slot.load();
+    if (group > 0) ::kill(-group, SIGKILL);
+  }
+  ::raise(signal_number);
+}
+
 }  // namespace
+
+void LineProcess::kill_groups_on_termination_signals() {
+  for (const int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction current {};
+    // A signal the process ignores (SIGINT under nohup or `&` in a script) stays ignored.
+    if (::sigaction(signal_number, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) continue;
+    struct sigaction action {};
+    action.sa_handler = kill_groups_and_end;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND | SA_NODEFER;
+    ::sigaction(signal_number, &action, nullptr);
+  }
+}
 
 LineProcess::LineProcess(const std::vector<std::string>& argv) {
   pid_ = start_piped_child_process(argv, to_child_, from_child_);
@@ -70,6 +119,7 @@ LineProcess::LineProcess(const std::vector<std::string>& argv) {
     pid_ = -1;
     throw Error("cannot start " + argv.at(0) + ": " + std::strerror(err));
   }
+  remember_group(pid_);
 }
 
 LineProcess::~LineProcess() { finish(0); }
@@ -116,6 +166,7 @@ std::string LineProcess::finish(double grace_seconds) {
   // that no other process can have been given its number by then.
   const auto deadline = deadline_after(grace_seconds);
   bool exited = false;
+  bool reaped_elsewhere = false;
   auto pause = std::chrono::milliseconds(1);
   while (true) {
     siginfo_t info{};
@@ -124,15 +175,23 @@ std::string LineProcess::finish(double grace_seconds) {
       exited = true;
       break;
     }
+    reaped_elsewhere = r < 0 && errno == ECHILD;
     if ((r < 0 && errno != EINTR) || Clock::now() >= deadline) break;
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }
-  // The group: the child if it still runs, and anything it started that is still there.
-  ::kill(-pid_, SIGKILL);
   int status = 0;
   pid_t reaped = -1;
-  while ((reaped = ::waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
+  if (reaped_elsewhere) {
+    // Someone else reaped it, so its number may be another process's by now, even the leader
+    // of another group: no kill, whatever it started is left running.
+    forget_group(pid_);
+  } else {
+    // The group: the child if it still runs, and anything it started that is still there.
+    ::kill(-pid_, SIGKILL);
+    forget_group(pid_);
+    while ((reaped = ::waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
+    }
   }
   if (reaped != pid_) {
     ended_ = "ended (its exit status was taken by someone else)";

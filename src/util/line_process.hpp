@@ -1,8 +1,12 @@
 #pragma once
 // A child process spoken to one line at a time, request and answer, where neither may stall
-// packtune: every exchange has a deadline, a child that is gone is an outcome rather than a
-// SIGPIPE, and however the child ends it is killed with whatever it started (its process
-// group) and reaped, so no process or zombie is left behind.
+// packtune: every exchange has a deadline, and a child that is gone is an outcome rather than a
+// SIGPIPE. finish() (the destructor calls it) kills the child with whatever it started (its
+// process group) and reaps it, so no process or zombie is left behind. When this process ends
+// without finish(), the child still gets SIGTERM (start_piped_child_process), but what the
+// child started lives on unless it exits at the end of its input; except that a process which
+// called kill_groups_on_termination_signals() kills the groups when SIGINT, SIGTERM or SIGHUP
+// ends it. Nothing kills them when SIGKILL ends it.
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -31,16 +35,23 @@ class LineProcess {
   LineProcess& operator=(const LineProcess&) = delete;
 
   // Writes `request` and a newline, then reads the child's next line, the two within
-  // `timeout_seconds`. Lines longer than 1 MiB are cut there.
+  // `timeout_seconds` (1e9 or more: no limit). An answer is at most 1 MiB: the rest of a
+  // longer line comes as the next answer.
   Answer ask(const std::string& request, double timeout_seconds);
 
   // Ends the child: closes its stdin (a child that reads to the end of its input exits by
   // itself), waits up to `grace_seconds` for it to exit, then kills its process group, and
-  // reaps it. Returns how it ended, "exited with status 3" or "was killed by signal 9
+  // reaps it; a child that someone else reaped is left alone, its group too (its number may be
+  // another's by then). Returns how it ended, "exited with status 3" or "was killed by signal 9
   // (Killed)"; a later call returns the same text.
   std::string finish(double grace_seconds);
 
   pid_t pid() const { return pid_; }
+
+  // From now on SIGINT, SIGTERM and SIGHUP, where this process does not ignore or handle
+  // them, first kill the process groups of the line processes not yet finished (up to 64
+  // at once), then end this process as the signal would have. A second call changes nothing.
+  static void kill_groups_on_termination_signals();
 
  private:
   pid_t pid_ = -1;

@@ -3,6 +3,10 @@ in a DOM that `chromium --dump-dom` printed, as JSON (report.js's #report-check,
 #page-check). None when the page never wrote it (its script stopped before the end)."""
 import html.parser
 import json
+import os
+import shutil
+import subprocess
+import tempfile
 
 
 class _Element(html.parser.HTMLParser):
@@ -28,15 +32,10 @@ def read_check(dom, element_id):
     return json.loads(parser.text) if parser.text else None
 
 
-
 def open_offline(write_page, name, screenshot=False):
     """Writes a page with write_page(path), opens it in headless Chromium offline (an
     unroutable proxy, so anything it fetched would fail) and returns (its #page-check with no
     script errors, the screenshot's bytes or None); None without Chromium."""
-    import os
-    import shutil
-    import subprocess
-    import tempfile
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if not browser:
         return None

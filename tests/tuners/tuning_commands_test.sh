@@ -113,8 +113,9 @@ asha="--tuner asha --eta 2 --min-budget 1 --max-budget 4 --trials 4 --workers 2 
 surrogate="$py $source_dir/tests/tuners/table_surrogate.py $work/table.csv"
 # shellcheck disable=SC2086
 "$packtune" simulate --objective "table:$work/table.csv" $asha > "$work/by_table.jsonl"
+# A timeout past what the clock counts (1e12 s) is no limit, not an overflow into the past.
 # shellcheck disable=SC2086
-"$packtune" simulate --objective "exec:$surrogate" $asha > "$work/by_exec.jsonl"
+"$packtune" simulate --objective "exec:$surrogate" $asha --objective-timeout 1e12 > "$work/by_exec.jsonl"
 # shellcheck disable=SC2086
 "$packtune" simulate --objective "exec:$surrogate 10" $asha > "$work/by_cost.jsonl"
 without_objective() { sed 's/"objective":"[^"]*",//' "$1"; }
@@ -146,14 +147,21 @@ exec_fails "trial 1 at budget 1: its output ended before an answer: it exited wi
 exec_fails "not a JSON object" "read l; echo hello"
 exec_fails 'no finite number "metric"' "read l; echo '{\"cost\": 1}'"
 exec_fails '"cost" is not a number of seconds >= 0' "read l; echo '{\"metric\": 0.5, \"cost\": -1}'"
-# It answers once (so its pid is written), then never: the timeout always fires, and the
-# command is gone when packtune has exited.
-exec_fails "no answer within 1 s" "echo \$\$ > $work/pid; read l; echo '{\"metric\": 0.5}'; exec sleep 1000" \
-  --objective-timeout 1
-pid=$(cat "$work/pid")
-if kill -0 "$pid" 2> /dev/null; then fail "the command that timed out (pid $pid) still runs"; fi
+# It never answers, so the timeout fires however fast or slow anything runs, and the command
+# is gone when packtune has exited. Its pid file is renamed into place whole; a kill that came
+# before leaves none, and then there is no pid to look for.
+exec_fails "trial 0 at budget 1: no answer within 1 s" \
+  "echo \$\$ > $work/pid.new; mv $work/pid.new $work/pid; exec sleep 1000" --objective-timeout 1
+if [ -s "$work/pid" ]; then
+  pid=$(cat "$work/pid")
+  if kill -0 "$pid" 2> /dev/null; then fail "the command that timed out (pid $pid) still runs"; fi
+fi
 expect_input_error "exec:CMD" simulate --objective "exec:" --tuner random --max-budget 1 --trials 2
-expect_input_error "exec:CMD" simulate --objective "gaussian" --tuner random --max-budget 1 --trials 2
-expect_input_error "--objective-timeout" simulate --objective synthetic --tuner random --max-budget 1 --trials 2 \
-  --objective-timeout 0
+expect_input_error "table:FILE, synthetic or exec:CMD" simulate --objective "gaussian" --tuner random \
+  --max-budget 1 --trials 2
+expect_input_error "table:FILE, synthetic or exec:CMD" simulate --tuner random --max-budget 1 --trials 2
+expect_input_error "--objective-timeout: expected a number of seconds > 0" simulate --objective exec:cat \
+  --tuner random --max-budget 1 --trials 2 --objective-timeout 0
+expect_input_error "--objective-timeout: only for --objective exec:CMD" simulate --objective synthetic \
+  --tuner random --max-budget 1 --trials 2 --objective-timeout 5
 echo "simulate exec: ok"

@@ -30,7 +30,6 @@ std::string python() {
   return chosen != nullptr ? chosen : "/usr/bin/python3";
 }
 
-
 using Timeline = std::vector<std::tuple<int, tuners::TrialId, double, double, double, bool, bool>>;
 
 Timeline timeline(const std::vector<tuners::SimulationEvent>& events) {
@@ -161,11 +160,13 @@ TEST_CASE("simulate exec: a command that fails stops the run with one line namin
 TEST_CASE("simulate exec: a command that never answers times out and is killed and reaped") {
   testing::TempDir dir;
   const auto pid_file = dir.file("pid");
-  // It answers once, so its pid is written before anything times out; then never again.
-  const auto command = "echo $$ > " + pid_file + "; read l; echo '{\"metric\": 0.5}'; exec sleep 1000";
-  const auto f = failure_of(command, 2, 0.5);
+  // It never answers, so the timeout fires however fast or slow anything runs. Its pid file is
+  // renamed into place whole; a kill that came before leaves none, and then no pid to look for.
+  const auto command = "echo $$ > " + pid_file + ".new; mv " + pid_file + ".new " + pid_file + "; exec sleep 1000";
+  const auto f = failure_of(command, 1, 0.5);
   CHECK_FALSE(f.input_error);
   CHECK_THAT(f.message, Catch::StartsWith("--objective exec:echo $$") &&
-                            Catch::Contains("trial 1 at budget 1: no answer within 0.5 s (--objective-timeout)"));
-  CHECK(reaped_and_gone(std::stoi(read_file(pid_file))));
+                            Catch::Contains("trial 0 at budget 1: no answer within 0.5 s (--objective-timeout)"));
+  pid_t pid = -1;
+  if (std::ifstream(pid_file) >> pid) CHECK(reaped_and_gone(pid));
 }
