@@ -77,19 +77,24 @@ const TpeSampler::Pool* TpeSampler::modelled(nlohmann::json& why) const {
   return nullptr;
 }
 
-const TpeSampler::Model& TpeSampler::model(const std::vector<const Observation*>& good,
-                                            const std::vector<const Observation*>& bad) {
-  const auto columns = [&](const std::vector<const Observation*>& set) {
+const TpeSampler::Model& TpeSampler::model(const Members& good, const Members& bad) {
+  const auto ids = [](const Members& set) {
+    std::vector<TrialId> out;
+    out.reserve(set.size());
+    for (const auto& member : set) out.push_back(member.first);
+    return out;
+  };
+  auto good_ids = ids(good), bad_ids = ids(bad);
+  if (!model_.l.empty() && good_ids == model_.good && bad_ids == model_.bad) return model_;
+  const auto columns = [&](const Members& set) {
     std::vector<std::vector<double>> out(axes_.size());
     for (std::size_t a = 0; a < axes_.size(); ++a) {
       out[a].reserve(set.size());
-      for (const auto* o : set) out[a].push_back(o->point[a]);
+      for (const auto& member : set) out[a].push_back(member.second->point[a]);
     }
     return out;
   };
-  auto good_columns = columns(good), bad_columns = columns(bad);
-  // An estimator is a function of its columns alone: the same columns, the same estimators.
-  if (!model_.l.empty() && good_columns == model_.good && bad_columns == model_.bad) return model_;
+  const auto good_columns = columns(good), bad_columns = columns(bad);
   model_.l.clear();
   model_.g.clear();
   const ParzenOptions parzen{1.0, options_.multivariate};
@@ -102,8 +107,8 @@ const TpeSampler::Model& TpeSampler::model(const std::vector<const Observation*>
       model_.g.emplace_back(std::vector<ParzenAxis>{axes_[a]}, std::vector<std::vector<double>>{bad_columns[a]}, parzen);
     }
   }
-  model_.good = std::move(good_columns);
-  model_.bad = std::move(bad_columns);
+  model_.good = std::move(good_ids);
+  model_.bad = std::move(bad_ids);
   return model_;
 }
 
@@ -146,24 +151,23 @@ Suggestion TpeSampler::suggest(TrialId trial) {
     for (auto it = pool->ranking.begin(); good_ids.size() < n_good; ++it) good_ids.push_back(std::get<2>(*it));
     std::sort(good_ids.begin(), good_ids.end());
     // The recency weights need each set oldest first.
-    std::vector<const Observation*> good, bad;
+    Members good;
     nlohmann::json good_budgets = nlohmann::json::array();
     for (const auto id : good_ids) {
-      good.push_back(&pool->results.at(id));
-      good_budgets.push_back(good.back()->budget);
+      good.emplace_back(id, &pool->results.at(id));
+      good_budgets.push_back(good.back().second->budget);
     }
     // The bad set: the newest max_bad of the others, and the running trials (the liar's), which
     // a result may have overtaken in id.
-    std::vector<std::pair<TrialId, const Observation*>> bad_set;
+    Members bad;
     const auto max_bad = static_cast<std::size_t>(options_.max_bad);
-    for (auto it = pool->results.rbegin(); it != pool->results.rend() && bad_set.size() < max_bad; ++it) {
-      if (!std::binary_search(good_ids.begin(), good_ids.end(), it->first)) bad_set.emplace_back(it->first, &it->second);
+    for (auto it = pool->results.rbegin(); it != pool->results.rend() && bad.size() < max_bad; ++it) {
+      if (!std::binary_search(good_ids.begin(), good_ids.end(), it->first)) bad.emplace_back(it->first, &it->second);
     }
     if (options_.constant_liar) {
-      for (const auto& [id, o] : pending_) bad_set.emplace_back(id, &o);
+      for (const auto& [id, o] : pending_) bad.emplace_back(id, &o);
     }
-    std::sort(bad_set.begin(), bad_set.end());
-    for (const auto& [id, o] : bad_set) bad.push_back(o);
+    std::sort(bad.begin(), bad.end());
     const Model& m = model(good, bad);
 
     const auto& params = space_.params();

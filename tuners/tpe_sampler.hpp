@@ -78,11 +78,13 @@ class TpeSampler : public ConfigSampler {
     std::map<TrialId, Observation> results;
     std::set<std::tuple<double, double, TrialId>> ranking;
   };
-  // The estimators of the last suggestion and the observations they were built from: kept
-  // while the good and bad sets' points stay the same (no result changed them), as when
-  // suggestions come several at a time. Univariate: one pair per parameter; multivariate: one.
+  // The estimators of the last suggestion and the trials they were built from: kept while the
+  // good and bad sets hold the same trials in the same order (no result changed them), as when
+  // suggestions come several at a time. A trial's point is its config's, which never changes,
+  // so the ids decide the estimators. Univariate: one pair per parameter; multivariate: one.
+  using Members = std::vector<std::pair<TrialId, const Observation*>>;  // oldest first
   struct Model {
-    std::vector<std::vector<double>> good, bad;  // axis -> observation, oldest first
+    std::vector<TrialId> good, bad;
     std::vector<ParzenEstimator> l, g;
   };
 
@@ -92,7 +94,7 @@ class TpeSampler : public ConfigSampler {
   // under highest_budget.
   const Pool* modelled(nlohmann::json& why) const;
   // The estimators for these good and bad sets: model_, rebuilt only if they differ from its.
-  const Model& model(const std::vector<const Observation*>& good, const std::vector<const Observation*>& bad);
+  const Model& model(const Members& good, const Members& bad);
   // `candidates` draws from `l`, scored by log l(x) - log g(x); the best draw and its score.
   std::pair<std::vector<double>, double> best_candidate(const ParzenEstimator& l, const ParzenEstimator& g);
 
