@@ -283,8 +283,11 @@ class Reader {
       H5free_memory(value);
       return out;
     }
+    // The attribute's bytes are in the file, so it cannot be longer than the file.
     const std::size_t size = H5Tget_size(type.get());
-    if (size == 0 || size > kMaxTextBytes) fail("attribute " + owner + "@" + name + " has an impossible size");
+    if (size == 0 || size > kMaxTextBytes || size > file_bytes_) {
+      fail("attribute " + owner + "@" + name + " has an impossible size");
+    }
     std::string out(size, '\0');
     if (H5Aread(attr.get(), type.get(), out.data()) < 0) fail("cannot read attribute " + owner + "@" + name);
     out.resize(std::strlen(out.c_str()));
@@ -302,10 +305,14 @@ class Reader {
   std::vector<std::string> members(hid_t group, const std::string& owner) const {
     H5G_info_t info;
     if (H5Gget_info(group, &info) < 0) fail("cannot list " + owner + " (corrupt file?)");
+    // The count and the names' lengths come from the file, and every link and name is stored
+    // in it: neither can exceed its size, which bounds the loop and what is allocated.
+    if (info.nlinks > file_bytes_) fail(owner + " claims more links than the file could hold (corrupt file?)");
     std::vector<std::string> names;
     for (hsize_t i = 0; i < info.nlinks; ++i) {
       const ssize_t size = H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
       if (size < 0) fail("cannot list " + owner + " (corrupt file?)");
+      if (static_cast<std::uint64_t>(size) > file_bytes_) fail(owner + " has a link name longer than the file (corrupt file?)");
       std::string name(static_cast<std::size_t>(size) + 1, '\0');
       H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(), H5P_DEFAULT);
       name.resize(static_cast<std::size_t>(size));
