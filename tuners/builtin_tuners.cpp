@@ -3,6 +3,7 @@
 #include "tuners/asha_tuner.hpp"
 #include "tuners/grid_tuner.hpp"
 #include "tuners/hyperband_tuner.hpp"
+#include "tuners/pbt_tuner.hpp"
 #include "tuners/random_tuner.hpp"
 #include "tuners/tuner_registry.hpp"
 
@@ -15,6 +16,7 @@ void register_builtin_tuners(TunerRegistry& registry) {
   registry.add("hyperband", &HyperbandTuner::hyperband);
   registry.add("asha", &AshaTuner::asha);
   registry.add("async_hyperband", &AshaTuner::async_hyperband);
+  registry.add("pbt", &PbtTuner::pbt);
 }
 
 }  // namespace packtune::tuners

@@ -28,6 +28,18 @@ void JobRules::check(const Job& job) {
   }
   auto& t = it->second;
   if (t.running) throw Error(tuner_ + ": " + trial_name + " is already running");
+  if (job.from_trial >= 0) {
+    // An exploit: the trial takes another's checkpoint, so that one must exist.
+    const auto from = trials_.find(job.from_trial);
+    const auto from_name = "trial " + std::to_string(job.from_trial);
+    if (job.kind != Job::Kind::Resume) throw Error(tuner_ + ": started " + trial_name + " from " + from_name + "'s checkpoint; only a resumed trial can take one");
+    if (job.from_trial == job.trial) throw Error(tuner_ + ": " + trial_name + " takes its own checkpoint as another's");
+    if (from == trials_.end() || !budget_reaches(from->second.reached, job.from_budget)) {
+      throw Error(tuner_ + ": " + trial_name + " takes " + from_name + "'s checkpoint at budget " +
+                  std::to_string(job.from_budget) + ", which " + from_name + " has not reached");
+    }
+    t.reached = job.from_budget;
+  }
   if (job.budget < t.reached && !budget_reaches(job.budget, t.reached)) {
     throw Error(tuner_ + ": resumed " + trial_name + " to budget " + std::to_string(job.budget) + ", below the " +
                 std::to_string(t.reached) + " it has reached");

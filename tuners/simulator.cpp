@@ -90,13 +90,24 @@ SimulationSummary Simulator::run(const std::function<void(const SimulationEvent&
       it = trials.emplace(job.trial, TrialRecord{summary.trials++, std::move(job.config), 0}).first;
     }
     auto& record = it->second;
+    if (job.from_trial >= 0) {
+      // An exploit: the trial goes on from the other's checkpoint, with the config it was given.
+      record.trained = job.from_budget;
+      record.config = job.config;
+    }
     ++summary.jobs;
     const std::size_t slot = free_slots.back();
     free_slots.pop_back();
     auto& running = slots[slot];
     running = {job.trial, record.trained, std::max(job.budget, record.trained), now, 0, started++, {}};
     running.point = next_point(running, running.from);
-    emit({SimulationEvent::Kind::Start, job.trial, running.to, 0, now, resume, false});
+    SimulationEvent start{SimulationEvent::Kind::Start, job.trial, running.to, 0, now, resume, false};
+    if (job.from_trial >= 0) {
+      start.from_trial = job.from_trial;
+      start.from_budget = job.from_budget;
+      start.config = record.config;
+    }
+    emit(start);
     running.end = objective_.evaluate_from(record.index, record.config, running.from, running.to);
     if (running.end.cost && !(std::isfinite(*running.end.cost) && *running.end.cost >= 0)) {
       throw Error("objective " + objective_.description() + ": cost " + number_text(*running.end.cost) +

@@ -39,6 +39,11 @@ struct SimulationEvent {
   double time = 0;
   bool resume = false;   // Start: a promotion of a paused trial
   bool stopped = false;  // Result: the tuner stopped the job early via on_report
+  // Start of an exploit (Job::exploit): whose checkpoint the trial goes on from, at which
+  // budget, and the config it goes on with. -1 otherwise.
+  TrialId from_trial = -1;
+  double from_budget = 0;
+  TrialConfig config;
 };
 
 struct SimulationSummary {

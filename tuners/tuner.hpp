@@ -45,12 +45,23 @@ struct Job {
   double budget = 0;
   // Start only: why the sampler chose `config` (null: drawn at random); run reports show it.
   nlohmann::json why;
+  // Resume only, population-based training's exploit: the trial goes on from `from_trial`'s
+  // checkpoint at `from_budget` (its weights and optimizer state) with `config`, instead of
+  // from its own. -1: from its own checkpoint, with its own config.
+  TrialId from_trial = -1;
+  double from_budget = 0;
 
   static Job start(TrialId id, TrialConfig config, double budget, nlohmann::json why = nullptr) {
     return {Kind::Start, id, std::move(config), budget, std::move(why)};
   }
   static Job resume(TrialId id, TrialConfig config, double budget) {
     return {Kind::Resume, id, std::move(config), budget};
+  }
+  static Job exploit(TrialId id, TrialConfig config, double budget, TrialId from_trial, double from_budget) {
+    Job job{Kind::Resume, id, std::move(config), budget, nullptr};
+    job.from_trial = from_trial;
+    job.from_budget = from_budget;
+    return job;
   }
   static Job wait() { return {}; }
   static Job finished() { return {Kind::Finished, -1, {}, 0}; }
@@ -77,7 +88,8 @@ struct TunerContext {
 // the plugin was built with). Raise it whenever either changes.
 //   2: Tuner::planned_budget and Tuner::warnings (2026-11-24)
 //   3: Job::why (2026-11-26)
-inline constexpr int kTunerInterfaceVersion = 3;
+//   4: Job::from_trial and from_budget (2026-11-26)
+inline constexpr int kTunerInterfaceVersion = 4;
 
 class Tuner {
  public:

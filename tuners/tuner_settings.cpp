@@ -73,6 +73,42 @@ std::int64_t TunerSettings::integer(const std::string& key, std::int64_t fallbac
   return static_cast<std::int64_t>(v.get<double>());
 }
 
+std::vector<double> TunerSettings::numbers(const std::string& key, const std::vector<double>& fallback,
+                                           double exclusive_minimum) {
+  known_.insert(key);
+  if (!has(key)) return fallback;
+  const auto& v = settings_.at(key);
+  std::vector<double> out;
+  if (v.is_array()) {
+    for (const auto& item : v) {
+      if (!item.is_number() || !std::isfinite(item.get<double>()) || !(item.get<double>() > exclusive_minimum)) break;
+      out.push_back(item.get<double>());
+    }
+  }
+  if (out.empty() || out.size() != v.size()) {
+    throw InputError("tuner." + key + ": expected a list of numbers > " + number_text(exclusive_minimum) + " for the " +
+                     tuner_ + " tuner, got " + v.dump());
+  }
+  return out;
+}
+
+std::vector<std::string> TunerSettings::strings(const std::string& key, const std::vector<std::string>& fallback) {
+  known_.insert(key);
+  if (!has(key)) return fallback;
+  const auto& v = settings_.at(key);
+  std::vector<std::string> out;
+  if (v.is_array()) {
+    for (const auto& item : v) {
+      if (!item.is_string() || std::find(out.begin(), out.end(), item.get<std::string>()) != out.end()) break;
+      out.push_back(item.get<std::string>());
+    }
+  }
+  if (out.empty() || out.size() != v.size()) {
+    throw InputError("tuner." + key + ": expected a list of distinct names for the " + tuner_ + " tuner, got " + v.dump());
+  }
+  return out;
+}
+
 std::int64_t TunerSettings::eta() {
   try {
     return integer("eta", 3, 2, 1000000);

@@ -29,6 +29,10 @@ class TunerSettings {
   bool boolean(const std::string& key, bool fallback);
   // One of `options`, or `fallback` when the key is absent.
   std::string choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& options);
+  // A list of numbers, each > `exclusive_minimum` (at least one), or `fallback` when absent.
+  std::vector<double> numbers(const std::string& key, const std::vector<double>& fallback, double exclusive_minimum);
+  // A list of distinct strings (at least one), or `fallback` when absent.
+  std::vector<std::string> strings(const std::string& key, const std::vector<std::string>& fallback);
   // Reduction factor shared by every successive-halving tuner: an integer >= 2, default 3.
   // Integral so that floor(n/eta) per rung and the paper's floor(n*eta^-i) agree exactly.
   std::int64_t eta();

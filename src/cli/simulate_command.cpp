@@ -99,6 +99,11 @@ void append_event(std::string& out, const tuners::SimulationEvent& e) {
   out += std::to_string(e.trial);
   out += ",\"budget\":";
   append_number(out, e.budget);
+  if (start && e.from_trial >= 0) {  // an exploit: lineage and the explored config
+    out += ",\"from_trial\":" + std::to_string(e.from_trial) + ",\"from_budget\":";
+    append_number(out, e.from_budget);
+    out += ",\"config\":" + tuners::to_json(e.config).dump();
+  }
   if (!start) {
     out += ",\"metric\":";
     append_number(out, e.metric);

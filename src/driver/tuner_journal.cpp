@@ -40,6 +40,12 @@ tuners::Job TunerJournal::next_job() {
   Job job = call("next_job", [&] { return tuner_.next_job(); });
   if (job.kind == Job::Kind::Wait && rules_) rules_->check_wait();
   if (job.kind == Job::Kind::Start || job.kind == Job::Kind::Resume) {
+    // Actors load a trial's own checkpoint only; the exploits of population-based training
+    // (from another trial's) are simulated so far. Stop rather than train the wrong weights.
+    if (job.from_trial >= 0) {
+      throw Error("tuner " + tuner_.name() + ": trial " + std::to_string(job.trial) + " would go on from trial " +
+                  std::to_string(job.from_trial) + "'s checkpoint, which packtune run cannot do yet (packtune simulate can)");
+    }
     if (rules_) rules_->check(job);
     json entry = {{"kind", kind_name(job.kind)},
                   {"trial", job.trial},

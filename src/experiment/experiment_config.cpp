@@ -151,7 +151,7 @@ tuners::TunerContext tuner_context(const ExperimentConfig& c) {
 
 std::int64_t trial_limit(const ExperimentConfig& c) {
   if (c.trials >= 0) return c.trials;
-  return c.tuner == "hyperband" || c.tuner == "sha" || c.tuner == "grid" ? 0 : 10;
+  return c.tuner == "hyperband" || c.tuner == "sha" || c.tuner == "grid" || c.tuner == "pbt" ? 0 : 10;
 }
 
 namespace {
