@@ -121,6 +121,37 @@ void FusedGroup::add(tuners::TrialId trial, const TrialSpec& spec, std::uint64_t
   loss_count_.push_back(resume ? resume->train_loss_count : 0);
 }
 
+void FusedGroup::exploit(tuners::TrialId trial, tuners::TrialId from, const TrialSpec& spec) {
+  const auto to = index_of(trial), source = index_of(from);
+  if (to < 0 || source < 0 || to == source) {
+    throw Error("exploit: trials " + std::to_string(trial) + " and " + std::to_string(from) +
+                " must be two members of this fused group");
+  }
+  const auto& donor = members_[static_cast<std::size_t>(source)];
+  if (shape_key(spec) != shape_key(donor.spec) || spec.optimizer.name != donor.spec.optimizer.name) {
+    throw InputError("trial " + std::to_string(trial) + " cannot take trial " + std::to_string(from) +
+                     "'s weights: its config changes the architecture or the optimizer");
+  }
+  if (!(spec.model == donor.spec.model)) {
+    TrialCheckpoint state;
+    capture(from, state);
+    const auto seed = members_[static_cast<std::size_t>(to)].seed;
+    remove(trial);
+    add(trial, spec, seed, &state);
+    return;
+  }
+  torch::NoGradGuard no_grad;
+  graph_.reset();
+  for (const auto& entry : model_->stacked_parameters()) entry.tensor.detach()[to].copy_(entry.tensor.detach()[source]);
+  for (const auto& entry : model_->stacked_buffers()) entry.tensor[to].copy_(entry.tensor[source]);
+  optimizer_.copy_member(source, to, spec.optimizer);
+  auto& member = members_[static_cast<std::size_t>(to)];
+  member.spec = spec;
+  member.step = donor.step;
+  loss_sum_[to].copy_(loss_sum_[source]);
+  loss_count_[static_cast<std::size_t>(to)] = loss_count_[static_cast<std::size_t>(source)];
+}
+
 void FusedGroup::remove(tuners::TrialId trial) {
   const auto gone = index_of(trial);
   if (gone < 0) return;

@@ -72,6 +72,20 @@ void FusedOptimizer::keep_members(const std::vector<std::int64_t>& keep) {
   if (!has_adaptive_) slots_[1].clear();  // the last Adam member left
 }
 
+void FusedOptimizer::copy_member(std::int64_t from, std::int64_t to, const OptimizerSpec& spec) {
+  const auto f = static_cast<std::size_t>(from), t = static_cast<std::size_t>(to);
+  if (hyper_[f].name != spec.name) {
+    throw Error("optimizer " + spec.name + " cannot take the state of a " + hyper_[f].name + " member");
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& slot : slots_) {
+    for (auto& state : slot) state[to].copy_(state[from]);
+  }
+  steps_[t] = steps_[f];
+  hyper_[t] = spec;
+  refresh();
+}
+
 void FusedOptimizer::resize(const std::vector<std::vector<std::int64_t>>& shapes) {
   for (auto& slot : slots_) {
     for (std::size_t i = 0; i < slot.size(); ++i) slot[i] = layers::fit_to(slot[i], shapes[i]);

@@ -33,6 +33,9 @@ class FusedOptimizer {
   void append_member(const OptimizerSpec& spec, const std::vector<torch::Tensor>& member_shapes,
                      const std::vector<std::vector<torch::Tensor>>& state = {}, std::int64_t steps = 0);
   void keep_members(const std::vector<std::int64_t>& keep);
+  // Member `to` takes member `from`'s state and step count, and `spec`'s hyper-parameters (a
+  // population-based exploit inside the pack). Both must be of one optimizer kind.
+  void copy_member(std::int64_t from, std::int64_t to, const OptimizerSpec& spec);
   // The group's padded parameter shapes changed (each [K, ...]): state is cut or zero-padded.
   void resize(const std::vector<std::vector<std::int64_t>>& shapes);
 

@@ -526,3 +526,63 @@ TEST_CASE("grouped convolution and batch norm kernels (the GPU's path) train lik
     check_same(group.member_state(static_cast<tuners::TrialId>(i)), solo_state(*solo[i]));
   }
 }
+
+TEST_CASE("an exploit inside the unit gives the numbers of the checkpoint's path: remove, then add from the donor's state") {
+  torch::set_num_threads(1);
+  auto split = synthetic_split(200, 60);
+  datasets::BatchStream stream(split, testing::test_device(), 3);
+  InputShape shape{1, 10, 10, 10};
+  for (const std::string optimizer : {"sgd", "adam"}) {
+    DYNAMIC_SECTION(optimizer) {
+      auto spec = [&](double lr, double dropout = 0.25) {
+        tuners::TrialConfig c{{"width", std::int64_t{16}}, {"depth", std::int64_t{1}}, {"optimizer", optimizer},
+                              {"dropout", dropout}, {"batch_size", std::int64_t{16}}, {"lr", lr}};
+        if (optimizer == "sgd") c["momentum"] = 0.9;
+        return spec_of(c);
+      };
+      FusedGroup in_unit(spec(0.01), shape, testing::test_device()), by_checkpoint(spec(0.01), shape, testing::test_device());
+      for (auto* g : {&in_unit, &by_checkpoint}) {
+        g->add(0, spec(0.01), 70);
+        g->add(1, spec(0.003), 71);
+        g->add(2, spec(0.02), 72);
+      }
+      const auto train = [&](int steps) {
+        for (int s = 0; s < steps; ++s) {
+          stream.begin_round();
+          in_unit.train_step(stream);
+          by_checkpoint.train_step(stream);
+        }
+      };
+      train(4);
+      in_unit.remove(1);  // members at other steps: 1 rejoins later, at step 0
+      by_checkpoint.remove(1);
+      in_unit.add(1, spec(0.003), 71);
+      by_checkpoint.add(1, spec(0.003), 71);
+      train(2);
+      // Member 0 (first in the unit) takes member 2's weights with a smaller lr.
+      in_unit.exploit(0, 2, spec(0.005));
+      TrialCheckpoint donor;
+      by_checkpoint.capture(2, donor);
+      by_checkpoint.remove(0);
+      by_checkpoint.add(0, spec(0.005), 70, &donor);
+      CHECK(in_unit.step_of(0) == 6);
+      check_same(in_unit.member_state(0), in_unit.member_state(2), 1e-12);
+      train(3);
+      for (tuners::TrialId t : {0, 1, 2}) {
+        INFO("trial " << t);
+        CHECK(in_unit.step_of(t) == by_checkpoint.step_of(t));
+        check_same(in_unit.member_state(t), by_checkpoint.member_state(t), 1e-6);
+      }
+      // A dropout of its own: the member is rebuilt from the donor's state, and trains on.
+      in_unit.exploit(2, 1, spec(0.02, 0.1));
+      check_same(in_unit.member_state(2), in_unit.member_state(1), 1e-12);
+      CHECK(in_unit.step_of(2) == in_unit.step_of(1));
+      train(1);
+      const auto other_width = spec_of({{"width", std::int64_t{32}}, {"depth", std::int64_t{1}}, {"optimizer", optimizer},
+                                        {"dropout", 0.25}, {"batch_size", std::int64_t{16}}, {"lr", 0.01}});
+      in_unit.add(3, other_width, 73);
+      CHECK_THROWS_AS(in_unit.exploit(3, 0, other_width), InputError);
+      CHECK_THROWS_AS(in_unit.exploit(0, 0, spec(0.01)), Error);
+    }
+  }
+}
