@@ -132,16 +132,27 @@ void FusedGroup::exploit(tuners::TrialId trial, tuners::TrialId from, const Tria
     throw InputError("trial " + std::to_string(trial) + " cannot take trial " + std::to_string(from) +
                      "'s weights: its config changes the architecture or the optimizer");
   }
-  if (!(spec.model == donor.spec.model)) {
-    TrialCheckpoint state;
-    capture(from, state);
-    const auto seed = members_[static_cast<std::size_t>(to)].seed;
+  const auto& own = members_[static_cast<std::size_t>(to)];
+  if (!(spec.model == own.spec.model)) {
+    // The layers keep each member's own widths, padding and dropout outside the stacked
+    // tensors: a member whose model values change is rebuilt, from the donor's state. If
+    // that fails (out of memory), the member is put back as it was.
+    TrialCheckpoint donor_state, own_state;
+    capture(from, donor_state);
+    capture(trial, own_state);
+    const auto seed = own.seed;
+    const auto own_spec = own.spec;
     remove(trial);
-    add(trial, spec, seed, &state);
+    try {
+      add(trial, spec, seed, &donor_state);
+    } catch (...) {
+      add(trial, own_spec, seed, &own_state);
+      throw;
+    }
     return;
   }
   torch::NoGradGuard no_grad;
-  graph_.reset();
+  graph_.reset();  // a captured step would replay with the optimizer's old per-member columns
   for (const auto& entry : model_->stacked_parameters()) entry.tensor.detach()[to].copy_(entry.tensor.detach()[source]);
   for (const auto& entry : model_->stacked_buffers()) entry.tensor[to].copy_(entry.tensor[source]);
   optimizer_.copy_member(source, to, spec.optimizer);

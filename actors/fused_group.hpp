@@ -56,9 +56,10 @@ class FusedGroup {
   // Population-based training's exploit inside the unit: member `trial` goes on from member
   // `from`'s weights, buffers, optimizer state, step and train-loss tally, with `spec`'s
   // hyper-parameters. Rows are copied on the device; where `spec` changes a per-member value
-  // of the model itself (dropout), the member is rebuilt from `from`'s captured state
-  // instead (the checkpoint's path, on the host): the same numbers either way. Throws
-  // InputError when `spec` is of another architecture or optimizer than `from`.
+  // of the member's own model (its dropout, or a width that was padded), the member is
+  // rebuilt from `from`'s captured state instead (the checkpoint's path, on the host): the
+  // same numbers either way. Throws InputError when `spec` is of another architecture or
+  // optimizer than `from`.
   void exploit(tuners::TrialId trial, tuners::TrialId from, const TrialSpec& spec);
 
   // Decodes the batches the next train_step() reads (they are cached for the round).

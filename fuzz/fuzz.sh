@@ -110,7 +110,7 @@ judge_hdf5_crashes() {
     # A hang is interrupted wherever it happens to be: in an allocation or a libc call of
     # HDF5's loop, or in packtune's reader between HDF5 calls (its loops are bounded by the
     # file's size). It is HDF5's when any frame of the stack is in libhdf5.
-    if [[ "$(basename "$input")" == timeout-* ]] && grep -E '^ +#[0-9]+ ' <<<"$report" | grep -q libhdf5; then
+    if [[ "$(basename "$input")" == timeout-* ]] && grep -qE '^ +#[0-9]+ .*libhdf5' <<<"$report"; then
       frame=libhdf5
     fi
     if [[ "$frame" == *libhdf5* ]]; then
@@ -155,7 +155,7 @@ for t in "${targets[@]}"; do
     echo "fuzz: fuzz_$t failed (exit $rc); log $log" >&2
     # Each input left, with why it stayed: its re-run's error and first frame, and the
     # driver's path's last line (CI keeps only this output).
-    for input in $(find "$dir/crashes" -type f ! -name '*.log'); do
+    while IFS= read -r -d '' input; do
       echo "fuzz:   input $input" >&2
       if [ -f "$input.judge.log" ]; then
         grep -m1 -E 'ERROR: |runtime error' "$input.judge.log" | sed 's/^/fuzz:     re-run: /' >&2 || echo "fuzz:     re-run: no error" >&2
@@ -163,7 +163,7 @@ for t in "${targets[@]}"; do
           sed 's/^ */fuzz:     frame: /' >&2 || true
       fi
       if [ -f "$input.verify.log" ]; then tail -1 "$input.verify.log" | sed 's/^/fuzz:     driver path: /' >&2; fi
-    done
+    done < <(find "$dir/crashes" -type f ! -name '*.log' -print0)
     grep -m1 -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|terminate called|==ERROR' "$log" >&2 || tail -5 "$log" >&2
   fi
   executed=$(stat number_of_executed_units)

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "packtune/error.hpp"
+#include "tuners/tuner_settings.hpp"
 
 namespace packtune::tuners {
 
@@ -28,22 +29,26 @@ void JobRules::check(const Job& job) {
   }
   auto& t = it->second;
   if (t.running) throw Error(tuner_ + ": " + trial_name + " is already running");
+  // An exploit starts where the other trial's checkpoint is, which must exist.
+  double starts_at = t.reached;
   if (job.from_trial >= 0) {
-    // An exploit: the trial takes another's checkpoint, so that one must exist.
     const auto from = trials_.find(job.from_trial);
     const auto from_name = "trial " + std::to_string(job.from_trial);
-    if (job.kind != Job::Kind::Resume) throw Error(tuner_ + ": started " + trial_name + " from " + from_name + "'s checkpoint; only a resumed trial can take one");
+    if (job.kind != Job::Kind::Resume) {
+      throw Error(tuner_ + ": started " + trial_name + " from " + from_name + "'s checkpoint; only a resumed trial can take one");
+    }
     if (job.from_trial == job.trial) throw Error(tuner_ + ": " + trial_name + " takes its own checkpoint as another's");
     if (from == trials_.end() || !budget_reaches(from->second.reached, job.from_budget)) {
       throw Error(tuner_ + ": " + trial_name + " takes " + from_name + "'s checkpoint at budget " +
-                  std::to_string(job.from_budget) + ", which " + from_name + " has not reached");
+                  number_text(job.from_budget) + ", which " + from_name + " has not reached");
     }
-    t.reached = job.from_budget;
+    starts_at = job.from_budget;
   }
-  if (job.budget < t.reached && !budget_reaches(job.budget, t.reached)) {
+  if (job.budget < starts_at && !budget_reaches(job.budget, starts_at)) {
     throw Error(tuner_ + ": resumed " + trial_name + " to budget " + std::to_string(job.budget) + ", below the " +
-                std::to_string(t.reached) + " it has reached");
+                std::to_string(starts_at) + " it " + (job.from_trial >= 0 ? "starts from" : "has reached"));
   }
+  t.reached = starts_at;
   t.running = true;
   ++running_;
 }

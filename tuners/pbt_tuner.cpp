@@ -15,6 +15,9 @@ std::unique_ptr<Tuner> PbtTuner::pbt(const TunerContext& context) {
   PbtOptions o;
   // The population is the trial count: `trials` says it as well as `population` does.
   const bool has_population = settings.has("population");
+  if (!has_population && context.max_trials == 1) {
+    throw InputError("tuner.trials: 1 trial is no population; pbt needs at least 2 (its population)");
+  }
   o.population = settings.integer("population", context.max_trials > 0 ? context.max_trials : 8, 2, 1000000);
   if (has_population && context.max_trials > 0 && context.max_trials != o.population) {
     throw InputError("tuner.trials: " + std::to_string(context.max_trials) + " trials for a pbt population of " +
@@ -126,18 +129,18 @@ void PbtTuner::end_generation() {
   for (std::size_t i = order.size() - k; i < order.size(); ++i) exploited[static_cast<std::size_t>(order[i])] = true;
   for (const auto m : order) exploited[static_cast<std::size_t>(m)] = exploited[static_cast<std::size_t>(m)] || failed(m);
 
-  const auto before = configs_;
+  // The exploits go out first, in member order, and the others after them: a donor goes on
+  // only once every member that takes its checkpoint at this budget has been started.
   const double next = generation_budget(++generation_);
   for (std::size_t m = 0; m < order.size(); ++m) {
-    const auto id = static_cast<TrialId>(m);
-    if (!exploited[m]) {
-      queue_.push_back(Job::resume(id, configs_[m], next));
-      continue;
-    }
+    if (!exploited[m]) continue;
     const auto pick = static_cast<std::size_t>(unit_draw(rng_) * static_cast<double>(donors.size()));
     const TrialId donor = donors[std::min(pick, donors.size() - 1)];
-    configs_[m] = explore(before[static_cast<std::size_t>(donor)], rng_);
-    queue_.push_back(Job::exploit(id, configs_[m], next, donor, reached));
+    configs_[m] = explore(configs_[static_cast<std::size_t>(donor)], rng_);
+    queue_.push_back(Job::exploit(static_cast<TrialId>(m), configs_[m], next, donor, reached));
+  }
+  for (std::size_t m = 0; m < order.size(); ++m) {
+    if (!exploited[m]) queue_.push_back(Job::resume(static_cast<TrialId>(m), configs_[m], next));
   }
 }
 

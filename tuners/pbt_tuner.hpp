@@ -10,7 +10,9 @@
 //    one of `perturbation_factors` drawn at random and kept inside its range (an integer
 //    rounded), a choice moved one step to either side of its list (kept at the ends);
 //  - the other parameters are the donor's, unchanged.
-// The rest go on from their own checkpoints. Synchronous rather than as each member reports
+// The rest go on from their own checkpoints, after the exploits (so a donor goes on only once
+// the members taking its checkpoint have started). A failed member is exploited whatever its
+// rank; if every member failed, the run ends. Synchronous rather than as each member reports
 // (Ray's default): a population fused into one model reaches each generation's end at once
 // anyway, and decisions that never depend on the order results arrive in make the schedule a
 // function of the seed and the metrics alone.

@@ -582,6 +582,10 @@ TEST_CASE("an exploit inside the unit gives the numbers of the checkpoint's path
                                         {"dropout", 0.25}, {"batch_size", std::int64_t{16}}, {"lr", 0.01}});
       in_unit.add(3, other_width, 73);
       CHECK_THROWS_AS(in_unit.exploit(3, 0, other_width), InputError);
+      // The wider member takes the narrower donor's config and weights: rebuilt at its width.
+      in_unit.exploit(3, 0, spec(0.01));
+      check_same(in_unit.member_state(3), in_unit.member_state(0), 1e-12);
+      train(1);
       CHECK_THROWS_AS(in_unit.exploit(0, 0, spec(0.01)), Error);
     }
   }

@@ -77,14 +77,16 @@ TEST_CASE("pbt against a reference computation: the worst member takes the best'
     expected[worst]["lr"] = std::clamp(number(expected[best], "lr") * 1.25, 1e-4, 1e-1);
     jobs = drain(tuner);
     REQUIRE(jobs.size() == 4);
-    for (std::size_t m = 0; m < 4; ++m) {
+    CHECK(jobs[0].trial == static_cast<TrialId>(worst));  // the exploit first, then the others in order
+    for (std::size_t i = 0; i < 4; ++i) {
+      const auto m = static_cast<std::size_t>(jobs[i].trial);
       INFO("budget " << budget << ", member " << m);
-      CHECK(jobs[m].kind == Job::Kind::Resume);
-      CHECK(jobs[m].trial == static_cast<TrialId>(m));
-      CHECK(jobs[m].budget == budget + 1);
-      CHECK(jobs[m].from_trial == (m == worst ? static_cast<TrialId>(best) : -1));
-      if (m == worst) CHECK(jobs[m].from_budget == budget);
-      CHECK(to_json(jobs[m].config) == to_json(expected[m]));
+      CHECK(jobs[i].kind == Job::Kind::Resume);
+      if (i >= 2) CHECK(jobs[i].trial > jobs[i - 1].trial);
+      CHECK(jobs[i].budget == budget + 1);
+      CHECK(jobs[i].from_trial == (m == worst ? static_cast<TrialId>(best) : -1));
+      if (m == worst) CHECK(jobs[i].from_budget == budget);
+      CHECK(to_json(jobs[i].config) == to_json(expected[m]));
     }
   }
   CHECK(tuner.next_job().kind == Job::Kind::Finished);
@@ -188,6 +190,29 @@ TEST_CASE("pbt in simulation: every member trains to the max budget, the same fo
     CHECK((again[i].trial == events[i].trial && again[i].budget == events[i].budget && again[i].time == events[i].time));
   }
   CHECK(summary_again.best_metric == summary.best_metric);
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    CHECK((again[i].from_trial == events[i].from_trial && to_json(again[i].config) == to_json(events[i].config)));
+  }
+}
+
+TEST_CASE("pbt: failed members are exploited whatever their rank; when all fail the run ends", "[pbt]") {
+  // Population 8, k = 2: five members fail, so three of them rank above the bottom two.
+  PbtTuner tuner(pbt_context(8, 3, {}), {8, 1, 0.25, 0, {1.2}, {"lr"}});
+  drain(tuner);
+  const std::set<TrialId> failed{0, 2, 4, 5, 7};
+  for (TrialId m = 0; m < 8; ++m) tuner.on_result(m, 1, failed.count(m) ? NAN : 0.1 * static_cast<double>(m));
+  const auto jobs = drain(tuner);
+  REQUIRE(jobs.size() == 8);
+  std::set<TrialId> exploited;
+  for (const auto& j : jobs) {
+    if (j.from_trial < 0) continue;
+    exploited.insert(j.trial);
+    CHECK((j.from_trial == 6 || j.from_trial == 3));  // the top two that did not fail
+  }
+  CHECK(exploited == failed);
+  for (TrialId m = 0; m < 8; ++m) tuner.on_result(m, 2, NAN);
+  CHECK(drain(tuner).empty());
+  CHECK(tuner.next_job().kind == Job::Kind::Finished);
 }
 
 TEST_CASE("pbt settings: one clear error each", "[pbt]") {
