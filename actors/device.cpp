@@ -4,6 +4,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 
 #include <ATen/Parallel.h>
@@ -69,6 +70,13 @@ void configure_cpu_threads(int threads) {
   if (auto* set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
     set(1);
   }
+  // The MKL inside PyPI's LibTorch runs a lone product on every thread, splitting its inner
+  // dimension, but a batch of products one per thread: a trial alone and the same trial in a
+  // fused unit then sum in other orders (4e-5 apart on a 64x784x64 product at 2 threads).
+  // MKL's strict reproducibility mode makes its products independent of the thread count, at
+  // no measured cost (docs/reproducibility.md). MKL reads it before its first product; a
+  // value the user set is kept.
+  setenv("MKL_CBWR", "AUTO,STRICT", 0);
   at::set_num_threads(threads);
   try {
     at::set_num_interop_threads(1);

@@ -27,7 +27,9 @@ GpuMemory gpu_memory(const std::string& device);
 
 // Limits LibTorch's intra-op threads and OpenBLAS's threads so that their product stays at
 // `threads`: BLAS calls made from torch's worker threads would otherwise each spawn a full
-// OpenBLAS pool and oversubscribe the cores.
+// OpenBLAS pool and oversubscribe the cores. Puts MKL (PyPI's LibTorch) in its strict
+// reproducibility mode, so that packing never changes a product's bits. Call it before the
+// process's first tensor product.
 void configure_cpu_threads(int threads);
 
 // LibTorch's CPU tensors come from malloc, and glibc serves blocks above its mmap threshold

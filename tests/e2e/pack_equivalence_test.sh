@@ -2,9 +2,9 @@
 # Packing never changes results: the same 8 trials of three widths and three optimizers,
 # trained one at a time as fused units of one (--max-pack 1 --fuse never) and as one fused unit of 8
 # padded to the widest member (--max-pack 8 --fuse always), report the same metrics within 1e-3;
-# trials of one width, alone and in one unit of 8, bit for bit (MLP and CNN). On 2 threads: on
-# 16 the CPU kernels split a unit's products otherwise and the last bits move
-# (docs/reproducibility.md, Many threads).
+# trials of one width, alone and in one unit of 8, bit for bit (MLP and CNN). On 2 threads, so
+# that a lone product is split among threads while a unit's products are not: with PyPI's
+# LibTorch this holds only in MKL's strict mode (docs/reproducibility.md, Many threads).
 set -euo pipefail
 source "$(dirname "$0")/prelude.sh" "$@"
 
