@@ -209,6 +209,12 @@ const std::vector<std::string>& known_hyperparameters() {
   return names;
 }
 
+const std::vector<std::string>& perturbable_hyperparameters() {
+  static const std::vector<std::string> names = {"lr",     "momentum", "nesterov", "weight_decay",
+                                                 "beta1",  "beta2",    "dropout"};
+  return names;
+}
+
 TrialSpec parse_trial_spec(const tuners::TrialConfig& config, const std::string& where) {
   // The family first: a plugin family's keys are its own.
   if (auto family = config.find("family"); family != config.end()) {

@@ -51,6 +51,10 @@ TrialSpec parse_trial_spec(const tuners::TrialConfig& config, const std::string&
 
 // The names parse_trial_spec accepts, for error messages and docs.
 const std::vector<std::string>& known_hyperparameters();
+// Those a trial may change while it trains, keeping its weights' shapes and its optimizer's
+// state: what population-based training can perturb. The rest (family, widths, optimizer,
+// batch size, a plugin family's values) define what the checkpoint holds.
+const std::vector<std::string>& perturbable_hyperparameters();
 
 // Integer count of parameters and per-sample activations of the model, for the memory model.
 struct ModelShape {

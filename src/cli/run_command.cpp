@@ -144,10 +144,6 @@ int run_run_command(const std::vector<std::string>& args) {
   }
   if (!config.tuner_plugin.empty()) tuners::load_tuner_plugin(config.tuner_plugin);
   if (!config.model_plugin.empty()) declare_model_plugin(config.model_plugin);
-  if (config.tuner == "pbt") {
-    throw InputError("tuner: pbt runs in packtune simulate only so far: actors cannot yet go on from another "
-                     "trial's checkpoint (docs/tuners.md)");
-  }
   validate(config);
   // The driver checks --out is fresh once it holds the folder's lock: a check here could
   // pass for two drivers started together.

@@ -238,6 +238,9 @@ void CheckpointStore::record(TrialId trial, const std::string& path, double budg
     }
     held.clear();
   }
+  // A file written again (population-based training's exploit replaces the member's own at
+  // that budget) is held once, as the newest.
+  held.erase(std::remove_if(held.begin(), held.end(), [&](const Held& h) { return h.path == path; }), held.end());
   held.push_back({path, budget});
 }
 

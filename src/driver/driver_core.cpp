@@ -271,6 +271,7 @@ void DriverCore::on_report(ActorState& actor, const proto::Report& report) {
     results_->append(row);
     test_hold("driver.reported");
     trial.reported = report.budget;
+    trial.exploited_from = -1;  // recorded in this row
   }
   if (report.final) {
     if (!report.checkpoint.empty()) record_checkpoint(report.trial, report.checkpoint, report.budget);
@@ -305,6 +306,8 @@ ReportRow DriverCore::report_row(const ActorState& actor, const TrialState& tria
   row.unit_size = report.unit_size;
   row.unit = trial.unit;
   row.job_start = trial.job_start;
+  row.exploited_from = trial.exploited_from;
+  row.exploited_at = trial.exploited_at;
   return row;
 }
 
@@ -474,6 +477,7 @@ void DriverCore::restore(const TunerJournal::Recovered& r) {
       tuning_.on_result(job.trial, std::max(0.0, progress.reported), progress.last_metric, nullptr, false);
       continue;
     }
+    if (job.from_trial >= 0 && !restore_exploit(job, progress.reported)) continue;
     book_.enqueue(job);
     ++requeued;
   }

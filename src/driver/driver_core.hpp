@@ -173,6 +173,13 @@ class DriverCore {
   void on_out_of_memory(ActorState& actor, const protocol::OutOfMemory& m);
   bool local_actors_settled();
 
+  // Population-based training's exploits (driver_exploit.cpp). False: the trial failed and
+  // the tuner heard so.
+  bool adopt_exploit(const Job& job);
+  bool restore_exploit(const Job& job, double reported);
+  // The store's checkpoint of `trial` at `budget`, or "".
+  std::string stored_checkpoint(TrialId trial, double budget) const;
+
   // The end (driver_finish.cpp).
   void finish_checkpoints(bool finished);
 

@@ -51,6 +51,7 @@ bool DriverCore::dispatch() {
         if (book_.running() == 0 && profiles_.held_jobs() == 0) return true;
         break;
       }
+      if (job.from_trial >= 0 && !adopt_exploit(job)) continue;
       if (replans_rungs() && job.kind == Job::Kind::Resume) {
         start_rung(std::move(job));
         continue;
@@ -144,6 +145,8 @@ proto::Assign DriverCore::make_assign(const Job& job, TrialState& trial) {
   proto::Assign assign{job.trial, trial.full, job.budget, trial.seed};
   assign.lease = trial.lease;
   assign.resume_from = store_->newest_first(job.trial);
+  // An exploit goes on from its donor's weights or fails: never from the member's own older ones.
+  if (trial.exploited_from >= 0 && !assign.resume_from.empty()) assign.resume_from.resize(1);
   trial.resume_budget = store_->newest_budget(job.trial);
   trial.start_checked = false;
   if (store_->has(job.trial)) {

@@ -31,10 +31,14 @@ bool TrialBook::make(const Job& job, TrialState*& out, std::string& why) {
   TrialState& trial = it->second;
   out = &trial;
   if (!fresh) return true;
-  trial.sampled = job.config;
-  trial.full = model_;
-  for (const auto& [k, v] : job.config) trial.full[k] = v;
   trial.seed = trial_seed(seed_, job.trial);
+  return configure(trial, job.config, why);
+}
+
+bool TrialBook::configure(TrialState& trial, const tuners::TrialConfig& config, std::string& why) {
+  trial.sampled = config;
+  trial.full = model_;
+  for (const auto& [k, v] : config) trial.full[k] = v;
   try {
     trial.shape = shape_of_(trial.full);
   } catch (const InputError& e) {
@@ -42,6 +46,10 @@ bool TrialBook::make(const Job& job, TrialState*& out, std::string& why) {
     return false;
   }
   return true;
+}
+
+bool TrialBook::retarget(TrialId id, const tuners::TrialConfig& config, std::string& why) {
+  return configure(trials_.at(id), config, why);
 }
 
 TrialBook::Opened TrialBook::open_next() {

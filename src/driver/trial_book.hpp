@@ -36,6 +36,10 @@ struct TrialState {
   bool failed = false;        // it cannot go on
   std::string unit;           // the running job's fused unit (Assign.unit), for results.jsonl
   double job_start = -1;      // when the running job was assigned, seconds since the experiment started
+  // Population-based training: the trial goes on from another's checkpoint (Job::exploit),
+  // until its first report, which records it. -1: it goes on from its own.
+  tuners::TrialId exploited_from = -1;
+  double exploited_at = 0;  // the donor's budget
 };
 
 class TrialBook {
@@ -114,6 +118,10 @@ class TrialBook {
   std::optional<Failure> out_of_memory(TrialId id, std::optional<double> checkpoint);
   // The trial cannot go on.
   Failure give_up(TrialId id, const std::string& why);
+  // Population-based training's exploit: the trial goes on with `config` (its donor's,
+  // explored), from its donor's checkpoint. Its shape follows the new config; false and
+  // `why` when that config is no model.
+  bool retarget(TrialId id, const tuners::TrialConfig& config, std::string& why);
 
   std::int64_t completed_jobs() const { return completed_jobs_; }
   int failed_trials() const { return failed_trials_; }
@@ -126,6 +134,8 @@ class TrialBook {
   void requeue(TrialId id, const TrialState& trial, bool from_checkpoint);
   // The trial's state, made on first sight; false when its config is no model (`why`).
   bool make(const Job& job, TrialState*& trial, std::string& why);
+  // Its config and what follows from it: the full config and the shape.
+  bool configure(TrialState& trial, const tuners::TrialConfig& config, std::string& why);
   // The trial's job no longer runs on an actor.
   void leave_actor(TrialState& trial);
 

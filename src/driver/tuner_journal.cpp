@@ -30,7 +30,10 @@ const char* kind_name(tuners::Job::Kind kind) {
 
 std::string describe(const tuners::Job& job) {
   if (job.kind != tuners::Job::Kind::Start && job.kind != tuners::Job::Kind::Resume) return kind_name(job.kind);
-  return fmt::format("{} trial {} to budget {:g} with {}", kind_name(job.kind), job.trial, job.budget,
+  return fmt::format("{} trial {} to budget {:g}{} with {}", kind_name(job.kind), job.trial, job.budget,
+                     job.from_trial < 0 ? std::string()
+                                        : fmt::format(" from trial {}'s checkpoint at {:g}", job.from_trial,
+                                                      job.from_budget),
                      tuners::to_json(job.config).dump());
 }
 
@@ -40,17 +43,15 @@ tuners::Job TunerJournal::next_job() {
   Job job = call("next_job", [&] { return tuner_.next_job(); });
   if (job.kind == Job::Kind::Wait && rules_) rules_->check_wait();
   if (job.kind == Job::Kind::Start || job.kind == Job::Kind::Resume) {
-    // Actors load a trial's own checkpoint only; the exploits of population-based training
-    // (from another trial's) are simulated so far. Stop rather than train the wrong weights.
-    if (job.from_trial >= 0) {
-      throw Error("tuner " + tuner_.name() + ": trial " + std::to_string(job.trial) + " would go on from trial " +
-                  std::to_string(job.from_trial) + "'s checkpoint, which packtune run cannot do yet (packtune simulate can)");
-    }
     if (rules_) rules_->check(job);
     json entry = {{"kind", kind_name(job.kind)},
                   {"trial", job.trial},
                   {"budget", job.budget},
                   {"config", tuners::to_json(job.config)}};
+    if (job.from_trial >= 0) {
+      entry["from_trial"] = job.from_trial;
+      entry["from_budget"] = job.from_budget;
+    }
     // A learning sampler's reasons, for the report; a replay recomputes them, so they are not checked.
     if (!job.why.is_null()) entry["why"] = job.why;
     write({{"job", entry}});
@@ -115,9 +116,12 @@ TunerJournal::Recovered TunerJournal::replay(const std::vector<json>& entries) {
         expected.trial = j.at("trial").get<TrialId>();
         expected.budget = j.at("budget").get<double>();
         expected.config = tuners::config_from_json(j.at("config"), "journal: config");
+        expected.from_trial = j.value("from_trial", TrialId{-1});
+        expected.from_budget = j.value("from_budget", 0.0);
         Job job = replaying([&] { return tuner_.next_job(); });
         if (job.kind != expected.kind || job.trial != expected.trial || job.budget != expected.budget ||
-            job.config != expected.config) {
+            job.config != expected.config || job.from_trial != expected.from_trial ||
+            (job.from_trial >= 0 && job.from_budget != expected.from_budget)) {
           // A damaged or edited journal, or a tuner plugin that is not deterministic: either way
           // the input cannot be resumed from (exit 2), and the line says where.
           throw InputError(fmt::format("line {}: the tuner did not repeat its decisions: the journal says \"{}\" but "

@@ -190,6 +190,22 @@ void validate(const ExperimentConfig& c) {
                      c.tuner + " remove or change them)");
   }
 
+  // Population-based training hands a member its donor's checkpoint with the explored
+  // config: a perturbed value the checkpoint's shapes or optimizer state depend on would not fit.
+  if (c.tuner == "pbt") {
+    const auto& allowed = actors::perturbable_hyperparameters();
+    for (const auto& name : c.tuner_settings.value("perturb", json::array())) {
+      if (!name.is_string() || std::find(allowed.begin(), allowed.end(), name.get<std::string>()) != allowed.end()) {
+        continue;
+      }
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      throw InputError("tuner.perturb: " + name.get<std::string>() +
+                       " changes what a checkpoint holds (the model's shape, the optimizer or the batch); pbt can "
+                       "perturb " + list);
+    }
+  }
+
   // The fixed values alone, then each end of every range and each choice on top of them:
   // every config the space can produce is then a valid trial.
   auto fixed = c.model;

@@ -114,6 +114,7 @@ nlohmann::json ResultsWriter::line(const ReportRow& row, const tuners::TrialConf
   line["unit_size"] = row.unit_size;
   if (!row.unit.empty()) line["unit"] = row.unit;
   if (row.job_start >= 0) line["job_start"] = row.job_start;
+  if (row.exploited_from >= 0) line["exploit"] = {{"from_trial", row.exploited_from}, {"from_budget", row.exploited_at}};
   // Every trial's hyper-parameters (fixed and sampled), not only the best's: enough to re-run any trial elsewhere
   // (bench/peer_bench trains the same trials in a plain PyTorch loop from these).
   line["config"] = tuners::to_json(config);

@@ -30,6 +30,10 @@ struct ReportRow {
   // assigned: report.html's timeline. Empty and -1: not known (not written).
   std::string unit;
   double job_start = -1;
+  // The first report after population-based training's exploit: whose checkpoint, at which
+  // budget, the trial went on from (its config is the new one). -1: none.
+  tuners::TrialId exploited_from = -1;
+  double exploited_at = 0;
 };
 
 class ResultsWriter {

@@ -44,8 +44,8 @@ expect missing_data "data file not found" "$(set_key "$good" 'c["data"]["dir"]="
 expect unknown_model "model.family" "$(set_key "$good" 'c["model"]={"family": "transformer"}')"
 expect unknown_tuner "unknown tuner \"bayes\"" "$(set_key "$good" 'c["tuner"]["name"]="bayes"')"
 expect unknown_tuner_flag "unknown tuner \"nope\"" "$good" --tuner nope
-expect pbt_in_run "tuner: pbt runs in packtune simulate only so far" \
-  "$(set_key "$good" 'c["tuner"]={"name": "pbt", "population": 4, "perturb": ["lr"]}')"
+expect pbt_perturbs_width "tuner.perturb: width changes what a checkpoint holds" \
+  "$(set_key "$good" 'c["tuner"]={"name": "pbt", "population": 4, "perturb": ["width"]}; c["space"]["width"]={"type": "choice", "values": [32, 64]}')"
 expect bad_device "device" "$good" --device tpu
 expect bad_trials "--trials" "$good" --trials 0
 expect unknown_flag "unrecognised option" "$good" --frobnicate

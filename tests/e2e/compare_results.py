@@ -54,6 +54,8 @@ def main(argv):
             problems.append(f"trial {key[0]} budget {key[1]}: only in {args[0] if key in a else args[1]}")
             continue
         ra, rb = a[key], b[key]
+        if ra.get("exploit") != rb.get("exploit"):
+            problems.append(f"trial {key[0]} budget {key[1]}: exploits differ: {ra.get('exploit')} vs {rb.get('exploit')}")
         if ra.get("config") != rb.get("config"):
             problems.append(f"trial {key[0]}: configs differ: {ra.get('config')} vs {rb.get('config')}")
         for metric in METRICS:

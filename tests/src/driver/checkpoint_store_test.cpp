@@ -242,3 +242,26 @@ TEST_CASE("the store writes no more of an upload than its offer declared") {
   CHECK_FALSE(std::filesystem::exists(driver.store.dir() + "/trial-0-budget-20.h5.part"));
   CHECK(driver.store.bytes_received() == 0);
 }
+
+TEST_CASE("a file recorded again is held once, as the newest, and never deleted by its own record") {
+  TempDir dir;
+  CheckpointStore store(dir.file("checkpoints"), {}, {});
+  auto make = [&](const std::string& name) {
+    write_file(store.path_of(name), "x");
+    return store.path_of(name);
+  };
+  for (const bool keep_all : {false, true}) {
+    store.set_keep_all(keep_all);
+    const auto trial = keep_all ? 2 : 1;
+    const auto prefix = "trial-" + std::to_string(trial) + "-budget-";
+    store.record(trial, make(prefix + "0.5.h5"), 0.5);
+    store.record(trial, make(prefix + "1.h5"), 1);
+    // Population-based training's exploit writes the member's file at 1 again: its donor's.
+    store.record(trial, make(prefix + "1.h5"), 1);
+    CHECK(std::filesystem::exists(store.path_of(prefix + "1.h5")));
+    CHECK(store.newest_budget(trial) == 1);
+    const auto held = store.newest_first(trial);
+    CHECK(held.front() == store.path_of(prefix + "1.h5"));
+    CHECK(held.size() == (keep_all ? 2u : 1u));
+  }
+}

@@ -130,3 +130,17 @@ TEST_CASE("reports count only from the actor a trial runs on; a finished job cou
   CHECK(b.completed_jobs() == 2);
   CHECK(b.running() == 0);
 }
+
+TEST_CASE("an exploited trial takes its donor's config: its full config and shape follow") {
+  auto b = book();
+  start(b, 0, 1);
+  std::string why;
+  REQUIRE(b.retarget(0, sample(128), why));
+  CHECK(b.at(0).shape.key == "mlp-128");
+  CHECK(b.at(0).full.at("width") == tuners::ParamValue{std::int64_t{128}});
+  CHECK(b.at(0).full.count("family"));  // the fixed model stays under it
+  const auto seed = b.at(0).seed;
+  CHECK_FALSE(b.retarget(0, {}, why));  // no width: no model
+  CHECK_THAT(why, Catch::Contains("no width"));
+  CHECK(b.at(0).seed == seed);  // the trial's own seed: dropout masks stay its own
+}

@@ -130,6 +130,48 @@ TEST_CASE("replay refuses a tuner that does not repeat its decisions") {
   }
 }
 
+TEST_CASE("pbt's exploits are journaled with their donors, and replay holds the tuner to them") {
+  auto context = make_context(1, 4, 0, tuners::Mode::Max, {{"population", 4}, {"interval", 1}, {"perturb", {"lr"}}});
+  testing::TempDir dir;
+  std::vector<nlohmann::json> entries;
+  {
+    auto tuner = tuners::TunerRegistry::instance().create("pbt", context);
+    auto journal = Journal::create(dir.file("j"), {{"header", 1}});
+    TunerJournal tuning(*tuner, &journal);
+    run_to_end(tuning, {}, 4, 3);
+    journal.commit();
+    entries = Journal::read(dir.file("j"));
+  }
+  std::vector<std::size_t> exploits;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (!entries[i].contains("job") || !entries[i]["job"].contains("from_trial")) continue;
+    exploits.push_back(i);
+    const auto& job = entries[i]["job"];
+    CHECK(job["from_trial"] != job["trial"]);
+    CHECK(job["from_budget"].get<double>() + 1 == job["budget"].get<double>());
+  }
+  CHECK(exploits.size() == 3);  // one member at each of the 3 generations' ends
+  {
+    auto tuner = tuners::TunerRegistry::instance().create("pbt", context);
+    TunerJournal tuning(*tuner, nullptr);
+    CHECK_NOTHROW(tuning.replay(entries));
+  }
+  auto edited = entries;
+  auto& job = edited[exploits.front()]["job"];
+  job["from_trial"] = (job["from_trial"].get<std::int64_t>() + 1) % 4 == job["trial"].get<std::int64_t>()
+                          ? (job["from_trial"].get<std::int64_t>() + 2) % 4
+                          : (job["from_trial"].get<std::int64_t>() + 1) % 4;
+  auto tuner = tuners::TunerRegistry::instance().create("pbt", context);
+  TunerJournal tuning(*tuner, nullptr);
+  try {
+    tuning.replay(edited);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("the tuner did not repeat its decisions"));
+    CHECK_THAT(e.what(), Catch::Contains("from trial"));
+  }
+}
+
 TEST_CASE("replay recovers rows, checkpoints, stopped trials and the end of an experiment") {
   auto context = make_context(1, 9, 2, tuners::Mode::Max);
   auto tuner = tuners::TunerRegistry::instance().create("random", context);
