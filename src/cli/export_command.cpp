@@ -95,6 +95,12 @@ void write_results_csv(std::istream& jsonl, const std::string& source, std::ostr
         flatten(value, "config", cells);
         continue;
       }
+      // Population-based training's lineage: exploit.from_trial and exploit.from_budget.
+      if (key == "exploit" && value.is_object()) {
+        flatten(value, "exploit", cells);
+        for (const auto& [part, unused] : value.items()) fields.add("exploit." + part);
+        continue;
+      }
       cells[key] = value;
       const bool is_field =
           std::find(kReportFields.begin(), kReportFields.end(), key) != kReportFields.end();

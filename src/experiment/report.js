@@ -144,6 +144,8 @@
 
   // --- rungs ----------------------------------------------------------------------------------------
   (function rungs() {
+    // A population trains in generations, not brackets: every member goes on at every rung.
+    if (data.tuner === 'pbt') return;
     var div = section('rungs', 'Rungs of each bracket',
       'One column per rung: the ' + metric + ' each trial had when its job ended at that budget; filled: ' +
       'promoted to a larger budget, open: not (yet). A bracket is the trials whose first job trained to the ' +
@@ -236,6 +238,73 @@
       barmode: 'overlay', bargap: 0.15, showlegend: false,
       xaxis: { title: 'seconds since the experiment started' },
       yaxis: { type: 'category', categoryorder: 'array', categoryarray: order.slice().reverse(), automargin: true }
+    });
+  })();
+
+  // --- population-based training: who took whose weights, and each member's hyper-parameters ---------
+  (function population() {
+    var exploited = data.trials.filter(function (t) { return t.exploits; });
+    if (!exploited.length) return;
+    var div = section('lineage', 'Population: who took whose weights',
+      'One line per member along ' + unitLabel + ', its reports coloured by ' + metric + '. A red link runs from a ' +
+      'donor where the member took its checkpoint to the member\'s next report, trained from those weights with the ' +
+      'donor\'s config, explored.');
+    var values = [];
+    data.trials.forEach(function (t) { t.values.forEach(function (v) { if (isNumber(v)) values.push(v); }); });
+    var lines = { x: [], y: [], mode: 'lines', type: 'scatter', hoverinfo: 'skip', line: { color: '#c7d4e3', width: 1 } };
+    var points = { x: [], y: [], text: [], mode: 'markers', type: 'scatter',
+      marker: { size: 7, color: [], colorscale: 'Viridis', reversescale: !maximize,
+                colorbar: { title: metric, thickness: 12 } },
+      hovertemplate: '%{text}<extra></extra>' };
+    var links = { x: [], y: [], text: [], mode: 'lines+markers', type: 'scatter', line: { color: '#d62728', width: 2 },
+      marker: { size: 4, color: '#d62728' }, hovertemplate: '%{text}<extra></extra>' };
+    data.trials.forEach(function (t) {
+      lines.x.push(0, t.reached, null);
+      lines.y.push(t.trial, t.trial, null);
+      t.budgets.forEach(function (b, i) {
+        points.x.push(b); points.y.push(t.trial); points.marker.color.push(isNumber(t.values[i]) ? t.values[i] : null);
+        points.text.push('trial ' + t.trial + ' at ' + unitLabel + ' ' + fmt(b) + ': ' + metric + ' ' + fmt(t.values[i]));
+      });
+      (t.exploits || []).forEach(function (e) {
+        var text = 'trial ' + t.trial + ' took trial ' + e.from_trial + '\'s weights at ' + unitLabel + ' ' + fmt(e.from_budget);
+        links.x.push(e.from_budget, e.budget, null);
+        links.y.push(e.from_trial, t.trial, null);
+        links.text.push(text, text, null);
+      });
+    });
+    div.style.height = Math.max(260, 80 + 18 * data.trials.length) + 'px';
+    plot('lineage', div, [lines, points, links], {
+      showlegend: false, xaxis: { title: unitLabel }, yaxis: { title: 'trial', dtick: 1 }
+    });
+
+    // Each hyper-parameter some member's config changed in: its value over the budget, a step line per member.
+    var changed = {};
+    exploited.forEach(function (t) {
+      t.schedule.forEach(function (s, i) {
+        if (i === 0) return;
+        Object.keys(s.config).forEach(function (k) {
+          if (JSON.stringify(s.config[k]) !== JSON.stringify(t.schedule[i - 1].config[k])) changed[k] = true;
+        });
+      });
+    });
+    Object.keys(changed).sort().forEach(function (key) {
+      var chart = section('schedule-' + key, 'Population: ' + key + ' of each member over ' + unitLabel,
+        'A step where the member took a donor\'s config, explored; a member that never exploited keeps its own.');
+      var traces = data.trials.map(function (t, n) {
+        var schedule = t.schedule || [{ from: 0, config: t.config }];
+        var x = [], y = [];
+        schedule.forEach(function (s) { x.push(s.from); y.push(s.config[key]); });
+        x.push(t.reached);
+        y.push(schedule[schedule.length - 1].config[key]);
+        return { x: x, y: y, mode: 'lines', type: 'scatter', line: { shape: 'hv', color: palette[n % palette.length] },
+                 name: 'trial ' + t.trial, hovertemplate: 'trial ' + t.trial + ': ' + key + ' %{y}<extra></extra>' };
+      });
+      var numbers = traces.every(function (tr) { return tr.y.every(isNumber); });
+      // As the space samples it: a log-uniform parameter (a learning rate) on a log axis.
+      var type = (data.space[key] || {}).type === 'loguniform' ? 'log' : (numbers ? 'linear' : 'category');
+      plot('schedule-' + key, chart, traces, {
+        showlegend: false, xaxis: { title: unitLabel }, yaxis: { title: key, type: type }
+      });
     });
   })();
 

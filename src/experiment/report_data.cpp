@@ -81,6 +81,7 @@ struct Row {
   int unit_size = 1;
   bool final = false;
   json config;
+  json exploit;  // population-based training: {from_trial, from_budget}, or null
 };
 
 Row parse_row(const json& line, const std::string& metric, const fs::path& path, std::size_t index) {
@@ -101,6 +102,7 @@ Row parse_row(const json& line, const std::string& metric, const fs::path& path,
   row.unit_size = static_cast<int>(number_or(line, "unit_size", 1));
   row.final = line.value("final", false);
   row.config = line.value("config", json::object());
+  if (auto it = line.find("exploit"); it != line.end() && it->is_object()) row.exploit = *it;
   return row;
 }
 
@@ -119,6 +121,11 @@ struct Trial {
   bool stopped = false;  // the tuner stopped it early
   bool failed = false;   // it could not be trained
   json why;              // why the sampler chose its config (null: at random)
+  // Population-based training: each exploit ({budget: its first report's, from_trial,
+  // from_budget}) and each config the trial trained with ({from: the budget it took over at,
+  // config}), oldest first.
+  json exploits = json::array();
+  json schedule = json::array();
 };
 
 }  // namespace
@@ -183,6 +190,16 @@ json build_report_data(const std::string& dir) {
   std::map<long long, double> previous_budget;
   for (const auto& row : rows) {
     auto& t = trials[row.trial];
+    if (!row.exploit.is_null()) {
+      t.exploits.push_back({{"budget", row.budget}, {"from_trial", row.exploit.value("from_trial", -1LL)},
+                            {"from_budget", row.exploit.value("from_budget", 0.0)}});
+    }
+    if (!row.config.empty() && (t.schedule.empty() || t.schedule.back()["config"] != row.config)) {
+      const double from = !row.exploit.is_null() ? row.exploit.value("from_budget", 0.0)
+                          : t.budgets.empty()    ? 0.0
+                                                 : t.budgets.back();
+      t.schedule.push_back({{"from", from}, {"config", row.config}});
+    }
     if (!row.config.empty()) t.config = row.config;
     t.budgets.push_back(row.budget);
     t.values.push_back(row.value);
@@ -298,6 +315,10 @@ json build_report_data(const std::string& dir) {
                           {"jobs", std::max<std::size_t>(t.job_budgets.size(), t.ended.size())},
                           {"actors", t.actors},
                           {"state", state}});
+    if (!t.exploits.empty()) {
+      trial_list.back()["exploits"] = t.exploits;
+      trial_list.back()["schedule"] = t.schedule;
+    }
   }
   json brackets = json::array();
   for (auto& [start, by_budget] : rungs) {

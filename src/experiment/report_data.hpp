@@ -11,7 +11,9 @@
 //   best {trial, value, budget, config, test?} or null,
 //   trials:   [{trial, config, budgets[], values[], wall_times[], reached, value, best_value, bracket, jobs,
 //               actors[], state: "finished" | "running" | "paused" | "stopped" | "failed",
-//               why (the sampler's reasons for its config, null for a random draw)}], by id;
+//               why (the sampler's reasons for its config, null for a random draw),
+//               and under population-based training, for a trial that exploited another:
+//               exploits [{budget, from_trial, from_budget}] and schedule [{from, config}]}], by id;
 //   brackets: [{start, rungs: [{budget, trials[], values[], promoted[], training}]}], by start;
 //   segments: [{actor, trial, unit, unit_size, start, end, from, to}]: a job's time on an actor;
 //   best_over_time: [{wall_time, value, trial, budget}]: each report that improved the best.

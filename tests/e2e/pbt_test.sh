@@ -10,6 +10,8 @@
 # - A driver killed with kill -9 while its first exploit waits for an actor (the job and the
 #   copy of the donor's checkpoint journaled, no report yet), and mid-run, then resumed, ends
 #   with the same reports and lineage bit for bit.
+# - `packtune export` carries the lineage, and report.html draws it and the lr schedule (with
+#   chromium, as tests/e2e/report_test.sh opens pages).
 set -euo pipefail
 source "$(dirname "$0")/prelude.sh" "$@"
 
@@ -56,6 +58,40 @@ for r in exploits:
 print(f"1 passed, 0 failed: {len(exploits)} exploits recorded, each from a better member's checkpoint")
 PY
 "$py" "$compare" "$work/ref/results.jsonl" "$work/alone/results.jsonl"
+
+# The lineage leaves results.jsonl for the CSV export and the report's population charts.
+"$packtune" export "$work/ref" > "$work/ref.csv"
+"$py" - "$work" <<'PY'
+import csv, json, sys
+work = sys.argv[1]
+rows = list(csv.DictReader(open(f"{work}/ref.csv", newline="")))
+lines = [json.loads(l) for l in open(f"{work}/ref/results.jsonl")]
+got = [(r["trial"], float(r["budget"]), r["exploit.from_trial"], float(r["exploit.from_budget"]))
+       for r in rows if r["exploit.from_trial"]]
+want = [(str(l["trial"]), l["budget"], str(l["exploit"]["from_trial"]), l["exploit"]["from_budget"])
+        for l in lines if "exploit" in l]
+assert got == want, (got, want)
+print(f"1 passed, 0 failed: the CSV export carries the {len(got)} exploits")
+PY
+browser="$(command -v chromium || command -v chromium-browser || true)"
+if [ -n "$browser" ]; then
+  timeout 120 "$browser" --headless --disable-gpu --no-sandbox --enable-unsafe-swiftshader \
+    --user-data-dir="$work/chrome" --proxy-server=127.0.0.1:9 --virtual-time-budget=15000 \
+    --dump-dom "file://$work/ref/report.html" > "$work/dom.html" 2> "$work/chrome.log" ||
+    fail "chromium --dump-dom" "$work/chrome.log"
+  "$py" - "$work" "$here" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+from page_check import read_check
+check = read_check(open(f"{sys.argv[1]}/dom.html", encoding="utf8").read(), "report-check")
+assert check and check["errors"] == [], f"the page's check: {check}"
+charts = check["charts"]
+assert charts.get("lineage", 0) > 0 and charts.get("schedule-lr", 0) > 0, f"population charts drawn: {charts}"
+print(f"1 passed, 0 failed: report.html draws the lineage ({charts['lineage']} points) and the lr schedule")
+PY
+else
+  echo "skipped: report.html's population charts (no chromium)"
+fi
 
 kill_and_resume() {
   local name="$1" point="$2"

@@ -50,3 +50,18 @@ TEST_CASE("a torn last line (no newline: being written, or cut by a crash) is le
   // The same bytes followed by a newline are damage, not a write in progress.
   CHECK_THROWS_AS(csv_of(whole + "{\"trial\": 1, \"bud\n"), packtune::InputError);
 }
+
+TEST_CASE("population-based training's lineage is two columns, empty on the rows without an exploit") {
+  const std::string jsonl =
+      R"({"actor":0,"budget":1,"config":{"lr":0.1},"final":true,"train_seconds":1,"trial":0,"unit_size":2,)"
+      R"("val_accuracy":0.5,"wall_time":1})"
+      "\n"
+      R"({"actor":0,"budget":2,"config":{"lr":0.08},"exploit":{"from_budget":1,"from_trial":1},"final":true,)"
+      R"("train_seconds":1,"trial":0,"unit_size":2,"val_accuracy":0.7,"wall_time":2})"
+      "\n";
+  CHECK(csv_of(jsonl) ==
+        "trial,budget,final,wall_time,train_seconds,actor,unit_size,exploit.from_budget,exploit.from_trial,"
+        "val_accuracy,config.lr\r\n"
+        "0,1,true,1,1,0,2,,,0.5,0.1\r\n"
+        "0,2,true,2,1,0,2,1,1,0.7,0.08\r\n");
+}

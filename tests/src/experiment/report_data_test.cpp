@@ -187,3 +187,21 @@ TEST_CASE("the page inlines plotly.js, the script and the data; a config's </scr
   }
   CHECK_THROWS_AS(report::write_report(out, dir.file("no/such/dir/report.html")), InputError);
 }
+
+TEST_CASE("the report's data of a population: each exploit and the configs a member trained with") {
+  testing::TempDir dir;
+  const auto out = dir.file("pbt");
+  std::filesystem::create_directories(out);
+  write(out + "/results.jsonl",
+        R"({"trial": 0, "budget": 1, "val_accuracy": 0.4, "final": true, "wall_time": 1, "train_seconds": 1, "actor": 0, "unit_size": 2, "config": {"lr": 0.1}})" "\n"
+        R"({"trial": 1, "budget": 1, "val_accuracy": 0.6, "final": true, "wall_time": 1, "train_seconds": 1, "actor": 0, "unit_size": 2, "config": {"lr": 0.01}})" "\n"
+        R"({"trial": 0, "budget": 2, "val_accuracy": 0.7, "final": true, "wall_time": 2, "train_seconds": 1, "actor": 0, "unit_size": 2, "exploit": {"from_trial": 1, "from_budget": 1}, "config": {"lr": 0.012}})" "\n"
+        R"({"trial": 1, "budget": 2, "val_accuracy": 0.65, "final": true, "wall_time": 2, "train_seconds": 1, "actor": 0, "unit_size": 2, "config": {"lr": 0.01}})" "\n");
+  write(out + "/config.json", R"({"metric": "val_accuracy", "budget": {"max": 2}, "tuner": {"name": "pbt"}})");
+  const auto data = report::build_report_data(out);
+  const auto& member = trial(data, 0);
+  CHECK(member["exploits"] == json::parse(R"([{"budget": 2, "from_trial": 1, "from_budget": 1}])"));
+  CHECK(member["schedule"] == json::parse(R"([{"from": 0, "config": {"lr": 0.1}}, {"from": 1, "config": {"lr": 0.012}}])"));
+  CHECK(member["config"] == json({{"lr", 0.012}}));  // the config it ended with
+  CHECK_FALSE(trial(data, 1).contains("exploits"));  // a donor that never exploited
+}
