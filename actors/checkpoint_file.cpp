@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <cinttypes>
 #include <cstdio>
@@ -32,9 +33,10 @@ namespace fs = std::filesystem;
 
 using Handle = datasets::Hdf5Handle;
 
-// verify_checkpoint's child exits with this when read_checkpoint refused the file (its
-// message on the pipe); 0 is a good file, anything else a crash.
+// in_child's child exits with this when the file was refused (an InputError, its message on
+// the pipe); 0 is success, anything else a crash.
 constexpr int kVerifyRefused = 3;
+constexpr int kChildFailed = 4;  // in_child: the work failed otherwise than on the file
 
 // The longest fixed-length string attribute read: the writer's strings are variable-length,
 // and a fixed length comes from the file.
@@ -515,19 +517,27 @@ TrialCheckpoint read_checkpoint(const std::string& path) {
   return c;
 }
 
-void verify_checkpoint(const std::string& path, double timeout_seconds) {
+namespace {
+
+// Runs `work` on `path` in a forked child: HDF5 never runs in the calling process (the
+// driver's threads fork, and a child forked while another thread held HDF5's lock would
+// inherit it locked). `doing` names the work in messages ("reading it"). The child's
+// InputError comes back as one, any other error as Error; a crash, or a child still running
+// after `timeout_seconds` (then killed), is an InputError blaming the file.
+void in_child(const std::string& path, const std::string& doing, double timeout_seconds,
+              const std::function<void()>& work) {
   if (timeout_seconds <= 0) {
     std::error_code ec;
     const auto bytes = fs::file_size(path, ec);
     timeout_seconds = 10 + (ec ? 0.0 : static_cast<double>(bytes) / 50e6);
   }
   int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw Error("checkpoint " + path + ": cannot verify it (pipe: " + std::strerror(errno) + ")");
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw Error("checkpoint " + path + ": cannot start " + doing + " (pipe: " + std::strerror(errno) + ")");
   const pid_t child = ::fork();
   if (child < 0) {
     ::close(pipe_fds[0]);
     ::close(pipe_fds[1]);
-    throw Error("checkpoint " + path + ": cannot verify it (fork: " + std::strerror(errno) + ")");
+    throw Error("checkpoint " + path + ": cannot start " + doing + " (fork: " + std::strerror(errno) + ")");
   }
   if (child == 0) {
     // Only this thread exists here; nothing is flushed or destroyed on the way out (_exit).
@@ -535,10 +545,13 @@ void verify_checkpoint(const std::string& path, double timeout_seconds) {
     std::string message;
     int code = 0;
     try {
-      read_checkpoint(path);
-    } catch (const std::exception& e) {
+      work();
+    } catch (const InputError& e) {
       message = e.what();
       code = kVerifyRefused;
+    } catch (const std::exception& e) {
+      message = e.what();
+      code = kChildFailed;
     }
     for (std::size_t done = 0; done < message.size();) {
       const auto n = ::write(pipe_fds[1], message.data() + done, message.size() - done);
@@ -573,15 +586,33 @@ void verify_checkpoint(const std::string& path, double timeout_seconds) {
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   if (timed_out) {
-    throw InputError("checkpoint " + path + ": reading it took more than " + std::to_string(static_cast<int>(timeout_seconds)) +
+    throw InputError("checkpoint " + path + ": " + doing + " took more than " + std::to_string(static_cast<int>(timeout_seconds)) +
                      " s (a damaged or forged file?)");
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
   if (WIFEXITED(status) && WEXITSTATUS(status) == kVerifyRefused && !message.empty()) throw InputError(message);
-  throw InputError("checkpoint " + path + ": the HDF5 library crashed reading it (" +
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kChildFailed && !message.empty()) throw Error(message);
+  throw InputError("checkpoint " + path + ": the HDF5 library crashed " + doing + " (" +
                    (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
                                         : "exit code " + std::to_string(WEXITSTATUS(status))) +
                    "): a damaged or forged file");
+}
+
+}  // namespace
+
+void verify_checkpoint(const std::string& path, double timeout_seconds) {
+  in_child(path, "reading it", timeout_seconds, [&] { read_checkpoint(path); });
+}
+
+void copy_checkpoint_as(const std::string& source, const std::string& target, std::int64_t trial,
+                        std::uint64_t seed, const nlohmann::json& config) {
+  in_child(source, "copying it", 0, [&] {
+    auto checkpoint = read_checkpoint(source);
+    checkpoint.trial = trial;
+    checkpoint.seed = seed;
+    checkpoint.config = config;
+    write_checkpoint(target, checkpoint);
+  });
 }
 
 std::string checkpoint_path(const std::string& dir, std::int64_t trial, double budget) {

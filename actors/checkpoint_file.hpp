@@ -85,6 +85,12 @@ TrialCheckpoint read_checkpoint(const std::string& path);
 // 1 s more per 50 MB, for HDF5 also loops on some damaged files while the driver waits).
 void verify_checkpoint(const std::string& path, double timeout_seconds = 0);
 
+// Population-based training's exploit: `source` (the donor's checkpoint) written to `target`
+// as trial `trial`'s, with its seed and config, in a child process as verify_checkpoint reads.
+// Throws InputError when `source` cannot be read, Error when `target` cannot be written.
+void copy_checkpoint_as(const std::string& source, const std::string& target, std::int64_t trial,
+                        std::uint64_t seed, const nlohmann::json& config);
+
 // `DIR/trial-<trial>-budget-<budget>.h5`.
 std::string checkpoint_path(const std::string& dir, std::int64_t trial, double budget);
 

@@ -62,6 +62,16 @@ GpuMemory gpu_memory(const std::string& device) {
   return m;
 }
 
+void use_reproducible_blas() {
+  // The MKL inside PyPI's LibTorch runs a lone product on every thread, splitting its inner
+  // dimension, but a batch of products one per thread: a trial alone and the same trial in a
+  // fused unit then sum in other orders (4e-5 apart on a 64x784x64 product at 2 threads).
+  // MKL's strict reproducibility mode makes its products independent of the thread count, at
+  // no measured cost (docs/reproducibility.md). MKL reads it at its first product; a value
+  // the user set is kept.
+  setenv("MKL_CBWR", "AUTO,STRICT", 0);
+}
+
 void configure_cpu_threads(int threads) {
   threads = std::max(1, threads);
   // Debian's OpenBLAS (pthread flavour) exports this; the reference BLAS does not, and
@@ -70,13 +80,7 @@ void configure_cpu_threads(int threads) {
   if (auto* set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
     set(1);
   }
-  // The MKL inside PyPI's LibTorch runs a lone product on every thread, splitting its inner
-  // dimension, but a batch of products one per thread: a trial alone and the same trial in a
-  // fused unit then sum in other orders (4e-5 apart on a 64x784x64 product at 2 threads).
-  // MKL's strict reproducibility mode makes its products independent of the thread count, at
-  // no measured cost (docs/reproducibility.md). MKL reads it before its first product; a
-  // value the user set is kept.
-  setenv("MKL_CBWR", "AUTO,STRICT", 0);
+  use_reproducible_blas();
   at::set_num_threads(threads);
   try {
     at::set_num_interop_threads(1);

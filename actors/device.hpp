@@ -27,10 +27,14 @@ GpuMemory gpu_memory(const std::string& device);
 
 // Limits LibTorch's intra-op threads and OpenBLAS's threads so that their product stays at
 // `threads`: BLAS calls made from torch's worker threads would otherwise each spawn a full
-// OpenBLAS pool and oversubscribe the cores. Puts MKL (PyPI's LibTorch) in its strict
-// reproducibility mode, so that packing never changes a product's bits. Call it before the
-// process's first tensor product.
+// OpenBLAS pool and oversubscribe the cores. Calls use_reproducible_blas.
 void configure_cpu_threads(int threads);
+
+// Puts MKL (PyPI's LibTorch) in its strict reproducibility mode, so that packing never
+// changes a product's bits. An environment variable: call it first in main(), before any
+// thread starts or a model plugin could run a product (configure_cpu_threads calls it too,
+// for programs that train without an actor's main).
+void use_reproducible_blas();
 
 // LibTorch's CPU tensors come from malloc, and glibc serves blocks above its mmap threshold
 // (128 KiB at first) with fresh mappings, returned to the kernel on free. A pack's

@@ -10,6 +10,7 @@
 #include <boost/program_options.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/device.hpp"
 #include "actors/process/actor_process.hpp"
 #include "packtune/error.hpp"
 #include "util/command_line.hpp"
@@ -63,6 +64,7 @@ int actor_command(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  packtune::actors::use_reproducible_blas();
   spdlog::set_pattern("[%H:%M:%S] %^%l%$ %v");
   // `actor` first when packtune handed over (its command line kept as it was).
   const int first = argc > 1 && std::string(argv[1]) == "actor" ? 2 : 1;

@@ -14,6 +14,7 @@
 //   driver.reported          the driver wrote a report into results.jsonl
 //   driver.result            the driver's loop, once a job has completed
 //   driver.promoted          the driver journaled a job that resumes a trial (a promotion)
+//   driver.exploit           the driver committed a pbt exploit's job, before copying the donor's checkpoint
 //   driver.verifying         a worker of the driver's checkpoint store is about to verify an upload
 //   actor.assigned           an actor got a job (an Assign)
 //   actor.testing            an actor got the test evaluation of the best trial

@@ -296,6 +296,16 @@ std::vector<std::string> CheckpointStore::newest_first(TrialId trial) const {
   return out;
 }
 
+std::string CheckpointStore::path_at(TrialId trial, double budget) const {
+  auto it = held_.find(trial);
+  if (it == held_.end()) return {};
+  // Records recovered from file names carry a budget rounded to six digits (%g).
+  for (auto h = it->second.rbegin(); h != it->second.rend(); ++h) {
+    if (std::abs(h->budget - budget) <= 1e-6 * std::max(1.0, std::abs(budget))) return h->path;
+  }
+  return {};
+}
+
 double CheckpointStore::newest_budget(TrialId trial) const {
   return has(trial) ? held_.at(trial).back().budget : 0;
 }

@@ -86,6 +86,8 @@ class CheckpointStore {
   // Deletes every checkpoint of `trial` (unless all are kept): it will never resume or be tested.
   void drop(TrialId trial);
   std::vector<std::string> newest_first(TrialId trial) const;
+  // The held checkpoint of `trial` at `budget` (to a budget's six digits in a file name), or "".
+  std::string path_at(TrialId trial, double budget) const;
   double newest_budget(TrialId trial) const;  // 0 without a checkpoint
   // The trial's resume fell back to `start_budget` (0: scratch): the checkpoints after it
   // could not be used and are forgotten.

@@ -245,7 +245,11 @@ void DriverCore::on_report(ActorState& actor, const proto::Report& report) {
     finish_job(actor, report.trial, true);
     return;
   }
-  check_resumed(report, trial);
+  if (!check_resumed(report, trial)) {
+    send(actor, proto::Stop{report.trial});
+    finish_job(actor, report.trial, true);
+    return;
+  }
   if (report.final && report.disk_full) {
     // The job's report waits for its checkpoint; a resume re-runs the job from its last one.
     throw Error(report.checkpoint_error + "; the experiment stops: free space there, then continue with "
@@ -376,16 +380,24 @@ std::optional<double> DriverCore::checkpoint_of(TrialId id) const {
 
 // An actor that could not use a checkpoint (torn, corrupt, another architecture) fell back
 // to an older one or to scratch; the unusable ones are forgotten.
-void DriverCore::check_resumed(const proto::Report& report, TrialState& trial) {
-  if (trial.start_checked) return;
+bool DriverCore::check_resumed(const proto::Report& report, TrialState& trial) {
+  if (trial.start_checked) return true;
   trial.start_checked = true;
   // Budgets recovered from file names (CheckpointStore::recover) carry six digits.
-  if (std::abs(report.start_budget - trial.resume_budget) <= 1e-6 * std::max(1.0, trial.resume_budget)) return;
+  if (std::abs(report.start_budget - trial.resume_budget) <= 1e-6 * std::max(1.0, trial.resume_budget)) return true;
+  if (trial.exploited_from >= 0 && report.start_budget < trial.exploited_at * (1 - 1e-6)) {
+    // Trained from anything but its donor's weights, the member's rows would claim a lineage
+    // they do not have: the job fails, and pbt exploits the member again.
+    spdlog::warn("trial {} could not load its copy of trial {}'s checkpoint at budget {:g}; see the actor's log",
+                 report.trial, trial.exploited_from, trial.exploited_at);
+    return false;
+  }
   spdlog::warn("trial {} could not resume from its checkpoint at budget {:g} and started from {}; see the "
                "actor's log",
                report.trial, trial.resume_budget,
                report.start_budget > 0 ? fmt::format("budget {:g}", report.start_budget) : std::string("scratch"));
   store_->forget_after(report.trial, report.start_budget);
+  return true;
 }
 
 // --- checkpoint transfers (docs/security.md, After registration) -------------------------------------------

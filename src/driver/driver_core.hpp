@@ -146,7 +146,9 @@ class DriverCore {
   void record_checkpoint(TrialId trial, const std::string& path, double budget);
   void on_checkpointed(const ActorState& actor, const protocol::Checkpointed& m);
   void on_trial_failed(ActorState& actor, const protocol::TrialFailed& m);
-  void check_resumed(const protocol::Report& report, TrialState& trial);
+  // The first report of a job says where it started; false: the job must fail (an exploit
+  // that did not start from its donor's weights).
+  bool check_resumed(const protocol::Report& report, TrialState& trial);
   void on_final_checkpoint(TrialId id, double budget);
   std::optional<double> checkpoint_of(TrialId id) const;
   void tell_failed(const std::optional<TrialBook::Failure>& failure);
@@ -177,8 +179,6 @@ class DriverCore {
   // the tuner heard so.
   bool adopt_exploit(const Job& job);
   bool restore_exploit(const Job& job, double reported);
-  // The store's checkpoint of `trial` at `budget`, or "".
-  std::string stored_checkpoint(TrialId trial, double budget) const;
 
   // The end (driver_finish.cpp).
   void finish_checkpoints(bool finished);

@@ -36,15 +36,16 @@ bool TrialBook::make(const Job& job, TrialState*& out, std::string& why) {
 }
 
 bool TrialBook::configure(TrialState& trial, const tuners::TrialConfig& config, std::string& why) {
-  trial.sampled = config;
-  trial.full = model_;
-  for (const auto& [k, v] : config) trial.full[k] = v;
+  auto full = model_;
+  for (const auto& [k, v] : config) full[k] = v;
   try {
-    trial.shape = shape_of_(trial.full);
+    trial.shape = shape_of_(full);
   } catch (const InputError& e) {
     why = std::string("has an invalid config: ") + e.what();
     return false;
   }
+  trial.sampled = config;
+  trial.full = std::move(full);
   return true;
 }
 

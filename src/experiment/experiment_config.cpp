@@ -176,6 +176,22 @@ void check_data_fits(const ExperimentConfig& c, const datasets::DataShape& shape
   }
 }
 
+// A model has a dropout layer only where its dropout is above 0 (actors/classifier.cpp): a
+// perturbed dropout that reached 0, or left it, would change the layers a checkpoint holds.
+void check_dropout_perturbable(const tuners::SearchSpace& space) {
+  for (const auto& p : space.params()) {
+    if (p.name != "dropout") continue;
+    bool above_zero = p.kind == tuners::ParamSpec::Kind::Choice
+                          ? std::all_of(p.values.begin(), p.values.end(),
+                                        [](const tuners::ParamValue& v) { return tuners::as_number(v, "dropout") > 0; })
+                          : p.low > 0;
+    if (!above_zero) {
+      throw InputError("tuner.perturb: dropout can be perturbed only where the space keeps it above 0 (a dropout of "
+                       "0 has no dropout layer: another architecture); give space.dropout a lower end above 0");
+    }
+  }
+}
+
 }  // namespace
 
 void validate(const ExperimentConfig& c) {
@@ -195,6 +211,7 @@ void validate(const ExperimentConfig& c) {
   if (c.tuner == "pbt") {
     const auto& allowed = actors::perturbable_hyperparameters();
     for (const auto& name : c.tuner_settings.value("perturb", json::array())) {
+      if (name == "dropout") check_dropout_perturbable(c.space);
       if (!name.is_string() || std::find(allowed.begin(), allowed.end(), name.get<std::string>()) != allowed.end()) {
         continue;
       }

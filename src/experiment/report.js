@@ -249,8 +249,6 @@
       'One line per member along ' + unitLabel + ', its reports coloured by ' + metric + '. A red link runs from a ' +
       'donor where the member took its checkpoint to the member\'s next report, trained from those weights with the ' +
       'donor\'s config, explored.');
-    var values = [];
-    data.trials.forEach(function (t) { t.values.forEach(function (v) { if (isNumber(v)) values.push(v); }); });
     var lines = { x: [], y: [], mode: 'lines', type: 'scatter', hoverinfo: 'skip', line: { color: '#c7d4e3', width: 1 } };
     var points = { x: [], y: [], text: [], mode: 'markers', type: 'scatter',
       marker: { size: 7, color: [], colorscale: 'Viridis', reversescale: !maximize,

@@ -191,11 +191,12 @@ json build_report_data(const std::string& dir) {
   for (const auto& row : rows) {
     auto& t = trials[row.trial];
     if (!row.exploit.is_null()) {
-      t.exploits.push_back({{"budget", row.budget}, {"from_trial", row.exploit.value("from_trial", -1LL)},
-                            {"from_budget", row.exploit.value("from_budget", 0.0)}});
+      t.exploits.push_back({{"budget", row.budget},
+                            {"from_trial", static_cast<long long>(number_or(row.exploit, "from_trial", -1))},
+                            {"from_budget", number_or(row.exploit, "from_budget", 0)}});
     }
     if (!row.config.empty() && (t.schedule.empty() || t.schedule.back()["config"] != row.config)) {
-      const double from = !row.exploit.is_null() ? row.exploit.value("from_budget", 0.0)
+      const double from = !row.exploit.is_null() ? number_or(row.exploit, "from_budget", 0)
                           : t.budgets.empty()    ? 0.0
                                                  : t.budgets.back();
       t.schedule.push_back({{"from", from}, {"config", row.config}});

@@ -44,6 +44,8 @@ expect missing_data "data file not found" "$(set_key "$good" 'c["data"]["dir"]="
 expect unknown_model "model.family" "$(set_key "$good" 'c["model"]={"family": "transformer"}')"
 expect unknown_tuner "unknown tuner \"bayes\"" "$(set_key "$good" 'c["tuner"]["name"]="bayes"')"
 expect unknown_tuner_flag "unknown tuner \"nope\"" "$good" --tuner nope
+expect pbt_perturbs_dropout_to_zero "tuner.perturb: dropout can be perturbed only where the space keeps it above 0" \
+  "$(set_key "$good" 'c["tuner"]={"name": "pbt", "population": 4, "perturb": ["dropout"]}; c["space"]["dropout"]={"type": "uniform", "low": 0.0, "high": 0.3}')"
 expect pbt_perturbs_width "tuner.perturb: width changes what a checkpoint holds" \
   "$(set_key "$good" 'c["tuner"]={"name": "pbt", "population": 4, "perturb": ["width"]}; c["space"]["width"]={"type": "choice", "values": [32, 64]}')"
 expect bad_device "device" "$good" --device tpu

@@ -3,13 +3,14 @@
 # a small slice, exploiting every quarter epoch through the checkpoint store.
 # - Exploits happen, and each is what results.jsonl says: the member's first report after it
 #   names its donor and the donor's budget, the donor had reported there, and the member's
-#   config is the donor's but for the perturbed values.
+#   config is the donor's but for the perturbed values; the member's checkpoint at that budget
+#   holds the donor's tensors under the member's id and config.
 # - Fused (--fuse always; how many share a unit depends on when jobs arrive) and one at a
 #   time (--max-pack 1) report the same numbers bit for bit: the members are of one width
 #   (docs/reproducibility.md).
-# - A driver killed with kill -9 while its first exploit waits for an actor (the job and the
-#   copy of the donor's checkpoint journaled, no report yet), and mid-run, then resumed, ends
-#   with the same reports and lineage bit for bit.
+# - A driver killed with kill -9 between journaling its first exploit and copying the donor's
+#   checkpoint, while that exploit waits for an actor, and mid-run, then resumed, ends with the
+#   same reports and lineage bit for bit.
 # - `packtune export` carries the lineage, and report.html draws it and the lr schedule (with
 #   chromium, as tests/e2e/report_test.sh opens pages).
 set -euo pipefail
@@ -30,7 +31,7 @@ cat > "$work/config.json" <<'JSON'
   }
 }
 JSON
-"$packtune" run "$work/config.json" --out "$work/ref" --fuse always --quiet > "$work/ref.out" 2>&1 ||
+"$packtune" run "$work/config.json" --out "$work/ref" --fuse always --keep-checkpoints all --quiet > "$work/ref.out" 2>&1 ||
   fail "the run failed" "$work/ref.out"
 "$packtune" run "$work/config.json" --out "$work/alone" --max-pack 1 --quiet > "$work/alone.out" 2>&1 ||
   fail "the run with --max-pack 1 failed" "$work/alone.out"
@@ -58,6 +59,29 @@ for r in exploits:
 print(f"1 passed, 0 failed: {len(exploits)} exploits recorded, each from a better member's checkpoint")
 PY
 "$py" "$compare" "$work/ref/results.jsonl" "$work/alone/results.jsonl"
+
+# The copy is the donor's state under the member's name (--keep-checkpoints all keeps both).
+"$py" - "$work" <<'PY'
+import json, sys
+import h5py, numpy
+work = sys.argv[1]
+exploits = [r for r in map(json.loads, open(f"{work}/ref/results.jsonl")) if "exploit" in r]
+def tensors(f):
+    out = {}
+    f.visititems(lambda name, item: out.__setitem__(name, item[()]) if isinstance(item, h5py.Dataset) else None)
+    return out
+for r in exploits:
+    donor, at = r["exploit"]["from_trial"], r["exploit"]["from_budget"]
+    with h5py.File(f"{work}/ref/checkpoints/trial-{r['trial']}-budget-{at:g}.h5", "r") as copy, \
+         h5py.File(f"{work}/ref/checkpoints/trial-{donor}-budget-{at:g}.h5", "r") as original:
+        assert copy.attrs["trial"] == r["trial"] and copy.attrs["step"] == original.attrs["step"], dict(copy.attrs)
+        a, b = tensors(copy), tensors(original)
+        assert a.keys() == b.keys() and a, (sorted(a), sorted(b))
+        for name in a:
+            assert numpy.array_equal(a[name], b[name]), f"trial {r['trial']}'s {name} is not trial {donor}'s"
+        assert json.loads(copy.attrs["config"])["lr"] == r["config"]["lr"], "the copy holds the member's new config"
+print(f"1 passed, 0 failed: each of the {len(exploits)} copies holds its donor's weights and optimizer state")
+PY
 
 # The lineage leaves results.jsonl for the CSV export and the report's population charts.
 "$packtune" export "$work/ref" > "$work/ref.csv"
@@ -106,7 +130,9 @@ kill_and_resume() {
   grep -q "resuming" "$work/$name.resumed" || fail "$name: no resume" "$work/$name.resumed"
   "$py" "$compare" "$work/ref/results.jsonl" "$work/$name/results.jsonl"
 }
+# Between the commit of the first exploit's job and its copy: the resume makes the copy.
+kill_and_resume copy driver.exploit
 # The first generation is 4 jobs; the fifth Assign is the first exploit (pbt queues them first).
 kill_and_resume exploit "actor.assigned#5"
 kill_and_resume mid_run "driver.reported#11"
-echo "1 passed, 0 failed: killed twice and resumed, the same reports bit for bit"
+echo "1 passed, 0 failed: killed three times and resumed, the same reports bit for bit"
