@@ -17,6 +17,8 @@
 #include <set>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "actors/device_syntax.hpp"
 #include "actors/trial_spec.hpp"
 #include "packtune/error.hpp"
@@ -215,11 +217,9 @@ void validate(const ExperimentConfig& c) {
       if (!name.is_string() || std::find(allowed.begin(), allowed.end(), name.get<std::string>()) != allowed.end()) {
         continue;
       }
-      std::string list;
-      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      throw InputError("tuner.perturb: " + name.get<std::string>() +
-                       " changes what a checkpoint holds (the model's shape, the optimizer or the batch); pbt can "
-                       "perturb " + list);
+      throw InputError(fmt::format("tuner.perturb: {} changes what a checkpoint holds (the model's shape, the "
+                                   "optimizer or the batch); pbt can perturb {}",
+                                   name.get<std::string>(), fmt::join(allowed, ", ")));
     }
   }
 
