@@ -30,7 +30,7 @@ packages=(
   catch2  # small; CMake looks for it whenever the tests are configured (the default)
   libhdf5-dev
   nlohmann-json3-dev
-  libspdlog-dev
+  libspdlog-dev libfmt-dev
   zlib1g-dev
   dataset-fashion-mnist
   python3-plotly  # plotly.js, which `packtune report` embeds into the binary (the build needs it)
