@@ -1,6 +1,7 @@
 #include "actors/pack_executor.hpp"
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -93,6 +94,17 @@ void PackExecutor::add(const PackJob& job) {
       it->second->add(job.trial, job.spec, job.seed, resume);
     }
   }
+  m.waiting = true;
+  schedule(m, start);
+  members_.push_back(std::move(m));
+}
+
+void PackExecutor::schedule(Member& m, std::int64_t start) const {
+  const auto& job = m.job;
+  const std::int64_t last = steps_for(job.budget, job.spec.batch_size);
+  m.report_steps.clear();
+  m.report_budgets.clear();
+  m.next_report = 0;
   if (job.report_every > 0) {
     for (int i = 1;; ++i) {
       const double b = job.report_every * i;
@@ -106,7 +118,108 @@ void PackExecutor::add(const PackJob& job) {
   }
   m.report_steps.push_back(last);
   m.report_budgets.push_back(job.budget);
-  members_.push_back(std::move(m));
+}
+
+PackExecutor::Member* PackExecutor::find(tuners::TrialId trial) {
+  for (auto& m : members_) {
+    if (m.job.trial == trial) return &m;
+  }
+  return nullptr;
+}
+
+bool PackExecutor::parked(tuners::TrialId trial) const {
+  for (const auto& m : members_) {
+    if (m.job.trial == trial) return m.parked;
+  }
+  return false;
+}
+
+bool PackExecutor::continue_parked(const PackJob& job, tuners::TrialId from, double budget) {
+  Member* m = find(job.trial);
+  if (!m || !m->parked) return false;
+  const auto same_budget = [&](double b) { return std::abs(b - budget) <= 1e-9 * std::max(1.0, budget); };
+  const std::string group = job.max_fused == 1 || !fuse_ ? "solo:" + std::to_string(job.trial)
+                            : job.unit.empty()            ? m->group
+                                                          : "unit:" + job.unit;
+  auto& fused = *groups_.at(m->group);
+  bool fits = group == m->group && fusion_key(job.spec) == fused.key() && (from < 0 || from != job.trial);
+  const Member* donor = nullptr;
+  if (fits && from >= 0) {
+    for (const auto& d : members_) {
+      if (d.job.trial == from && d.group == m->group && d.park_step >= 0 && step_of(d) == d.park_step &&
+          same_budget(d.park_budget)) {
+        donor = &d;
+      }
+    }
+    fits = donor != nullptr;
+  } else if (fits) {
+    fits = same_budget(m->job.budget) && job.config == m->job.config && job.seed == m->job.seed;
+  }
+  if (!fits) {
+    remove(job.trial);
+    return false;
+  }
+  if (donor) {
+    try {
+      fused.exploit(job.trial, from, job.spec);
+    } catch (const std::exception&) {
+      remove(job.trial);  // the checkpoint's path says why, to the driver
+      return false;
+    }
+    m->history = donor->history;
+  }
+  m->seconds = 0;
+  const auto start = step_of(*m);
+  m->job = job;
+  m->parked = false;
+  m->waiting = true;
+  schedule(*m, start);
+  return true;
+}
+
+void PackExecutor::release_parked() {
+  std::vector<tuners::TrialId> parked;
+  for (const auto& m : members_) {
+    if (m.parked) parked.push_back(m.job.trial);
+  }
+  for (const auto trial : parked) remove(trial);
+}
+
+bool PackExecutor::steps(const std::string& group) {
+  bool any_parked = false, all_waiting = true;
+  for (const auto& m : members_) {
+    if (m.group != group) continue;
+    if (m.parked) {
+      any_parked = true;
+    } else if (!m.waiting) {
+      all_waiting = false;
+    }
+  }
+  if (!any_parked) return true;
+  if (all_waiting) return false;
+  std::vector<tuners::TrialId> out;
+  for (const auto& m : members_) {
+    if (m.group == group && m.parked) out.push_back(m.job.trial);
+  }
+  for (const auto trial : out) remove(trial);
+  return groups_.count(group) > 0;
+}
+
+bool PackExecutor::busy() const {
+  if (!finished_.empty()) return true;
+  std::map<std::string, std::pair<bool, bool>> groups;  // any parked, all others waiting
+  for (const auto& m : members_) {
+    auto& [any_parked, all_waiting] = groups.try_emplace(m.group, false, true).first->second;
+    if (m.parked) {
+      any_parked = true;
+    } else if (!m.waiting) {
+      all_waiting = false;
+    }
+  }
+  for (const auto& [group, state] : groups) {
+    if (!state.first || !state.second) return true;
+  }
+  return false;
 }
 
 bool PackExecutor::contains(tuners::TrialId trial) const {
@@ -182,17 +295,25 @@ std::vector<PackEvent> PackExecutor::step_round() {
   finished_.clear();
   std::set<tuners::TrialId> failed;
   if (members_.empty()) return events;
+  std::vector<std::string> stepping;
+  std::vector<std::string> keys;
+  for (const auto& [key, group] : groups_) keys.push_back(key);
+  for (const auto& key : keys) {
+    if (steps(key)) stepping.push_back(key);
+  }
+  if (stepping.empty()) return events;
   stream_.begin_round();
   // Every batch of the round is decoded first, on the caller's stream: on a GPU the units
   // then step on streams of their own, none waiting for a decode another unit started.
-  for (const auto& [key, group] : groups_) group->prefetch(stream_);
-  streams_.begin(groups_.size());
+  for (const auto& key : stepping) groups_.at(key)->prefetch(stream_);
+  streams_.begin(stepping.size());
   std::size_t unit = 0;
 
   // Wall time of a fused step is shared evenly by its members.
   std::map<std::string, double> group_seconds;
   std::map<std::string, int> group_size;
-  for (auto& [key, group] : groups_) {
+  for (const auto& key : stepping) {
+    auto& group = groups_.at(key);
     group_size[key] = group->size();
     const auto start = Clock::now();
     try {
@@ -207,14 +328,22 @@ std::vector<PackEvent> PackExecutor::step_round() {
     }
     group_seconds[key] = std::chrono::duration<double>(Clock::now() - start).count() / group->size();
   }
-  for (auto& m : members_) m.seconds += group_seconds[m.group];
+  for (auto& m : members_) {
+    const auto it = group_seconds.find(m.group);
+    if (it == group_seconds.end()) continue;
+    m.seconds += it->second;
+    m.waiting = false;
+  }
   streams_.end();  // reports and checkpoints below read what the units wrote
 
   // Reports: each fused group evaluates once for all its members that are due.
   std::map<std::string, std::vector<tuners::TrialId>> due;
   std::vector<Member*> due_members;
   for (auto& m : members_) {
-    if (failed.count(m.job.trial) || step_of(m) != m.report_steps[m.next_report]) continue;
+    if (m.parked || failed.count(m.job.trial) || !group_seconds.count(m.group) ||
+        step_of(m) != m.report_steps[m.next_report]) {
+      continue;
+    }
     due_members.push_back(&m);
     due[m.group].push_back(m.job.trial);
   }
@@ -258,7 +387,15 @@ std::vector<PackEvent> PackExecutor::step_round() {
     events.push_back(std::move(e));
   }
   for (const auto& e : events) {
-    if (e.final) remove(e.trial);
+    if (!e.final) continue;
+    Member* m = find(e.trial);
+    if (m && m->job.park && e.error.empty()) {
+      m->parked = true;
+      m->park_step = step_of(*m);
+      m->park_budget = e.budget;
+    } else {
+      remove(e.trial);
+    }
   }
   return events;
 }

@@ -4,6 +4,15 @@
 // batch size; widths and optimizers may differ) train as one FusedGroup, a trial alone as a
 // FusedGroup of one, and the groups step in turn (a mixed pack); with fuse off every trial is
 // a group of one. Members join and leave between rounds without disturbing the others.
+//
+// Population-based training keeps a unit together across a generation's end: a job with `park`
+// set does not leave its group at its last report but waits there, parked, for its next job
+// (continue_parked), which goes on from the rows it holds, or from a parked donor's rows
+// copied inside the group (FusedGroup::exploit): no checkpoint is read and nothing is
+// re-fused. A group with parked members does not step while its other members are waiting
+// at the same boundary (jobs that joined or went on since it last stepped); a member that
+// was training on, or a Stop, sends the parked ones out, and their next jobs resume from
+// their checkpoints (the same numbers).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -41,6 +50,8 @@ struct PackJob {
   // (their fusion keys must match). Empty: the first group of its fusion key with room
   // under max_fused.
   std::string unit;
+  // At its last report the member stays in its group, parked, for continue_parked.
+  bool park = false;
 };
 
 struct PackEvent {
@@ -66,10 +77,24 @@ class PackExecutor {
   // Throws InputError when `job.resume` does not fit the trial's architecture or optimizer,
   // or when `job.unit` names a unit of another fusion key; nothing is added then. A job whose checkpoint already reached its budget ends at once.
   void add(const PackJob& job);
-  bool remove(tuners::TrialId trial);
+  bool remove(tuners::TrialId trial);  // a parked member too
   bool contains(tuners::TrialId trial) const;
   std::size_t size() const { return members_.size(); }
   bool empty() const { return members_.empty() && finished_.empty(); }
+  // Whether step_round has anything to do: false when every member is parked or waits for a
+  // parked one's next job.
+  bool busy() const;
+
+  bool parked(tuners::TrialId trial) const;
+  // The next job of a parked member, in place, when its group and budget are the parked
+  // member's: `from` < 0 goes on from its own rows (its config unchanged), `from` >= 0 takes
+  // the rows of member `from`, parked in the same group at `budget` and not stepped since,
+  // with `job`'s config (an exploit). Returns false, with the parked member sent out, when it
+  // cannot: the caller then resumes `job` from its checkpoint. `budget`: the checkpoint budget
+  // the driver expects the job to start from.
+  bool continue_parked(const PackJob& job, tuners::TrialId from, double budget);
+  // Sends out every parked member (the driver retired this actor).
+  void release_parked();
 
   // One step for every member; returns the reports due and removes finished members.
   std::vector<PackEvent> step_round();
@@ -96,9 +121,19 @@ class PackExecutor {
     std::size_t next_report = 0;
     double seconds = 0;
     nlohmann::json history = nlohmann::json::array();  // reports so far, for checkpoints
+    bool parked = false;
+    bool waiting = false;  // joined or went on since its group last stepped
+    std::int64_t park_step = -1;  // the step it parked at; -1: it never parked
+    double park_budget = 0;
   };
 
   std::int64_t step_of(const Member& m) const;
+  // Report steps and budgets from `start` to the job's budget.
+  void schedule(Member& m, std::int64_t start) const;
+  Member* find(tuners::TrialId trial);
+  // Whether the group steps this round; sends out its parked members when another member
+  // trains on.
+  bool steps(const std::string& group);
   std::shared_ptr<TrialCheckpoint> capture(const Member& m, double budget) const;
   // `during`: what the member was doing when it failed, for the error ("evaluating").
   void fail(std::vector<PackEvent>& events, tuners::TrialId trial, const std::exception& e,

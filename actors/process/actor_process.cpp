@@ -128,9 +128,12 @@ int Actor::serve(actors::PackExecutor& pack) {
   auto last_sent = Clock::now();
   auto last_heard = Clock::now();
   while (true) {
-    const bool busy = !pack.empty() || !calibrations_.empty() || !profiles_.empty();
+    const bool busy = pack.busy() || !calibrations_.empty() || !profiles_.empty();
     const bool waiting = !saves_.empty() || !resumes_.empty();
-    while (auto message = receive_message(socket_, busy ? 0 : waiting ? 5 : 100)) {
+    bool more = false;  // the last Assign said more of its dispatch follow
+    while (auto message = receive_message(
+               socket_, more ? static_cast<long>(driver_timeout.count() * 1000) : busy ? 0 : waiting ? 5 : 100)) {
+      more = false;
       last_heard = Clock::now();
       if (std::holds_alternative<proto::Shutdown>(*message)) {
         logging::info("actor {}: shutdown by the driver", id_);
@@ -141,8 +144,9 @@ int Actor::serve(actors::PackExecutor& pack) {
         // Fault tests act on a driver whose run cannot end meanwhile: its one actor holds here.
         test_hold("actor.assigned");
         start_trial(pack, *assign);
+        more = assign->more;
       } else if (auto* stop = std::get_if<proto::Stop>(&*message)) {
-        pack.remove(stop->trial);
+        pack.remove(stop->trial);  // parked or training
         resumes_.remove_if([&](const Resume& r) { return r.job.trial == stop->trial; });
         lease_of(stop->trial, true);
       } else if (auto* rejoin = std::get_if<proto::Rejoin>(&*message)) {
@@ -163,7 +167,7 @@ int Actor::serve(actors::PackExecutor& pack) {
       last_sent = Clock::now();  // replies above count as signs of life
     }
     advance_resumes(pack);
-    if (!pack.empty()) {
+    if (pack.busy()) {
       proto::OutOfMemory out_of_memory;
       for (auto& event : pack.step_round()) {
         if (event.out_of_memory) {
@@ -219,6 +223,7 @@ void Actor::join_again(actors::PackExecutor& pack, const std::string& reason) {
   logging::warn("actor {}: the driver retired this actor ({}); dropping {} job(s) and joining again", id_, reason,
                 leases_.size());
   for (const auto& [trial, lease] : leases_) pack.remove(trial);
+  pack.release_parked();
   leases_.clear();
   last_saved_.clear();
   start_budget_.clear();
@@ -242,6 +247,16 @@ void Actor::start_trial(actors::PackExecutor& pack, const proto::Assign& assign)
     job.checkpoint = !spec_.checkpoint_dir.empty() && assign.checkpoint;
     job.max_fused = assign.max_fused;
     job.unit = assign.unit;
+    job.park = assign.park;
+    if (pack.continue_parked(job, assign.exploit_from, assign.resume_budget)) {
+      start_budget_[assign.trial] = assign.resume_budget;
+      logging::info("actor {}: trial {} goes on in unit {} from {} at budget {:g}, to budget {}", id_, assign.trial,
+                    assign.unit,
+                    assign.exploit_from >= 0 ? "trial " + std::to_string(assign.exploit_from) + "'s weights"
+                                             : std::string("its own weights"),
+                    assign.resume_budget, assign.budget);
+      return;
+    }
     calibrate(job.spec, torch::Device(pack_device_));
     Resume resume{job, assign.resume_from};
     if (!advance_resume(pack, resume)) {

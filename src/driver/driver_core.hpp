@@ -142,7 +142,9 @@ class DriverCore {
   std::string offer_refusal(const ActorState& actor, const protocol::Offer& offer);
   std::string fetch_refusal(const ActorState& actor, const protocol::FetchChunk& fetch);
   ReportRow report_row(const ActorState& actor, const TrialState& trial, const protocol::Report& report) const;
-  void finish_job(ActorState& actor, TrialId id, bool failed = false, const nlohmann::json& row = nullptr);
+  // `parks`: the job's last report; the actor keeps the trial in its unit (Assign.park).
+  void finish_job(ActorState& actor, TrialId id, bool failed = false, const nlohmann::json& row = nullptr,
+                  bool parks = false);
   void record_checkpoint(TrialId trial, const std::string& path, double budget);
   void on_checkpointed(const ActorState& actor, const protocol::Checkpointed& m);
   void on_trial_failed(ActorState& actor, const protocol::TrialFailed& m);
@@ -162,6 +164,8 @@ class DriverCore {
 
   // Placement (driver_dispatch.cpp).
   bool dispatch();
+  bool dispatch_jobs();
+  void send_assigns();
   bool no_actor_left();
   bool replans_rungs() const;
   void start_next_job(int actor_id, TrialState& trial);
@@ -179,6 +183,13 @@ class DriverCore {
   // the tuner heard so.
   bool adopt_exploit(const Job& job);
   bool restore_exploit(const Job& job, double reported);
+  // Parked trials (protocol::Assign::park): they keep their place in the plan until their next
+  // job goes on in it, or until they are sent out (Stop) to make room or because their unit
+  // went on without them.
+  std::optional<int> take_parked(TrialId id);
+  bool release_parked_for_room();
+  void release_parked_left_behind();
+  void release_parked(TrialId id, int actor_id);
 
   // The end (driver_finish.cpp).
   void finish_checkpoints(bool finished);
@@ -201,6 +212,11 @@ class DriverCore {
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<ResultsWriter> results_;
   std::unique_ptr<CheckpointStore> store_;
+
+  std::set<TrialId> parking_;          // running jobs whose Assign had park set
+  std::map<TrialId, int> parked_;      // parked trials and their actors
+  std::set<std::pair<int, std::string>> units_started_;  // (actor, unit) given a job in this dispatch
+  std::map<int, std::vector<protocol::Assign>> assigns_;  // this dispatch's jobs by actor, sent at its end
 
   std::vector<TrialId> best_finished_;  // trials keeping their final models, best first
   struct Testing {

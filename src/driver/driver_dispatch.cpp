@@ -29,10 +29,37 @@ bool DriverCore::local_actors_settled() {
 
 // Hands out work while actors have room. Returns true when the experiment is over.
 bool DriverCore::dispatch() {
+  units_started_.clear();
+  bool over = false;
+  try {
+    over = dispatch_jobs();
+  } catch (...) {
+    send_assigns();  // the jobs the book started before the throw
+    throw;
+  }
+  send_assigns();
+  release_parked_left_behind();
+  return over;
+}
+
+// Each actor's jobs of this pass, the last one without `more`.
+void DriverCore::send_assigns() {
+  for (auto& [actor_id, assigns] : assigns_) {
+    ActorState* actor = registry_.actor_by_id(actor_id);
+    for (std::size_t i = 0; actor && i < assigns.size(); ++i) {
+      assigns[i].more = i + 1 < assigns.size();
+      send(*actor, assigns[i]);
+    }
+  }
+  assigns_.clear();
+}
+
+bool DriverCore::dispatch_jobs() {
   if (capacities_stale_) update_capacities();
   while (local_actors_settled()) {
-    // Trials the actors could start now: member slots, as far as their unit slots allow.
-    std::int64_t free = 0;
+    // Trials the actors could start now: member slots, as far as their unit slots allow, and
+    // the parked trials' places, which their next jobs take or which are freed for others.
+    auto free = static_cast<std::int64_t>(parked_.size());
     for (const auto& a : plan_.actors) {
       if (!planner_.takes_more(a)) continue;
       const int units_left = std::max(1, a.actor.max_units - static_cast<int>(a.units.size()));
@@ -69,6 +96,10 @@ bool DriverCore::dispatch() {
       book_.take_next();
       continue;
     }
+    if (const auto parked = take_parked(job.trial)) {
+      start_next_job(*parked, trial);
+      continue;
+    }
     packing::Unplaced why;
     const double steps = job_steps(config_, options_.train_images, job.budget, trial.shape.batch_size);
     auto target = planner_.place(plan_, {job.trial, trial.shape, steps}, &why);
@@ -78,6 +109,7 @@ bool DriverCore::dispatch() {
         tell_failed(book_.give_up(id, why.reason));
         continue;
       }
+      if (release_parked_for_room()) continue;
       break;
     }
     start_next_job(*target, trial);
@@ -137,7 +169,16 @@ void DriverCore::start_next_job(int actor_id, TrialState& trial) {
   // The final model too when the best trial's is tested at the end (on_final_checkpoint keeps few).
   assign.checkpoint = config_.keep_checkpoints == KeepCheckpoints::All || config_.evaluate_test ||
                       started.budget < config_.max_budget * (1 - 1e-9);
-  send(*actor, assign);
+  // pbt's next generation goes on from where this one ends: in the unit, when it can.
+  assign.park = config_.tuner == "pbt" && started.budget < config_.max_budget * (1 - 1e-9);
+  assign.exploit_from = trial.exploited_from;
+  if (assign.park) {
+    parking_.insert(started.trial);
+  } else {
+    parking_.erase(started.trial);
+  }
+  units_started_.insert({actor->id, assign.unit});
+  assigns_[actor->id].push_back(std::move(assign));
 }
 
 // The Assign of a job; a promotion or a restart names the trial's checkpoints, newest first.
@@ -148,6 +189,7 @@ proto::Assign DriverCore::make_assign(const Job& job, TrialState& trial) {
   // An exploit goes on from its donor's weights or fails: never from the member's own older ones.
   if (trial.exploited_from >= 0 && !assign.resume_from.empty()) assign.resume_from.resize(1);
   trial.resume_budget = store_->newest_budget(job.trial);
+  assign.resume_budget = trial.resume_budget;
   trial.start_checked = false;
   if (store_->has(job.trial)) {
     trial.reached = trial.resume_budget;

@@ -13,9 +13,8 @@
 
 namespace packtune::protocol {
 
-// 11: ExperimentSpec.data, the data options as JSON, in place of data_name, data_dir,
-// train_size and validation_size.
-constexpr std::uint32_t kProtocolVersion = 11;
+// 12: Assign.park, exploit_from, resume_budget and more (a unit kept across pbt's generations).
+constexpr std::uint32_t kProtocolVersion = 12;
 
 // What every actor of an experiment needs to know, sent once in Welcome.
 struct ExperimentSpec {
@@ -137,9 +136,22 @@ struct Assign {
   // a report of a job the driver has given to another actor since (after a partition, a
   // stop, a restart) names an older lease and is refused.
   std::uint64_t lease = 0;
+  // Population-based training (actors/pack_executor.hpp): `park` keeps the trial in its unit
+  // after this job, for its next; a parked trial's next job goes on in place when it starts
+  // from `resume_budget` (resume_from's first), from its own rows or, with `exploit_from`
+  // >= 0, from that member's rows in the same unit. Otherwise it loads resume_from.
+  bool park = false;
+  tuners::TrialId exploit_from = -1;
+  double resume_budget = 0;
+  // More Assigns of the same dispatch follow: the actor takes them all before it trains on, so
+  // that the jobs the driver placed together start together (a unit's members at one step).
+  bool more = false;
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(trial, config, budget, seed, max_fused, resume_from, unit, checkpoint, lease); }
+  void serialize(Archive& ar) {
+    ar(trial, config, budget, seed, max_fused, resume_from, unit, checkpoint, lease, park, exploit_from,
+       resume_budget, more);
+  }
 };
 
 // driver -> actor: time fused steps of this shape (a trial's full hyper-parameters) for

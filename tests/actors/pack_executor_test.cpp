@@ -18,6 +18,7 @@ PackJob job(tuners::TrialId id, tuners::TrialConfig config, double budget) {
   PackJob j;
   j.trial = id;
   j.spec = parse_trial_spec(config);
+  j.config = config;
   j.seed = 1000 + static_cast<std::uint64_t>(id);
   j.budget = budget;
   j.report_every = budget / 2;
@@ -145,4 +146,129 @@ TEST_CASE("jobs of one planner unit train in one fused group; a unit of one is a
   // Trial 3 trained in a unit of one, trial 2 alone in its planner unit: the same trial, the
   // same numbers bit for bit.
   CHECK(events[3].back().metrics == events[2].back().metrics);
+}
+
+namespace {
+
+// Steps until nothing can step: every member finished or parked.
+std::map<tuners::TrialId, std::vector<PackEvent>> run_until_parked(PackExecutor& pack) {
+  std::map<tuners::TrialId, std::vector<PackEvent>> events;
+  while (pack.busy()) {
+    for (auto& e : pack.step_round()) events[e.trial].push_back(e);
+  }
+  return events;
+}
+
+PackJob unit_job(tuners::TrialId id, tuners::TrialConfig config, double budget, bool park) {
+  PackJob j = job(id, std::move(config), budget);
+  j.report_every = 2;
+  j.unit = "u1";
+  j.checkpoint = true;
+  j.park = park;
+  return j;
+}
+
+tuners::TrialConfig with_lr(tuners::TrialConfig config, double lr) {
+  config["lr"] = lr;
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("a parked unit goes on in place, from its own rows and a donor's, with the numbers of the checkpoint's path") {
+  torch::set_num_threads(1);
+  auto split = synthetic_split(200, 60);
+  datasets::BatchStream parked_stream(split, packtune::testing::test_device(), 5);
+  datasets::BatchStream loaded_stream(split, packtune::testing::test_device(), 5);
+  PackExecutor parked(parked_stream, BudgetUnit::Steps);
+  PackExecutor loaded(loaded_stream, BudgetUnit::Steps);
+  const std::vector<double> lrs{0.01, 0.003, 0.02};
+  for (tuners::TrialId t = 0; t < 3; ++t) {
+    parked.add(unit_job(t, with_lr(kAdamMlp, lrs[t]), 4, true));
+    loaded.add(unit_job(t, with_lr(kAdamMlp, lrs[t]), 4, false));
+  }
+  run_until_parked(parked);
+  std::map<tuners::TrialId, std::shared_ptr<TrialCheckpoint>> saved;
+  for (auto& [t, events] : run_until_parked(loaded)) saved[t] = events.back().checkpoint;
+  REQUIRE(saved.size() == 3);
+  for (tuners::TrialId t = 0; t < 3; ++t) {
+    CHECK(parked.parked(t));
+    CHECK_FALSE(loaded.contains(t));
+  }
+  CHECK_FALSE(parked.busy());  // a parked unit does not step
+
+  // The next generation: trial 0 takes trial 2's weights with a smaller lr (exploits come
+  // first), then 1 and 2 go on from their own.
+  const auto next = [&](tuners::TrialId t, tuners::TrialConfig config) { return unit_job(t, std::move(config), 8, false); };
+  const auto exploit = next(0, with_lr(kAdamMlp, 0.005));
+  REQUIRE(parked.continue_parked(exploit, 2, 4));
+  CHECK_FALSE(parked.busy());  // 1 and 2 are still parked: the unit waits for their jobs
+  REQUIRE(parked.continue_parked(next(1, with_lr(kAdamMlp, lrs[1])), -1, 4));
+  REQUIRE(parked.continue_parked(next(2, with_lr(kAdamMlp, lrs[2])), -1, 4));
+  CHECK(parked.busy());
+
+  auto copy = std::make_shared<TrialCheckpoint>(*saved[2]);  // what the driver's copy holds
+  copy->trial = 0;
+  copy->seed = exploit.seed;
+  copy->config = tuners::to_json(exploit.config);
+  for (tuners::TrialId t = 0; t < 3; ++t) {
+    auto j = t == 0 ? exploit : next(t, with_lr(kAdamMlp, lrs[t]));
+    j.resume = t == 0 ? copy : saved[t];
+    loaded.add(j);
+  }
+  auto in_place = run_until_parked(parked), from_files = run_until_parked(loaded);
+  for (tuners::TrialId t = 0; t < 3; ++t) {
+    INFO("trial " << t);
+    REQUIRE(in_place[t].size() == 2);
+    REQUIRE(from_files[t].size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+      CHECK(in_place[t][i].budget == from_files[t][i].budget);
+      CHECK(in_place[t][i].metrics == from_files[t][i].metrics);
+    }
+    CHECK(in_place[t].back().checkpoint->metrics == from_files[t].back().checkpoint->metrics);
+  }
+  CHECK(in_place[0][0].unit_size == 3);
+}
+
+TEST_CASE("parked members leave when they cannot go on in place or a member trains on beside them") {
+  torch::set_num_threads(1);
+  auto split = synthetic_split(200, 60);
+  datasets::BatchStream stream(split, packtune::testing::test_device(), 5);
+  PackExecutor pack(stream, BudgetUnit::Steps);
+  pack.add(unit_job(0, kAdamMlp, 4, true));
+  pack.add(unit_job(1, kAdamMlp, 4, true));
+  pack.add(unit_job(2, kAdamMlp, 4, true));
+  run_until_parked(pack);
+  REQUIRE(pack.parked(0));
+
+  SECTION("another budget, config or unit, or a donor that is not parked here, sends the member out") {
+    CHECK_FALSE(pack.continue_parked(unit_job(0, kAdamMlp, 8, false), -1, 2));  // its checkpoint at 2
+    CHECK_FALSE(pack.contains(0));
+    CHECK_FALSE(pack.continue_parked(unit_job(1, with_lr(kAdamMlp, 0.5), 8, false), -1, 4));
+    auto other_unit = unit_job(2, kAdamMlp, 8, false);
+    other_unit.unit = "u2";
+    CHECK_FALSE(pack.continue_parked(other_unit, -1, 4));
+    CHECK(pack.empty());
+  }
+  SECTION("a donor that went on but has not stepped since gives its rows; one not parked here gives none") {
+    REQUIRE(pack.continue_parked(unit_job(1, kAdamMlp, 8, true), -1, 4));
+    CHECK_FALSE(pack.busy());  // 1 waits for 0 and 2
+    REQUIRE(pack.continue_parked(unit_job(0, kAdamMlp, 8, false), 1, 4));
+    CHECK_FALSE(pack.continue_parked(unit_job(2, kAdamMlp, 8, false), 9, 4));
+    CHECK_FALSE(pack.contains(2));
+    CHECK(pack.busy());
+  }
+  SECTION("a newcomer waits with the unit; a member that trained on sends the parked out") {
+    pack.add(unit_job(3, kAdamMlp, 4, false));
+    CHECK_FALSE(pack.busy());
+    pack.remove(1);
+    pack.remove(2);
+    CHECK_FALSE(pack.busy());
+    REQUIRE(pack.continue_parked(unit_job(0, kAdamMlp, 8, false), -1, 4));
+    CHECK(pack.busy());
+    pack.step_round();  // 0 and 3 train on together
+    pack.add(unit_job(4, kAdamMlp, 2, true));
+    run_until_parked(pack);  // 4 parks while 0 and 3 train on: it leaves, and they finish
+    CHECK(pack.empty());
+  }
 }

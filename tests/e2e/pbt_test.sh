@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Population-based training in `packtune run` (docs/tuners.md, pbt): a population of 4 MLPs on
-# a small slice, exploiting every quarter epoch through the checkpoint store.
+# a small slice, exploiting every quarter epoch.
+# - On one actor the population trains as one fused unit and every exploit happens inside it:
+#   the actor copies the donor's rows (its log says so for each exploit results.jsonl records).
+#   With the population over two actors some go through the checkpoint store, and with room
+#   for half of it (--max-pack 2) the parked members leave for the others; one at a time
+#   (--max-pack 1) every exploit goes through the store. All give the same reports bit for bit.
 # - Exploits happen, and each is what results.jsonl says: the member's first report after it
 #   names its donor and the donor's budget, the donor had reported there, and the member's
 #   config is the donor's but for the perturbed values; the member's checkpoint at that budget
@@ -35,6 +40,10 @@ JSON
   fail "the run failed" "$work/ref.out"
 "$packtune" run "$work/config.json" --out "$work/alone" --max-pack 1 --quiet > "$work/alone.out" 2>&1 ||
   fail "the run with --max-pack 1 failed" "$work/alone.out"
+"$packtune" run "$work/config.json" --out "$work/two" --actors 2 --fuse always --quiet > "$work/two.out" 2>&1 ||
+  fail "the run on two actors failed" "$work/two.out"
+"$packtune" run "$work/config.json" --out "$work/half" --max-pack 2 --fuse always --quiet > "$work/half.out" 2>&1 ||
+  fail "the run with --max-pack 2 failed" "$work/half.out"
 
 "$py" - "$work" <<'PY'
 import json, sys
@@ -57,8 +66,22 @@ for r in exploits:
         assert k in ("lr", "momentum") or d[k] == v, f"{k} is not perturbed: {v} against the donor's {d[k]}"
     assert r["config"] != d, "explore changes the donor's config"
 print(f"1 passed, 0 failed: {len(exploits)} exploits recorded, each from a better member's checkpoint")
+
+# Inside the unit: the actor's line for each exploit, and none for a load from a file.
+import glob, re
+lines = [l for f in glob.glob(f"{work}/ref/logs/actor-*.log") for l in open(f)]
+in_unit = set()
+for l in lines:
+    m = re.search(r"trial (\d+) goes on in unit \S+ from trial (\d+)'s weights at budget (\S+),", l)
+    if m:
+        in_unit.add((int(m[1]), int(m[2]), float(m[3])))
+want = {(r["trial"], r["exploit"]["from_trial"], r["exploit"]["from_budget"]) for r in exploits}
+assert in_unit == want, f"exploits inside the unit {sorted(in_unit)}, recorded {sorted(want)}"
+loaded = [l for l in lines if "resumed from" in l]
+assert not loaded, f"one actor's unit loads no checkpoint: {loaded}"
+print(f"1 passed, 0 failed: all {len(want)} exploits copied rows inside the unit")
 PY
-"$py" "$compare" "$work/ref/results.jsonl" "$work/alone/results.jsonl"
+for run in alone two half; do "$py" "$compare" "$work/ref/results.jsonl" "$work/$run/results.jsonl"; done
 
 # The copy is the donor's state under the member's name (--keep-checkpoints all keeps both).
 "$py" - "$work" <<'PY'

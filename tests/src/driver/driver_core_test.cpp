@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 
+#include "actors/checkpoint_file.hpp"
 #include "driver/driver_core.hpp"
 #include "driver/journal.hpp"
 #include "../../temp_dir.hpp"
@@ -66,6 +67,8 @@ struct Fleet {
   bool answer_profiles = true;  // false: an actor that never finishes a profile
   std::optional<Clock::time_point> first_assign;
   std::vector<Sent> last_sent;  // what the core sent in the last turn
+  bool hdf5 = false;  // write checkpoints the store can copy (pbt's exploits), not a stand-in
+  std::vector<Sent> all_sent;  // everything the core sent
 
   explicit Fleet(const nlohmann::json& json, bool resume = false) : config(parse_config(json, "fake.json")) {
     config.source = json;
@@ -130,7 +133,16 @@ struct Fleet {
       if (!assign->resume_from.empty()) report.start_budget = core->store()->newest_budget(assign->trial);
       if (assign->checkpoint) {
         report.checkpoint = checkpoint_path(assign->trial, assign->budget);
-        std::ofstream(report.checkpoint) << "weights";
+        if (hdf5) {
+          actors::TrialCheckpoint c;
+          c.trial = assign->trial;
+          c.budget = assign->budget;
+          c.seed = assign->seed;
+          c.config = tuners::to_json(assign->config);
+          actors::write_checkpoint(report.checkpoint, c, false);
+        } else {
+          std::ofstream(report.checkpoint) << "weights";
+        }
       }
       say(sent.to, report);
     } else if (auto* profile = std::get_if<proto::Profile>(&sent.message)) {
@@ -152,6 +164,7 @@ struct Fleet {
     std::vector<Sent>& sent = last_sent;
     sent.clear();
     sent.swap(outbox);
+    all_sent.insert(all_sent.end(), sent.begin(), sent.end());
     std::vector<TrialId> wave;
     for (const auto& s : sent) {
       if (auto* assign = std::get_if<proto::Assign>(&s.message)) {
@@ -644,4 +657,66 @@ TEST_CASE("driver core: the tester may fetch the tested checkpoint, and a test a
   REQUIRE(f.core->test_answered());
   CHECK(f.core->record_test() == 0);
   CHECK(f.core->results()->test().is_null());
+}
+
+namespace {
+
+nlohmann::json population(int members, int max_pack) {
+  auto json = sweep("pbt", 0, 4, max_pack, "always");
+  json["tuner"] = {{"name", "pbt"}, {"population", members}, {"interval", 1}, {"perturb", {"lr"}}};
+  return json;
+}
+
+std::vector<TrialId> stopped(const Fleet& f) {
+  std::vector<TrialId> out;
+  for (const auto& s : f.all_sent) {
+    if (const auto* stop = std::get_if<proto::Stop>(&s.message)) out.push_back(stop->trial);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("driver core: pbt's members stay in their units across generations, and a generation's jobs go out together") {
+  Fleet f(population(8, 4));
+  f.hdf5 = true;
+  f.join("a");
+  f.join("b");
+  f.run();
+  CHECK(f.rows().size() == 32);  // 8 members x 4 generations
+  std::map<TrialId, std::pair<std::string, std::string>> place;  // each member's actor and unit
+  std::size_t exploits = 0;
+  for (std::size_t i = 0; i < f.assigned.size(); ++i) {
+    const auto& a = f.assigned[i];
+    CHECK(a.park == (a.budget < 4));
+    exploits += a.exploit_from >= 0;
+    const std::pair<std::string, std::string> here{f.assigned_to[i], a.unit};
+    const auto [it, first] = place.try_emplace(a.trial, here);
+    CHECK(it->second == here);  // the next job goes where the member is parked
+    if (!first) CHECK(a.resume_budget == a.budget - 1);
+  }
+  CHECK(exploits == 6);  // 2 of 8 at each of the 3 generations' ends
+  CHECK(stopped(f).empty());
+  // Each actor's jobs of one pass: all but the last say more follow.
+  for (const auto& actor : {"a", "b"}) {
+    std::vector<bool> more;
+    for (std::size_t i = 0; i < f.assigned.size(); ++i) {
+      if (f.assigned_to[i] == actor) more.push_back(f.assigned[i].more);
+    }
+    REQUIRE(more.size() == 16);
+    for (std::size_t g = 0; g < 4; ++g) {
+      for (std::size_t k = 0; k < 4; ++k) CHECK(more[g * 4 + k] == (k < 3));
+    }
+  }
+}
+
+TEST_CASE("driver core: parked pbt members leave their place when a job needs the room") {
+  Fleet f(population(4, 2));  // room for half the population
+  f.hdf5 = true;
+  f.join("a");
+  f.run();
+  CHECK(f.rows().size() == 16);
+  // Each generation: the first two park, the next two need their room, and so on.
+  CHECK(stopped(f).size() >= 3);
+  for (const auto trial : stopped(f)) CHECK((trial >= 0 && trial < 4));
 }

@@ -99,12 +99,20 @@ TEST_CASE("every verb survives a round trip") {
   assign.seed = 99;
   assign.unit = "u7";
   assign.checkpoint = false;
+  assign.park = true;
+  assign.exploit_from = 3;
+  assign.resume_budget = 1.25;
+  assign.more = true;
   auto a = round_trip(assign);
   CHECK(a.trial == 17);
   CHECK(a.config == assign.config);
   CHECK(a.budget == 2.5);
   CHECK(a.unit == "u7");
   CHECK_FALSE(a.checkpoint);
+  CHECK(a.park);
+  CHECK(a.exploit_from == 3);
+  CHECK(a.resume_budget == 1.25);
+  CHECK(a.more);
 
   Report report{17, 1.5, {{"val_accuracy", 0.875}, {"val_loss", 0.31}}, true, 12.5};
   report.unit_size = 12;
