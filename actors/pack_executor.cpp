@@ -95,6 +95,7 @@ void PackExecutor::add(const PackJob& job) {
     }
   }
   m.waiting = true;
+  m.start_step = start;
   schedule(m, start);
   members_.push_back(std::move(m));
 }
@@ -138,9 +139,8 @@ bool PackExecutor::continue_parked(const PackJob& job, tuners::TrialId from, dou
   Member* m = find(job.trial);
   if (!m || !m->parked) return false;
   const auto same_budget = [&](double b) { return std::abs(b - budget) <= 1e-9 * std::max(1.0, budget); };
-  const std::string group = job.max_fused == 1 || !fuse_ ? "solo:" + std::to_string(job.trial)
-                            : job.unit.empty()            ? m->group
-                                                          : "unit:" + job.unit;
+  const std::string named = group_of(job);
+  const std::string group = named.empty() ? m->group : named;
   auto& fused = *groups_.at(m->group);
   bool fits = group == m->group && fusion_key(job.spec) == fused.key() && (from < 0 || from != job.trial);
   const Member* donor = nullptr;
@@ -169,12 +169,27 @@ bool PackExecutor::continue_parked(const PackJob& job, tuners::TrialId from, dou
     m->history = donor->history;
   }
   m->seconds = 0;
-  const auto start = step_of(*m);
+  m->start_step = step_of(*m);
   m->job = job;
   m->parked = false;
   m->waiting = true;
-  schedule(*m, start);
+  schedule(*m, m->start_step);
   return true;
+}
+
+std::string PackExecutor::group_of(const PackJob& job) const {
+  if (job.max_fused == 1 || !fuse_) return "solo:" + std::to_string(job.trial);
+  return job.unit.empty() ? std::string() : "unit:" + job.unit;
+}
+
+void PackExecutor::end_batch(const std::vector<PackJob>& batch) {
+  std::set<std::string> given;
+  for (const auto& job : batch) given.insert(group_of(job));
+  std::vector<tuners::TrialId> out;
+  for (const auto& m : members_) {
+    if (m.parked && given.count(m.group)) out.push_back(m.job.trial);
+  }
+  for (const auto trial : out) remove(trial);
 }
 
 void PackExecutor::release_parked() {
@@ -267,8 +282,7 @@ std::shared_ptr<TrialCheckpoint> PackExecutor::checkpoint_now(tuners::TrialId tr
   for (const auto& m : members_) {
     if (m.job.trial != trial) continue;
     const std::int64_t step = step_of(m);
-    const std::int64_t start = m.job.resume ? m.job.resume->step : 0;
-    if (step <= start) return nullptr;
+    if (step <= m.start_step) return nullptr;
     const double budget = unit_ == BudgetUnit::Steps
                               ? static_cast<double>(step)
                               : static_cast<double>(step) /

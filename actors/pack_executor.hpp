@@ -95,6 +95,10 @@ class PackExecutor {
   bool continue_parked(const PackJob& job, tuners::TrialId from, double budget);
   // Sends out every parked member (the driver retired this actor).
   void release_parked();
+  // The driver's jobs of one dispatch have all arrived: a parked member of a group that was
+  // given jobs, none of them its own, leaves, so that the group goes on without it (the
+  // driver may not know yet that it parked).
+  void end_batch(const std::vector<PackJob>& batch);
 
   // One step for every member; returns the reports due and removes finished members.
   std::vector<PackEvent> step_round();
@@ -125,9 +129,12 @@ class PackExecutor {
     bool waiting = false;  // joined or went on since its group last stepped
     std::int64_t park_step = -1;  // the step it parked at; -1: it never parked
     double park_budget = 0;
+    std::int64_t start_step = 0;  // the step its current job started from
   };
 
   std::int64_t step_of(const Member& m) const;
+  // The group a job names: "unit:<unit>", "solo:<trial>", or "" (the first of its key with room).
+  std::string group_of(const PackJob& job) const;
   // Report steps and budgets from `start` to the job's budget.
   void schedule(Member& m, std::int64_t start) const;
   Member* find(tuners::TrialId trial);

@@ -8,7 +8,7 @@ every interval) and, on the same space, data, actors and seed:
            total epochs (--asha-trials, else population x budget.max / the epochs ASHA spends
            per trial by its rung sizes)
 and prints, per tuner and seed: wall time, epochs trained (each trial's highest budget, summed),
-the best val_accuracy and the test accuracy of the best trial's final model (best.json).
+exploits (and how many of them copied rows inside a unit, from the actors' logs), the best val_accuracy and the test accuracy of the best trial's final model (best.json).
 Every figure is read from the runs' own files. --json writes them all.
 
 Run from the repository root after the build:
@@ -18,8 +18,10 @@ See docs/benchmarks.md (pbt_bench.py).
 import argparse
 import copy
 import datetime
+import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -71,9 +73,13 @@ def measure(packtune, config, seed, out):
     for r in rows:
         reached[r["trial"]] = max(reached.get(r["trial"], 0.0), r["budget"])
     best = json.load(open(os.path.join(out, "best.json")))
+    # How each exploit went, from the actors' logs: rows copied inside the unit, or the store's
+    # copy loaded (docs/tuners.md, pbt).
+    logs = [line for name in glob.glob(os.path.join(out, "logs", "actor-*.log")) for line in open(name)]
+    in_unit = sum(1 for line in logs if re.search(r"goes on in unit \S+ from trial \d+'s weights", line))
     return {"tuner": config["tuner"]["name"], "seed": seed, "wall_seconds": round(wall, 1),
             "trials": len(reached), "epochs": round(sum(reached.values()), 2),
-            "exploits": sum(1 for r in rows if "exploit" in r), "best_val_accuracy": best["value"],
+            "exploits": sum(1 for r in rows if "exploit" in r), "in_unit": in_unit, "best_val_accuracy": best["value"],
             "test_accuracy": best.get("test", {}).get("test_accuracy")}
 
 
@@ -100,14 +106,14 @@ def main():
     results = []
     print(f"pbt_bench: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, load "
           f"{os.getloadavg()[0]:.2f}, runs in {work}")
-    print(f"{'tuner':8} {'seed':>4} {'wall s':>7} {'trials':>6} {'epochs':>7} {'exploits':>8} {'best val':>8} {'test':>7}")
+    print(f"{'tuner':8} {'seed':>4} {'wall s':>7} {'trials':>6} {'epochs':>7} {'exploits':>8} {'in unit':>7} {'best val':>8} {'test':>7}")
     for seed in range(1, args.seeds + 1):
         for name in tuners:
             r = measure(packtune, chosen[name], seed, os.path.join(work, f"{name}-{seed}"))
             results.append(r)
             test = "-" if r["test_accuracy"] is None else f"{r['test_accuracy']:.4f}"
             print(f"{name:8} {seed:>4} {r['wall_seconds']:>7.1f} {r['trials']:>6} {r['epochs']:>7.2f} "
-                  f"{r['exploits']:>8} {r['best_val_accuracy']:>8.4f} {test:>7}", flush=True)
+                  f"{r['exploits']:>8} {r['in_unit']:>7} {r['best_val_accuracy']:>8.4f} {test:>7}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"runs": results}, f, indent=1)

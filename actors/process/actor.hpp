@@ -82,6 +82,9 @@ class Actor {
   // they are dropped (their reports would be refused) and the actor says Hello again.
   void join_again(actors::PackExecutor& pack, const std::string& reason);
   void start_trial(actors::PackExecutor& pack, const protocol::Assign& assign);
+  // The driver's dispatch has all arrived (the last Assign had no `more`): parked members of
+  // the units it gave jobs to, none their own, leave (PackExecutor::end_batch).
+  void end_batch(actors::PackExecutor& pack);
   void report(const actors::PackEvent& event);
 
   // Checkpoints (actor_checkpoints.cpp).
@@ -146,6 +149,7 @@ class Actor {
   std::unique_ptr<TransferClient> transfer_;  // when the store is not on this machine
   const datasets::BatchStream* stream_ = nullptr;  // the pack's, once the data is loaded
   std::list<Resume> resumes_;      // trials waiting for a checkpoint from the driver
+  std::vector<actors::PackJob> batch_;  // the jobs of the dispatch arriving now (Assign.more)
   std::string owned_work_dir_;     // a temp work folder this actor made, removed at exit
 };
 

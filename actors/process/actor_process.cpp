@@ -131,8 +131,10 @@ int Actor::serve(actors::PackExecutor& pack) {
     const bool busy = pack.busy() || !calibrations_.empty() || !profiles_.empty();
     const bool waiting = !saves_.empty() || !resumes_.empty();
     bool more = false;  // the last Assign said more of its dispatch follow
-    while (auto message = receive_message(
-               socket_, more ? static_cast<long>(driver_timeout.count() * 1000) : busy ? 0 : waiting ? 5 : 100)) {
+    while (auto message = receive_message(socket_, more    ? static_cast<long>(heartbeat.count() * 1000)
+                                                   : busy  ? 0
+                                                   : waiting ? 5
+                                                             : 100)) {
       more = false;
       last_heard = Clock::now();
       if (std::holds_alternative<proto::Shutdown>(*message)) {
@@ -143,8 +145,14 @@ int Actor::serve(actors::PackExecutor& pack) {
       if (auto* assign = std::get_if<proto::Assign>(&*message)) {
         // Fault tests act on a driver whose run cannot end meanwhile: its one actor holds here.
         test_hold("actor.assigned");
+        actors::PackJob named;  // what end_batch needs of the job: its group
+        named.trial = assign->trial;
+        named.unit = assign->unit;
+        named.max_fused = assign->max_fused;
+        batch_.push_back(std::move(named));
         start_trial(pack, *assign);
         more = assign->more;
+        if (!more) end_batch(pack);
       } else if (auto* stop = std::get_if<proto::Stop>(&*message)) {
         pack.remove(stop->trial);  // parked or training
         resumes_.remove_if([&](const Resume& r) { return r.job.trial == stop->trial; });
@@ -166,6 +174,7 @@ int Actor::serve(actors::PackExecutor& pack) {
       }
       last_sent = Clock::now();  // replies above count as signs of life
     }
+    if (!batch_.empty()) end_batch(pack);  // the rest of a dispatch never came
     advance_resumes(pack);
     if (pack.busy()) {
       proto::OutOfMemory out_of_memory;
@@ -224,6 +233,7 @@ void Actor::join_again(actors::PackExecutor& pack, const std::string& reason) {
                 leases_.size());
   for (const auto& [trial, lease] : leases_) pack.remove(trial);
   pack.release_parked();
+  batch_.clear();
   leases_.clear();
   last_saved_.clear();
   start_budget_.clear();
@@ -268,8 +278,14 @@ void Actor::start_trial(actors::PackExecutor& pack, const proto::Assign& assign)
                  assign.trial, pack.size(), assign.budget);
   } catch (const std::exception& e) {
     lease_of(assign.trial, true);
+    if (pack.parked(assign.trial)) pack.remove(assign.trial);  // its unit must not wait for it
     send_message(socket_, proto::TrialFailed{assign.trial, actors::error_message(e), assign.lease});
   }
+}
+
+void Actor::end_batch(actors::PackExecutor& pack) {
+  pack.end_batch(batch_);
+  batch_.clear();
 }
 
 void Actor::report(const actors::PackEvent& event) {

@@ -1,5 +1,7 @@
 #include "driver/trial_book.hpp"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "packtune/error.hpp"
@@ -19,6 +21,14 @@ std::uint64_t trial_seed(std::uint64_t experiment_seed, tuners::TrialId trial) {
 
 TrialBook::TrialBook(tuners::TrialConfig model, std::uint64_t seed, ShapeOf shape_of, Limits limits)
     : model_(std::move(model)), seed_(seed), shape_of_(std::move(shape_of)), limits_(limits) {}
+
+bool TrialBook::move_to_front(const std::set<TrialId>& trials) {
+  const auto chosen = [&](const Job& job) { return trials.count(job.trial) > 0; };
+  const auto first_other = std::find_if_not(queue_.begin(), queue_.end(), chosen);
+  if (std::find_if(first_other, queue_.end(), chosen) == queue_.end()) return false;
+  std::stable_partition(queue_.begin(), queue_.end(), chosen);
+  return true;
+}
 
 TrialBook::Job TrialBook::take_next() {
   Job job = std::move(queue_.front());

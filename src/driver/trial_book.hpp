@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,9 @@ class TrialBook {
   Job take_next();
   // Jobs that waited elsewhere (for a throughput profile) go first, in the order given.
   void put_back(const std::vector<Job>& jobs) { queue_.insert(queue_.begin(), jobs.begin(), jobs.end()); }
+  // The queued jobs of these trials go first, in their order; false when none is behind a job
+  // of another trial.
+  bool move_to_front(const std::set<TrialId>& trials);
 
   // --- trials ------------------------------------------------------------------------------
 

@@ -258,6 +258,15 @@ TEST_CASE("parked members leave when they cannot go on in place or a member trai
     CHECK_FALSE(pack.contains(2));
     CHECK(pack.busy());
   }
+  SECTION("when a dispatch has arrived, a parked member of a group it gave jobs to, none its own, leaves") {
+    REQUIRE(pack.continue_parked(unit_job(0, kAdamMlp, 8, false), -1, 4));
+    auto other = unit_job(1, kAdamMlp, 8, false);
+    other.unit = "u2";  // another group: its parked members stay
+    pack.end_batch({unit_job(0, kAdamMlp, 8, false), other});
+    CHECK_FALSE(pack.contains(1));  // parked in u1, which got 0's job
+    CHECK_FALSE(pack.contains(2));
+    CHECK(pack.busy());
+  }
   SECTION("a newcomer waits with the unit; a member that trained on sends the parked out") {
     pack.add(unit_job(3, kAdamMlp, 4, false));
     CHECK_FALSE(pack.busy());

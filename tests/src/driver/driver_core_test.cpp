@@ -711,12 +711,16 @@ TEST_CASE("driver core: pbt's members stay in their units across generations, an
 }
 
 TEST_CASE("driver core: parked pbt members leave their place when a job needs the room") {
-  Fleet f(population(4, 2));  // room for half the population
-  f.hdf5 = true;
-  f.join("a");
-  f.run();
-  CHECK(f.rows().size() == 16);
-  // Each generation: the first two park, the next two need their room, and so on.
-  CHECK(stopped(f).size() >= 3);
-  for (const auto trial : stopped(f)) CHECK((trial >= 0 && trial < 4));
+  for (const int members : {3, 4, 5}) {
+    DYNAMIC_SECTION(members << " members, room for 2") {
+      Fleet f(population(members, 2));
+      f.hdf5 = true;
+      f.join("a");
+      f.run();
+      CHECK(f.rows().size() == static_cast<std::size_t>(members * 4));
+      // Each generation some park and the next need their room.
+      CHECK(stopped(f).size() >= 3);
+      for (const auto trial : stopped(f)) CHECK((trial >= 0 && trial < members));
+    }
+  }
 }

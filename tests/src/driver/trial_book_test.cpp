@@ -144,3 +144,14 @@ TEST_CASE("an exploited trial takes its donor's config: its full config and shap
   CHECK_THAT(why, Catch::Contains("no width"));
   CHECK(b.at(0).seed == seed);  // the trial's own seed: dropout masks stay its own
 }
+
+TEST_CASE("the queued jobs of chosen trials go first, in their order") {
+  auto b = book();
+  for (tuners::TrialId t : {5, 1, 7, 3}) b.enqueue(Job::start(t, sample(64), 1));
+  CHECK(b.move_to_front({7, 3}));
+  std::vector<tuners::TrialId> order;
+  for (const auto& job : b.queue()) order.push_back(job.trial);
+  CHECK(order == std::vector<tuners::TrialId>{7, 3, 5, 1});
+  CHECK_FALSE(b.move_to_front({7}));  // already first
+  CHECK_FALSE(b.move_to_front({9}));  // not queued
+}
