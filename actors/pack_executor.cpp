@@ -1,7 +1,7 @@
 #include "actors/pack_executor.hpp"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <set>
 
@@ -200,18 +200,23 @@ void PackExecutor::release_parked() {
   for (const auto trial : parked) remove(trial);
 }
 
-bool PackExecutor::steps(const std::string& group) {
-  bool any_parked = false, all_waiting = true;
+PackExecutor::GroupState PackExecutor::state_of(const std::string& group) const {
+  GroupState state;
   for (const auto& m : members_) {
     if (m.group != group) continue;
     if (m.parked) {
-      any_parked = true;
+      state.parked = true;
     } else if (!m.waiting) {
-      all_waiting = false;
+      state.training = true;
     }
   }
-  if (!any_parked) return true;
-  if (all_waiting) return false;
+  return state;
+}
+
+bool PackExecutor::steps(const std::string& group) {
+  const auto state = state_of(group);
+  if (!state.parked) return true;
+  if (!state.training) return false;  // every other member waits at the parked ones' boundary
   std::vector<tuners::TrialId> out;
   for (const auto& m : members_) {
     if (m.group == group && m.parked) out.push_back(m.job.trial);
@@ -222,17 +227,9 @@ bool PackExecutor::steps(const std::string& group) {
 
 bool PackExecutor::busy() const {
   if (!finished_.empty()) return true;
-  std::map<std::string, std::pair<bool, bool>> groups;  // any parked, all others waiting
-  for (const auto& m : members_) {
-    auto& [any_parked, all_waiting] = groups.try_emplace(m.group, false, true).first->second;
-    if (m.parked) {
-      any_parked = true;
-    } else if (!m.waiting) {
-      all_waiting = false;
-    }
-  }
-  for (const auto& [group, state] : groups) {
-    if (!state.first || !state.second) return true;
+  for (const auto& [key, group] : groups_) {
+    const auto state = state_of(key);
+    if (!state.parked || state.training) return true;
   }
   return false;
 }

@@ -138,6 +138,11 @@ class PackExecutor {
   // Report steps and budgets from `start` to the job's budget.
   void schedule(Member& m, std::int64_t start) const;
   Member* find(tuners::TrialId trial);
+  struct GroupState {
+    bool parked = false;    // a member is parked
+    bool training = false;  // a member has trained since it joined or went on
+  };
+  GroupState state_of(const std::string& group) const;
   // Whether the group steps this round; sends out its parked members when another member
   // trains on.
   bool steps(const std::string& group);
