@@ -182,53 +182,38 @@ std::string PackExecutor::group_of(const PackJob& job) const {
   return job.unit.empty() ? std::string() : "unit:" + job.unit;
 }
 
-void PackExecutor::end_batch(const std::vector<PackJob>& batch) {
-  std::set<std::string> given;
-  for (const auto& job : batch) given.insert(group_of(job));
+void PackExecutor::end_batch(const std::set<std::string>& given) {
+  remove_parked_if([&](const Member& m) { return given.count(m.group) > 0; });
+}
+
+void PackExecutor::release_parked() {
+  remove_parked_if([](const Member&) { return true; });
+}
+
+void PackExecutor::remove_parked_if(const std::function<bool(const Member&)>& leaves) {
   std::vector<tuners::TrialId> out;
   for (const auto& m : members_) {
-    if (m.parked && given.count(m.group)) out.push_back(m.job.trial);
+    if (m.parked && leaves(m)) out.push_back(m.job.trial);
   }
   for (const auto trial : out) remove(trial);
 }
 
-void PackExecutor::release_parked() {
-  std::vector<tuners::TrialId> parked;
+std::map<std::string, PackExecutor::GroupState> PackExecutor::group_states() const {
+  std::map<std::string, GroupState> states;
   for (const auto& m : members_) {
-    if (m.parked) parked.push_back(m.job.trial);
-  }
-  for (const auto trial : parked) remove(trial);
-}
-
-PackExecutor::GroupState PackExecutor::state_of(const std::string& group) const {
-  GroupState state;
-  for (const auto& m : members_) {
-    if (m.group != group) continue;
+    auto& state = states[m.group];
     if (m.parked) {
       state.parked = true;
     } else if (!m.waiting) {
       state.training = true;
     }
   }
-  return state;
-}
-
-bool PackExecutor::steps(const std::string& group) {
-  const auto state = state_of(group);
-  if (!state.parked) return true;
-  if (!state.training) return false;  // every other member waits at the parked ones' boundary
-  std::vector<tuners::TrialId> out;
-  for (const auto& m : members_) {
-    if (m.group == group && m.parked) out.push_back(m.job.trial);
-  }
-  for (const auto trial : out) remove(trial);
-  return groups_.count(group) > 0;
+  return states;
 }
 
 bool PackExecutor::busy() const {
   if (!finished_.empty()) return true;
-  for (const auto& [key, group] : groups_) {
-    const auto state = state_of(key);
+  for (const auto& [key, state] : group_states()) {
     if (!state.parked || state.training) return true;
   }
   return false;
@@ -306,11 +291,16 @@ std::vector<PackEvent> PackExecutor::step_round() {
   finished_.clear();
   std::set<tuners::TrialId> failed;
   if (members_.empty()) return events;
+  // A group steps unless a member is parked there. Then it waits while the others wait at the
+  // parked members' boundary; once one of them trains on, the parked ones leave.
+  std::set<std::string> leave;
+  for (const auto& [key, state] : group_states()) {
+    if (state.parked && state.training) leave.insert(key);
+  }
+  end_batch(leave);
   std::vector<std::string> stepping;
-  std::vector<std::string> keys;
-  for (const auto& [key, group] : groups_) keys.push_back(key);
-  for (const auto& key : keys) {
-    if (steps(key)) stepping.push_back(key);
+  for (const auto& [key, state] : group_states()) {
+    if (!state.parked && groups_.count(key)) stepping.push_back(key);
   }
   if (stepping.empty()) return events;
   stream_.begin_round();

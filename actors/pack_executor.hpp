@@ -14,8 +14,10 @@
 // was training on, or a Stop, sends the parked ones out, and their next jobs resume from
 // their checkpoints (the same numbers).
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -95,10 +97,12 @@ class PackExecutor {
   bool continue_parked(const PackJob& job, tuners::TrialId from, double budget);
   // Sends out every parked member (the driver retired this actor).
   void release_parked();
-  // The driver's jobs of one dispatch have all arrived: a parked member of a group that was
-  // given jobs, none of them its own, leaves, so that the group goes on without it (the
-  // driver may not know yet that it parked).
-  void end_batch(const std::vector<PackJob>& batch);
+  // The driver's jobs of one dispatch have all arrived, for these groups (group_of): a parked
+  // member of one of them, given none of the jobs, leaves, so that the group goes on without
+  // it (the driver may not know yet that it parked).
+  void end_batch(const std::set<std::string>& given);
+  // The group a job names: "unit:<unit>", "solo:<trial>", or "" (the first of its key with room).
+  std::string group_of(const PackJob& job) const;
 
   // One step for every member; returns the reports due and removes finished members.
   std::vector<PackEvent> step_round();
@@ -133,8 +137,6 @@ class PackExecutor {
   };
 
   std::int64_t step_of(const Member& m) const;
-  // The group a job names: "unit:<unit>", "solo:<trial>", or "" (the first of its key with room).
-  std::string group_of(const PackJob& job) const;
   // Report steps and budgets from `start` to the job's budget.
   void schedule(Member& m, std::int64_t start) const;
   Member* find(tuners::TrialId trial);
@@ -142,10 +144,9 @@ class PackExecutor {
     bool parked = false;    // a member is parked
     bool training = false;  // a member has trained since it joined or went on
   };
-  GroupState state_of(const std::string& group) const;
-  // Whether the group steps this round; sends out its parked members when another member
-  // trains on.
-  bool steps(const std::string& group);
+  // Every group that has members, in one pass over them.
+  std::map<std::string, GroupState> group_states() const;
+  void remove_parked_if(const std::function<bool(const Member&)>& leaves);
   std::shared_ptr<TrialCheckpoint> capture(const Member& m, double budget) const;
   // `during`: what the member was doing when it failed, for the error ("evaluating").
   void fail(std::vector<PackEvent>& events, tuners::TrialId trial, const std::exception& e,

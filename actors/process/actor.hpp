@@ -149,7 +149,7 @@ class Actor {
   std::unique_ptr<TransferClient> transfer_;  // when the store is not on this machine
   const datasets::BatchStream* stream_ = nullptr;  // the pack's, once the data is loaded
   std::list<Resume> resumes_;      // trials waiting for a checkpoint from the driver
-  std::vector<actors::PackJob> batch_;  // the jobs of the dispatch arriving now (Assign.more)
+  std::set<std::string> batch_;  // the groups given jobs by the dispatch arriving now (Assign.more)
   std::string owned_work_dir_;     // a temp work folder this actor made, removed at exit
 };
 

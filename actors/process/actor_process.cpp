@@ -145,11 +145,11 @@ int Actor::serve(actors::PackExecutor& pack) {
       if (auto* assign = std::get_if<proto::Assign>(&*message)) {
         // Fault tests act on a driver whose run cannot end meanwhile: its one actor holds here.
         test_hold("actor.assigned");
-        actors::PackJob named;  // what end_batch needs of the job: its group
+        actors::PackJob named;  // what group_of reads of a job
         named.trial = assign->trial;
         named.unit = assign->unit;
         named.max_fused = assign->max_fused;
-        batch_.push_back(std::move(named));
+        batch_.insert(pack.group_of(named));
         start_trial(pack, *assign);
         more = assign->more;
         if (!more) end_batch(pack);

@@ -262,7 +262,7 @@ TEST_CASE("parked members leave when they cannot go on in place or a member trai
     REQUIRE(pack.continue_parked(unit_job(0, kAdamMlp, 8, false), -1, 4));
     auto other = unit_job(1, kAdamMlp, 8, false);
     other.unit = "u2";  // another group: its parked members stay
-    pack.end_batch({unit_job(0, kAdamMlp, 8, false), other});
+    pack.end_batch({pack.group_of(unit_job(0, kAdamMlp, 8, false)), pack.group_of(other)});
     CHECK_FALSE(pack.contains(1));  // parked in u1, which got 0's job
     CHECK_FALSE(pack.contains(2));
     CHECK(pack.busy());
