@@ -158,16 +158,22 @@ Suggestion TpeSampler::suggest(TrialId trial) {
       good_budgets.push_back(good.back().second->budget);
     }
     // The bad set: the newest max_bad of the others, and the running trials (the liar's), which
-    // a result may have overtaken in id.
-    Members bad;
+    // a result may have overtaken in id. Both come in id order, so one merge orders them.
+    Members reported, bad;
     const auto max_bad = static_cast<std::size_t>(options_.max_bad);
-    for (auto it = pool->results.rbegin(); it != pool->results.rend() && bad.size() < max_bad; ++it) {
-      if (!std::binary_search(good_ids.begin(), good_ids.end(), it->first)) bad.emplace_back(it->first, &it->second);
+    for (auto it = pool->results.rbegin(); it != pool->results.rend() && reported.size() < max_bad; ++it) {
+      if (!std::binary_search(good_ids.begin(), good_ids.end(), it->first)) reported.emplace_back(it->first, &it->second);
     }
+    std::reverse(reported.begin(), reported.end());
     if (options_.constant_liar) {
-      for (const auto& [id, o] : pending_) bad.emplace_back(id, &o);
+      Members running;
+      running.reserve(pending_.size());
+      for (const auto& [id, o] : pending_) running.emplace_back(id, &o);
+      bad.resize(reported.size() + running.size());
+      std::merge(reported.begin(), reported.end(), running.begin(), running.end(), bad.begin());
+    } else {
+      bad = std::move(reported);
     }
-    std::sort(bad.begin(), bad.end());
     const Model& m = model(good, bad);
 
     const auto& params = space_.params();
