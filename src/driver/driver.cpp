@@ -165,7 +165,8 @@ class Driver {
         return 0;
       }
       journal = std::make_unique<Journal>(std::move(reopened.journal));
-      results = std::make_unique<ResultsWriter>(options_.out_dir, recovered->rows, config_.metric, config_.mode);
+      results = std::make_unique<ResultsWriter>(options_.out_dir, recovered->rows, config_.metric, config_.mode,
+                                                best_budget(config_));
     } else {
       // Nothing goes into the folder before its lock is held: a second driver started on the
       // same fresh --out would overwrite config.json and cut the first's results.jsonl.
@@ -178,7 +179,8 @@ class Driver {
         if (created) std::filesystem::remove(options_.out_dir, ec);  // left as it was found: absent
         throw;
       }
-      results = std::make_unique<ResultsWriter>(options_.out_dir, config_.source, config_.metric, config_.mode);
+      results = std::make_unique<ResultsWriter>(options_.out_dir, config_.source, config_.metric, config_.mode,
+                                                best_budget(config_));
       journal = std::make_unique<Journal>(Journal::create(
           journal_path(options_.out_dir), {{"packtune_journal", 1}, {"name", config_.name}, {"config", config_.source}}));
     }

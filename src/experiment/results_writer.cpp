@@ -63,8 +63,9 @@ void ResultsWriter::check_fresh(const std::string& dir) {
 }
 
 ResultsWriter::ResultsWriter(const std::string& dir, const nlohmann::json& config_as_run,
-                             std::string metric, tuners::Mode mode)
-    : dir_(dir), path_((fs::path(dir) / "results.jsonl").string()), metric_(std::move(metric)), mode_(mode) {
+                             std::string metric, tuners::Mode mode, double final_budget)
+    : dir_(dir), path_((fs::path(dir) / "results.jsonl").string()), metric_(std::move(metric)), mode_(mode),
+      final_budget_(final_budget) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) throw Error("--out " + dir_ + ": cannot create the directory (" + ec.message() + ")");
@@ -82,8 +83,9 @@ bool ResultsWriter::restore_config(const std::string& dir, const nlohmann::json&
 }
 
 ResultsWriter::ResultsWriter(const std::string& dir, const std::vector<nlohmann::json>& rows, std::string metric,
-                             tuners::Mode mode)
-    : dir_(dir), path_((fs::path(dir) / "results.jsonl").string()), metric_(std::move(metric)), mode_(mode) {
+                             tuners::Mode mode, double final_budget)
+    : dir_(dir), path_((fs::path(dir) / "results.jsonl").string()), metric_(std::move(metric)), mode_(mode),
+      final_budget_(final_budget) {
   std::string text;
   for (const auto& row : rows) {
     text += row.dump() + "\n";
@@ -132,7 +134,14 @@ void ResultsWriter::take(const nlohmann::json& line) {
   if (it == line.end() || !it->is_number()) return;
   const double value = it->get<double>();
   const double budget = line.at("budget").get<double>();
-  if (!best_ || tuners::better(value, best_->value, mode_) || (value == best_->value && budget > best_->budget)) {
+  const auto at_final = [this](double b) { return final_budget_ > 0 && b >= final_budget_ * (1 - 1e-9); };
+  bool wins = !best_;
+  if (best_ && at_final(budget) != at_final(best_->budget)) {
+    wins = at_final(budget);  // the final population outranks every report before it
+  } else if (best_) {
+    wins = tuners::better(value, best_->value, mode_) || (value == best_->value && budget > best_->budget);
+  }
+  if (wins) {
     best_ = Best{line.at("trial").get<tuners::TrialId>(), value, budget,
                  tuners::config_from_json(line.at("config"), "results.jsonl: config")};
   }

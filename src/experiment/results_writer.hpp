@@ -45,15 +45,18 @@ class ResultsWriter {
   // when it cannot be created or written: before any actor starts, not at the first report.
   static void check_fresh(const std::string& dir);
 
-  // A new run: writes config.json and an empty results.jsonl.
+  // A new run: writes config.json and an empty results.jsonl. `final_budget` > 0 (pbt): a
+  // report at that budget outranks every report below it, so that the best is the best member
+  // of the final population, whose final model the test evaluates (a member's earlier reports
+  // may be of weights an exploit replaced); until a report reaches it, the best at any budget.
   ResultsWriter(const std::string& dir, const nlohmann::json& config_as_run,
-                std::string metric, tuners::Mode mode);
+                std::string metric, tuners::Mode mode, double final_budget = 0);
   // config.json as the journal's header holds it: a resume rewrites one that was damaged,
   // edited or deleted. Returns whether it did.
   static bool restore_config(const std::string& dir, const nlohmann::json& config_as_run);
   // A resumed run: results.jsonl is rewritten to hold exactly `rows`, the journal's.
   ResultsWriter(const std::string& dir, const std::vector<nlohmann::json>& rows, std::string metric,
-                tuners::Mode mode);
+                tuners::Mode mode, double final_budget = 0);
   ~ResultsWriter();
   ResultsWriter(const ResultsWriter&) = delete;
   ResultsWriter& operator=(const ResultsWriter&) = delete;
@@ -76,7 +79,7 @@ class ResultsWriter {
     double budget = 0;
     tuners::TrialConfig config;
   };
-  // The best report so far under the experiment's metric and mode.
+  // The best report so far under the experiment's metric and mode (and final_budget).
   const std::optional<Best>& best() const { return best_; }
   // The best trial's test metrics (trial, budget, test_accuracy, test_loss), for best.json.
   void set_test(nlohmann::json test) { test_ = std::move(test); }
@@ -96,6 +99,7 @@ class ResultsWriter {
   std::string path_;
   std::string metric_;
   tuners::Mode mode_;
+  double final_budget_ = 0;
   std::optional<LineLog> log_;  // set by each constructor, after config.json is written
   std::optional<Best> best_;
   nlohmann::json test_;

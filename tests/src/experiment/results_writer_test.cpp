@@ -40,3 +40,32 @@ TEST_CASE("results.jsonl gets one object per report and best.json the best value
   CHECK(best["config"]["lr"] == 0.01);
   CHECK_THROWS_AS(ResultsWriter::check_fresh(out), InputError);
 }
+
+TEST_CASE("with a final budget (pbt) the best is the best report there, once one reaches it") {
+  testing::TempDir dir;
+  const auto out = dir.file("run");
+  const auto report = [](tuners::TrialId trial, double budget, double accuracy) {
+    ReportRow row{trial, budget, {{"val_accuracy", accuracy}}};
+    return ResultsWriter::line(row, {{"lr", 0.1 * static_cast<double>(trial + 1)}});
+  };
+  // Trial 0 peaks at budget 2, then an exploit replaces its weights; at budget 4, the end,
+  // trial 2 is the best member of the population.
+  const std::vector<nlohmann::json> rows{report(0, 2, 0.90), report(1, 2, 0.70), report(2, 4, 0.85),
+                                         report(0, 4, 0.80), report(1, 4, 0.86), report(1, 4, 0.84)};
+  ResultsWriter w(out, nlohmann::json{{"seed", 1}}, "val_accuracy", tuners::Mode::Max, 4.0);
+  w.append(rows[0]);
+  w.append(rows[1]);
+  REQUIRE(w.best());
+  CHECK(w.best()->trial == 0);  // nothing at the final budget yet: the best at any budget
+  for (std::size_t r = 2; r < rows.size(); ++r) w.append(rows[r]);
+  CHECK(w.best()->trial == 1);
+  CHECK(w.best()->value == 0.86);
+  CHECK(w.best()->budget == 4.0);
+
+  // A resume replays the rows to the same best; without a final budget trial 0's 0.90 wins.
+  w.flush();
+  const ResultsWriter resumed(out, rows, "val_accuracy", tuners::Mode::Max, 4.0);
+  CHECK(resumed.best()->trial == 1);
+  const ResultsWriter any_budget(out, rows, "val_accuracy", tuners::Mode::Max);
+  CHECK(any_budget.best()->trial == 0);
+}
