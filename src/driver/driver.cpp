@@ -166,7 +166,7 @@ class Driver {
       }
       journal = std::make_unique<Journal>(std::move(reopened.journal));
       results = std::make_unique<ResultsWriter>(options_.out_dir, recovered->rows, config_.metric, config_.mode,
-                                                best_budget(config_));
+                                                best_budget(config_.tuner, config_.max_budget));
     } else {
       // Nothing goes into the folder before its lock is held: a second driver started on the
       // same fresh --out would overwrite config.json and cut the first's results.jsonl.
@@ -180,7 +180,7 @@ class Driver {
         throw;
       }
       results = std::make_unique<ResultsWriter>(options_.out_dir, config_.source, config_.metric, config_.mode,
-                                                best_budget(config_));
+                                                best_budget(config_.tuner, config_.max_budget));
       journal = std::make_unique<Journal>(Journal::create(
           journal_path(options_.out_dir), {{"packtune_journal", 1}, {"name", config_.name}, {"config", config_.source}}));
     }

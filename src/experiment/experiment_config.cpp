@@ -130,8 +130,6 @@ void check_ipc_path(const std::string& listen) {
 
 ExperimentConfig load_config(const std::string& path) { return parse_config(read_json_file(path), path); }
 
-double best_budget(const ExperimentConfig& config) { return config.tuner == "pbt" ? config.max_budget : 0.0; }
-
 ExperimentConfig load_config_keys(const std::string& path, const std::vector<std::string>& only) {
   return parse_config_keys(read_json_file(path), path, only);
 }

@@ -56,11 +56,6 @@ struct ExperimentConfig {
   nlohmann::json source;          // the config as read, for the results directory
 };
 
-// The budget whose reports outrank every report below it when the best trial is chosen
-// (ResultsWriter's final_budget): pbt's max_budget, where its final population ends, whose
-// members' earlier reports may be of weights an exploit replaced since; 0 for every other tuner.
-double best_budget(const ExperimentConfig& config);
-
 // Parses and validates. `path` is used in messages and for the default name.
 ExperimentConfig parse_config(const nlohmann::json& json, const std::string& path);
 // Reads only the keys in `only` as parse_config does and ignores the others, which a caller

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <vector>
 
+#include "experiment/best_report.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune::report {
@@ -246,12 +247,10 @@ json build_report_data(const std::string& dir) {
                    [](const Row* a, const Row* b) { return a->wall_time < b->wall_time; });
   json best_over_time = json::array();
   double best = kNaN;
-  const Row* best_row = nullptr;
   for (const Row* row : by_time) {
     if (!std::isfinite(row->value)) continue;
     if (std::isfinite(best) && !better(row->value, best, maximize)) continue;
     best = row->value;
-    best_row = row;
     best_over_time.push_back(
         {{"wall_time", row->wall_time}, {"value", row->value}, {"trial", row->trial}, {"budget", row->budget}});
   }
@@ -328,15 +327,28 @@ json build_report_data(const std::string& dir) {
     brackets.push_back({{"start", start}, {"rungs", std::move(list)}});
   }
 
+  const std::string tuner =
+      source.contains("tuner") && source["tuner"].is_object() ? source["tuner"].value("name", std::string()) : "";
   json best_json = nullptr;
   if (auto file = read_object(root / "best.json")) {
     best_json = *file;
-  } else if (best_row) {
-    best_json = {{"trial", best_row->trial}, {"value", best_row->value}, {"budget", best_row->budget},
-                 {"config", best_row->config}, {"metric", metric}};
+  } else {
+    // A run that has not ended (or was killed) has no best.json yet: the driver's rule, over
+    // the reports in results.jsonl's order, as its ResultsWriter took them.
+    const double final_budget = best_budget(tuner, std::isfinite(max_budget) ? max_budget : 0.0);
+    const Row* chosen = nullptr;
+    for (const auto& row : rows) {
+      if (!std::isfinite(row.value)) continue;
+      if (!chosen || outranks_best(row.value, row.budget, chosen->value, chosen->budget,
+                                   maximize, final_budget)) {
+        chosen = &row;
+      }
+    }
+    if (chosen) {
+      best_json = {{"trial", chosen->trial}, {"value", chosen->value}, {"budget", chosen->budget},
+                   {"config", chosen->config}, {"metric", metric}};
+    }
   }
-  const std::string tuner =
-      source.contains("tuner") && source["tuner"].is_object() ? source["tuner"].value("name", std::string()) : "";
   return {{"format", 1},
           {"name", source.value("name", root.filename().string())},
           {"tuner", tuner},

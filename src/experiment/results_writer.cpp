@@ -134,13 +134,7 @@ void ResultsWriter::take(const nlohmann::json& line) {
   if (it == line.end() || !it->is_number()) return;
   const double value = it->get<double>();
   const double budget = line.at("budget").get<double>();
-  const auto at_final = [this](double b) { return final_budget_ > 0 && b >= final_budget_ * (1 - 1e-9); };
-  bool wins = !best_;
-  if (best_ && at_final(budget) != at_final(best_->budget)) {
-    wins = at_final(budget);  // the final population outranks every report before it
-  } else if (best_) {
-    wins = tuners::better(value, best_->value, mode_) || (value == best_->value && budget > best_->budget);
-  }
+  const bool wins = !best_ || outranks_best(value, budget, best_->value, best_->budget, mode_ == tuners::Mode::Max, final_budget_);
   if (wins) {
     best_ = Best{line.at("trial").get<tuners::TrialId>(), value, budget,
                  tuners::config_from_json(line.at("config"), "results.jsonl: config")};

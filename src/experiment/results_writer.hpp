@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "experiment/best_report.hpp"
 #include "experiment/line_log.hpp"
 #include "tuners/trial_config.hpp"
 #include "tuners/tuner.hpp"
@@ -45,10 +46,8 @@ class ResultsWriter {
   // when it cannot be created or written: before any actor starts, not at the first report.
   static void check_fresh(const std::string& dir);
 
-  // A new run: writes config.json and an empty results.jsonl. `final_budget` > 0 (pbt): a
-  // report at that budget outranks every report below it, so that the best is the best member
-  // of the final population, whose final model the test evaluates (a member's earlier reports
-  // may be of weights an exploit replaced); until a report reaches it, the best at any budget.
+  // A new run: writes config.json and an empty results.jsonl. `final_budget`: best_budget's
+  // (best_report.hpp), under which best() is chosen.
   ResultsWriter(const std::string& dir, const nlohmann::json& config_as_run,
                 std::string metric, tuners::Mode mode, double final_budget = 0);
   // config.json as the journal's header holds it: a resume rewrites one that was damaged,

@@ -67,6 +67,14 @@ for r in exploits:
     assert r["config"] != d, "explore changes the donor's config"
 print(f"1 passed, 0 failed: {len(exploits)} exploits recorded, each from a better member's checkpoint")
 
+# The best is the best member of the final population, and the test measured its final model.
+best = json.load(open(f"{work}/ref/best.json"))
+final = [r for r in rows if abs(r["budget"] - 1.25) < 1e-9]
+top = max(r["val_accuracy"] for r in final)
+assert best["budget"] == 1.25 and best["value"] == top, (best, top)
+assert best["test"]["trial"] == best["trial"] and best["test"]["budget"] == 1.25, best
+print(f"1 passed, 0 failed: best.json names trial {best['trial']}, the best at budget.max ({top}), tested")
+
 # Inside the unit: the actor's line for each exploit, and none for a load from a file.
 import glob, re
 lines = [l for f in glob.glob(f"{work}/ref/logs/actor-*.log") for l in open(f)]

@@ -89,10 +89,10 @@ struct Fleet {
       auto reopened = Journal::reopen(out() + "/journal.jsonl");
       recovered = core->tuning().replay(reopened.entries);
       journal = std::make_unique<Journal>(std::move(reopened.journal));
-      results = std::make_unique<ResultsWriter>(out(), recovered->rows, config.metric, config.mode, best_budget(config));
+      results = std::make_unique<ResultsWriter>(out(), recovered->rows, config.metric, config.mode, best_budget(config.tuner, config.max_budget));
     } else {
       ResultsWriter::create_folder(out());
-      results = std::make_unique<ResultsWriter>(out(), config.source, config.metric, config.mode, best_budget(config));
+      results = std::make_unique<ResultsWriter>(out(), config.source, config.metric, config.mode, best_budget(config.tuner, config.max_budget));
       journal = std::make_unique<Journal>(
           Journal::create(out() + "/journal.jsonl", {{"packtune_journal", 1}, {"name", "fake"}, {"config", json()}}));
     }

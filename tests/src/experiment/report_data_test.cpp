@@ -205,3 +205,27 @@ TEST_CASE("the report's data of a population: each exploit and the configs a mem
   CHECK(member["config"] == json({{"lr", 0.012}}));  // the config it ended with
   CHECK_FALSE(trial(data, 1).contains("exploits"));  // a donor that never exploited
 }
+
+TEST_CASE("without best.json a pbt run's best is the best member at budget.max, as the driver chooses it") {
+  testing::TempDir dir;
+  const auto out = dir.file("pbt");
+  std::filesystem::create_directories(out);
+  // Trial 0 peaks at budget 1, before the end; at budget 2, the end, trial 1 is the best member.
+  const std::string rows =
+      R"({"trial": 0, "budget": 1, "val_accuracy": 0.9, "final": true, "wall_time": 1, "train_seconds": 1, "actor": 0, "config": {"lr": 0.1}})" "\n"
+      R"({"trial": 1, "budget": 1, "val_accuracy": 0.6, "final": true, "wall_time": 1, "train_seconds": 1, "actor": 0, "config": {"lr": 0.01}})" "\n"
+      R"({"trial": 0, "budget": 2, "val_accuracy": 0.7, "final": true, "wall_time": 2, "train_seconds": 1, "actor": 0, "config": {"lr": 0.1}})" "\n"
+      R"({"trial": 1, "budget": 2, "val_accuracy": 0.8, "final": true, "wall_time": 2, "train_seconds": 1, "actor": 0, "config": {"lr": 0.01}})" "\n";
+  write(out + "/results.jsonl", rows);
+  write(out + "/config.json", R"({"metric": "val_accuracy", "budget": {"max": 2}, "tuner": {"name": "pbt"}})");
+  auto data = report::build_report_data(out);
+  CHECK(data["best"]["trial"] == 1);
+  CHECK(data["best"]["value"] == 0.8);
+  CHECK(data["best_over_time"].back()["value"] == 0.9);  // the curve still follows every report
+
+  // Another tuner: the best report at any budget.
+  write(out + "/config.json", R"({"metric": "val_accuracy", "budget": {"max": 2}, "tuner": {"name": "random"}})");
+  data = report::build_report_data(out);
+  CHECK(data["best"]["trial"] == 0);
+  CHECK(data["best"]["value"] == 0.9);
+}
