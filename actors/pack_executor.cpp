@@ -292,16 +292,15 @@ std::vector<PackEvent> PackExecutor::step_round() {
   std::set<tuners::TrialId> failed;
   if (members_.empty()) return events;
   // A group steps unless a member is parked there. Then it waits while the others wait at the
-  // parked members' boundary; once one of them trains on, the parked ones leave.
+  // parked members' boundary; once one of them trains on, the parked ones leave and it steps
+  // (the member training on keeps the group).
   std::set<std::string> leave;
-  for (const auto& [key, state] : group_states()) {
-    if (state.parked && state.training) leave.insert(key);
-  }
-  end_batch(leave);
   std::vector<std::string> stepping;
   for (const auto& [key, state] : group_states()) {
-    if (!state.parked && groups_.count(key)) stepping.push_back(key);
+    if (state.parked && state.training) leave.insert(key);
+    if (!state.parked || state.training) stepping.push_back(key);
   }
+  end_batch(leave);
   if (stepping.empty()) return events;
   stream_.begin_round();
   // Every batch of the round is decoded first, on the caller's stream: on a GPU the units

@@ -316,7 +316,8 @@ void CheckpointStore::forget_after(TrialId trial, double start_budget) {
   while (!it->second.empty() && it->second.back().budget > start_budget) it->second.pop_back();
 }
 
-CheckpointStore::Usage CheckpointStore::finish(int keep_best, const std::function<bool(TrialId, TrialId)>& better) {
+CheckpointStore::Usage CheckpointStore::finish(int keep_best, const std::function<bool(TrialId, TrialId)>& better,
+                                               TrialId also) {
   remove_partial_files();
   std::error_code ec;
   if (!keep_all_) {
@@ -334,6 +335,7 @@ CheckpointStore::Usage CheckpointStore::finish(int keep_best, const std::functio
                       });
     std::set<std::string> keep;
     for (std::size_t i = 0; i < first; ++i) keep.insert(ranked[i].second->path);
+    if (auto it = held_.find(also); it != held_.end() && !it->second.empty()) keep.insert(it->second.back().path);
     for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
       if (!keep.count(entry.path().string()) && entry.path().extension() == ".h5") remove(entry.path().string());
     }

@@ -100,8 +100,9 @@ class CheckpointStore {
   };
   // The run is over: partial files go and, with "needed", all but the newest checkpoints of
   // the `keep_best` best trials (highest budget reached first, then `better`, which orders
-  // trials by their metric).
-  Usage finish(int keep_best, const std::function<bool(TrialId, TrialId)>& better);
+  // trials by their metric) and of `also` (best.json's trial, which those need not include:
+  // its best report may be at a lower budget, or tie with theirs); -1: none.
+  Usage finish(int keep_best, const std::function<bool(TrialId, TrialId)>& better, TrialId also = -1);
   // What the folder holds now, deleting nothing: a run that stopped early keeps every
   // checkpoint for `packtune run --resume`.
   Usage usage() const;

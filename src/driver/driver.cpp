@@ -146,6 +146,7 @@ class Driver {
     std::optional<TunerJournal::Recovered> recovered;
     std::unique_ptr<Journal> journal;
     std::unique_ptr<ResultsWriter> results;
+    const double best_at = best_budget(config_.tuner, config_.max_budget);
     if (options_.resume) {
       auto reopened = Journal::reopen(journal_path(options_.out_dir));
       try {
@@ -166,7 +167,7 @@ class Driver {
       }
       journal = std::make_unique<Journal>(std::move(reopened.journal));
       results = std::make_unique<ResultsWriter>(options_.out_dir, recovered->rows, config_.metric, config_.mode,
-                                                best_budget(config_.tuner, config_.max_budget));
+                                                best_at);
     } else {
       // Nothing goes into the folder before its lock is held: a second driver started on the
       // same fresh --out would overwrite config.json and cut the first's results.jsonl.
@@ -180,7 +181,7 @@ class Driver {
         throw;
       }
       results = std::make_unique<ResultsWriter>(options_.out_dir, config_.source, config_.metric, config_.mode,
-                                                best_budget(config_.tuner, config_.max_budget));
+                                                best_at);
       journal = std::make_unique<Journal>(Journal::create(
           journal_path(options_.out_dir), {{"packtune_journal", 1}, {"name", config_.name}, {"config", config_.source}}));
     }

@@ -163,16 +163,13 @@ int DriverCore::test_unanswered(bool interrupted) {
 // checkpoints (all of them with --keep-checkpoints all). A run that stopped early (a signal,
 // an error) keeps every one: `--resume` promotes from them. Reports disk use.
 void DriverCore::finish_checkpoints(bool finished) {
-  // The best trial's model stays whatever the ranking: among equal last metrics best.json may
-  // name another than the lowest trial id, which ranks_before puts first.
   const auto& best = results_->best();
-  const TrialId kept = best ? best->trial : -1;
   const auto usage = finished ? store_->finish(kKeepBestCheckpoints,
-                                               [this, kept](TrialId a, TrialId b) {
-                                                 if (a == kept || b == kept) return a == kept && b != kept;
+                                               [this](TrialId a, TrialId b) {
                                                  return tuners::ranks_before(book_.at(a).last_metric, a,
                                                                              book_.at(b).last_metric, b, config_.mode);
-                                               })
+                                               },
+                                               best ? best->trial : -1)
                               : store_->usage();
   std::printf("checkpoints: %lld file(s), %.1f MiB in %s (keep %s; %d deleted%s)\n",
               static_cast<long long>(usage.files), static_cast<double>(usage.bytes) / (1 << 20),

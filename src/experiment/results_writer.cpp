@@ -134,8 +134,7 @@ void ResultsWriter::take(const nlohmann::json& line) {
   if (it == line.end() || !it->is_number()) return;
   const double value = it->get<double>();
   const double budget = line.at("budget").get<double>();
-  const bool wins = !best_ || outranks_best(value, budget, best_->value, best_->budget, mode_ == tuners::Mode::Max, final_budget_);
-  if (wins) {
+  if (!best_ || outranks_best(value, budget, best_->value, best_->budget, mode_ == tuners::Mode::Max, final_budget_)) {
     best_ = Best{line.at("trial").get<tuners::TrialId>(), value, budget,
                  tuners::config_from_json(line.at("config"), "results.jsonl: config")};
   }

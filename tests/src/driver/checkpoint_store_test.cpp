@@ -158,6 +158,23 @@ TEST_CASE("the store keeps a trial's newest checkpoint, forgets unusable ones an
   CHECK(usage.deleted == 1 + 3 + 1);  // 0.5 replaced; 5, 6, 7 at the end; the 1-budget-1 file too
 }
 
+TEST_CASE("at the end the store keeps best.json's trial too, though it reached a lower budget than the best few") {
+  TempDir dir;
+  CheckpointStore store(dir.file("checkpoints"), {}, {});
+  auto make = [&](const std::string& name) {
+    write_file(store.path_of(name), "x");
+    return store.path_of(name);
+  };
+  store.record(1, make("trial-1-budget-1.h5"), 1);  // the best report, stopped at budget 1
+  for (int t = 2; t <= 4; ++t) store.record(t, make("trial-" + std::to_string(t) + "-budget-9.h5"), 9);
+  const auto usage = store.finish(2, [](std::int64_t a, std::int64_t b) { return a < b; }, 1);
+  CHECK(usage.files == 3);
+  CHECK(std::filesystem::exists(store.path_of("trial-1-budget-1.h5")));
+  CHECK(std::filesystem::exists(store.path_of("trial-2-budget-9.h5")));
+  CHECK(std::filesystem::exists(store.path_of("trial-3-budget-9.h5")));
+  CHECK_FALSE(std::filesystem::exists(store.path_of("trial-4-budget-9.h5")));
+}
+
 TEST_CASE("the store verifies uploads off the loop: a stalled verification holds up no other transfer") {
   TempDir driver_dir, actor_dir;
   std::mutex mutex;
