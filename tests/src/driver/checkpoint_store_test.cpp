@@ -54,6 +54,16 @@ struct DriverSide {
   }
 };
 
+// A store in a folder of its own, and checkpoint files made in it.
+struct LocalStore {
+  TempDir dir;
+  CheckpointStore store{dir.file("checkpoints"), {}, {}};
+  std::string make(const std::string& name) {
+    write_file(store.path_of(name), "x");
+    return store.path_of(name);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("the store marks its folder so that actors can tell whether they share it") {
@@ -116,12 +126,9 @@ TEST_CASE("an actor's checkpoint reaches the store over tcp and comes back, veri
 }
 
 TEST_CASE("the store keeps a trial's newest checkpoint, forgets unusable ones and keeps the best at the end") {
-  TempDir dir;
-  CheckpointStore store(dir.file("checkpoints"), {}, {});
-  auto make = [&](const std::string& name) {
-    write_file(store.path_of(name), "x");
-    return store.path_of(name);
-  };
+  LocalStore local;
+  auto& store = local.store;
+  auto make = [&](const std::string& name) { return local.make(name); };
   store.record(1, make("trial-1-budget-0.5.h5"), 0.5);
   store.record(1, make("trial-1-budget-1.h5"), 1);
   CHECK(store.newest_first(1) == std::vector<std::string>{store.path_of("trial-1-budget-1.h5")});
@@ -134,7 +141,7 @@ TEST_CASE("the store keeps a trial's newest checkpoint, forgets unusable ones an
   CHECK_FALSE(store.has(1));
 
   // A report may only name a file of the store: the store deletes what it records.
-  const auto outside = dir.file("precious.h5");
+  const auto outside = local.dir.file("precious.h5");
   write_file(outside, "keep me");
   store.record(3, outside, 0.5);
   store.record(3, make("trial-3-budget-1.h5"), 1);
@@ -159,12 +166,9 @@ TEST_CASE("the store keeps a trial's newest checkpoint, forgets unusable ones an
 }
 
 TEST_CASE("at the end the store keeps best.json's trial too, though it reached a lower budget than the best few") {
-  TempDir dir;
-  CheckpointStore store(dir.file("checkpoints"), {}, {});
-  auto make = [&](const std::string& name) {
-    write_file(store.path_of(name), "x");
-    return store.path_of(name);
-  };
+  LocalStore local;
+  auto& store = local.store;
+  auto make = [&](const std::string& name) { return local.make(name); };
   store.record(1, make("trial-1-budget-1.h5"), 1);  // the best report, stopped at budget 1
   for (int t = 2; t <= 4; ++t) store.record(t, make("trial-" + std::to_string(t) + "-budget-9.h5"), 9);
   const auto usage = store.finish(2, [](std::int64_t a, std::int64_t b) { return a < b; }, 1);
