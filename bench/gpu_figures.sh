@@ -12,7 +12,9 @@
 #   build      .gpu/build.sh: packtune and pack_bench against the image's CUDA LibTorch, plotly.js from .gpu
 #   pack       pack_bench --quick: fused packs of K = 1, 32, 128 MLPs and CNNs against one after another
 #   cnn        examples/fashion_mnist_cnn.json on one GPU (--actors 1): wall time, best trial's test accuracy
-#   hyperband  hyperband_bench --max-epochs 6.75 (49 trials): packed against --max-pack 1, same reports
+#   hyperband  hyperband_bench --max-epochs 6.75 (49 trials), two rounds: packed against --max-pack 1,
+#              and whether each repeats bit for bit, packed also with one unit at a time
+#              (mixed_never) and with cuBLAS's deterministic workspace (packed_cublas_ws)
 #   peers      peers_bench: packtune, --max-pack 1 and Optuna (from .gpu/wheels) on the GPU; Ray Tune only
 #              where it imports (its wheels do not fit in what a device call carries)
 #   tests      the suite built with TESTS=ON, the actors' tests on the GPU, without the cluster and
@@ -90,9 +92,11 @@ elif name == "cnn":
 elif name == "hyperband":
     r = json.loads(text)
     med = r["median_seconds"]
+    repeats = ", ".join(f"{w} {'yes' if d['equal'] else 'no (%d metrics)' % d['metrics_differing']}"
+                        for w, d in r.get("repeats", {}).items())
     print(f"{r['schedule']}: packed {med.get('packed', 0):.1f} s, max_pack_1 {med.get('max_pack_1', 0):.1f} s, "
           f"max_pack_1/packed {med['max_pack_1'] / med['packed']:.2f}x, same reports {r['same_reports']} "
-          f"(largest difference {r['largest_report_difference']:.1e})")
+          f"(largest difference {r['largest_report_difference']:.1e}); repeats bit for bit: {repeats or 'one round'}")
 elif name == "build":
     print(next((l for l in text.splitlines() if l.startswith("built in")), ""))
 elif name == "tests":
@@ -114,7 +118,10 @@ phase_build() {
   [ -f .gpu/build.sh ] || { echo "no .gpu/build.sh: run scripts/gpu-prepare.sh on the development machine" >&2; return 2; }
   local targets="packtune pack_bench" tests=OFF
   [ "${1:-}" = tests ] && { targets=""; tests=ON; }
-  TARGETS=$targets TESTS=$tests EXTRA="-DPACKTUNE_PLOTLY_JS=$root/.gpu/plotly.js" bash .gpu/build.sh
+  # The reference tests' numpy python: Debian's /usr/bin/python3 by default, which the image's lacks.
+  TARGETS=$targets TESTS=$tests \
+    EXTRA="-DPACKTUNE_PLOTLY_JS=$root/.gpu/plotly.js${PACKTUNE_TEST_PYTHON:+ -DPACKTUNE_REFERENCE_PYTHON=$PACKTUNE_TEST_PYTHON}" \
+    bash .gpu/build.sh
 }
 
 phase_cnn() {
@@ -147,7 +154,8 @@ EOF
 }
 
 phase_peers() {
-  local python=${PACKTUNE_PEERS_PYTHON:-python3} ways=packtune,max_pack_1,optuna
+  # A path: peers_bench checks that the peers' python is an executable file.
+  local python=${PACKTUNE_PEERS_PYTHON:-$(command -v python3)} ways=packtune,max_pack_1,optuna
   if ! "$python" -c 'import optuna' 2>/dev/null && [ -d .gpu/wheels ]; then
     # Wheels are zip files: unpacked onto PYTHONPATH they import without pip or a venv.
     local lib=/tmp/gpu_figures-pylib
@@ -186,6 +194,8 @@ phase_tests() {
   for py in /usr/bin/python3 python3 /usr/local/bin/python3; do
     if "$py" -c 'import h5py, numpy' 2>/dev/null; then export PACKTUNE_TEST_PYTHON=$(command -v "$py"); break; fi
   done
+  # tuner_bench serves its test functions with it too (bench/tuner_bench_smoke).
+  [ -n "${PACKTUNE_TEST_PYTHON:-}" ] && export PACKTUNE_FUNCTIONS_PYTHON=$PACKTUNE_TEST_PYTHON
   # PACKTUNE_TEST_DEVICE puts the fusion equivalence tests (tests/src/actors) on the GPU, graphs included.
   phase_build tests && PACKTUNE_TEST_DEVICE=$device ctest --test-dir "$build" -LE 'cluster|faults' --output-on-failure -j12
 }
@@ -202,9 +212,10 @@ for phase in "${phases[@]}"; do
       run_phase pack "$(limit 240)" "$out/pack.json" "$build/bench/pack_bench" --device "$device" --json "${args[@]}" ;;
     cnn) run_phase cnn "$(limit 420)" "$out/cnn.json" phase_cnn ;;
     hyperband)
-      if [ "$smoke" = 1 ]; then args=(--smoke); else args=(--max-epochs 6.75 --repeat 1); fi
+      if [ "$smoke" = 1 ]; then args=(--smoke); else args=(--max-epochs 6.75 --repeat 2); fi
       run_phase hyperband "$(limit 360)" "$out/hyperband.json" python3 bench/hyperband_bench.py \
-        --packtune "$build/src/packtune" --device "$device" --ways packed,max_pack_1 --json "${args[@]}" ;;
+        --packtune "$build/src/packtune" --device "$device" --ways packed,max_pack_1,mixed_never,packed_cublas_ws \
+        --json "${args[@]}" ;;
     peers) run_phase peers "$(limit 420)" "$out/peers.json" phase_peers ;;
   esac
 done

@@ -8,13 +8,21 @@
                     side by side on any device (by default, "auto", a CPU actor trains one unit
                     at a time; on a GPU the two are the same)
   max_pack_1        the same with --max-pack 1: one trial at a time per actor
+  mixed_never       packed with "mixed_packs": "never": one unit at a time per actor (on a GPU,
+                    one CUDA stream)
+  packed_cublas_ws  packed with CUBLAS_WORKSPACE_CONFIG=:4096:8 in the actors' environment,
+                    which cuBLAS documents as making its results independent of concurrent streams
 
 The experiment is examples/fashion_mnist.json's model and space under Hyperband (eta 3, 0.25
 to 2.25 epochs: 17 trials, 22 jobs in one sweep). The ways run in turn, --repeat rounds of
 them interleaved (the order rotated each round, as this machine is shared and noisy), each timed from start to exit of
 `packtune run` (actor start-up and data loading included). Prints each way's wall times and
 median, the median ratios, and the largest difference between the ways' reports (training is
-deterministic per trial given its seed, so they must agree within 2e-3; exit 1 otherwise).
+deterministic per trial given its seed, so on a CPU they must agree within 2e-3; exit 1 otherwise).
+With --repeat 2 or more it also says whether each way repeats its own first round bit for bit:
+every way must on a CPU, and max_pack_1 (one trial, one stream) must on a GPU. On a GPU packing
+changes kernels and their rounding (docs/reproducibility.md), so the ways' differences and the
+other ways' repeats are measured there, not judged.
 
 Run from the repository root after the build: bench/hyperband_bench.py [--quick]. See
 docs/benchmarks.md.
@@ -33,7 +41,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peer_bench import (BenchError, hyperband_schedule, load_average, read_reports, run_timed,  # noqa: E402
                         sweep_trials)
 
-WAYS = ("packed", "packed_no_replan", "mixed_always", "max_pack_1")
+WAYS = ("packed", "packed_no_replan", "mixed_always", "max_pack_1", "mixed_never", "packed_cublas_ws")
+# The setting cuBLAS's documentation gives for results that do not depend on concurrent streams.
+CUBLAS_DETERMINISTIC = {"CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOLERANCE = 2e-3
 
@@ -113,6 +123,8 @@ def write_configs(a, work, trials):
             config["max_pack"] = 1
         if way == "mixed_always":
             config["mixed_packs"] = "always"
+        if way == "mixed_never":
+            config["mixed_packs"] = "never"
         paths[way] = os.path.join(work, way + ".json")
         with open(paths[way], "w") as f:
             json.dump(config, f, indent=2)
@@ -145,6 +157,34 @@ def largest_difference(a, b, strict=True):
     return worst, where
 
 
+def repeat_differences(first, others):
+    """How a way's later rounds differ from its first, bit for bit: metrics that differ over the
+    (trial, budget) pairs both reported, and pairs that only one reported."""
+    ra = {(r["trial"], r["budget"]): r for r in first}
+    differing = only_one = 0
+    for rows in others:
+        rb = {(r["trial"], r["budget"]): r for r in rows}
+        only_one += len(ra.keys() ^ rb.keys())
+        differing += sum(ra[k].get(m) != rb[k].get(m) for k in ra.keys() & rb.keys()
+                         for m in ("val_accuracy", "val_loss", "train_loss"))
+    return {"rounds": 1 + len(others), "equal": differing == 0 and only_one == 0,
+            "metrics_differing": differing, "pairs_only_in_one_run": only_one}
+
+
+def judge(strict, worst, repeats):
+    """What must hold, as failures: on a CPU (strict) everything, since packing changes no bit;
+    on a GPU only that a run of one trial per actor, its kernels one at a time on one stream,
+    repeats itself."""
+    failures = []
+    if strict and worst > TOLERANCE:
+        failures.append(f"the ways' reports differ by {worst:.2e}, more than {TOLERANCE}")
+    for way, r in repeats.items():
+        if not r["equal"] and (strict or way == "max_pack_1"):
+            failures.append(f"{way} did not repeat its reports bit for bit ({r['metrics_differing']} "
+                            f"metrics differ, {r['pairs_only_in_one_run']} (trial, budget) pairs in one round only)")
+    return failures
+
+
 def bench(a):
     work = a.keep or tempfile.mkdtemp(prefix="hyperband_bench-")
     os.makedirs(work, exist_ok=True)
@@ -163,7 +203,8 @@ def bench(a):
                 command = [a.packtune, "run", paths[way], "--out", out, "--quiet"]
                 log(f"round {round_ + 1}/{a.repeat}, {way}: {' '.join(command)}")
                 loads.append(load_average())
-                wall = run_timed(command, out + ".stdout", out + ".stderr", "packtune run")
+                env = dict(os.environ, **CUBLAS_DETERMINISTIC) if way == "packed_cublas_ws" else None
+                wall = run_timed(command, out + ".stdout", out + ".stderr", "packtune run", env=env)
                 walls[way].append(wall)
                 rows = read_reports(out)
                 if way not in reports:
@@ -177,6 +218,10 @@ def bench(a):
         differences = {name: largest_difference(first, rows, strict)
                        for name, rows in reports.items() if name != a.ways[0]}
         worst = max((d for d, _ in differences.values()), default=0.0)
+        repeats = {way: repeat_differences(reports[way], [rows for name, rows in reports.items()
+                                                          if name.startswith(way + "-")])
+                   for way in a.ways if a.repeat > 1}
+        failures = judge(strict, worst, repeats)
         # Any trial that trained fused in one run and plain in another (fuse "auto" sizes units
         # from profiles the actors time, which a loaded machine can tip) differs by more than
         # rounding: fused kernels add in another order.
@@ -200,6 +245,7 @@ def bench(a):
             "packed_over_packed_no_replan": ratio("packed", "packed_no_replan"),
             "mixed_always_over_max_pack_1": ratio("mixed_always", "max_pack_1"),
             "reports": len(first), "largest_report_difference": worst, "same_reports": worst <= TOLERANCE,
+            "repeats": repeats, "judged": "all" if strict else "max_pack_1 repeats", "failures": failures,
             "differences": {name: {"largest": d, "at": at} for name, (d, at) in differences.items()},
             "trials_fused_in_some_run": fused,
             "best_val_accuracy": best,
@@ -228,11 +274,16 @@ def main(argv=None):
               f"{r['mixed_always_over_max_pack_1']}")
         print(f"  {r['reports']} reports, largest difference between the ways {r['largest_report_difference']:.2e} "
               f"({'within' if r['same_reports'] else 'NOT within'} {TOLERANCE}); best val_accuracy {r['best_val_accuracy']:.4f}")
+        for way, d in r["repeats"].items():
+            print(f"  {way} over {d['rounds']} rounds: " + ("the same reports bit for bit" if d["equal"] else
+                  f"{d['metrics_differing']} metrics differ, {d['pairs_only_in_one_run']} pairs in one round only"))
         for name, d in r["differences"].items():
             print(f"    {a.ways[0]} vs {name}: {d['largest']:.2e} at {d['at']}")
         if r["trials_fused_in_some_run"]:
             print(f"  trials that trained in a fused unit in some run: {r['trials_fused_in_some_run']}")
-    return 0 if r["same_reports"] else 1
+    for failure in r["failures"]:
+        print(f"hyperband_bench: {failure}", file=sys.stderr)
+    return 1 if r["failures"] else 0
 
 
 if __name__ == "__main__":

@@ -235,7 +235,10 @@ def peer_python(a, tool):
 def peer_available(a, tool):
     """(True, version) if the peer imports in the peers' python, else (False, why)."""
     module = PEER_MODULES[tool]
-    out = subprocess.run([peer_python(a, tool), "-c", f"import {module}, numpy, importlib.metadata as m; "
+    python = peer_python(a, tool)
+    if not os.access(python, os.X_OK):  # no venv (scripts/setup-peers.sh not run): skipped, not a crash
+        return False, f"no python at {python}"
+    out = subprocess.run([python, "-c", f"import {module}, numpy, importlib.metadata as m; "
                           f"print(m.version({module!r}))"], capture_output=True, text=True)
     if out.returncode == 0:
         return True, out.stdout.strip()
