@@ -132,14 +132,6 @@ std::vector<double> neighbour_gaps(const std::vector<double>& mus, const std::ve
   return sigmas;
 }
 
-// The mass of N(mu, sigma) inside [low, high]. A tail beyond 8.5 sigma holds under 1e-17, so
-// its CDF rounds to 0 or 1 and its erfc call is skipped.
-double mass_in_range(double mu, double sigma, double low, double high) {
-  constexpr double kTail = 8.5;
-  return (high - mu > kTail * sigma ? 1.0 : normal_cdf((high - mu) / sigma)) -
-         (mu - low > kTail * sigma ? 0.0 : normal_cdf((low - mu) / sigma));
-}
-
 // The log of N(mu, sigma)'s mass on [x - 0.5, x + 0.5]. Far out in a tail the difference of
 // two CDFs rounds to 0; there the density at x (the cell is 1 wide) stands in for it.
 double log_cell_mass(double x, double mu, double sigma) {
@@ -156,6 +148,14 @@ double log_cell_mass(double x, double mu, double sigma) {
 double cell_peak(double sigma) { return std::max(0.0, -std::log(sigma) - kHalfLogTwoPi); }
 
 }  // namespace
+
+double mass_in_range(double mu, double sigma, double low, double high) {
+  // A tail beyond 8.5 sigma holds under 1e-17, so its CDF rounds to 0 or 1 and its erfc call
+  // is skipped.
+  constexpr double kTail = 8.5;
+  return (high - mu > kTail * sigma ? 1.0 : normal_cdf((high - mu) / sigma)) -
+         (mu - low > kTail * sigma ? 0.0 : normal_cdf((low - mu) / sigma));
+}
 
 std::vector<double> recency_weights(std::size_t n) {
   if (n < kFlatWeights) return std::vector<double>(n, 1.0);

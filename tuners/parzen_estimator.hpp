@@ -116,6 +116,9 @@ class ParzenEstimator {
   std::vector<double> choice_log_density_;  // one categorical axis: the density of each choice
 };
 
+// The mass of N(mu, sigma) inside [low, high]: what a kernel truncated to the range is divided by.
+double mass_in_range(double mu, double sigma, double low, double high);
+
 // Optuna's default weights of `n` observations, oldest first, not normalised.
 std::vector<double> recency_weights(std::size_t n);
 

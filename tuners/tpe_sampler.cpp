@@ -10,6 +10,30 @@ namespace {
 
 constexpr std::size_t kMaxGood = 25;  // Optuna's cap on the good set
 constexpr double kScoreMargin = 1e-9;  // far above a log density's rounding, far below a score's spread
+// From this many bad-set kernels on, g follows the bad set (SlidingParzen; at least its 99).
+// Below, a rebuild costs little.
+constexpr std::size_t kSlidingFrom = 200;
+
+// What turns `before` into `now` (trial ids, ascending): the ids that left, and the places in
+// `now` of those that joined.
+struct Change {
+  std::vector<TrialId> left;
+  std::vector<std::size_t> joined;
+};
+Change change(const std::vector<TrialId>& before, const std::vector<TrialId>& now) {
+  Change c;
+  std::size_t i = 0, j = 0;
+  while (i < before.size() || j < now.size()) {
+    if (j == now.size() || (i < before.size() && before[i] < now[j])) {
+      c.left.push_back(before[i++]);
+    } else if (i == before.size() || now[j] < before[i]) {
+      c.joined.push_back(j++);
+    } else {
+      ++i, ++j;
+    }
+  }
+  return c;
+}
 
 }  // namespace
 
@@ -45,12 +69,19 @@ void TpeSampler::put(Pool& pool, TrialId trial, Observation o) const {
   if (!fresh) {
     pool.ranking.erase(key(it->second));
     it->second = std::move(o);
+  } else {
+    // Results come in nearly in trial order: the place is at or near the end.
+    auto at = pool.ids.end();
+    while (at != pool.ids.begin() && *std::prev(at) > trial) --at;
+    pool.ids.insert(at, trial);
   }
   pool.ranking.insert(key(it->second));
 }
 
 void TpeSampler::observe(TrialId trial, const TrialConfig& config, double budget, double metric) {
-  pending_.erase(trial);
+  if (pending_.erase(trial)) {
+    pending_ids_.erase(std::lower_bound(pending_ids_.begin(), pending_ids_.end(), trial));
+  }
   // A failed or diverged trial says nothing about where good configs are (Optuna leaves failed
   // trials out too), and must not replace what the trial reported before.
   if (!std::isfinite(metric)) return;
@@ -77,42 +108,95 @@ const TpeSampler::Pool* TpeSampler::modelled(nlohmann::json& why) const {
   return nullptr;
 }
 
-const TpeSampler::Model& TpeSampler::model(const Members& good, const Members& bad) {
-  const auto ids = [](const Members& set) {
-    std::vector<TrialId> out;
-    out.reserve(set.size());
-    for (const auto& member : set) out.push_back(member.first);
-    return out;
-  };
-  auto good_ids = ids(good), bad_ids = ids(bad);
-  if (!model_.l.empty() && good_ids == model_.good && bad_ids == model_.bad) return model_;
-  const auto columns = [&](const Members& set) {
-    std::vector<std::vector<double>> out(axes_.size());
-    for (std::size_t a = 0; a < axes_.size(); ++a) {
-      out[a].reserve(set.size());
-      for (const auto& member : set) out[a].push_back(member.second->point[a]);
-    }
-    return out;
-  };
-  const auto good_columns = columns(good), bad_columns = columns(bad);
-  model_.l.clear();
-  model_.g.clear();
-  const ParzenOptions parzen{1.0, options_.multivariate};
-  if (options_.multivariate) {
-    model_.l.emplace_back(axes_, good_columns, parzen);
-    model_.g.emplace_back(axes_, bad_columns, parzen);
-  } else {
-    for (std::size_t a = 0; a < axes_.size(); ++a) {
-      model_.l.emplace_back(std::vector<ParzenAxis>{axes_[a]}, std::vector<std::vector<double>>{good_columns[a]}, parzen);
-      model_.g.emplace_back(std::vector<ParzenAxis>{axes_[a]}, std::vector<std::vector<double>>{bad_columns[a]}, parzen);
-    }
+std::vector<std::vector<double>> TpeSampler::columns(const std::vector<const std::vector<double>*>& points) const {
+  std::vector<std::vector<double>> out(axes_.size());
+  for (std::size_t a = 0; a < axes_.size(); ++a) {
+    out[a].reserve(points.size());
+    for (const auto* point : points) out[a].push_back((*point)[a]);
   }
-  model_.good = std::move(good_ids);
-  model_.bad = std::move(bad_ids);
+  return out;
+}
+
+template <typename Point>
+const TpeSampler::Model& TpeSampler::model(const Members& good, std::vector<TrialId> bad, const Point& point) {
+  std::vector<TrialId> good_ids;
+  std::vector<const std::vector<double>*> good_points;
+  for (const auto& [id, o] : good) {
+    good_ids.push_back(id);
+    good_points.push_back(&o->point);
+  }
+  if (model_.l.empty() || good_ids != model_.good) {
+    model_.l.clear();
+    const ParzenOptions parzen{1.0, options_.multivariate};
+    if (options_.multivariate) {
+      model_.l.emplace_back(axes_, columns(good_points), parzen);
+    } else {
+      const auto good_columns = columns(good_points);
+      for (std::size_t a = 0; a < axes_.size(); ++a) {
+        model_.l.emplace_back(std::vector<ParzenAxis>{axes_[a]}, std::vector<std::vector<double>>{good_columns[a]}, parzen);
+      }
+    }
+    model_.good = std::move(good_ids);
+  }
+  if (model_.g.empty() || bad != model_.bad) model_bad(std::move(bad), point);
   return model_;
 }
 
-std::pair<std::vector<double>, double> TpeSampler::best_candidate(const ParzenEstimator& l, const ParzenEstimator& g) {
+template <typename Point>
+void TpeSampler::model_bad(std::vector<TrialId> bad, const Point& point) {
+  const auto changed = change(model_.bad, bad);
+  // The points, those that stayed moved over and those that joined looked up.
+  std::vector<std::vector<double>> points;
+  points.reserve(bad.size());
+  for (std::size_t i = 0, j = 0, next_join = 0; j < bad.size(); ++j) {
+    if (next_join < changed.joined.size() && changed.joined[next_join] == j) {
+      points.push_back(point(bad[j]));
+      ++next_join;
+      continue;
+    }
+    while (model_.bad[i] != bad[j]) ++i;  // past those that left
+    points.push_back(std::move(model_.bad_points[i++]));
+  }
+  model_.bad_points = std::move(points);
+  model_.bad = std::move(bad);
+  const auto& ids = model_.bad;
+  std::vector<const std::vector<double>*> all;
+  all.reserve(ids.size());
+  for (const auto& p : model_.bad_points) all.push_back(&p);
+
+  const ParzenOptions parzen{1.0, options_.multivariate};
+  model_.g.clear();
+  if (options_.multivariate) {
+    model_.g.emplace_back(std::in_place, axes_, columns(all), parzen);
+    model_.sliding.clear();
+    return;
+  }
+  // Past a quarter of the set changed, a sliding estimator is built anew.
+  const bool follow = 4 * (changed.left.size() + changed.joined.size()) <= ids.size();
+  model_.g.resize(axes_.size());
+  model_.sliding.resize(axes_.size());
+  for (std::size_t a = 0; a < axes_.size(); ++a) {
+    auto& sliding = model_.sliding[a];
+    if (!SlidingParzen::handles(axes_[a]) || ids.size() < kSlidingFrom) {
+      sliding.reset();
+      std::vector<double> column;
+      column.reserve(ids.size());
+      for (const auto& p : model_.bad_points) column.push_back(p[a]);
+      model_.g[a].emplace(std::vector<ParzenAxis>{axes_[a]}, std::vector<std::vector<double>>{std::move(column)}, parzen);
+      continue;
+    }
+    if (sliding && follow) {
+      for (const auto id : changed.left) sliding->erase(id);
+      for (const auto j : changed.joined) sliding->insert(ids[j], model_.bad_points[j][a]);
+    } else {
+      sliding.emplace(axes_[a]);
+      for (std::size_t j = 0; j < ids.size(); ++j) sliding->insert(ids[j], model_.bad_points[j][a]);
+    }
+  }
+}
+
+std::pair<std::vector<double>, double> TpeSampler::best_candidate(const ParzenEstimator& l, const ParzenEstimator* g,
+                                                                  const SlidingParzen* sliding) {
   std::vector<double> best;
   double best_score = -INFINITY;
   // Integer and choice draws repeat: each distinct one is scored once.
@@ -124,7 +208,8 @@ std::pair<std::vector<double>, double> TpeSampler::best_candidate(const ParzenEs
       // score is then only an upper bound, below the best's (repeats of it lose too). The
       // margin keeps rounding from deciding what the full sum would have.
       const double lx = l.log_density(x);
-      it->second = lx - (best.empty() ? g.log_density(x) : g.log_density_below(x, lx - best_score + kScoreMargin));
+      const double limit = best.empty() ? INFINITY : lx - best_score + kScoreMargin;
+      it->second = lx - (sliding ? sliding->log_density_below(x[0], limit) : g->log_density_below(x, limit));
     }
     const double score = it->second;
     if (best.empty() || score > best_score) {
@@ -159,43 +244,50 @@ Suggestion TpeSampler::suggest(TrialId trial) {
     }
     // The bad set: the newest max_bad of the others, and the running trials (the liar's), which
     // a result may have overtaken in id. Both come in id order, so one merge orders them.
-    Members reported, bad;
+    std::vector<TrialId> reported, bad;
     const auto max_bad = static_cast<std::size_t>(options_.max_bad);
-    for (auto it = pool->results.rbegin(); it != pool->results.rend() && reported.size() < max_bad; ++it) {
-      if (!std::binary_search(good_ids.begin(), good_ids.end(), it->first)) reported.emplace_back(it->first, &it->second);
+    reported.reserve(std::min(max_bad, pool->ids.size()));
+    for (auto it = pool->ids.rbegin(); it != pool->ids.rend() && reported.size() < max_bad; ++it) {
+      if (!std::binary_search(good_ids.begin(), good_ids.end(), *it)) reported.push_back(*it);
     }
     std::reverse(reported.begin(), reported.end());
     if (options_.constant_liar) {
-      Members running;
-      running.reserve(pending_.size());
-      for (const auto& [id, o] : pending_) running.emplace_back(id, &o);
-      bad.resize(reported.size() + running.size());
-      std::merge(reported.begin(), reported.end(), running.begin(), running.end(), bad.begin());
+      bad.resize(reported.size() + pending_ids_.size());
+      std::merge(reported.begin(), reported.end(), pending_ids_.begin(), pending_ids_.end(), bad.begin());
     } else {
       bad = std::move(reported);
     }
-    const Model& m = model(good, bad);
+    const auto point = [&](TrialId id) -> const std::vector<double>& {
+      const auto it = pool->results.find(id);
+      return it != pool->results.end() ? it->second.point : pending_.at(id).point;
+    };
+    const std::size_t bad_size = bad.size();
+    const Model& m = model(good, std::move(bad), point);
 
     const auto& params = space_.params();
     nlohmann::json ratios = nlohmann::json::object();
     if (options_.multivariate) {
-      const auto [x, score] = best_candidate(m.l[0], m.g[0]);
+      const auto [x, score] = best_candidate(m.l[0], &*m.g[0], nullptr);
       for (std::size_t a = 0; a < params.size(); ++a) config[params[a].name] = from_axis(params[a], x[a]);
       ratios["joint"] = score;
     } else {
       for (std::size_t a = 0; a < params.size(); ++a) {
-        const auto [x, score] = best_candidate(m.l[a], m.g[a]);
+        const auto [x, score] = best_candidate(m.l[a], m.g[a] ? &*m.g[a] : nullptr,
+                                               m.sliding[a] ? &*m.sliding[a] : nullptr);
         config[params[a].name] = from_axis(params[a], x[0]);
         ratios[params[a].name] = score;
       }
     }
     why["good"] = good_ids;
     if (options_.multi_fidelity == MultiFidelity::Furthest) why["good_budgets"] = good_budgets;
-    why["bad"] = bad.size();
+    why["bad"] = bad_size;
     if (options_.constant_liar) why["running"] = pending_.size();
     why["log_ratio"] = ratios;
   }
-  if (options_.constant_liar) pending_[trial] = {point_of(trial, config), 0, 0};
+  if (options_.constant_liar) {
+    auto [it, fresh] = pending_.insert_or_assign(trial, Observation{point_of(trial, config), 0, 0});
+    if (fresh) pending_ids_.insert(std::upper_bound(pending_ids_.begin(), pending_ids_.end(), trial), trial);
+  }
   return {config, why};
 }
 

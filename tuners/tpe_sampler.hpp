@@ -25,10 +25,18 @@
 // log l(x) - log g(x) and the highest wins (ties: the first drawn). Univariate by default,
 // one parameter at a time; `multivariate` models them jointly.
 //
+// A running experiment changes the bad set at its ends between suggestions: a trial starts
+// (the newest joins) and the cap drops the oldest result. So from kSlidingFrom kernels on, a
+// univariate g of a continuous or choice parameter is a SlidingParzen that follows those
+// changes instead of being rebuilt, and any other change rebuilds it. Its densities equal the
+// rebuilt estimator's to about 1e-14 relative rather than to the last bit: the suggestions are
+// still a function of the seed and the calls alone.
+//
 // Everything depends on the seed and the order of suggest/observe calls, never on time, so a
 // run's suggestions are reproduced by replaying its results.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <tuple>
@@ -36,6 +44,7 @@
 
 #include "tuners/config_sampler.hpp"
 #include "tuners/parzen_estimator.hpp"
+#include "tuners/sliding_parzen.hpp"
 #include "tuners/tuner.hpp"
 
 namespace packtune::tuners {
@@ -77,6 +86,7 @@ class TpeSampler : public ConfigSampler {
   struct Pool {
     std::map<TrialId, Observation> results;
     std::set<std::tuple<double, double, TrialId>> ranking;
+    std::vector<TrialId> ids;  // the results' trials, ascending: walked from the newest end
   };
   // The estimators of the last suggestion and the trials they were built from: kept while the
   // good and bad sets hold the same trials in the same order (no result changed them), as when
@@ -85,18 +95,32 @@ class TpeSampler : public ConfigSampler {
   using Members = std::vector<std::pair<TrialId, const Observation*>>;  // oldest first
   struct Model {
     std::vector<TrialId> good, bad;
-    std::vector<ParzenEstimator> l, g;
+    std::vector<std::vector<double>> bad_points;  // as `bad`
+    std::vector<ParzenEstimator> l;
+    // g, per parameter (one if multivariate): the rebuilt estimator, or where `sliding` has
+    // one, that.
+    std::vector<std::optional<ParzenEstimator>> g;
+    std::vector<std::optional<SlidingParzen>> sliding;
   };
 
   std::vector<double> point_of(TrialId trial, const TrialConfig& config) const;
+  // The points' columns, one per parameter.
+  std::vector<std::vector<double>> columns(const std::vector<const std::vector<double>*>& points) const;
   void put(Pool& pool, TrialId trial, Observation o) const;
   // The pool the rule learns from; null while too few trials have reported. Sets `why`'s budget
   // under highest_budget.
   const Pool* modelled(nlohmann::json& why) const;
   // The estimators for these good and bad sets: model_, rebuilt only if they differ from its.
-  const Model& model(const Members& good, const Members& bad);
-  // `candidates` draws from `l`, scored by log l(x) - log g(x); the best draw and its score.
-  std::pair<std::vector<double>, double> best_candidate(const ParzenEstimator& l, const ParzenEstimator& g);
+  template <typename Point>
+  const Model& model(const Members& good, std::vector<TrialId> bad, const Point& point);
+  // g for the bad set `bad` (trial ids, ascending), following model_.bad where it can
+  // (SlidingParzen), else rebuilt. `point` gives a trial's point.
+  template <typename Point>
+  void model_bad(std::vector<TrialId> bad, const Point& point);
+  // `candidates` draws from `l`, scored by log l(x) - log g(x), g one of the two; the best draw
+  // and its score.
+  std::pair<std::vector<double>, double> best_candidate(const ParzenEstimator& l, const ParzenEstimator* g,
+                                                        const SlidingParzen* sliding);
 
   SearchSpace space_;
   Mode mode_;
@@ -106,6 +130,7 @@ class TpeSampler : public ConfigSampler {
   std::map<double, Pool> by_budget_;           // highest_budget: every budget's results
   Pool furthest_;                              // furthest: each trial at the highest budget it reached
   std::map<TrialId, Observation> pending_;     // started, nothing reported yet: the constant liar's
+  std::vector<TrialId> pending_ids_;           // pending_'s, ascending
   Model model_;
 };
 
