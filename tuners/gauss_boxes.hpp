@@ -16,8 +16,8 @@
 // exp(-(u - v)^2) = exp(-(x - mu)^2 / 2h^2), summed, truncated after kTerms terms. By Cramer's
 // inequality the terms left out are below 1.1 (2^(1/2) |v|)^k / sqrt(k!) exp(-u^2 / 2) of a
 // kernel's weight: with 24 terms under 1e-19 of it wherever x is. Boxes more than kReach boxes
-// from x are left out: their kernels are at least kReach - 1 bandwidths away, where a term is
-// below exp(-40) of its weight. So the sum is the direct sum's to within about 1e-15 of the
+// from x are left out: their kernels are at least kReach bandwidths away, where a term is
+// below exp(-50) of its weight. So the sum is the direct sum's to within about 1e-15 of the
 // weights of the kernels near x (and 1e-15 relative where a kernel lies close to x); callers
 // add a prior kernel spanning the range, which dominates where no kernel is near.
 //

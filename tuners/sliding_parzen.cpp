@@ -26,6 +26,13 @@ bool SlidingParzen::handles(const ParzenAxis& axis) {
   return axis.categorical ? axis.choices > 0 : !axis.discrete && axis.high - axis.low > 0;
 }
 
+SlidingParzen::SlidingParzen(const ParzenAxis& axis, const std::vector<std::pair<std::int64_t, double>>& kernels,
+                             double prior_weight)
+    : SlidingParzen(axis, prior_weight) {
+  for (const auto& [id, value] : kernels) insert(id, value);
+  changes_ = 0;  // built, not changed: the rounding a rebuild clears comes from removals
+}
+
 SlidingParzen::SlidingParzen(const ParzenAxis& axis, double prior_weight) : axis_(axis), prior_weight_(prior_weight) {
   if (!handles(axis) || !(prior_weight > 0)) throw Error("sliding parzen: a choice or a continuous range, a positive prior");
   if (axis.categorical) {
@@ -35,7 +42,7 @@ SlidingParzen::SlidingParzen(const ParzenAxis& axis, double prior_weight) : axis
     return;
   }
   range_ = axis.high - axis.low;
-  h_ = range_ / 100.0;  // ParzenEstimator's clip, range / min(100, 1 + kernels), from 99 kernels on
+  h_ = range_ / 100.0;  // ParzenEstimator's clip, range / min(100, 2 + observations), from 98 on
   const double prior_mu = 0.5 * (axis.low + axis.high);
   prior_scale_ = kernel_scale(prior_mu, range_, axis_);
   sorted_.emplace(prior_mu, kPriorId);
@@ -48,9 +55,9 @@ std::size_t SlidingParzen::position(std::int64_t id) const {
   return static_cast<std::size_t>(std::lower_bound(ids_.begin(), ids_.end(), id) - ids_.begin());
 }
 
-void SlidingParzen::place(std::size_t position, bool ramp, int sign) {
-  const Kernel& k = kernels_[position];
-  const double p = static_cast<double>(position), by = sign;
+void SlidingParzen::place(std::size_t at, bool ramp, int sign) {
+  const Kernel& k = kernels_[at];
+  const double p = static_cast<double>(at), by = sign;
   if (!numeric()) {
     const auto c = static_cast<std::size_t>(k.value);
     if (ramp) {
@@ -62,8 +69,8 @@ void SlidingParzen::place(std::size_t position, bool ramp, int sign) {
     return;
   }
   if (k.sigma != h_) {
-    if (sign > 0) wide_.insert(ids_[position]);
-    else wide_.erase(ids_[position]);
+    if (sign > 0) wide_.insert(ids_[at]);
+    else wide_.erase(ids_[at]);
     return;
   }
   const auto put = [&](double w, Layer layer) {
@@ -222,22 +229,31 @@ double SlidingParzen::log_density_below(double x, double limit) const {
   }
   if (n < kMinKernels) throw Error("sliding parzen: fewer than 99 kernels, where the clip is wider than range / 100");
   if (combined_stale_) {
+    // What every density until the next change shares: the boxes' layers weighted, and each
+    // wide kernel's weight times its scale.
     const double scales[3] = {a, b, 1.0};
     boxes_->combine(scales, combined_);
+    wide_terms_.clear();
+    for (const auto id : wide_) {
+      const std::size_t p = position(id);
+      const Kernel& k = kernels_[p];
+      const double w = p < r ? a + b * static_cast<double>(p) : 1.0;
+      wide_terms_.push_back({k.value, 1.0 / k.sigma, w * k.scale});
+    }
     combined_stale_ = false;
   }
   // The prior and the wide kernels first, then the boxes up to what reaches `limit`.
   const double z = (x - 0.5 * (axis_.low + axis_.high)) / range_;
   double exact = prior_weight_ * prior_scale_ * std::exp(-0.5 * z * z);
-  for (const auto id : wide_) {
-    const std::size_t p = position(id);
-    const Kernel& k = kernels_[p];
-    const double w = p < r ? a + b * static_cast<double>(p) : 1.0;
-    const double zk = (x - k.value) / k.sigma;
-    exact += w * k.scale * std::exp(-0.5 * zk * zk);
+  for (const auto& t : wide_terms_) {
+    const double zk = (x - t.mu) * t.inv_sigma;
+    exact += t.coefficient * std::exp(-0.5 * zk * zk);
   }
   const double stop_at = limit == INFINITY ? INFINITY : std::exp(limit) * total - exact;
-  return std::log((boxes_->sum(x, combined_, stop_at) + exact) / total);
+  const double boxed = boxes_->sum(x, combined_, stop_at);
+  const double density = std::log((boxed + exact) / total);
+  // Stopped: at least `limit`, as promised, whatever the last bit of the log says.
+  return boxed >= stop_at ? std::max(density, limit) : density;
 }
 
 }  // namespace packtune::tuners

@@ -2,8 +2,8 @@
 // TPE's bad-set estimator g of one parameter, kept up to date as the bad set changes instead
 // of rebuilt for every suggestion: a running trial joins as the newest kernel, the cap drops
 // the oldest result, and now and then the good set takes a member or gives one back. Its
-// density is ParzenEstimator's for the same kernels, to about 1e-14 relative
-// (tests/tuners/sliding_parzen_test.cpp), not bit for bit.
+// density is ParzenEstimator's for the same kernels to rounding, not bit for bit: the tests
+// (tests/tuners/sliding_parzen_test.cpp) hold the log densities within 1e-12.
 //
 // What makes that possible (for 100 kernels or more, where the magic clip is range / 100):
 //  - The recency weights of n kernels, oldest first, are 1 for the newest 25 and a + b * i for
@@ -20,7 +20,8 @@
 // Integer axes (a kernel's density at x is its mass on x's cell) are not handled here.
 //
 // The boxes' rounding grows with each change, so the sums are rebuilt from the kernels after
-// as many changes as there are kernels: deterministic, like everything here.
+// as many changes as there are kernels (1,024 at least): deterministic, like everything here.
+// The densities' caches are mutable: one thread at a time, as the sampler runs.
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -35,13 +36,17 @@ namespace packtune::tuners {
 
 class SlidingParzen {
  public:
-  // The fewest kernels it models a numeric axis with: below, the clip is wider than range / 100.
+  // The fewest kernels it models a numeric axis with (98 would do: the clip is range / 100 from
+  // 98 observations and the prior on).
   static constexpr std::size_t kMinKernels = 99;
 
   // Whether an axis can be modelled: a choice, or a continuous range of positive width.
   static bool handles(const ParzenAxis& axis);
 
   SlidingParzen(const ParzenAxis& axis, double prior_weight = 1.0);
+  // With these kernels (id, value) in.
+  SlidingParzen(const ParzenAxis& axis, const std::vector<std::pair<std::int64_t, double>>& kernels,
+                double prior_weight);
 
   // A kernel at `value` (the axis coordinate, or a choice's index). Kernels are ordered by
   // `id`, oldest (lowest) first, as the recency weights need; ids are unique.
@@ -70,9 +75,9 @@ class SlidingParzen {
   bool numeric() const { return !axis_.categorical; }
   std::size_t ramp_size() const;  // of the kernels now
   std::size_t position(std::int64_t id) const;
-  // The kernel at `position` takes its part in the sums (+1) or gives it up (-1), in the ramp
-  // or not.
-  void place(std::size_t position, bool ramp, int sign);
+  // The kernel at position `at` takes its part in the sums (+1) or gives it up (-1), in the
+  // ramp or not.
+  void place(std::size_t at, bool ramp, int sign);
   // The ramp kernels from position `from` on move one position up (+1) or down (-1).
   void shift(std::size_t from, double by);
   // A numeric kernel's bandwidth from its neighbours in mean order, and its part moved if it
@@ -93,9 +98,13 @@ class SlidingParzen {
   // Choice: per choice, S0, S1 and F's weights.
   std::vector<double> ramp_, ramp_position_, flat_;
   std::size_t changes_ = 0;
-  // The boxes' layers combined with the present weights, for the candidates of a suggestion:
-  // made at the first density after a change.
+  // The boxes' layers combined with the present weights, and the wide kernels' terms, for the
+  // candidates of a suggestion: made at the first density after a change.
+  struct WideTerm {
+    double mu, inv_sigma, coefficient;
+  };
   mutable std::vector<double> combined_;
+  mutable std::vector<WideTerm> wide_terms_;
   mutable bool combined_stale_ = true;
 };
 

@@ -138,37 +138,55 @@ const TpeSampler::Model& TpeSampler::model(const Members& good, std::vector<Tria
     }
     model_.good = std::move(good_ids);
   }
-  if (model_.g.empty() || bad != model_.bad) model_bad(std::move(bad), point);
+  model_bad(std::move(bad), point);
   return model_;
 }
 
 template <typename Point>
 void TpeSampler::model_bad(std::vector<TrialId> bad, const Point& point) {
   const auto changed = change(model_.bad, bad);
-  // The points, those that stayed moved over and those that joined looked up.
+  if (!model_.g.empty() && changed.left.empty() && changed.joined.empty()) return;
+  // Every point is needed where an estimator is rebuilt: those that stayed are moved over from
+  // the last model's (when it kept them) and those that joined looked up. Where every
+  // parameter's g follows the change, only those that joined are.
+  bool all_slide = !options_.multivariate && bad.size() >= kSlidingFrom;
+  for (const auto& axis : axes_) all_slide = all_slide && SlidingParzen::handles(axis);
   std::vector<std::vector<double>> points;
-  points.reserve(bad.size());
-  for (std::size_t i = 0, j = 0, next_join = 0; j < bad.size(); ++j) {
-    if (next_join < changed.joined.size() && changed.joined[next_join] == j) {
-      points.push_back(point(bad[j]));
-      ++next_join;
-      continue;
+  if (!all_slide) {
+    const bool kept = model_.bad_points.size() == model_.bad.size();
+    points.reserve(bad.size());
+    for (std::size_t i = 0, j = 0, next_join = 0; j < bad.size(); ++j) {
+      const bool joined = next_join < changed.joined.size() && changed.joined[next_join] == j;
+      next_join += joined;
+      if (joined || !kept) {
+        points.push_back(point(bad[j]));
+        continue;
+      }
+      while (model_.bad[i] != bad[j]) ++i;  // past those that left
+      points.push_back(std::move(model_.bad_points[i++]));
     }
-    while (model_.bad[i] != bad[j]) ++i;  // past those that left
-    points.push_back(std::move(model_.bad_points[i++]));
   }
   model_.bad_points = std::move(points);
   model_.bad = std::move(bad);
   const auto& ids = model_.bad;
-  std::vector<const std::vector<double>*> all;
-  all.reserve(ids.size());
-  for (const auto& p : model_.bad_points) all.push_back(&p);
 
   const ParzenOptions parzen{1.0, options_.multivariate};
   model_.g.clear();
+  // A change half applied (an estimator threw) must not stand as the model of `ids`.
+  struct Undo {
+    Model& model;
+    bool done = false;
+    ~Undo() {
+      if (!done) model = Model{};
+    }
+  } undo{model_};
   if (options_.multivariate) {
+    std::vector<const std::vector<double>*> all;
+    all.reserve(ids.size());
+    for (const auto& p : model_.bad_points) all.push_back(&p);
     model_.g.emplace_back(std::in_place, axes_, columns(all), parzen);
     model_.sliding.clear();
+    undo.done = true;
     return;
   }
   // Past a quarter of the set changed, a sliding estimator is built anew.
@@ -187,12 +205,15 @@ void TpeSampler::model_bad(std::vector<TrialId> bad, const Point& point) {
     }
     if (sliding && follow) {
       for (const auto id : changed.left) sliding->erase(id);
-      for (const auto j : changed.joined) sliding->insert(ids[j], model_.bad_points[j][a]);
+      for (const auto j : changed.joined) sliding->insert(ids[j], point(ids[j])[a]);
     } else {
-      sliding.emplace(axes_[a]);
-      for (std::size_t j = 0; j < ids.size(); ++j) sliding->insert(ids[j], model_.bad_points[j][a]);
+      std::vector<std::pair<std::int64_t, double>> kernels;
+      kernels.reserve(ids.size());
+      for (const auto id : ids) kernels.emplace_back(id, point(id)[a]);
+      sliding.emplace(axes_[a], kernels, parzen.prior_weight);
     }
   }
+  undo.done = true;
 }
 
 std::pair<std::vector<double>, double> TpeSampler::best_candidate(const ParzenEstimator& l, const ParzenEstimator* g,
@@ -221,6 +242,10 @@ std::pair<std::vector<double>, double> TpeSampler::best_candidate(const ParzenEs
 }
 
 Suggestion TpeSampler::suggest(TrialId trial) {
+  // Each trial is suggested once, before it reports: the bad set counts it once, at one point.
+  bool known = pending_.count(trial) || furthest_.results.count(trial);
+  for (const auto& [budget, pool] : by_budget_) known = known || pool.results.count(trial);
+  if (known) throw Error("tpe: trial " + std::to_string(trial) + " was suggested before");
   nlohmann::json why = {{"sampler", "tpe"}};
   const Pool* pool = modelled(why);
   TrialConfig config;
@@ -285,8 +310,8 @@ Suggestion TpeSampler::suggest(TrialId trial) {
     why["log_ratio"] = ratios;
   }
   if (options_.constant_liar) {
-    auto [it, fresh] = pending_.insert_or_assign(trial, Observation{point_of(trial, config), 0, 0});
-    if (fresh) pending_ids_.insert(std::upper_bound(pending_ids_.begin(), pending_ids_.end(), trial), trial);
+    pending_.emplace(trial, Observation{point_of(trial, config), 0, 0});
+    pending_ids_.insert(std::upper_bound(pending_ids_.begin(), pending_ids_.end(), trial), trial);
   }
   return {config, why};
 }

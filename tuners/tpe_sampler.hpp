@@ -25,12 +25,13 @@
 // log l(x) - log g(x) and the highest wins (ties: the first drawn). Univariate by default,
 // one parameter at a time; `multivariate` models them jointly.
 //
-// A running experiment changes the bad set at its ends between suggestions: a trial starts
-// (the newest joins) and the cap drops the oldest result. So from kSlidingFrom kernels on, a
-// univariate g of a continuous or choice parameter is a SlidingParzen that follows those
-// changes instead of being rebuilt, and any other change rebuilds it. Its densities equal the
-// rebuilt estimator's to about 1e-14 relative rather than to the last bit: the suggestions are
-// still a function of the seed and the calls alone.
+// A running experiment changes the bad set by a few trials between suggestions: one starts
+// (the newest joins), the cap drops the oldest result, now and then the good set takes one
+// or gives one back. So from 200 kernels on, a univariate g of a continuous or choice
+// parameter is a SlidingParzen that follows those changes instead of being rebuilt (a change
+// of more than a quarter of the set rebuilds it). Its densities equal the rebuilt estimator's
+// to rounding (within 1e-12 on the log in the tests) rather than to the last bit: the
+// suggestions are still a function of the seed and the calls alone.
 //
 // Everything depends on the seed and the order of suggest/observe calls, never on time, so a
 // run's suggestions are reproduced by replaying its results.
@@ -95,7 +96,9 @@ class TpeSampler : public ConfigSampler {
   using Members = std::vector<std::pair<TrialId, const Observation*>>;  // oldest first
   struct Model {
     std::vector<TrialId> good, bad;
-    std::vector<std::vector<double>> bad_points;  // as `bad`
+    // The points of `bad`, in its order, where an estimator is rebuilt from them; empty where
+    // every parameter's g follows the bad set.
+    std::vector<std::vector<double>> bad_points;
     std::vector<ParzenEstimator> l;
     // g, per parameter (one if multivariate): the rebuilt estimator, or where `sliding` has
     // one, that.

@@ -129,3 +129,54 @@ TEST_CASE("a sliding estimator refuses an integer axis, an empty range, a choice
   choice.insert(1, 2);
   CHECK_THROWS_AS(choice.insert(1, 0), Error);
 }
+
+TEST_CASE("a sliding density below a limit is the density itself, and one that reaches it says at least the limit") {
+  std::mt19937_64 rng(13);
+  for (const auto& axis : {ParzenAxis{false, 0, 0.0, 1.0}, ParzenAxis{true, 4, 0, 0}}) {
+    SlidingParzen sliding(axis);
+    for (std::int64_t id = 0; id < 300; ++id) sliding.insert(id, draw(rng, Spread::Crowded, axis));
+    std::uniform_real_distribution<double> in(axis.low, axis.high);
+    for (int q = 0; q < 200; ++q) {
+      const double x = axis.categorical ? static_cast<double>(q % 4) : in(rng);
+      const double full = sliding.log_density(x);
+      for (const double limit : {full - 1.0, full - 1e-9, full + 1e-9, full + 1.0}) {
+        CAPTURE(x, full, limit);
+        const double below = sliding.log_density_below(x, limit);
+        if (full < limit) CHECK(below == full);
+        else CHECK(below >= limit);
+      }
+    }
+  }
+}
+
+TEST_CASE("a sliding estimator of 2,000 kernels, as a thousand results and a thousand running trials make, stays exact") {
+  std::mt19937_64 rng(14);
+  const ParzenAxis axis{false, 0, -9.2, -2.3};
+  std::map<std::int64_t, double> kernels;
+  std::int64_t next = 0;
+  std::vector<std::pair<std::int64_t, double>> start;
+  for (; next < 2000; ++next) start.emplace_back(next, kernels[next] = draw(rng, Spread::Crowded, axis));
+  SlidingParzen sliding(axis, start, 1.0);
+  check_equal(sliding, kernels, axis, rng);
+  // 3,000 suggestions: each a trial that starts and the oldest result that leaves; every tenth
+  // a good-set swap (a recent trial leaves, an old one comes back).
+  for (int step = 1; step <= 3000; ++step) {
+    kernels[next] = draw(rng, Spread::Crowded, axis);
+    sliding.insert(next, kernels[next]);
+    ++next;
+    const auto oldest = kernels.begin()->first;
+    kernels.erase(oldest);
+    sliding.erase(oldest);
+    if (step % 10 == 0) {
+      const auto recent = std::prev(kernels.end(), 5)->first;
+      kernels.erase(recent);
+      sliding.erase(recent);
+      const std::int64_t back = oldest - 1 - step % 7;
+      if (back >= 0 && !kernels.count(back)) {
+        kernels[back] = draw(rng, Spread::Crowded, axis);
+        sliding.insert(back, kernels[back]);
+      }
+    }
+    if (step % 1000 == 0) check_equal(sliding, kernels, axis, rng);
+  }
+}

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 
 #include "packtune/error.hpp"
 #include "tuner_test_support.hpp"
@@ -190,6 +191,47 @@ TEST_CASE("tpe is deterministic: the same seed and results give the same suggest
     return out;
   };
   CHECK(run() == run());
+}
+
+// 1,000 trials on 100 workers, results in the order trials started: past 200 trials the bad set
+// (results and running trials) is followed by SlidingParzen rather than rebuilt.
+std::vector<std::pair<TrialConfig, double>> workers_run(ConfigSampler& sampler) {
+  std::vector<std::pair<TrialConfig, double>> out;
+  std::deque<std::pair<TrialId, TrialConfig>> running;
+  for (TrialId t = 0; t < 1000; ++t) {
+    running.emplace_back(t, sampler.suggest(t).config);
+    if (running.size() < 100 && t < 999) continue;
+    while (running.size() >= (t < 999 ? 100u : 1u)) {
+      const auto [id, config] = running.front();
+      running.pop_front();
+      sampler.observe(id, config, 1.0, bowl(config));
+      out.emplace_back(config, bowl(config));
+    }
+  }
+  return out;
+}
+
+TEST_CASE("with many workers and a large bad set tpe still learns, and repeats itself exactly") {
+  const auto run = [] {
+    TpeSampler tpe(space_of(kMixed), Mode::Min, 9, {10, 0.1, 24, false});
+    return workers_run(tpe);
+  };
+  const auto first = run();
+  CHECK(first == run());
+  RandomSampler random(space_of(kMixed), 9);
+  const auto drawn = workers_run(random);
+  double tpe_loss = 0, random_loss = 0;
+  for (std::size_t i = 700; i < 1000; ++i) tpe_loss += first[i].second, random_loss += drawn[i].second;
+  CAPTURE(tpe_loss, random_loss);
+  CHECK(tpe_loss < 0.5 * random_loss);
+}
+
+TEST_CASE("a trial is suggested once: again, or after it reported, is an error") {
+  TpeSampler tpe(space_of(kMixed), Mode::Min, 1, {});
+  const auto s = tpe.suggest(0);
+  CHECK_THROWS_AS(tpe.suggest(0), packtune::Error);
+  tpe.observe(0, s.config, 1.0, 0.5);
+  CHECK_THROWS_AS(tpe.suggest(0), packtune::Error);
 }
 
 TEST_CASE("the sampler setting: random by default, tpe on request, its keys refused without it") {
