@@ -4,7 +4,7 @@
 #
 # On the development machine, once: scripts/gpu-prepare.sh (fills .gpu/). Then `run` (the
 # device tool) with carry [".gpu"], each call under its 10-minute limit:
-#   bash bench/gpu_figures.sh build pack cnn
+#   bash bench/gpu_figures.sh build pack cnn tests
 #   bash bench/gpu_figures.sh build hyperband peers
 # (a warm machine keeps /tmp/build, so the second build is incremental; a fresh one builds again).
 #
@@ -14,7 +14,7 @@
 #   cnn        examples/fashion_mnist_cnn.json on one GPU (--actors 1): wall time, best trial's test accuracy
 #   hyperband  hyperband_bench --max-epochs 6.75 (49 trials), two rounds: packed against --max-pack 1,
 #              and whether each repeats bit for bit, packed also with one unit at a time
-#              (mixed_never) and with cuBLAS's deterministic workspace (packed_cublas_ws)
+#              (mixed_never) and with CUBLAS_WORKSPACE_CONFIG=:16:8 (packed_cublas_ws)
 #   peers      peers_bench: packtune, --max-pack 1 and Optuna (from .gpu/wheels) on the GPU; Ray Tune only
 #              where it imports (its wheels do not fit in what a device call carries)
 #   tests      the suite built with TESTS=ON, the actors' tests on the GPU, without the cluster and
@@ -92,10 +92,12 @@ elif name == "cnn":
 elif name == "hyperband":
     r = json.loads(text)
     med = r["median_seconds"]
-    repeats = ", ".join(f"{w} {'yes' if d['equal'] else 'no (%d metrics)' % d['metrics_differing']}"
+    repeats = ", ".join(f"{w} " + ("yes" if d["equal"] else f"no ({d['metrics_differing']} metrics, "
+                                                            f"{d['pairs_only_in_one_run']} pairs in one round)")
                         for w, d in r.get("repeats", {}).items())
     print(f"{r['schedule']}: packed {med.get('packed', 0):.1f} s, max_pack_1 {med.get('max_pack_1', 0):.1f} s, "
-          f"max_pack_1/packed {med['max_pack_1'] / med['packed']:.2f}x, same reports {r['same_reports']} "
+          f"max_pack_1/packed {med['max_pack_1'] / med['packed']:.2f}x, ways within 2e-3 {r['same_reports']} "
+          f"({'judged' if r.get('judged') == 'all' else 'measured, not judged'}) "
           f"(largest difference {r['largest_report_difference']:.1e}); repeats bit for bit: {repeats or 'one round'}")
 elif name == "build":
     print(next((l for l in text.splitlines() if l.startswith("built in")), ""))

@@ -45,6 +45,7 @@ import math
 import os
 import platform
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -235,9 +236,9 @@ def peer_python(a, tool):
 def peer_available(a, tool):
     """(True, version) if the peer imports in the peers' python, else (False, why)."""
     module = PEER_MODULES[tool]
-    python = peer_python(a, tool)
-    if not os.access(python, os.X_OK):  # no venv (scripts/setup-peers.sh not run): skipped, not a crash
-        return False, f"no python at {python}"
+    python = shutil.which(peer_python(a, tool))
+    if not python:  # no venv (scripts/setup-peers.sh not run): skipped, not a crash
+        return False, f"no python at {peer_python(a, tool)}"
     out = subprocess.run([python, "-c", f"import {module}, numpy, importlib.metadata as m; "
                           f"print(m.version({module!r}))"], capture_output=True, text=True)
     if out.returncode == 0:

@@ -55,5 +55,5 @@ if [ "$mib" -gt 62 ]; then
 fi
 echo "gpu-prepare: .gpu ready ($mib MiB: $(ls .gpu/wheels | wc -l) wheels, plotly.js, packages, data)."
 echo "On the GPU machine (run with carry [\".gpu\"]), two calls of under 10 minutes each:"
-echo "  bash bench/gpu_figures.sh build pack cnn"
+echo "  bash bench/gpu_figures.sh build pack cnn tests"
 echo "  bash bench/gpu_figures.sh build hyperband peers"

@@ -94,7 +94,7 @@ double GaussBoxes::sum(double x, const std::vector<double>& combined, double sto
   //
   // Box at + d is u_d = u_0 - d / sqrt(2) away in units of h sqrt(2), so its exp(-u_d^2) is
   // exp(-u_0^2) A^d B^(d^2) with A = exp(sqrt(2) u_0) and B = exp(-1/2): each side's next
-  // factor is the last one times A B^(2d+1) (A^-1 leftward), itself the last times B^2. Three
+  // factor is the last one times A B^(2d+1) (A^-1 leftward), itself the last times B^2. Two
   // exps per sum instead of one per box; ten steps of products add a few units of rounding.
   constexpr double kB = 0.60653065971263342360;         // exp(-1/2)
   constexpr double kBB = 0.36787944117144232160;        // exp(-1)

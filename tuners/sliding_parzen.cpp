@@ -30,7 +30,7 @@ SlidingParzen::SlidingParzen(const ParzenAxis& axis, const std::vector<std::pair
                              double prior_weight)
     : SlidingParzen(axis, prior_weight) {
   for (const auto& [id, value] : kernels) insert(id, value);
-  changes_ = 0;  // built, not changed: the rounding a rebuild clears comes from removals
+  rebuild();  // the inserts moved kernels between layers: start from sums made in one pass
 }
 
 SlidingParzen::SlidingParzen(const ParzenAxis& axis, double prior_weight) : axis_(axis), prior_weight_(prior_weight) {

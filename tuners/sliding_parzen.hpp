@@ -3,7 +3,7 @@
 // of rebuilt for every suggestion: a running trial joins as the newest kernel, the cap drops
 // the oldest result, and now and then the good set takes a member or gives one back. Its
 // density is ParzenEstimator's for the same kernels to rounding, not bit for bit: the tests
-// (tests/tuners/sliding_parzen_test.cpp) hold the log densities within 1e-12.
+// (tests/tuners/sliding_parzen_test.cpp) hold the log densities within 1e-13.
 //
 // What makes that possible (for 100 kernels or more, where the magic clip is range / 100):
 //  - The recency weights of n kernels, oldest first, are 1 for the newest 25 and a + b * i for

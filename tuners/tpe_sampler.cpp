@@ -125,6 +125,15 @@ const TpeSampler::Model& TpeSampler::model(const Members& good, std::vector<Tria
     good_ids.push_back(id);
     good_points.push_back(&o->point);
   }
+  // A model half updated (an estimator or a lookup threw) must not stand for these sets: the
+  // next suggestion then builds it anew.
+  struct Undo {
+    Model& model;
+    bool done = false;
+    ~Undo() {
+      if (!done) model = Model{};
+    }
+  } undo{model_};
   if (model_.l.empty() || good_ids != model_.good) {
     model_.l.clear();
     const ParzenOptions parzen{1.0, options_.multivariate};
@@ -139,6 +148,7 @@ const TpeSampler::Model& TpeSampler::model(const Members& good, std::vector<Tria
     model_.good = std::move(good_ids);
   }
   model_bad(std::move(bad), point);
+  undo.done = true;
   return model_;
 }
 
@@ -172,21 +182,12 @@ void TpeSampler::model_bad(std::vector<TrialId> bad, const Point& point) {
 
   const ParzenOptions parzen{1.0, options_.multivariate};
   model_.g.clear();
-  // A change half applied (an estimator threw) must not stand as the model of `ids`.
-  struct Undo {
-    Model& model;
-    bool done = false;
-    ~Undo() {
-      if (!done) model = Model{};
-    }
-  } undo{model_};
   if (options_.multivariate) {
     std::vector<const std::vector<double>*> all;
     all.reserve(ids.size());
     for (const auto& p : model_.bad_points) all.push_back(&p);
     model_.g.emplace_back(std::in_place, axes_, columns(all), parzen);
     model_.sliding.clear();
-    undo.done = true;
     return;
   }
   // Past a quarter of the set changed, a sliding estimator is built anew.
@@ -213,7 +214,6 @@ void TpeSampler::model_bad(std::vector<TrialId> bad, const Point& point) {
       sliding.emplace(axes_[a], kernels, parzen.prior_weight);
     }
   }
-  undo.done = true;
 }
 
 std::pair<std::vector<double>, double> TpeSampler::best_candidate(const ParzenEstimator& l, const ParzenEstimator* g,

@@ -30,7 +30,7 @@
 // or gives one back. So from 200 kernels on, a univariate g of a continuous or choice
 // parameter is a SlidingParzen that follows those changes instead of being rebuilt (a change
 // of more than a quarter of the set rebuilds it). Its densities equal the rebuilt estimator's
-// to rounding (within 1e-12 on the log in the tests) rather than to the last bit: the
+// to rounding (within 1e-13 on the log in the tests) rather than to the last bit: the
 // suggestions are still a function of the seed and the calls alone.
 //
 // Everything depends on the seed and the order of suggest/observe calls, never on time, so a
