@@ -32,6 +32,7 @@ docs/benchmarks.md.
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import shutil
@@ -142,7 +143,7 @@ def largest_difference(a, b, strict=True):
     rung can promote another trial, and the pairs that differ are counted instead."""
     ra = {(r["trial"], r["budget"]): r for r in a}
     rb = {(r["trial"], r["budget"]): r for r in b}
-    if len(a) != len(b) or (strict and ra.keys() != rb.keys()):
+    if strict and (len(a) != len(b) or ra.keys() != rb.keys()):
         raise BenchError(f"the runs reported different (trial, budget) pairs: {sorted(set(ra) ^ set(rb))[:10]}")
     worst, where = 0.0, {"pairs_only_in_one_run": len(set(ra) ^ set(rb))}
     for key in ra.keys() & rb.keys():
@@ -150,7 +151,12 @@ def largest_difference(a, b, strict=True):
         for metric in ("val_accuracy", "val_loss", "train_loss"):
             if r.get(metric) is None or rb[key].get(metric) is None:
                 if r.get(metric) != rb[key].get(metric):
-                    raise BenchError(f"trial {key[0]} budget {key[1]} {metric}: {r.get(metric)} vs {rb[key].get(metric)}")
+                    if strict:
+                        raise BenchError(f"trial {key[0]} budget {key[1]} {metric}: {r.get(metric)} vs {rb[key].get(metric)}")
+                    # On a GPU a trial can diverge in one run only: the largest difference there is.
+                    worst, where = math.inf, {"trial": key[0], "budget": key[1], "metric": metric,
+                                              "unit_sizes": [r.get("unit_size"), rb[key].get("unit_size")],
+                                              "pairs_only_in_one_run": where["pairs_only_in_one_run"]}
                 continue
             d = abs(r[metric] - rb[key][metric])
             if d > worst:
