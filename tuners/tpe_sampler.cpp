@@ -10,9 +10,6 @@ namespace {
 
 constexpr std::size_t kMaxGood = 25;  // Optuna's cap on the good set
 constexpr double kScoreMargin = 1e-9;  // far above a log density's rounding, far below a score's spread
-// From this many bad-set kernels on, g follows the bad set (SlidingParzen; at least its 99).
-// Below, a rebuild costs little.
-constexpr std::size_t kSlidingFrom = 200;
 
 // What turns `before` into `now` (trial ids, ascending): the ids that left, and the places in
 // `now` of those that joined.
@@ -42,6 +39,9 @@ TpeSampler::TpeSampler(SearchSpace space, Mode mode, std::uint64_t seed, TpeOpti
   if (options_.startup_trials < 1 || !(options_.gamma > 0 && options_.gamma <= 1) || options_.candidates < 1 ||
       options_.max_bad < 1) {
     throw Error("tpe: startup_trials, candidates and max_bad must be at least 1, gamma in (0, 1]");
+  }
+  if (options_.sliding_from < SlidingParzen::kMinKernels) {
+    throw Error("tpe: sliding_from must be at least " + std::to_string(SlidingParzen::kMinKernels));
   }
   for (const auto& p : space_.params()) axes_.push_back(parzen_axis(p));
 }
@@ -159,7 +159,7 @@ void TpeSampler::model_bad(std::vector<TrialId> bad, const Point& point) {
   // Every point is needed where an estimator is rebuilt: those that stayed are moved over from
   // the last model's (when it kept them) and those that joined looked up. Where every
   // parameter's g follows the change, only those that joined are.
-  bool all_slide = !options_.multivariate && bad.size() >= kSlidingFrom;
+  bool all_slide = !options_.multivariate && bad.size() >= options_.sliding_from;
   for (const auto& axis : axes_) all_slide = all_slide && SlidingParzen::handles(axis);
   std::vector<std::vector<double>> points;
   if (!all_slide) {
@@ -196,7 +196,7 @@ void TpeSampler::model_bad(std::vector<TrialId> bad, const Point& point) {
   model_.sliding.resize(axes_.size());
   for (std::size_t a = 0; a < axes_.size(); ++a) {
     auto& sliding = model_.sliding[a];
-    if (!SlidingParzen::handles(axes_[a]) || ids.size() < kSlidingFrom) {
+    if (!SlidingParzen::handles(axes_[a]) || ids.size() < options_.sliding_from) {
       sliding.reset();
       std::vector<double> column;
       column.reserve(ids.size());

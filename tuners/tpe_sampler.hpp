@@ -27,7 +27,7 @@
 //
 // A running experiment changes the bad set by a few trials between suggestions: one starts
 // (the newest joins), the cap drops the oldest result, now and then the good set takes one
-// or gives one back. So from 200 kernels on, a univariate g of a continuous or choice
+// or gives one back. So from 200 kernels on (sliding_from), a univariate g of a continuous or choice
 // parameter is a SlidingParzen that follows those changes instead of being rebuilt (a change
 // of more than a quarter of the set rebuilds it). Its densities equal the rebuilt estimator's
 // to rounding (within 1e-13 on the log in the tests) rather than to the last bit: the
@@ -62,6 +62,10 @@ struct TpeOptions {
   // The bad set's cap on reported results: the newest (highest trial id) this many outside the
   // good set. It bounds a suggestion's cost however many results arrive.
   std::int64_t max_bad = 1000;
+  // From this many bad-set trials on, g follows the bad set (SlidingParzen) instead of being
+  // rebuilt; below, a rebuild costs little. Not a config key: a test sets it past any run's
+  // bad set to compare the two ways.
+  std::size_t sliding_from = 200;
 };
 
 class TpeSampler : public ConfigSampler {
