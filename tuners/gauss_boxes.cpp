@@ -75,16 +75,9 @@ void GaussBoxes::clear() {
 }
 
 double GaussBoxes::sum(double x) const {
-  const double one = 1;
-  if (layers_ == 1) return sum(x, &one);
-  std::vector<double> scales(layers_, 0.0);
+  std::vector<double> scales(layers_, 0.0), combined;
   scales[0] = 1;
-  return sum(x, scales.data());
-}
-
-double GaussBoxes::sum(double x, const double* scales) const {
-  thread_local std::vector<double> combined;
-  combine(scales, combined);
+  combine(scales.data(), combined);
   return sum(x, combined);
 }
 

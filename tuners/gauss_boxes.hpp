@@ -49,12 +49,11 @@ class GaussBoxes {
   // that hold the same kernels: every kernel's weight in `into` moved by factor times its
   // weight in `from`.
   void add_layer(std::size_t into, std::size_t from, double factor);
-  // Layer 0's sum at x.
+  // Layer 0's sum at x (one query: the tests' direct check).
   double sum(double x) const;
-  // sum over layers of scales[layer] times that layer's sum at x.
-  double sum(double x, const double* scales) const;
-  // The same, for many x: the layers combined once into `combined` (combine), then summed.
-  // With `stop_at`, the sum may stop once it reaches that: then some value at least that.
+  // Many queries of one weighted sum over the layers, scales[layer] times each: the layers
+  // combined once into `combined` (combine), then summed at each x. With `stop_at`, the sum
+  // may stop once it reaches that: then some value at least that.
   void combine(const double* scales, std::vector<double>& combined) const;
   double sum(double x, const std::vector<double>& combined, double stop_at = INFINITY) const;
   // Every layer emptied.

@@ -13,7 +13,6 @@ namespace {
 constexpr double kTwoPi = 6.283185307179586477;
 constexpr double kHalfLogTwoPi = 0.918938533204672741780;
 constexpr double kMultivariateBandwidth = 0.2;  // Optuna's SIGMA0_MAGNITUDE
-constexpr std::size_t kFlatWeights = 25;        // the newest observations, at full weight
 constexpr std::size_t kBlock = 16;  // kernels per block of a Line
 
 // How far below the largest of `terms` log terms a term may be left out of their log-sum-exp.
@@ -158,10 +157,10 @@ double mass_in_range(double mu, double sigma, double low, double high) {
 }
 
 std::vector<double> recency_weights(std::size_t n) {
-  if (n < kFlatWeights) return std::vector<double>(n, 1.0);
+  if (n < kRecencyFlat) return std::vector<double>(n, 1.0);
   std::vector<double> w(n, 1.0);
   // numpy.linspace(1/n, 1, n - 25): evenly from 1/n to 1, both ends included.
-  const std::size_t ramp = n - kFlatWeights;
+  const std::size_t ramp = n - kRecencyFlat;
   const double start = 1.0 / static_cast<double>(n);
   for (std::size_t i = 0; i < ramp; ++i) {
     w[i] = ramp == 1 ? start : start + (1.0 - start) * static_cast<double>(i) / static_cast<double>(ramp - 1);

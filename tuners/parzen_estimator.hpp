@@ -119,6 +119,10 @@ class ParzenEstimator {
 // The mass of N(mu, sigma) inside [low, high]: what a kernel truncated to the range is divided by.
 double mass_in_range(double mu, double sigma, double low, double high);
 
+// Optuna's recency weights: the newest this many observations weigh 1, older ones ramp up
+// from 1/n (recency_weights; SlidingParzen keeps the same split).
+inline constexpr std::size_t kRecencyFlat = 25;
+
 // Optuna's default weights of `n` observations, oldest first, not normalised.
 std::vector<double> recency_weights(std::size_t n);
 

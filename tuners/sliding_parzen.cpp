@@ -10,7 +10,6 @@
 namespace packtune::tuners {
 namespace {
 
-constexpr std::size_t kFlat = 25;  // the newest kernels, at full weight (recency_weights)
 constexpr std::int64_t kPriorId = std::numeric_limits<std::int64_t>::max();  // after every kernel, as its index is
 constexpr double kRootTwoPi = 2.506628274631000502416;
 
@@ -18,7 +17,7 @@ double kernel_scale(double mu, double sigma, const ParzenAxis& axis) {
   return 1.0 / (mass_in_range(mu, sigma, axis.low, axis.high) * sigma * kRootTwoPi);
 }
 
-std::size_t ramp_of(std::size_t n) { return n > kFlat ? n - kFlat : 0; }
+std::size_t ramp_of(std::size_t n) { return n > kRecencyFlat ? n - kRecencyFlat : 0; }
 
 }  // namespace
 
@@ -148,7 +147,7 @@ void SlidingParzen::insert(std::int64_t id, double value) {
   // Those after it move up a position; with the set one larger the ramp gains a place, which
   // the oldest flat kernel takes unless the new one falls in the ramp.
   if (p < r) shift(p, +1);
-  if (n >= kFlat && p > r) {
+  if (n >= kRecencyFlat && p > r) {
     place(r, false, -1);
     place(r, true, +1);
   }

@@ -192,6 +192,11 @@ void TpeSampler::model_bad(std::vector<TrialId> bad, const Point& point) {
   }
   // Past a quarter of the set changed, a sliding estimator is built anew.
   const bool follow = 4 * (changed.left.size() + changed.joined.size()) <= ids.size();
+  // The points a sliding estimator takes in, looked up once for every parameter: those that
+  // joined, or all of them where it is built anew.
+  using Taken = std::vector<std::pair<TrialId, const std::vector<double>*>>;
+  Taken joined_points, all_points;
+  const auto take = [&](Taken& into, std::size_t j) { into.emplace_back(ids[j], &point(ids[j])); };
   model_.g.resize(axes_.size());
   model_.sliding.resize(axes_.size());
   for (std::size_t a = 0; a < axes_.size(); ++a) {
@@ -205,12 +210,16 @@ void TpeSampler::model_bad(std::vector<TrialId> bad, const Point& point) {
       continue;
     }
     if (sliding && follow) {
+      if (joined_points.size() != changed.joined.size()) {
+        for (const auto j : changed.joined) take(joined_points, j);
+      }
       for (const auto id : changed.left) sliding->erase(id);
-      for (const auto j : changed.joined) sliding->insert(ids[j], point(ids[j])[a]);
+      for (const auto& [id, p] : joined_points) sliding->insert(id, (*p)[a]);
     } else {
+      if (all_points.size() != ids.size()) for (std::size_t j = 0; j < ids.size(); ++j) take(all_points, j);
       std::vector<std::pair<std::int64_t, double>> kernels;
       kernels.reserve(ids.size());
-      for (const auto id : ids) kernels.emplace_back(id, point(id)[a]);
+      for (const auto& [id, p] : all_points) kernels.emplace_back(id, (*p)[a]);
       sliding.emplace(axes_[a], kernels, parzen.prior_weight);
     }
   }
