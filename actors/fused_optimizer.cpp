@@ -1,11 +1,23 @@
 #include "actors/fused_optimizer.hpp"
 
+#include <atomic>
 #include <cmath>
 
+#include <ATen/Parallel.h>
+
+#include "actors/member_step.hpp"
 #include "layers/layer.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune::actors {
+
+namespace {
+
+std::atomic<CpuStep> cpu_step_mode{CpuStep::OnePass};
+
+}  // namespace
+
+void set_cpu_step(CpuStep step) { cpu_step_mode = step; }
 
 FusedOptimizer::FusedOptimizer(torch::Device device) : device_(device) {}
 
@@ -137,10 +149,66 @@ void FusedOptimizer::count_step() {
   for (auto& s : steps_) ++s;
 }
 
+bool FusedOptimizer::cpu_step(const std::vector<torch::Tensor>& params) {
+  const auto k = static_cast<std::int64_t>(hyper_.size());
+  const auto usable = [](const torch::Tensor& t) {
+    return t.defined() && t.scalar_type() == torch::kFloat32 && t.is_contiguous();
+  };
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (!usable(params[i]) || !usable(params[i].grad()) || !usable(slots_[0][i])) return false;
+    if (has_adaptive_ && !usable(slots_[1][i])) return false;
+  }
+  // Each member's scalars, rounded to float from the host's doubles as LibTorch rounds a
+  // Scalar; Adam's bias corrections in double, as torch::optim::Adam computes them. The step
+  // count is the tensor form's (which step() and a graph's replay advance in either order).
+  steps64_.add_(1);
+  const auto counts = steps64_.accessor<double, 2>();
+  std::vector<MemberStep> members(static_cast<std::size_t>(k));
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    const auto& h = hyper_[m];
+    auto& s = members[m];
+    const bool adamw = h.name == "adamw";
+    s.adam = h.name != "sgd";
+    s.nesterov = !s.adam && h.nesterov;
+    s.l2 = static_cast<float>(adamw ? 0.0 : h.weight_decay);
+    s.decay = static_cast<float>(adamw ? 1 - h.lr * h.weight_decay : 1.0);
+    s.c0 = static_cast<float>(s.adam ? h.beta1 : h.momentum);
+    s.c1 = static_cast<float>(s.adam ? 1 - h.beta1 : 1.0);
+    s.rate = static_cast<float>(h.lr);
+    if (s.adam) {
+      const auto step = counts[static_cast<std::int64_t>(m)][0];
+      s.rate = static_cast<float>(h.lr / (1 - std::pow(h.beta1, step)));
+      s.b2 = static_cast<float>(h.beta2);
+      s.omb2 = static_cast<float>(1 - h.beta2);
+      s.bias2 = static_cast<float>(std::sqrt(1 - std::pow(h.beta2, step)));
+    }
+  }
+  // Elementwise, so any split over threads gives the same numbers.
+  constexpr std::int64_t kGrain = 1 << 15;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto row = params[i].numel() / k;
+    float* w = params[i].data_ptr<float>();
+    const float* g = params[i].grad().data_ptr<float>();
+    float* s0 = slots_[0][i].data_ptr<float>();
+    float* s1 = has_adaptive_ ? slots_[1][i].data_ptr<float>() : nullptr;
+    at::parallel_for(0, k * row, kGrain, [&](std::int64_t begin, std::int64_t end) {
+      while (begin < end) {
+        const auto m = begin / row;
+        const auto stop = std::min(end, (m + 1) * row);
+        member_step(members[static_cast<std::size_t>(m)], w + begin, g + begin, s0 + begin,
+                    s1 ? s1 + begin : nullptr, stop - begin);
+        begin = stop;
+      }
+    });
+  }
+  return true;
+}
+
 void FusedOptimizer::device_step(const std::vector<torch::Tensor>& params) {
   torch::NoGradGuard no_grad;
   const auto k = static_cast<std::int64_t>(hyper_.size());
   if (k == 0) return;
+  if (device_.is_cpu() && cpu_step_mode.load() == CpuStep::OnePass && cpu_step(params)) return;
   torch::Tensor step_size, bias2;
   if (has_adaptive_) {
     // torch computes 1 - beta^step in double on the host; the same double arithmetic here

@@ -19,6 +19,11 @@
 
 namespace packtune::actors {
 
+// How groups on a CPU step: one pass per member's rows (the default), or in whole-tensor
+// operations as on a GPU, which tests set to measure the GPU's step on the CPU. Global.
+enum class CpuStep { OnePass, TensorForm };
+void set_cpu_step(CpuStep step);
+
 class FusedOptimizer {
  public:
   explicit FusedOptimizer(torch::Device device);
@@ -57,6 +62,9 @@ class FusedOptimizer {
   std::int64_t member_steps(std::int64_t k) const { return steps_[static_cast<std::size_t>(k)]; }
 
  private:
+  // On a CPU each member's rows step in one pass (member_step.hpp), unless set_cpu_step
+  // says otherwise. False: a tensor is not contiguous float32, and the tensor form steps.
+  bool cpu_step(const std::vector<torch::Tensor>& params);
   // The per-member columns, rebuilt when the membership changes, never per step.
   void refresh();
   torch::Tensor column(const std::vector<double>& values, torch::Dtype dtype = torch::kFloat32) const;

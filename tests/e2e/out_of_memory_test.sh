@@ -5,7 +5,7 @@
 # as one fused unit), every trial must finish, and each must report what it reports in a run
 # with memory to spare (a restarted trial trains the same from its seed).
 #
-#   step        six MLPs at batch 32 in 10 MiB: the fused step does not fit.
+#   step        six MLPs at batch 32 in 7 MiB: the fused step does not fit.
 #   evaluation  four CNNs at batch 8 in 16 MiB: the fused step (32 images) fits, but the
 #               evaluation takes 64 validation images per member at once (evaluation_chunk),
 #               256 for the unit, and its first convolution alone needs 12 MiB.
@@ -20,7 +20,7 @@ cat > "$work/step.json" <<'JSON'
   "actors": 1,
   "max_pack": 6,
   "fuse": "always",
-  "actor_memory": "10MiB",
+  "actor_memory": "7MiB",
   "memory_estimate_scale": 0.3,
   "evaluate_test": false,
   "data": {"train_size": 2000, "validation_size": 500},
