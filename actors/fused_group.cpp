@@ -40,8 +40,8 @@ std::shared_ptr<layers::Layer> build_member_model(const ModelSpec& spec, std::ui
   return model;
 }
 
-FusedGroup::FusedGroup(const TrialSpec& spec, const InputShape& input, torch::Device device)
-    : key_(fusion_key(spec)), input_(input), device_(device), optimizer_(device) {}
+FusedGroup::FusedGroup(const TrialSpec& spec, const InputShape& input, torch::Device device, CpuStep cpu_step)
+    : key_(fusion_key(spec)), input_(input), device_(device), optimizer_(device, cpu_step) {}
 
 bool FusedGroup::contains(tuners::TrialId trial) const { return index_of(trial) >= 0; }
 

@@ -41,7 +41,10 @@ std::shared_ptr<layers::Layer> build_member_model(const ModelSpec& spec, std::ui
 
 class FusedGroup {
  public:
-  FusedGroup(const TrialSpec& spec, const InputShape& input, torch::Device device);
+  // `cpu_step`: how the optimizer steps on a CPU (CpuStep::TensorForm for a memory figure that
+  // stands for a GPU's).
+  FusedGroup(const TrialSpec& spec, const InputShape& input, torch::Device device,
+             CpuStep cpu_step = CpuStep::OnePass);
 
   const std::string& key() const { return key_; }
   int size() const { return static_cast<int>(members_.size()); }

@@ -1,6 +1,5 @@
 #include "actors/fused_optimizer.hpp"
 
-#include <atomic>
 #include <cmath>
 
 #include <ATen/Parallel.h>
@@ -11,15 +10,7 @@
 
 namespace packtune::actors {
 
-namespace {
-
-std::atomic<CpuStep> cpu_step_mode{CpuStep::OnePass};
-
-}  // namespace
-
-void set_cpu_step(CpuStep step) { cpu_step_mode = step; }
-
-FusedOptimizer::FusedOptimizer(torch::Device device) : device_(device) {}
+FusedOptimizer::FusedOptimizer(torch::Device device, CpuStep cpu_step) : device_(device), cpu_step_(cpu_step) {}
 
 torch::Tensor FusedOptimizer::column(const std::vector<double>& values, torch::Dtype dtype) const {
   // Host doubles rounded to float32 once, exactly as LibTorch rounds a scalar argument.
@@ -151,16 +142,19 @@ void FusedOptimizer::count_step() {
 
 bool FusedOptimizer::cpu_step(const std::vector<torch::Tensor>& params) {
   const auto k = static_cast<std::int64_t>(hyper_.size());
-  const auto usable = [](const torch::Tensor& t) {
-    return t.defined() && t.scalar_type() == torch::kFloat32 && t.is_contiguous();
-  };
+  // The pass reads raw rows: every tensor must hold K rows of the parameter's length.
   for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto usable = [&](const torch::Tensor& t) {
+      return t.defined() && t.scalar_type() == torch::kFloat32 && t.is_contiguous() && t.numel() == params[i].numel();
+    };
+    if (params[i].dim() == 0 || params[i].size(0) != k) return false;
     if (!usable(params[i]) || !usable(params[i].grad()) || !usable(slots_[0][i])) return false;
     if (has_adaptive_ && !usable(slots_[1][i])) return false;
   }
   // Each member's scalars, rounded to float from the host's doubles as LibTorch rounds a
   // Scalar; Adam's bias corrections in double, as torch::optim::Adam computes them. The step
-  // count is the tensor form's (which step() and a graph's replay advance in either order).
+  // count is the device-side one the tensor form keeps (step() and FusedGroup call
+  // count_step() and device_step() in either order); only Adam rows read it.
   steps64_.add_(1);
   const auto counts = steps64_.accessor<double, 2>();
   std::vector<MemberStep> members(static_cast<std::size_t>(k));
@@ -208,7 +202,7 @@ void FusedOptimizer::device_step(const std::vector<torch::Tensor>& params) {
   torch::NoGradGuard no_grad;
   const auto k = static_cast<std::int64_t>(hyper_.size());
   if (k == 0) return;
-  if (device_.is_cpu() && cpu_step_mode.load() == CpuStep::OnePass && cpu_step(params)) return;
+  if (device_.is_cpu() && cpu_step_ == CpuStep::OnePass && cpu_step(params)) return;
   torch::Tensor step_size, bias2;
   if (has_adaptive_) {
     // torch computes 1 - beta^step in double on the host; the same double arithmetic here

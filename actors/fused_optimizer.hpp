@@ -19,14 +19,14 @@
 
 namespace packtune::actors {
 
-// How groups on a CPU step: one pass per member's rows (the default), or in whole-tensor
-// operations as on a GPU, which tests set to measure the GPU's step on the CPU. Global.
+// How a group on a CPU steps: one pass over each member's rows (member_step.hpp), or in
+// whole-tensor operations as on a GPU, whose temporaries a memory figure taken on the CPU for
+// a GPU must count.
 enum class CpuStep { OnePass, TensorForm };
-void set_cpu_step(CpuStep step);
 
 class FusedOptimizer {
  public:
-  explicit FusedOptimizer(torch::Device device);
+  explicit FusedOptimizer(torch::Device device, CpuStep cpu_step = CpuStep::OnePass);
 
   int members() const { return static_cast<int>(hyper_.size()); }
   const std::string& kind(std::int64_t k) const { return hyper_[static_cast<std::size_t>(k)].name; }
@@ -62,14 +62,15 @@ class FusedOptimizer {
   std::int64_t member_steps(std::int64_t k) const { return steps_[static_cast<std::size_t>(k)]; }
 
  private:
-  // On a CPU each member's rows step in one pass (member_step.hpp), unless set_cpu_step
-  // says otherwise. False: a tensor is not contiguous float32, and the tensor form steps.
+  // The one-pass step on a CPU. False: a tensor is not contiguous float32 of the stacked
+  // shapes, and the tensor form steps.
   bool cpu_step(const std::vector<torch::Tensor>& params);
   // The per-member columns, rebuilt when the membership changes, never per step.
   void refresh();
   torch::Tensor column(const std::vector<double>& values, torch::Dtype dtype = torch::kFloat32) const;
 
   torch::Device device_;
+  CpuStep cpu_step_;
   std::vector<OptimizerSpec> hyper_;
   std::vector<std::int64_t> steps_;
   std::vector<torch::Tensor> slots_[2];  // slot -> parameter -> [K, ...]

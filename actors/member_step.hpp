@@ -4,8 +4,8 @@
 // state once per operation (Adam: 13 passes and 6 temporaries), which on a CPU cost about
 // as much as a small MLP's matmuls. Each element's arithmetic is the tensor form's, rounded to
 // float at every operation and never contracted into FMAs, and it reads only the member's
-// own hyper-parameters: a member steps bit for bit alike in a unit of any size, on any
-// x86-64 machine.
+// own hyper-parameters: a member steps bit for bit alike in a unit of any size, whether or
+// not the CPU has FMA.
 #include <cstdint>
 
 namespace packtune::actors {

@@ -53,7 +53,7 @@ datasets::DataSplit synthetic_split(const InputShape& input, std::uint32_t train
 }
 
 std::int64_t measure_peak_bytes(const TrialSpec& spec, int members, const InputShape& input,
-                                torch::Device device, int steps) {
+                                torch::Device device, int steps, torch::Device trains_on) {
   if (!device.is_cpu()) {
     throw Error("memory profiling measures CPU tensor memory only; on " + device.str() +
                 " the planner uses the memory model's formula");
@@ -67,7 +67,7 @@ std::int64_t measure_peak_bytes(const TrialSpec& spec, int members, const InputS
 
   PeakScope scope;
   {
-    FusedGroup group(spec, input, device);
+    FusedGroup group(spec, input, device, trains_on.is_cpu() ? CpuStep::OnePass : CpuStep::TensorForm);
     for (int k = 0; k < members; ++k) group.add(k, spec, static_cast<std::uint64_t>(k + 1));
     std::vector<tuners::TrialId> all;
     for (int k = 0; k < members; ++k) all.push_back(k);

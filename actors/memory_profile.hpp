@@ -18,8 +18,11 @@ namespace packtune::actors {
 datasets::DataSplit synthetic_split(const InputShape& input, std::uint32_t train, std::uint32_t validation);
 
 // Peak bytes of training `members` trials of `spec` (fused when members > 1) for `steps`
-// steps and one evaluation pass. CPU only: the figure comes from MemoryMeter.
+// steps and one evaluation pass. CPU only: the figure comes from MemoryMeter. `trains_on`:
+// the device the figure stands for; for a GPU the optimizer steps as it does there
+// (CpuStep::TensorForm), with its temporaries.
 std::int64_t measure_peak_bytes(const TrialSpec& spec, int members, const InputShape& input,
-                                torch::Device device, int steps = 2);
+                                torch::Device device, int steps = 2,
+                                torch::Device trains_on = torch::Device(torch::kCPU));
 
 }  // namespace packtune::actors

@@ -1,6 +1,6 @@
 // The CPU's one-pass optimizer step (member_step.hpp) against the whole-tensor form a GPU
 // runs, on one group of SGD with and without Nesterov momentum, Adam with L2 decay and AdamW,
-// over steps whose gradients change.
+// over steps whose gradients change, on three threads whose chunks start inside members.
 // LibTorch first: its logging header defines a CHECK macro that Catch's must replace.
 #include "actors/fused_optimizer.hpp"
 
@@ -31,7 +31,8 @@ std::vector<actors::OptimizerSpec> members() {
 
 constexpr int kSteps = 6;
 
-// Two parameters of the four members ([4, 300, 7] and [4, 7]) and their gradients at each step.
+// Three parameters of the four members and their gradients at each step. The largest,
+// 90,300 per member, splits over three threads at 120,400: inside member 1.
 struct Draws {
   std::vector<torch::Tensor> start;
   std::vector<std::vector<torch::Tensor>> grads;
@@ -40,8 +41,12 @@ struct Draws {
 Draws draws() {
   torch::manual_seed(5);
   Draws d;
-  d.start = {torch::randn({4, 300, 7}), torch::randn({4, 7})};
-  for (int s = 0; s < kSteps; ++s) d.grads.push_back({torch::randn({4, 300, 7}) * (s + 1), torch::randn({4, 7}) * (s + 1)});
+  const std::vector<std::vector<std::int64_t>> shapes = {{4, 300, 7}, {4, 7}, {4, 300, 301}};
+  for (const auto& shape : shapes) d.start.push_back(torch::randn(shape));
+  for (int s = 0; s < kSteps; ++s) {
+    d.grads.emplace_back();
+    for (const auto& shape : shapes) d.grads.back().push_back(torch::randn(shape) * (s + 1));
+  }
   return d;
 }
 
@@ -52,16 +57,17 @@ std::vector<torch::Tensor> train(const std::vector<std::int64_t>& rows, actors::
   const auto index = torch::tensor(rows);
   std::vector<torch::Tensor> params;
   for (const auto& p : d.start) params.push_back(p.index_select(0, index));
-  actors::FusedOptimizer optimizer(torch::kCPU);
-  for (const auto r : rows) {
-    optimizer.append_member(specs[static_cast<std::size_t>(r)], {torch::zeros({300, 7}), torch::zeros({7})});
-  }
-  actors::set_cpu_step(mode);
+  actors::FusedOptimizer optimizer(torch::kCPU, mode);
+  std::vector<torch::Tensor> member_shapes;
+  for (const auto& p : params) member_shapes.push_back(torch::zeros_like(p[0]));
+  for (const auto r : rows) optimizer.append_member(specs[static_cast<std::size_t>(r)], member_shapes);
+  const auto threads = at::get_num_threads();
+  at::set_num_threads(3);
   for (const auto& grads : d.grads) {
     for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = grads[i].index_select(0, index);
     optimizer.step(params);
   }
-  actors::set_cpu_step(actors::CpuStep::OnePass);
+  at::set_num_threads(threads);
   return params;
 }
 

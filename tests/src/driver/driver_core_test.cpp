@@ -340,7 +340,7 @@ TEST_CASE("driver core: while every actor is busy the tuner keeps its later tria
   // taken while no actor can start them are drawn without the results that come before they
   // start. One job may wait ahead; the rest stay with the tuner, also when a job of another
   // shape waits for room. Each actor holds its jobs a turn, so they are busy when more come.
-  for (const std::string tuner : {"random", "asha", "hyperband"}) {
+  for (const char* tuner : {"random", "asha", "hyperband"}) {
     DYNAMIC_SECTION(tuner) {
       auto json = sweep(tuner, 27, 9, 4, "auto");
       json["space"]["width"] = {{"type", "choice"}, {"values", {32, 64}}};  // two shapes
