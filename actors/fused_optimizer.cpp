@@ -4,7 +4,6 @@
 
 #include <ATen/Parallel.h>
 
-#include "actors/member_step.hpp"
 #include "layers/layer.hpp"
 #include "packtune/error.hpp"
 
@@ -97,6 +96,7 @@ void FusedOptimizer::resize(const std::vector<std::vector<std::int64_t>>& shapes
 
 void FusedOptimizer::refresh() {
   has_sgd_ = has_adaptive_ = has_l2_ = has_decoupled_ = has_nesterov_ = false;
+  cpu_members_.clear();
   if (hyper_.empty()) return;
   std::vector<double> lr, l2, decay, c0, c1, b2, omb2, nesterov, adaptive, b1_64, b2_64, steps;
   for (std::size_t m = 0; m < hyper_.size(); ++m) {
@@ -117,6 +117,18 @@ void FusedOptimizer::refresh() {
     omb2.push_back(adam ? 1 - h.beta2 : 0.0);
     nesterov.push_back(!adam && h.nesterov ? 1.0 : 0.0);
     adaptive.push_back(adam ? 1.0 : 0.0);
+    // Rounded to float from the same doubles as the columns, as LibTorch rounds a Scalar.
+    MemberStep s;
+    s.adam = adam;
+    s.nesterov = nesterov.back() != 0;
+    s.rate = static_cast<float>(lr.back());
+    s.l2 = static_cast<float>(l2.back());
+    s.decay = static_cast<float>(decay.back());
+    s.c0 = static_cast<float>(c0.back());
+    s.c1 = static_cast<float>(c1.back());
+    s.b2 = static_cast<float>(b2.back());
+    s.omb2 = static_cast<float>(omb2.back());
+    cpu_members_.push_back(s);
     b1_64.push_back(adam ? h.beta1 : 0.0);
     b2_64.push_back(adam ? h.beta2 : 0.0);
     steps.push_back(static_cast<double>(steps_[m]));
@@ -151,31 +163,18 @@ bool FusedOptimizer::cpu_step(const std::vector<torch::Tensor>& params) {
     if (!usable(params[i]) || !usable(params[i].grad()) || !usable(slots_[0][i])) return false;
     if (has_adaptive_ && !usable(slots_[1][i])) return false;
   }
-  // Each member's scalars, rounded to float from the host's doubles as LibTorch rounds a
-  // Scalar; Adam's bias corrections in double, as torch::optim::Adam computes them. The step
-  // count is the device-side one the tensor form keeps (step() and FusedGroup call
-  // count_step() and device_step() in either order); only Adam rows read it.
+  // Adam's bias corrections in double, as torch::optim::Adam computes them. The step count
+  // is the device-side one the tensor form keeps (step() and FusedGroup call count_step()
+  // and device_step() in either order); only Adam rows read it.
   steps64_.add_(1);
   const auto counts = steps64_.accessor<double, 2>();
-  std::vector<MemberStep> members(static_cast<std::size_t>(k));
+  auto members = cpu_members_;
   for (std::size_t m = 0; m < members.size(); ++m) {
+    if (!members[m].adam) continue;
     const auto& h = hyper_[m];
-    auto& s = members[m];
-    const bool adamw = h.name == "adamw";
-    s.adam = h.name != "sgd";
-    s.nesterov = !s.adam && h.nesterov;
-    s.l2 = static_cast<float>(adamw ? 0.0 : h.weight_decay);
-    s.decay = static_cast<float>(adamw ? 1 - h.lr * h.weight_decay : 1.0);
-    s.c0 = static_cast<float>(s.adam ? h.beta1 : h.momentum);
-    s.c1 = static_cast<float>(s.adam ? 1 - h.beta1 : 1.0);
-    s.rate = static_cast<float>(h.lr);
-    if (s.adam) {
-      const auto step = counts[static_cast<std::int64_t>(m)][0];
-      s.rate = static_cast<float>(h.lr / (1 - std::pow(h.beta1, step)));
-      s.b2 = static_cast<float>(h.beta2);
-      s.omb2 = static_cast<float>(1 - h.beta2);
-      s.bias2 = static_cast<float>(std::sqrt(1 - std::pow(h.beta2, step)));
-    }
+    const auto step = counts[static_cast<std::int64_t>(m)][0];
+    members[m].rate = static_cast<float>(h.lr / (1 - std::pow(h.beta1, step)));
+    members[m].bias2 = static_cast<float>(std::sqrt(1 - std::pow(h.beta2, step)));
   }
   // Elementwise, so any split over threads gives the same numbers.
   constexpr std::int64_t kGrain = 1 << 15;

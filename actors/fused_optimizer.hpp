@@ -15,6 +15,7 @@
 
 #include <torch/torch.h>
 
+#include "actors/member_step.hpp"
 #include "actors/trial_spec.hpp"
 
 namespace packtune::actors {
@@ -82,6 +83,9 @@ class FusedOptimizer {
   // [K, 1] float64 for Adam's bias corrections, computed on the device as torch does on the
   // host: lr, beta1, beta2 (0 for SGD rows, so their corrections stay 1) and the step count.
   torch::Tensor lr64_, b1_64_, b2_64_, steps64_;
+  // The same per member for the CPU's one pass, the step-dependent Adam rate and bias2 left
+  // for each step.
+  std::vector<MemberStep> cpu_members_;
 };
 
 }  // namespace packtune::actors
