@@ -111,18 +111,25 @@ class NodeAgent {
       stop(0.5, SIGKILL);
       std::signal(SIGINT, previous_int);
       std::signal(SIGTERM, previous_term);
+      if (own_work_dir) remove_own_work_dir(work_dir, slots);
       throw;
     }
     std::signal(SIGINT, previous_int);
     std::signal(SIGTERM, previous_term);
-    if (own_work_dir) {
-      std::error_code ec;
-      for (int i = 0; i < slots; ++i) std::filesystem::remove_all(work_dir + "/actor-" + std::to_string(i), ec);
-    }
+    if (own_work_dir) remove_own_work_dir(work_dir, slots);
     return code;
   }
 
  private:
+  // The actors' folders go; the logs stay for reading, and the folder itself goes only when
+  // nothing is left in it (an empty packtune-node-PID per node run piled up in /tmp).
+  static void remove_own_work_dir(const std::string& work_dir, int slots) {
+    std::error_code ec;
+    for (int i = 0; i < slots; ++i) std::filesystem::remove_all(work_dir + "/actor-" + std::to_string(i), ec);
+    std::filesystem::remove(work_dir + "/logs", ec);  // only if empty
+    std::filesystem::remove(work_dir, ec);            // only if empty
+  }
+
   void register_with_driver(const proto::NodeHello& hello) {
     send_message(socket_, hello);
     auto reply = receive_message(socket_, static_cast<long>(options_.connect_timeout_seconds * 1000));

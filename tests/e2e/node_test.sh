@@ -2,7 +2,7 @@
 # `packtune node`: a driver with no actors of its own (--actors 0) and a node with two actors
 # complete a run; then one actor is killed with SIGKILL mid-run: the node restarts it (its log
 # says so), the driver requeues its trials at once, every trial finishes once; and nothing of
-# ours is left running afterwards.
+# ours is left running afterwards, nor the node's work folder.
 set -euo pipefail
 source "$(dirname "$0")/prelude.sh" "$@"
 
@@ -28,7 +28,8 @@ run_pair() {  # $1: name, $2: trials, $3: budget; then the kill hook runs while 
     > "$work/$name.driver.log" 2>&1 &
   driver=$!
   pids+=("$driver")
-  "$packtune" node --driver "$endpoint" --actors 2 --log-dir "$work/$name.logs" \
+  mkdir -p "$work/$name.tmp"  # the node's own work folder goes here, and must go when it ends
+  TMPDIR="$work/$name.tmp" "$packtune" node --driver "$endpoint" --actors 2 --log-dir "$work/$name.logs" \
     > "$work/$name.node.log" 2>&1 &
   node=$!
   pids+=("$node")
@@ -55,6 +56,7 @@ grep -q "node 1 joined from .*2 actor(s)" "$work/plain.driver.log" || fail "no n
 grep -q "node 1 slot 1" "$work/plain/driver.log" || fail "actors not linked to the node" "$work/plain/driver.log"
 check_results plain 4
 test -s "$work/plain.logs/actor-0.log" && test -s "$work/plain.logs/actor-1.log"
+[ -z "$(ls -A "$work/plain.tmp")" ] || fail "the node left its work folder behind: $(ls -A "$work/plain.tmp")"
 
 # 2. SIGKILL one actor once training reports: the node restarts it and tells the driver. The
 # driver holds at its first report (PACKTUNE_TEST_HOLD, include/packtune/test_hold.hpp) until
@@ -85,6 +87,7 @@ grep -q "restart 1 of 3 (the previous process killed by signal 9)" "$work/killed
 grep -q "its process killed by signal 9, restarting" "$work/killed.driver.log" ||
   fail "the driver did not retire the actor on the node's word" "$work/killed.driver.log"
 check_results killed 16
+[ -z "$(ls -A "$work/killed.tmp")" ] || fail "the node left its work folder behind: $(ls -A "$work/killed.tmp")"
 
 # 3. With no actor and no node, the driver gives up after join_timeout_seconds, saying how.
 config 2 0.5 | sed 's/"join_timeout_seconds": 30/"join_timeout_seconds": 1/' > "$work/alone.json"
