@@ -25,7 +25,8 @@ search (random draws) either way. --sweeps N runs N Hyperband sweeps' trials (pa
 hyperband with trials N x one sweep; the peers as many trials): 3 by default with
 --own-samplers, as TPE draws its first 10 configs at random. --packtune-sweeps M gives
 packtune M sweeps instead, the peers keeping N: the measures are times to a peer's best, and
-packtune, faster per trial, fits more trials in the same wall time.
+packtune, faster per trial, fits more trials in the same wall time. --order per_trial gives each
+of packtune's trials its own data order, as each peer trial shuffles for itself.
 
 Each way is timed from the start of its process to its exit, as a user waits. Prints per way:
 wall seconds, best val_accuracy, test accuracy of the best trial, the curve of best
@@ -115,6 +116,10 @@ def parse_args(argv, defaults):
                    help="with --own-samplers: packtune's sweeps, the peers keeping --sweeps (default: --sweeps). The "
                         "measure is time to the peer's best, so packtune may go on past the peers' trial count; "
                         "faster per trial, it reaches more trials in the same wall time")
+    p.add_argument("--order", choices=("shared", "per_trial"),
+                   help="packtune's data order (the config's data.order; default: the config's, else shared). "
+                        "The peers' trials each shuffle for themselves, as per_trial does; with shared order "
+                        "packtune's trials share one order's luck, and so its best report has less of it")
     p.add_argument("--ways", default=",".join(WAYS), help="comma-separated subset of " + ",".join(WAYS))
     p.add_argument("--data-dir", help="Fashion-MNIST's folder (default $PACKTUNE_DATA_DIR, else " + DEFAULT_DATA_DIR + ")")
     p.add_argument("--peers-python", default=os.environ.get("PACKTUNE_PEERS_PYTHON", DEFAULT_PEERS_PYTHON),
@@ -218,6 +223,8 @@ def problem(a, work, sweep):
         data["train_size"] = a.train_size
     else:
         data.pop("train_size", None)
+    if a.order is not None:
+        data["order"] = a.order
     if a.validation_size is not None:
         data["validation_size"] = a.validation_size
     data.setdefault("validation_size", 10000)
@@ -442,6 +449,7 @@ def bench(a):
                          "eta": a.eta, "min_epochs": a.min_epochs, "max_epochs": a.max_epochs,
                          "report_every": a.report_every, "trials": trials, "sweeps": a.sweeps,
                          "packtune_sweeps": a.packtune_sweeps,
+                         "packtune_order": config["data"].get("order", "shared"),
                          "sweep_trials": sweep,
                          "peers_max_t": round(a.max_epochs / a.report_every),
                          "peers_min_t": round(a.min_epochs / a.report_every)},
@@ -468,6 +476,8 @@ def trials_text(s):
     own = s.get("packtune_sweeps", sweeps)
     if own != sweeps:
         text += f" (packtune: {own} sweeps = {own * s['sweep_trials']} trials)"
+    if s.get("packtune_order", "shared") != "shared":
+        text += f", packtune's data order {s['packtune_order']}"
     return text
 
 

@@ -1,5 +1,8 @@
 #include "datasets/batch_stream.hpp"
 
+#include <iterator>
+#include <limits>
+
 #include "datasets/array_file.hpp"
 #include "packtune/error.hpp"
 
@@ -127,16 +130,38 @@ torch::Tensor BatchStream::augment(const torch::Tensor& x, std::uint64_t seed) c
   return padded.gather(2, rows).gather(3, cols);
 }
 
-const torch::Tensor& BatchStream::permutation(std::int64_t epoch) {
-  auto it = permutations_.find(epoch);
-  if (it != permutations_.end()) return it->second;
-  // Members rarely sit more than a few epochs apart; keep the cache small.
-  while (permutations_.size() >= 4) permutations_.erase(permutations_.begin());
-  auto generator = at::detail::createCPUGenerator(seed_ * 1000003ULL + static_cast<std::uint64_t>(epoch));
+// `order` is 0 for the shared order, else the trial's seed with the top bit set (batch()).
+const torch::Tensor& BatchStream::permutation(std::uint64_t order, std::int64_t epoch) {
+  const auto key = std::make_pair(order, epoch);
+  if (auto it = permutations_.find(key); it != permutations_.end()) {
+    it->second.last_round = round_;
+    return it->second.positions;
+  }
+  // Keep the cache small: what no member read this round or the last is dropped, and of one
+  // order only the latest epochs (shared: members rarely sit more than a few epochs apart; a
+  // trial's own order has one reader, who only moves on). A dropped one is drawn again if needed.
+  for (auto it = permutations_.begin(); it != permutations_.end();) {
+    it = it->second.last_round + 1 < round_ ? permutations_.erase(it) : std::next(it);
+  }
+  const std::size_t keep = order == 0 ? 4 : 2;
+  auto first = permutations_.lower_bound({order, std::numeric_limits<std::int64_t>::min()});
+  const auto end = permutations_.upper_bound({order, std::numeric_limits<std::int64_t>::max()});
+  for (auto n = static_cast<std::size_t>(std::distance(first, end)); n >= keep; --n) first = permutations_.erase(first);
+  // The shared order's seed is as it always was; a trial's mixes its seed in (splitmix64's
+  // finaliser), so that neighbouring trial seeds give unrelated orders.
+  std::uint64_t base = seed_ * 1000003ULL;
+  if (order != 0) {
+    std::uint64_t z = order + 0x9E3779B97F4A7C15ULL + seed_;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    base = z ^ (z >> 31);
+  }
+  auto generator = at::detail::createCPUGenerator(base + static_cast<std::uint64_t>(epoch));
   auto perm = torch::randperm(train_count(), generator, torch::TensorOptions().dtype(torch::kInt64));
   // To a GPU from pinned memory, without waiting: the copy queues behind the step in flight.
   if (device_.is_cuda()) perm = perm.pin_memory();
-  return permutations_.emplace(epoch, perm.to(device_, /*non_blocking=*/true)).first->second;
+  return permutations_.emplace(key, Permutation{perm.to(device_, /*non_blocking=*/true), round_})
+      .first->second.positions;
 }
 
 std::pair<torch::Tensor, torch::Tensor> BatchStream::batch(std::int64_t step, int batch_size, std::uint64_t draw_seed) {
@@ -144,13 +169,15 @@ std::pair<torch::Tensor, torch::Tensor> BatchStream::batch(std::int64_t step, in
   const std::int64_t epoch = step / per_epoch;
   const std::int64_t k = step % per_epoch;
   const bool augmented = options_.augment.any();
-  // Without augmentation every member reads the same batch; with shared draws too.
+  // Without augmentation or a per-trial order every member reads the same batch; with shared
+  // draws too.
   const std::uint64_t draw = !augmented ? 0 : options_.augment.per_trial ? draw_seed : seed_;
-  const auto key = std::make_tuple(epoch, k, batch_size, draw);
+  const std::uint64_t order = options_.order_per_trial ? draw_seed | 1ULL << 63 : 0;
+  const auto key = std::make_tuple(order, epoch, k, batch_size, draw);
   auto it = batches_.find(key);
   if (it != batches_.end()) return it->second;
   const std::int64_t size = std::min<std::int64_t>(batch_size, train_count());
-  auto index = permutation(epoch).narrow(0, k * size, size);
+  auto index = permutation(order, epoch).narrow(0, k * size, size);
   auto inputs = decode(train_x_.index_select(0, index));
   // The draw depends on the step too: a trial's crops differ from batch to batch.
   if (augmented) inputs = augment(inputs, draw * 0x9E3779B97F4A7C15ULL ^ static_cast<std::uint64_t>(step));

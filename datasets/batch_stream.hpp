@@ -1,11 +1,12 @@
 #pragma once
 // One data stream for a whole pack (FLEET): the training set lives on the device once, as
 // stored (uint8 images stay bytes); a batch is gathered, decoded and normalised once per round
-// and handed to every member that needs it. Data order depends only on the experiment seed,
-// never on packing: batch k of epoch e, for batch size B, is positions [kB, (k+1)B) of epoch
-// e's permutation. Augmented images are drawn from a seed the caller passes (a trial's, so a
-// trial sees the same crops alone or fused) or, with Augment::per_trial off, from the
-// experiment's seed, once for every member.
+// and handed to every member that needs it. Data order never depends on packing: batch k of
+// epoch e, for batch size B, is positions [kB, (k+1)B) of epoch e's permutation, drawn from
+// the experiment's seed (shared order) or, with StreamOptions::order_per_trial, from the seed
+// the caller passes (a trial's: its own order, alike alone or fused; each member's batch is
+// then decoded for it alone). Augmented images are drawn from that seed too or, with
+// Augment::per_trial off, from the experiment's seed, once for every member.
 #include <cstdint>
 #include <map>
 #include <tuple>
@@ -20,6 +21,7 @@ namespace packtune::datasets {
 struct StreamOptions {
   bool normalize = true;
   Augment augment;
+  bool order_per_trial = false;
 };
 
 class BatchStream {
@@ -31,11 +33,14 @@ class BatchStream {
 
   // Inputs [B, ...sample shape] float, decoded and normalised; targets [B] int64 labels or
   // [B, T] float regression targets. `draw_seed` seeds the batch's augmentation (ignored
-  // without one). Cached until the next round.
+  // without one) and, with order_per_trial, the order. Cached until the next round.
   std::pair<torch::Tensor, torch::Tensor> batch(std::int64_t step, int batch_size, std::uint64_t draw_seed = 0);
 
   // Forget the batches of the previous round; call once per round of member steps.
-  void begin_round() { batches_.clear(); }
+  void begin_round() {
+    batches_.clear();
+    ++round_;
+  }
 
   const torch::Tensor& validation_inputs() const { return val_inputs_; }
   const torch::Tensor& validation_targets() const { return val_targets_; }
@@ -56,7 +61,7 @@ class BatchStream {
   std::int64_t batches_decoded() const { return batches_decoded_; }
 
  private:
-  const torch::Tensor& permutation(std::int64_t epoch);
+  const torch::Tensor& permutation(std::uint64_t order, std::int64_t epoch);
   torch::Tensor decode(const torch::Tensor& x) const;      // to float, uint8 scaled to [0, 1]
   torch::Tensor normalise(torch::Tensor x) const;          // with the training statistics
   torch::Tensor augment(const torch::Tensor& x, std::uint64_t seed) const;
@@ -74,9 +79,16 @@ class BatchStream {
   torch::Tensor columns_;
   torch::Tensor val_inputs_;
   torch::Tensor val_targets_;
-  std::map<std::int64_t, torch::Tensor> permutations_;
-  std::map<std::tuple<std::int64_t, std::int64_t, int, std::uint64_t>, std::pair<torch::Tensor, torch::Tensor>>
+  struct Permutation {
+    torch::Tensor positions;
+    std::int64_t last_round;
+  };
+  std::map<std::pair<std::uint64_t, std::int64_t>, Permutation> permutations_;  // by (order, epoch)
+  // By (order, epoch, batch in epoch, batch size, augmentation draw).
+  std::map<std::tuple<std::uint64_t, std::int64_t, std::int64_t, int, std::uint64_t>,
+           std::pair<torch::Tensor, torch::Tensor>>
       batches_;
+  std::int64_t round_ = 0;
   std::int64_t batches_decoded_ = 0;
 };
 

@@ -21,6 +21,7 @@ void to_json(nlohmann::json& j, const DataOptions& o) {
        {"train_size", o.train_size},
        {"validation_size", o.validation_size},
        {"normalize", o.normalize},
+       {"order", order_name(o.order_per_trial)},
        {"augment",
         {{"crop_padding", o.augment.crop_padding}, {"flip", o.augment.flip}, {"per_trial", o.augment.per_trial}}}};
 }
@@ -41,6 +42,8 @@ void from_json(const nlohmann::json& j, DataOptions& o) {
     o.train_size = j.at("train_size").get<std::uint32_t>();
     o.validation_size = j.at("validation_size").get<std::uint32_t>();
     o.normalize = j.at("normalize").get<bool>();
+    // Absent from the config as run of a run made before the key existed.
+    o.order_per_trial = parse_data_order(j.value("order", std::string("shared")), "data.order");
     o.augment.crop_padding = j.at("augment").at("crop_padding").get<int>();
     o.augment.flip = j.at("augment").at("flip").get<bool>();
     o.augment.per_trial = j.at("augment").at("per_trial").get<bool>();

@@ -113,6 +113,15 @@ DataFormat parse_data_format(const std::string& word, const std::string& where) 
   throw InputError(where + ": unknown format \"" + word + "\"; expected idx, hdf5 or npy");
 }
 
+const char* order_name(bool per_trial) { return per_trial ? "per_trial" : "shared"; }
+
+bool parse_data_order(const std::string& word, const std::string& where) {
+  if (word != "shared" && word != "per_trial") {
+    throw InputError(where + ": unknown order \"" + word + "\"; expected shared or per_trial");
+  }
+  return word == "per_trial";
+}
+
 std::vector<std::string> data_files(const DataOptions& options) {
   switch (options.format) {
     case DataFormat::Idx:

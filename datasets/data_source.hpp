@@ -19,6 +19,10 @@ enum class DataFormat { Idx, Hdf5, Npy };
 const char* to_string(DataFormat format);
 // "idx", "hdf5" or "npy"; anything else is an InputError "WHERE: unknown format ...".
 DataFormat parse_data_format(const std::string& word, const std::string& where);
+// DataOptions::order_per_trial as its config word ("shared" or "per_trial"), and back; another
+// word is an InputError "WHERE: unknown order ...".
+const char* order_name(bool per_trial);
+bool parse_data_order(const std::string& word, const std::string& where);
 
 // Random crops (after zero padding) and horizontal flips of training images, drawn per trial
 // and step from the trial's seed (batch_stream.hpp).
@@ -53,6 +57,12 @@ struct DataOptions {
   // statistics. Regression targets are never normalised: val_mse is in the targets' units.
   bool normalize = true;
   Augment augment;
+  // "order": shared (every trial of the run reads the training set in one order per epoch,
+  // from the experiment's seed) or per_trial (each trial its own order, from its seed, as
+  // independent trainings shuffle). Shared order makes the trials' comparisons fairer and
+  // decodes each batch once per pack; it also shares the order's luck among all trials
+  // (docs/data.md#data-order).
+  bool order_per_trial = false;
 };
 
 // All of the options as JSON (what the driver sends its actors, and the config as run's data

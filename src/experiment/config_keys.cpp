@@ -262,11 +262,11 @@ std::string beside_config(const std::string& file, const std::string& config_pat
 const char* data_keys(datasets::DataFormat format) {
   switch (format) {
     case datasets::DataFormat::Idx:
-      return "format, name, dir, train_size, validation_size, normalize, augment";
+      return "format, name, dir, train_size, validation_size, normalize, augment, order";
     case datasets::DataFormat::Hdf5:
-      return "format, path, x, y, test_path, train_size, validation_size, normalize, augment";
+      return "format, path, x, y, test_path, train_size, validation_size, normalize, augment, order";
     case datasets::DataFormat::Npy:
-      return "format, x, y, test_x, test_y, train_size, validation_size, normalize, augment";
+      return "format, x, y, test_x, test_y, train_size, validation_size, normalize, augment, order";
   }
   return "";
 }
@@ -325,6 +325,9 @@ void read_data(Fields& top, ExperimentConfig& c, const std::string& path) {
   d.integer("train_size", data.train_size, 0, std::numeric_limits<std::uint32_t>::max());
   d.integer("validation_size", data.validation_size, 0, std::numeric_limits<std::uint32_t>::max());
   d.boolean("normalize", data.normalize);
+  std::string order = datasets::order_name(data.order_per_trial);
+  d.string("order", order);
+  data.order_per_trial = datasets::parse_data_order(order, "data.order");
   if (d.has("augment")) {
     Fields a(d.object("augment"), "data.augment");
     a.allow("crop_padding, flip, per_trial");

@@ -2,6 +2,7 @@
 // and augmented crops and flips checked against every crop a loop over the padded image makes.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 
 #include "datasets/batch_stream.hpp"
@@ -152,4 +153,67 @@ TEST_CASE("crops and flips are drawn per trial and step, and each is a crop of t
 TEST_CASE("augmenting feature rows is refused") {
   CHECK_THROWS_AS(BatchStream(same_twice(regression_rows(20, 3, 1)), torch::kCPU, 1, {true, {4, false, true}}),
                   InputError);
+}
+
+TEST_CASE("with order per_trial each trial reads its own order, alike alone or beside others") {
+  // Regression rows whose first target is half the row's index: a batch names its rows.
+  const auto d = regression_rows(64, 2, 1);
+  const int batch = 8;  // 8 batches an epoch
+  const auto rows_of = [](BatchStream& s, std::int64_t step, std::uint64_t trial) {
+    auto t = s.batch(step, batch, trial).second.select(1, 0).mul(2).round().to(torch::kInt64);
+    return std::vector<std::int64_t>(t.data_ptr<std::int64_t>(), t.data_ptr<std::int64_t>() + t.numel());
+  };
+  const auto epoch_of = [&](BatchStream& s, std::int64_t epoch, std::uint64_t trial) {
+    std::vector<std::int64_t> all;
+    for (std::int64_t k = 0; k < 8; ++k) {
+      s.begin_round();
+      const auto rows = rows_of(s, epoch * 8 + k, trial);
+      all.insert(all.end(), rows.begin(), rows.end());
+    }
+    return all;
+  };
+  const auto every_row_once = [](std::vector<std::int64_t> rows) {
+    std::sort(rows.begin(), rows.end());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i] != static_cast<std::int64_t>(i)) return false;
+    }
+    return rows.size() == 64;
+  };
+  StreamOptions own{false, {}, true};
+  BatchStream stream(same_twice(d), torch::kCPU, 5, own);
+  const auto a0 = epoch_of(stream, 0, 11), b0 = epoch_of(stream, 0, 12), a1 = epoch_of(stream, 1, 11);
+  CHECK(every_row_once(a0));
+  CHECK(every_row_once(b0));
+  CHECK(every_row_once(a1));
+  CHECK(a0 != b0);  // neighbouring trial seeds, unrelated orders
+  CHECK(a0 != a1);  // and a new order each epoch
+
+  SECTION("a trial reads the same rows alone as beside others, and again after its epoch was dropped") {
+    BatchStream alone(same_twice(d), torch::kCPU, 5, own);
+    BatchStream crowded(same_twice(d), torch::kCPU, 5, own);
+    for (std::int64_t step = 0; step < 24; ++step) {
+      crowded.begin_round();
+      for (std::uint64_t other = 20; other < 26; ++other) rows_of(crowded, step + other % 3, other);
+      const auto rows = rows_of(crowded, step, 11);
+      alone.begin_round();
+      CHECK(rows_of(alone, step, 11) == rows);
+    }
+    // Epochs 0 to 2 of seven trials went through the cache; trial 11's epoch 0 comes back alike.
+    CHECK(epoch_of(crowded, 0, 11) == a0);
+  }
+  SECTION("each member's batch is decoded for it alone") {
+    const auto before = stream.batches_decoded();
+    stream.begin_round();
+    rows_of(stream, 3, 11);
+    rows_of(stream, 3, 12);
+    rows_of(stream, 3, 11);
+    CHECK(stream.batches_decoded() == before + 2);
+  }
+  SECTION("the shared order is one for every trial, and another than a trial's own") {
+    BatchStream shared(same_twice(d), torch::kCPU, 5, {false, {}});
+    const auto s0 = epoch_of(shared, 0, 11);
+    CHECK(every_row_once(s0));
+    CHECK(epoch_of(shared, 0, 12) == s0);
+    CHECK(s0 != a0);
+  }
 }

@@ -203,6 +203,7 @@ TEST_CASE("data options survive JSON, and a malformed block is an input error") 
   options.validation_size = 7;
   options.normalize = false;
   options.augment.flip = true;
+  options.order_per_trial = true;
   const nlohmann::json j = options;
   const auto back = j.get<DataOptions>();
   CHECK(nlohmann::json(back) == j);
@@ -210,7 +211,14 @@ TEST_CASE("data options survive JSON, and a malformed block is an input error") 
   CHECK(back.task == Task::Regression);
   CHECK_FALSE(back.normalize);
   CHECK(back.augment.flip);
+  CHECK(back.order_per_trial);
+  auto old = j;  // what a run recorded before the key existed
+  old.erase("order");
+  CHECK_FALSE(old.get<DataOptions>().order_per_trial);
   auto bad = j;
+  bad["order"] = "random";
+  CHECK_THROWS_WITH(bad.get<DataOptions>(), "data.order: unknown order \"random\"; expected shared or per_trial");
+  bad = j;
   bad["format"] = "csv";
   CHECK_THROWS_WITH(bad.get<DataOptions>(), "data.format: unknown format \"csv\"; expected idx, hdf5 or npy");
   bad = j;

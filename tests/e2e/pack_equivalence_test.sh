@@ -52,8 +52,10 @@ PY
 
 # Trials of one width: trained alone (--max-pack 1, each a unit of one) and as one fused unit
 # of 8 (no padding), the same numbers bit for bit, for an MLP and a CNN with batch norm
-# (docs/reproducibility.md). Optimizers, learning rates, momentum and dropout differ.
-for family in mlp cnn; do
+# (docs/reproducibility.md). Optimizers, learning rates, momentum and dropout differ. The MLP
+# again with each trial reading the data in its own order (data.order per_trial): the members
+# of the unit then read different batches.
+for family in mlp cnn mlp_own_order; do
   "$py" - "$work/config.json" "$work/$family.json" "$family" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
@@ -61,6 +63,8 @@ del c["space"]["width"]
 if sys.argv[3] == "cnn":
     c["model"].update({"family": "cnn", "depth": 2, "channels": 4, "width": 16, "batch_norm": True})
     c["data"]["train_size"] = 1024
+if sys.argv[3] == "mlp_own_order":
+    c["data"]["order"] = "per_trial"
 json.dump(c, open(sys.argv[2], "w"))
 PY
   "$packtune" run "$work/$family.json" --out "$work/$family-alone" --max-pack 1 --quiet > /dev/null
@@ -82,3 +86,14 @@ for key in alone:
 print(f"1 passed, 0 failed: {family}: 16 reports of one width equal bit for bit alone and in a unit of 8")
 PY
 done
+"$py" - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+def losses(name):
+    return {(r["trial"], r["budget"]): r["train_loss"] for r in map(json.loads, open(f"{work}/{name}/results.jsonl"))}
+shared, own = losses("mlp-alone"), losses("mlp_own_order-alone")
+assert shared.keys() == own.keys()
+differ = sum(shared[k] != own[k] for k in shared)
+assert differ == len(shared), f"per_trial order: only {differ} of {len(shared)} reports differ from the shared order's"
+print("1 passed, 0 failed: mlp_own_order: every report differs from the shared order's")
+PY

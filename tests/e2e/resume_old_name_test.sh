@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A run an older packtune recorded still resumes: one from before names had to be plain (a
 # config file `my exp.json` named it "my exp") and before the config as run held the task and
-# the data's format, normalisation and augmentation. Cut back to its first job, its journal
+# the data's format, normalisation, order and augmentation. Cut back to its first job, its journal
 # naming it "my exp" without those keys, `--resume` finishes it under the plain form of the
 # name, where a new run with that name is refused.
 set -euo pipefail
@@ -15,7 +15,7 @@ lines = open(sys.argv[1]).read().splitlines()
 header = json.loads(lines[0])
 header["config"]["name"] = "my exp"
 header["config"].pop("task")
-for key in ("format", "normalize", "augment"):
+for key in ("format", "normalize", "augment", "order"):
     header["config"]["data"].pop(key)
 open(sys.argv[1], "w").write(json.dumps(header) + "\n" + lines[1] + "\n")
 PY

@@ -101,7 +101,7 @@ TEST_CASE("the data block: relative paths beside the config, recorded absolute w
   CHECK(c.data.normalize);
   record_as_run(c);
   CHECK(c.source["data"] == json{{"format", "npy"}, {"x", "/cfg/in/x.npy"}, {"y", "/abs/y.npy"}, {"train_size", 0},
-                                 {"validation_size", 0}, {"normalize", true},
+                                 {"validation_size", 0}, {"normalize", true}, {"order", "shared"},
                                  {"augment", {{"crop_padding", 0}, {"flip", true}, {"per_trial", true}}}});
   CHECK(c.source["task"] == "regression");
   // --resume reads the config as run from the results folder: the paths stay where they were.
@@ -134,7 +134,11 @@ TEST_CASE("bad data blocks and task keys are one-line errors naming the key") {
         "data.test_y: the test split needs both test_x and test_y");
   CHECK(error_of(json{{"data", {{"path", "d.h5"}}}}) ==
         "data.path: not read by format idx; its keys are format, name, dir, train_size, validation_size, normalize, "
-        "augment");
+        "augment, order");
+  CHECK(error_of(json{{"data", {{"order", "sorted"}}}}) == "data.order: unknown order \"sorted\"; expected shared or "
+                                                            "per_trial");
+  CHECK(parse_config(json{{"data", {{"order", "per_trial"}}}}, "x.json").data.order_per_trial);
+  CHECK_FALSE(parse_config(json::object(), "x.json").data.order_per_trial);
   CHECK(error_of(json{{"data", {{"normalize", 1}}}}) == "data.normalize: expected true or false, got an integer (1)");
   CHECK(error_of(json{{"data", {{"augment", {{"crop_padding", -1}}}}}}) ==
         "data.augment.crop_padding: -1 is out of range; expected 0 to 64");
