@@ -42,14 +42,14 @@ bool doubling_pays(int k0, double t0, double spread0, int k1, double t1, double 
 }
 
 ThroughputProfiler::ThroughputProfiler(TrialSpec spec, int max_members, const InputShape& input,
-                                       torch::Device device, double min_gain)
+                                       torch::Device device, datasets::StreamOptions stream, double min_gain)
     : spec_(std::move(spec)), max_members_(std::max(1, max_members)), input_(input), device_(device),
       min_gain_(min_gain) {
   // Synthetic images of the experiment's shape: the profile never touches the pack's stream.
   stream_ = std::make_unique<datasets::BatchStream>(
       synthetic_split(input_, static_cast<std::uint32_t>(spec_.batch_size * kStreamBatches),
                       static_cast<std::uint32_t>(spec_.batch_size)),
-      device_, 0);
+      device_, 0, stream);
 }
 
 // One K's model (a plain trial, or K fused members) on the profile's stream, warmed up and

@@ -26,8 +26,10 @@ bool doubling_pays(int k0, double t0, double spread0, int k1, double t1, double 
 
 class ThroughputProfiler {
  public:
+  // `stream` as the run's data block sets it: with a per-trial order or per-trial augmentation
+  // each member decodes its own batch, which takes from what fusing gains.
   ThroughputProfiler(TrialSpec spec, int max_members, const InputShape& input, torch::Device device,
-                     double min_gain = 0.05);
+                     datasets::StreamOptions stream = {}, double min_gain = 0.05);
 
   // Times the next K. Returns false once the profile is complete (then points() holds it).
   bool advance();

@@ -24,6 +24,11 @@ struct StreamOptions {
   bool order_per_trial = false;
 };
 
+// The stream options of a run's data block.
+inline StreamOptions stream_options_of(const DataOptions& data) {
+  return {data.normalize, data.augment, data.order_per_trial};
+}
+
 class BatchStream {
  public:
   BatchStream(const DataSplit& split, torch::Device device, std::uint64_t seed, StreamOptions options = {});
@@ -59,6 +64,8 @@ class BatchStream {
 
   // How many batches were decoded since construction; tests use it to check sharing.
   std::int64_t batches_decoded() const { return batches_decoded_; }
+  // How many epochs' orders are held; tests use it to check the cache stays small.
+  std::size_t permutations_held() const { return permutations_.size(); }
 
  private:
   const torch::Tensor& permutation(std::uint64_t order, std::int64_t epoch);

@@ -52,7 +52,7 @@ ReferenceTrainer::ReferenceTrainer(tuners::TrialId id, const TrialSpec& spec, st
 }
 
 void ReferenceTrainer::train_step(datasets::BatchStream& stream) {
-  auto [inputs, labels] = stream.batch(step_, spec_.batch_size);
+  auto [inputs, labels] = stream.batch(step_, spec_.batch_size, seed_);
   model_->train();
   // Dropout draws from the global generator: reseeding it per step makes the masks a
   // function of (trial, step) only, whatever other members ran in between.

@@ -35,7 +35,7 @@ class ReferenceTrainer {
   // One optimizer step on the stream's batch for this trial's next step.
   void train_step(datasets::BatchStream& stream);
   // Decodes the batch the next train_step() reads (cached for the round).
-  void prefetch(datasets::BatchStream& stream) const { stream.batch(step_, spec_.batch_size); }
+  void prefetch(datasets::BatchStream& stream) const { stream.batch(step_, spec_.batch_size, seed_); }
 
   // val_loss, val_accuracy on the stream's validation set, and train_loss: the mean
   // training loss since the previous call.

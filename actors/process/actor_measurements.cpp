@@ -45,8 +45,9 @@ void Actor::queue_profile(const proto::Profile& request) {
   try {
     auto spec = actors::parse_trial_spec(request.config, "profile of shape " + request.key);
     profiles_.push_back({request.key, Clock::now(),
-                         std::make_unique<actors::ThroughputProfiler>(spec, request.max_members, input_,
-                                                                      torch::Device(pack_device_))});
+                         std::make_unique<actors::ThroughputProfiler>(
+                             spec, request.max_members, input_, torch::Device(pack_device_),
+                             datasets::stream_options_of(data_options()))});
   } catch (const std::exception& e) {
     send_message(socket_, proto::Profiled{request.key, pack_device_, {}, {}, actors::error_message(e)});
   }

@@ -95,8 +95,8 @@ int Actor::run() {
     const auto data = data_options();
     const auto start = Clock::now();
     auto split = datasets::load_split(data);
-    const datasets::StreamOptions stream_options{data.normalize, data.augment, data.order_per_trial};
-    stream = std::make_unique<datasets::BatchStream>(split, torch::Device(device), spec_.data_seed, stream_options);
+    stream = std::make_unique<datasets::BatchStream>(split, torch::Device(device), spec_.data_seed,
+                                                     datasets::stream_options_of(data));
     stream_ = stream.get();
     ready = memory_figures(device, meter);
     logging::info("actor {}: {} training and {} validation examples on {} in {:.2f} s, {} threads",

@@ -33,7 +33,7 @@ TEST_CASE("a profile times K = 1, 2, 4 ... and stops at max_members") {
   CHECK(one.points().front().first == 1);
   CHECK(one.points().front().second > 0);
 
-  ThroughputProfiler up_to_four(spec, 4, input, test_device(), -1.0);  // every doubling "pays"
+  ThroughputProfiler up_to_four(spec, 4, input, test_device(), {}, -1.0);  // every doubling "pays"
   int advances = 0;
   while (up_to_four.advance()) ++advances;
   CHECK(advances <= 2);
@@ -44,4 +44,14 @@ TEST_CASE("a profile times K = 1, 2, 4 ... and stops at max_members") {
     CHECK(up_to_four.points()[i].second > 0);
   }
   CHECK(up_to_four.error().empty());
+
+  // With each member reading its own order, as a run with data.order per_trial profiles.
+  packtune::datasets::StreamOptions own_order;
+  own_order.order_per_trial = true;
+  ThroughputProfiler own(spec, 2, input, test_device(), own_order, -1.0);
+  while (own.advance()) {
+  }
+  REQUIRE(own.points().size() == 2);
+  CHECK(own.points().back().second > 0);
+  CHECK(own.error().empty());
 }

@@ -187,6 +187,7 @@ TEST_CASE("with order per_trial each trial reads its own order, alike alone or b
   CHECK(every_row_once(a1));
   CHECK(a0 != b0);  // neighbouring trial seeds, unrelated orders
   CHECK(a0 != a1);  // and a new order each epoch
+  CHECK(a1 != b0);  // not one sequence of orders that trials enter at different epochs
 
   SECTION("a trial reads the same rows alone as beside others, and again after its epoch was dropped") {
     BatchStream alone(same_twice(d), torch::kCPU, 5, own);
@@ -198,8 +199,16 @@ TEST_CASE("with order per_trial each trial reads its own order, alike alone or b
       alone.begin_round();
       CHECK(rows_of(alone, step, 11) == rows);
     }
-    // Epochs 0 to 2 of seven trials went through the cache; trial 11's epoch 0 comes back alike.
+    // Epochs 0 to 3 of seven trials went through the cache, at most two of each held at once.
+    CHECK(crowded.permutations_held() <= 14);
+    // Trial 11's epoch 0 was dropped and comes back alike.
     CHECK(epoch_of(crowded, 0, 11) == a0);
+    // The other trials, no longer read, are dropped once trial 11 needs a new epoch's order.
+    for (std::int64_t epoch = 4; epoch < 7; ++epoch) {
+      crowded.begin_round();
+      rows_of(crowded, epoch * 8, 11);
+    }
+    CHECK(crowded.permutations_held() == 2);
   }
   SECTION("each member's batch is decoded for it alone") {
     const auto before = stream.batches_decoded();
