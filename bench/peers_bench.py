@@ -385,6 +385,18 @@ def ratio(x, y):
     return x / y if x is not None and y else None
 
 
+def reverse_measure(base, way):
+    """The strict measure the other way round: `way`'s time to packtune's (`base`'s) best over
+    packtune's own time to it. A best val_accuracy is the top of many noisy reports; where
+    neither way reaches the other's best, the race is to the noise more than to a model."""
+    best = base.get("best_val_accuracy")
+    if best is None:
+        return {}
+    its_time = time_to(way.get("curve", []), best)
+    return {"packtune_best": best, "its_seconds_to_packtune_best": its_time,
+            "it_over_packtune_to_packtune_best": ratio(its_time, time_to(base.get("curve", []), best))}
+
+
 def bench(a):
     work = a.keep or tempfile.mkdtemp(prefix="peers_bench-")
     os.makedirs(work, exist_ok=True)
@@ -427,6 +439,7 @@ def bench(a):
                             "its_best": own_best, "its_seconds_to_its_best": to_own_best,
                             "packtune_seconds_to_its_best": packtune_to_it,
                             "packtune_over_it_to_its_best": ratio(packtune_to_it, to_own_best)}
+            ratios[name].update(reverse_measure(base, w))
             # The same model: the peer's best trial's config at that report's budget, which
             # packtune may have trained too (the same configs); its accuracy there differs by
             # the trial's seed and the framework's numerics, not by tuning.
@@ -520,6 +533,11 @@ def print_table(r):
         print(f"{name}'s best {rr['its_best']:.4f}: it took {fmt(rr['its_seconds_to_its_best'], '.1f')} s, packtune "
               + (f"{rr['packtune_seconds_to_its_best']:.1f} s ({rr['packtune_over_it_to_its_best']:.2f} of its time)"
                  if rr.get("packtune_seconds_to_its_best") is not None else "never reached it"))
+        if rr.get("packtune_best") is not None:
+            back = rr["its_seconds_to_packtune_best"]
+            print(f"  packtune's best {rr['packtune_best']:.4f}: {name} "
+                  + (f"{back:.1f} s ({rr['it_over_packtune_to_packtune_best']:.2f} of packtune's time)"
+                     if back is not None else "never reached it"))
         if "packtune_seconds_to_its_best_model" in rr:
             same = rr["packtune_seconds_to_its_best_model"]
             print(f"  the same model (its best config at budget {rr['its_best_budget']:g}): packtune "
@@ -550,6 +568,11 @@ def summarize_seeds(runs):
                      "reached": sum(m is not None for m in measures),
                      "median": median_measure(measures),
                      "wall_over_packtune": [r["ratios"][name]["wall_over_packtune"] for r in runs]}
+        if all("it_over_packtune_to_packtune_best" in r["ratios"][name] for r in runs):
+            back = [r["ratios"][name]["it_over_packtune_to_packtune_best"] for r in runs]
+            out[name].update({"it_over_packtune_to_packtune_best": back,
+                              "reverse_reached": sum(m is not None for m in back),
+                              "reverse_median": median_measure(back)})
         if all("packtune_over_it_to_its_best_model" in r["ratios"][name] for r in runs):
             models = [r["ratios"][name]["packtune_over_it_to_its_best_model"] for r in runs]
             out[name].update({"packtune_over_it_to_its_best_model": models,
@@ -570,6 +593,11 @@ def print_summary(summary, runs):
         per = ", ".join(fmt(m, ".2f", "never") for m in s["packtune_over_it_to_its_best"])
         print(f"{name:<11} {per}; median {fmt(s['median'], '.2f', 'never')}; packtune reached its best in "
               f"{s['reached']} of {len(runs)}")
+        if "reverse_median" in s:
+            per = ", ".join(fmt(m, ".2f", "never") for m in s["it_over_packtune_to_packtune_best"])
+            print(f"{'':<11} the other way round, its time to packtune's best over packtune's: {per}; median "
+                  f"{fmt(s['reverse_median'], '.2f', 'never')}; it reached packtune's best in {s['reverse_reached']} "
+                  f"of {len(runs)}")
         if "model_median" in s:
             per = ", ".join(fmt(m, ".2f", "never") for m in s["packtune_over_it_to_its_best_model"])
             print(f"{'':<11} its best model (config and budget): {per}; median "

@@ -84,6 +84,21 @@ class SummarizeSeeds(unittest.TestCase):
         self.assertAlmostEqual(optuna["model_median"], 0.5)
         self.assertIsNone(optuna["median"])
 
+    def test_the_reverse_measure_is_the_peers_time_to_packtunes_best(self):
+        base = {"best_val_accuracy": 0.88, "curve": [[10.0, 0.85], [40.0, 0.88]]}
+        self.assertAlmostEqual(peers_bench.reverse_measure(base, {"curve": [[20.0, 0.86], [60.0, 0.881]]})
+                               ["it_over_packtune_to_packtune_best"], 1.5)
+        self.assertIsNone(peers_bench.reverse_measure(base, {"curve": [[20.0, 0.879]]})
+                          ["it_over_packtune_to_packtune_best"])
+        self.assertEqual(peers_bench.reverse_measure({"best_val_accuracy": None}, {"curve": []}), {})
+        runs = [sitting(1, 0.4), sitting(2, None), sitting(3, 0.7)]
+        for r, m in zip(runs, [None, 0.9, None]):
+            r["ratios"]["optuna"]["it_over_packtune_to_packtune_best"] = m
+        optuna = peers_bench.summarize_seeds(runs)["optuna"]
+        self.assertEqual(optuna["reverse_reached"], 1)
+        self.assertIsNone(optuna["reverse_median"])
+        self.assertNotIn("reverse_median", peers_bench.summarize_seeds([sitting(1, 0.4)])["optuna"])
+
     def test_a_way_missing_from_one_sitting_is_left_out(self):
         runs = [sitting(1, 0.4), sitting(2, 0.5)]
         del runs[1]["ratios"]["optuna"]
