@@ -168,7 +168,8 @@ bool FusedOptimizer::cpu_step(const std::vector<torch::Tensor>& params) {
   // and device_step() in either order); only Adam rows read it.
   steps64_.add_(1);
   const auto counts = steps64_.accessor<double, 2>();
-  auto members = cpu_members_;
+  // In place: only Adam rows' rate and bias2 change from step to step, and both are set here.
+  auto& members = cpu_members_;
   for (std::size_t m = 0; m < members.size(); ++m) {
     if (!members[m].adam) continue;
     const auto& h = hyper_[m];

@@ -83,8 +83,8 @@ class FusedOptimizer {
   // [K, 1] float64 for Adam's bias corrections, computed on the device as torch does on the
   // host: lr, beta1, beta2 (0 for SGD rows, so their corrections stay 1) and the step count.
   torch::Tensor lr64_, b1_64_, b2_64_, steps64_;
-  // The same per member for the CPU's one pass, the step-dependent Adam rate and bias2 left
-  // for each step.
+  // The same per member for the CPU's one pass; cpu_step() sets Adam rows' step-dependent rate
+  // and bias2 before each pass.
   std::vector<MemberStep> cpu_members_;
 };
 
