@@ -581,6 +581,41 @@ def summarize_seeds(runs):
     return out
 
 
+def noise_floor(runs):
+    """Per way: the strict measure of its run in each seed against its own run in the next seed
+    (the last against the first), that is seed S's time to seed S+1's best over seed S+1's time
+    to it. Two runs of one tool differ only by seed, so this is what the measure gives for two
+    equal tools. The run with the lower best never reaches the other's, so about half of these
+    read never."""
+    out = {}
+    if len(runs) < 2:
+        return out
+    for name in WAYS:
+        if not all(name in r["ways"] for r in runs):
+            continue
+        pairs, measures = [], []
+        for i, r in enumerate(runs):
+            other = runs[(i + 1) % len(runs)]
+            best = other["ways"][name].get("best_val_accuracy")
+            mine = time_to(r["ways"][name].get("curve", []), best) if best is not None else None
+            pairs.append([r["seed"], other["seed"]])
+            measures.append(ratio(mine, time_to(other["ways"][name].get("curve", []), best) if best is not None
+                                  else None))
+        out[name] = {"pairs": pairs, "measures": measures, "reached": sum(m is not None for m in measures),
+                     "median": median_measure(measures)}
+    return out
+
+
+def print_noise_floor(floor):
+    if not floor:
+        return
+    print("noise floor: each way against itself, seed S's time to seed S+1's best over seed S+1's own time to it")
+    for name, f in floor.items():
+        per = ", ".join(fmt(m, ".2f", "never") for m in f["measures"])
+        print(f"{name:<11} {per}; median {fmt(f['median'], '.2f', 'never')}; reached in {f['reached']} of "
+              f"{len(f['measures'])}")
+
+
 def print_summary(summary, runs):
     print(f"\n{len(runs)} sittings, seeds {', '.join(str(r['seed']) for r in runs)}, {trials_text(runs[0]['schedule'])}; "
           f"configs: {samplers_text(runs[0], counts=False)}")
@@ -714,10 +749,12 @@ def main(argv=None, **defaults):
             print_table(runs[0])
         return 0
     summary = summarize_seeds(runs)
+    floor = noise_floor(runs)
     if a.json:
-        print(json.dumps({"runs": runs, "summary": summary}, indent=2))
+        print(json.dumps({"runs": runs, "summary": summary, "noise_floor": floor}, indent=2))
     else:
         print_summary(summary, runs)
+        print_noise_floor(floor)
     return 0
 
 

@@ -105,6 +105,30 @@ class SummarizeSeeds(unittest.TestCase):
         self.assertEqual(set(peers_bench.summarize_seeds(runs)), {"max_pack_1"})
 
 
+class NoiseFloor(unittest.TestCase):
+    @staticmethod
+    def sitting(seed, curve):
+        return {"seed": seed, "ways": {"optuna": {"best_val_accuracy": curve[-1][1], "curve": curve}}}
+
+    def test_each_seed_against_the_next_and_the_last_against_the_first(self):
+        runs = [self.sitting(1, [[10.0, 0.85], [30.0, 0.87]]), self.sitting(2, [[20.0, 0.86], [40.0, 0.88]]),
+                self.sitting(3, [[5.0, 0.87]])]
+        floor = peers_bench.noise_floor(runs)["optuna"]
+        self.assertEqual(floor["pairs"], [[1, 2], [2, 3], [3, 1]])
+        # Seed 1 never reaches 0.88; seed 2 reaches seed 3's 0.87 at 40 s against its 5 s; seed 3
+        # reaches seed 1's 0.87 at 5 s against 30 s.
+        self.assertIsNone(floor["measures"][0])
+        self.assertAlmostEqual(floor["measures"][1], 8.0)
+        self.assertAlmostEqual(floor["measures"][2], 5.0 / 30.0)
+        self.assertEqual(floor["reached"], 2)
+        self.assertAlmostEqual(floor["median"], 8.0)
+
+    def test_needs_two_seeds_and_the_way_in_each(self):
+        self.assertEqual(peers_bench.noise_floor([self.sitting(1, [[1.0, 0.8]])]), {})
+        runs = [self.sitting(1, [[1.0, 0.8]]), {"seed": 2, "ways": {}}]
+        self.assertEqual(peers_bench.noise_floor(runs), {})
+
+
 class OwnSamplers(unittest.TestCase):
     DEFAULTS = {"config": "problem.json", "packtune": "packtune"}
 
