@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include <ATen/Parallel.h>
+#include <ATen/Version.h>
 #include <torch/cuda.h>
 #ifdef PACKTUNE_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -87,6 +88,19 @@ void configure_cpu_threads(int threads) {
   } catch (const std::exception&) {
     // Already set once in this process; the first value stands.
   }
+}
+
+std::string libtorch_summary() {
+  const std::string config = at::show_config();
+  // A value of show_config()'s "KEY=VALUE, " build settings, or its "CPU capability usage: X" line.
+  auto after = [&config](const std::string& label, const char* stops) {
+    const auto at = config.find(label);
+    if (at == std::string::npos) return std::string("unknown");
+    const auto from = at + label.size();
+    return config.substr(from, config.find_first_of(stops, from) - from);
+  };
+  return "LibTorch " + after("TORCH_VERSION=", ",\n") + ", BLAS " + after("BLAS_INFO=", ",\n") + ", CPU kernels " +
+         after("CPU capability usage: ", "\n");
 }
 
 void keep_large_blocks_in_heap(std::int64_t retained_bytes) {

@@ -30,6 +30,12 @@ GpuMemory gpu_memory(const std::string& device);
 // OpenBLAS pool and oversubscribe the cores. Calls use_reproducible_blas.
 void configure_cpu_threads(int threads);
 
+// "LibTorch 2.15.0, BLAS mkl, CPU kernels AVX512": which LibTorch this process trains with,
+// from its build settings. On a CPU its speed hangs on these: the same MLP step can take 3x
+// longer in a LibTorch of generic BLAS and AVX2 kernels than in one of MKL and AVX-512
+// (docs/building.md).
+std::string libtorch_summary();
+
 // Puts MKL (PyPI's LibTorch) in its strict reproducibility mode, so that packing never
 // changes a product's bits. An environment variable: call it first in main(), before any
 // thread starts or a model plugin could run a product (configure_cpu_threads calls it too,

@@ -53,7 +53,8 @@ datasets::DataSplit synthetic_split(const InputShape& input, std::uint32_t train
 }
 
 std::int64_t measure_peak_bytes(const TrialSpec& spec, int members, const InputShape& input,
-                                torch::Device device, int steps, torch::Device trains_on) {
+                                torch::Device device, int steps, torch::Device trains_on,
+                                const datasets::StreamOptions& stream_options) {
   if (!device.is_cpu()) {
     throw Error("memory profiling measures CPU tensor memory only; on " + device.str() +
                 " the planner uses the memory model's formula");
@@ -63,7 +64,7 @@ std::int64_t measure_peak_bytes(const TrialSpec& spec, int members, const InputS
   // One evaluation chunk of validation data, so the evaluation peak is part of the figure.
   const auto validation = static_cast<std::uint32_t>(evaluation_chunk(spec.batch_size));
   const auto split = synthetic_split(input, batch * static_cast<std::uint32_t>(steps), validation);
-  datasets::BatchStream stream(split, device, 0);
+  datasets::BatchStream stream(split, device, 0, stream_options);
 
   PeakScope scope;
   {

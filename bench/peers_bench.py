@@ -44,6 +44,7 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -279,10 +280,27 @@ def run_packtune(a, config_path, work, name, max_pack):
     with open(os.path.join(out_dir, "config.json")) as f:
         packed = json.load(f)
     result["max_pack"] = packed.get("max_pack")
+    result["libtorch"] = libtorch_of(out_dir)
     if packed.get("tuner", {}).get("sampler") == "tpe":
         result["modelled_configs"] = modelled_configs(out_dir)
-    log(f"{name}: {wall:.1f} s, best val {result['best_val_accuracy']}, test {result['test_accuracy']}")
+    log(f"{name}: {wall:.1f} s, best val {result['best_val_accuracy']}, test {result['test_accuracy']}; "
+        f"{result['libtorch'] or 'LibTorch not logged'}")
     return result
+
+
+def libtorch_of(out_dir):
+    """The LibTorch packtune's first actor trained with, as its log names it ("LibTorch 2.15.0,
+    BLAS mkl, CPU kernels AVX512"; None if it does not): on a CPU much of the speed hangs on it,
+    and the peers' torch is 2.x (docs/building.md)."""
+    try:
+        with open(os.path.join(out_dir, "logs", "actor-0.log")) as f:
+            for line in f:
+                found = re.search(r"; (LibTorch [^;]*)$", line.rstrip("\n"))
+                if found:
+                    return found.group(1)
+    except OSError:
+        pass
+    return None
 
 
 def modelled_configs(out_dir):

@@ -23,7 +23,11 @@ UnitEstimate formula_estimate(const TrialShape& s, int members) {
   const double value = s.bytes_per_value;
   const bool fused = members > 1;
   UnitEstimate e;
-  e.persistent = static_cast<std::int64_t>(k * static_cast<double>(s.parameters) * (2 + s.optimizer_slots) * value);
+  // A unit of one reads one batch in any data order, and the fit absorbs it; where members read
+  // their own, each further member holds another.
+  e.persistent = static_cast<std::int64_t>(
+      (k * static_cast<double>(s.parameters) * (2 + s.optimizer_slots) + (k - 1) * static_cast<double>(s.own_batch_values)) *
+      value);
   const double largest = k * static_cast<double>(s.largest_parameter) * value;
   const double backward = kActivationShare * k * static_cast<double>(s.activations_per_sample) * s.batch_size * value +
                           (fused ? largest : 0.0);

@@ -4,6 +4,9 @@
 //
 // A unit is what trains as one model: a solo trial, or K trials fused (HFTA). Its memory is
 //   persistent  K x parameters x (weights + gradients + optimizer slots)
+//               + K - 1 batches, where each member reads a batch of its own (data.order or
+//               augment per_trial): a round's batches stay cached until the next round, and
+//               the one batch any unit reads is within the fit
 //   transient   the larger of: the activations autograd keeps for one batch plus one
 //               gradient buffer of the largest weight (backward), or the optimizer's
 //               temporaries of the largest weight (the step)
@@ -29,6 +32,10 @@ struct TrialShape {
   bool adaptive = false;    // Adam/AdamW: more temporaries per step than SGD
   bool weight_decay = false;  // decays weights (no longer changes the estimate; plan files keep it)
   int bytes_per_value = 4;  // float32
+  // The input values of the batch each member reads for itself (batch x values per sample),
+  // where a member's order or augmentation is its own; 0 where a pack's members share one
+  // batch. Equal for all shapes of one fusion key.
+  std::int64_t own_batch_values = 0;
   // No formula knows this shape (a model plugin's family): its figure is what an actor
   // measured, and until one did the planner trains it alone (Planner::fits).
   bool memory_unknown = false;

@@ -35,6 +35,7 @@ TrialShape Planner::padded_shape(const std::vector<TrialDemand>& members) {
     s.activations_per_sample = std::max(s.activations_per_sample, m.shape.activations_per_sample);
     s.flops_per_sample = std::max(s.flops_per_sample, m.shape.flops_per_sample);
     s.optimizer_slots = std::max(s.optimizer_slots, m.shape.optimizer_slots);
+    s.own_batch_values = std::max(s.own_batch_values, m.shape.own_batch_values);
     s.weight_decay = s.weight_decay || m.shape.weight_decay;
     s.adaptive = s.adaptive || m.shape.adaptive;
   }

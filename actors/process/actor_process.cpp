@@ -99,9 +99,9 @@ int Actor::run() {
                                                      datasets::stream_options_of(data));
     stream_ = stream.get();
     ready = memory_figures(device, meter);
-    logging::info("actor {}: {} training and {} validation examples on {} in {:.2f} s, {} threads",
+    logging::info("actor {}: {} training and {} validation examples on {} in {:.2f} s, {} threads; {}",
                  id_, split.train.count, split.validation.count, device,
-                 std::chrono::duration<double>(Clock::now() - start).count(), threads);
+                 std::chrono::duration<double>(Clock::now() - start).count(), threads, actors::libtorch_summary());
   } catch (const std::exception& e) {
     send_message(socket_, proto::ActorFailed{actors::error_message(e)});
     throw;

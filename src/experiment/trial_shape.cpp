@@ -13,8 +13,10 @@ InputDims input_dims(const ExperimentConfig& config) {
   const auto data = datasets::data_shape(config.data);
   const auto& s = data.sample_shape;
   const int outputs = static_cast<int>(data.outputs);
-  if (s.size() == 3) return {static_cast<int>(s[0]), static_cast<int>(s[1]), static_cast<int>(s[2]), outputs};
-  return {1, 1, static_cast<int>(s.empty() ? 1 : s[0]), outputs};
+  InputDims dims{1, 1, static_cast<int>(s.empty() ? 1 : s[0]), outputs};
+  if (s.size() == 3) dims = {static_cast<int>(s[0]), static_cast<int>(s[1]), static_cast<int>(s[2]), outputs};
+  dims.own_batches = config.data.order_per_trial || (config.data.augment.any() && config.data.augment.per_trial);
+  return dims;
 }
 
 bool fuse_pads_widths(const ExperimentConfig& config) { return config.fuse == packing::FuseMode::Always; }
@@ -29,6 +31,9 @@ packing::TrialShape trial_shape(const actors::TrialSpec& spec, const InputDims& 
   s.activations_per_sample = m.activations_per_sample;
   s.flops_per_sample = m.flops_per_sample;
   s.batch_size = spec.batch_size;
+  if (input.own_batches) {
+    s.own_batch_values = std::int64_t{spec.batch_size} * input.channels * input.height * input.width;
+  }
   s.adaptive = spec.optimizer.name != "sgd";
   s.weight_decay = spec.optimizer.weight_decay != 0;
   s.optimizer_slots = s.adaptive ? 2 : (spec.optimizer.momentum > 0 ? 1 : 0);

@@ -15,9 +15,13 @@ struct InputDims {
   int height = 28;
   int width = 28;
   int outputs = 10;
+  // Each member of a pack reads a batch of its own (data.order or augment per_trial), so a
+  // unit holds one per member (packing::TrialShape::own_batch_values).
+  bool own_batches = false;
 };
 
-// The config's data as a model sees it, from the data files' headers (and labels).
+// The config's data as a model sees it, from the data files' headers (and labels), and
+// whether its members read batches of their own.
 InputDims input_dims(const ExperimentConfig& config);
 
 // `padded`: the fusion key lets trials of other widths share a unit, padded to the widest

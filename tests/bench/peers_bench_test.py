@@ -105,6 +105,18 @@ class SummarizeSeeds(unittest.TestCase):
         self.assertEqual(set(peers_bench.summarize_seeds(runs)), {"max_pack_1"})
 
 
+class LibTorchOf(unittest.TestCase):
+    def test_the_first_actors_log_names_it(self):
+        with tempfile.TemporaryDirectory() as out:
+            self.assertIsNone(peers_bench.libtorch_of(out))
+            os.makedirs(os.path.join(out, "logs"))
+            with open(os.path.join(out, "logs", "actor-0.log"), "w") as f:
+                f.write("[20:27:37] info actor 0: connected to ipc:///tmp/x.ipc (pid 1)\n"
+                        "[20:27:38] info actor 0: 50000 training and 10000 validation examples on cpu in 0.66 s, "
+                        "1 threads; LibTorch 2.15.0, BLAS mkl, CPU kernels AVX512\n")
+            self.assertEqual(peers_bench.libtorch_of(out), "LibTorch 2.15.0, BLAS mkl, CPU kernels AVX512")
+
+
 class NoiseFloor(unittest.TestCase):
     @staticmethod
     def sitting(seed, curve):
