@@ -615,10 +615,12 @@ def noise_floor(runs):
         for i, r in enumerate(runs):
             other = runs[(i + 1) % len(runs)]
             best = other["ways"][name].get("best_val_accuracy")
-            mine = time_to(r["ways"][name].get("curve", []), best) if best is not None else None
             pairs.append([r["seed"], other["seed"]])
-            measures.append(ratio(mine, time_to(other["ways"][name].get("curve", []), best) if best is not None
-                                  else None))
+            if best is None:
+                measures.append(None)
+                continue
+            measures.append(ratio(time_to(r["ways"][name].get("curve", []), best),
+                                  time_to(other["ways"][name].get("curve", []), best)))
         out[name] = {"pairs": pairs, "measures": measures, "reached": sum(m is not None for m in measures),
                      "median": median_measure(measures)}
     return out
