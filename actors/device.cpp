@@ -94,9 +94,9 @@ std::string libtorch_summary() {
   const std::string config = at::show_config();
   // A value of show_config()'s "KEY=VALUE, " build settings, or its "CPU capability usage: X" line.
   auto after = [&config](const std::string& label, const char* stops) {
-    const auto at = config.find(label);
-    if (at == std::string::npos) return std::string("unknown");
-    const auto from = at + label.size();
+    const auto pos = config.find(label);
+    if (pos == std::string::npos) return std::string("unknown");
+    const auto from = pos + label.size();
     return config.substr(from, config.find_first_of(stops, from) - from);
   };
   return "LibTorch " + after("TORCH_VERSION=", ",\n") + ", BLAS " + after("BLAS_INFO=", ",\n") + ", CPU kernels " +

@@ -54,7 +54,7 @@ datasets::DataSplit synthetic_split(const InputShape& input, std::uint32_t train
 
 std::int64_t measure_peak_bytes(const TrialSpec& spec, int members, const InputShape& input,
                                 torch::Device device, int steps, torch::Device trains_on,
-                                const datasets::StreamOptions& stream_options) {
+                                const datasets::StreamOptions& stream) {
   if (!device.is_cpu()) {
     throw Error("memory profiling measures CPU tensor memory only; on " + device.str() +
                 " the planner uses the memory model's formula");
@@ -64,7 +64,7 @@ std::int64_t measure_peak_bytes(const TrialSpec& spec, int members, const InputS
   // One evaluation chunk of validation data, so the evaluation peak is part of the figure.
   const auto validation = static_cast<std::uint32_t>(evaluation_chunk(spec.batch_size));
   const auto split = synthetic_split(input, batch * static_cast<std::uint32_t>(steps), validation);
-  datasets::BatchStream stream(split, device, 0, stream_options);
+  datasets::BatchStream batches(split, device, 0, stream);
 
   PeakScope scope;
   {
@@ -73,10 +73,10 @@ std::int64_t measure_peak_bytes(const TrialSpec& spec, int members, const InputS
     std::vector<tuners::TrialId> all;
     for (int k = 0; k < members; ++k) all.push_back(k);
     for (int s = 0; s < steps; ++s) {
-      stream.begin_round();
-      group.train_step(stream);
+      batches.begin_round();
+      group.train_step(batches);
     }
-    group.evaluate(stream, all);
+    group.evaluate(batches, all);
   }
   return scope.peak_growth();
 }

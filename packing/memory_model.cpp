@@ -23,11 +23,11 @@ UnitEstimate formula_estimate(const TrialShape& s, int members) {
   const double value = s.bytes_per_value;
   const bool fused = members > 1;
   UnitEstimate e;
-  // A unit of one reads one batch in any data order, and the fit absorbs it; where members read
-  // their own, each further member holds another.
-  e.persistent = static_cast<std::int64_t>(
-      (k * static_cast<double>(s.parameters) * (2 + s.optimizer_slots) + (k - 1) * static_cast<double>(s.own_batch_values)) *
-      value);
+  // A pack fetches every member's batch before any unit steps, so where members read their
+  // own, all of them are live while each unit steps: persistent, not transient. A unit alone
+  // is then high by the one batch the fit already absorbs, never low.
+  const double state = static_cast<double>(s.parameters) * (2 + s.optimizer_slots);
+  e.persistent = static_cast<std::int64_t>(k * (state + static_cast<double>(s.own_batch_values)) * value);
   const double largest = k * static_cast<double>(s.largest_parameter) * value;
   const double backward = kActivationShare * k * static_cast<double>(s.activations_per_sample) * s.batch_size * value +
                           (fused ? largest : 0.0);

@@ -4,9 +4,8 @@
 //
 // A unit is what trains as one model: a solo trial, or K trials fused (HFTA). Its memory is
 //   persistent  K x parameters x (weights + gradients + optimizer slots)
-//               + K - 1 batches, where each member reads a batch of its own (data.order or
-//               augment per_trial): a round's batches stay cached until the next round, and
-//               the one batch any unit reads is within the fit
+//               + K batches, where each member reads a batch of its own (data.order or
+//               augment per_trial): a pack fetches a round's batches before its units step
 //   transient   the larger of: the activations autograd keeps for one batch plus one
 //               gradient buffer of the largest weight (backward), or the optimizer's
 //               temporaries of the largest weight (the step)

@@ -59,9 +59,10 @@ bool Actor::advance_profiles() {
     calibrations_.pop_front();
     const auto key = trial_shape(spec).key;
     try {
-      const auto bytes = actors::measure_peak_bytes(spec, 1, input_, torch::Device(torch::kCPU), 2,
-                                                    torch::Device(pack_device_),
-                                                    datasets::stream_options_of(data_options()));
+      // The run's stream options would change nothing for one member but add augmentation's
+      // passing temporaries, which the correction would then scale every unit size by.
+      const auto bytes =
+          actors::measure_peak_bytes(spec, 1, input_, torch::Device(torch::kCPU), 2, torch::Device(pack_device_));
       send_message(socket_, proto::Measured{key, 1, bytes});
       return true;
     } catch (const std::exception& e) {

@@ -66,6 +66,19 @@ TEST_CASE("the memory model: persistent state per member, the largest transient"
   CHECK(formula_estimate(s, 1).peak() > solo.peak());
 }
 
+TEST_CASE("where members read batches of their own, each member's batch is persistent memory") {
+  auto s = mlp_shape();
+  const auto shared_solo = formula_estimate(s, 1);
+  const auto shared_fused = formula_estimate(s, 4);
+  s.own_batch_values = 128 * 784;
+  const auto solo = formula_estimate(s, 1);
+  const auto fused = formula_estimate(s, 4);
+  CHECK(solo.persistent == shared_solo.persistent + 128 * 784 * 4);
+  CHECK(fused.persistent == shared_fused.persistent + 4 * 128 * 784 * 4);
+  CHECK(solo.transient == shared_solo.transient);
+  CHECK(fused.transient == shared_fused.transient);
+}
+
 TEST_CASE("measurements and out-of-memory corrections move one shape's figure") {
   MemoryModel model;
   auto s = mlp_shape();
