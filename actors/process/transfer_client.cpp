@@ -4,6 +4,7 @@
 #include <random>
 
 #include "packtune/error.hpp"
+#include "protocol/interrupted.hpp"
 #include "protocol/zmq_channel.hpp"
 
 namespace packtune::actors {
@@ -110,7 +111,7 @@ void TransferClient::run() {
                              {static_cast<void*>(wake_in_), 0, ZMQ_POLLIN, 0}};
   while (!stop_) {
     const bool busy = !fetches_.empty() || !uploads_.empty();
-    zmq::poll(items, 2, std::chrono::milliseconds(busy ? 200 : -1));
+    protocol::retry_interrupted([&] { return zmq::poll(items, 2, std::chrono::milliseconds(busy ? 200 : -1)); });
     if (items[1].revents & ZMQ_POLLIN) {
       zmq::message_t m;
       while (wake_in_.recv(m, zmq::recv_flags::dontwait)) {

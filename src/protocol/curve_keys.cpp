@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "packtune/error.hpp"
+#include "protocol/interrupted.hpp"
 
 namespace packtune {
 namespace {
@@ -219,7 +220,7 @@ CurveServer::~CurveServer() {
 void CurveServer::serve(zmq::socket_t& handler) {
   while (!stop_) {
     zmq::pollitem_t item{handler.handle(), 0, ZMQ_POLLIN, 0};
-    zmq::poll(&item, 1, std::chrono::milliseconds(100));
+    protocol::retry_interrupted([&] { return zmq::poll(&item, 1, std::chrono::milliseconds(100)); });
     if (item.revents & ZMQ_POLLIN) answer(handler);
     // The last refusals of a burst are logged even when no request follows them.
     const auto now = std::chrono::steady_clock::now();
@@ -234,7 +235,7 @@ void CurveServer::answer(zmq::socket_t& handler) {
   std::vector<zmq::message_t> request;
   do {
     request.emplace_back();
-    if (!handler.recv(request.back(), zmq::recv_flags::none)) return;
+    if (!protocol::retry_interrupted([&] { return handler.recv(request.back(), zmq::recv_flags::none); })) return;
   } while (request.back().more());
   const auto text = [&](std::size_t i) { return i < request.size() ? request[i].to_string() : std::string(); };
   bool admitted = false;
@@ -250,7 +251,8 @@ void CurveServer::answer(zmq::socket_t& handler) {
   }
   const std::array<std::string, 6> reply{"1.0", text(1), admitted ? "200" : "400", admitted ? "OK" : "unknown key", "", ""};
   for (std::size_t i = 0; i < reply.size(); ++i) {
-    handler.send(zmq::buffer(reply[i]), i + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    const auto flags = i + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
+    protocol::retry_interrupted([&] { return handler.send(zmq::buffer(reply[i]), flags); });
   }
 }
 

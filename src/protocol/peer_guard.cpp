@@ -11,6 +11,7 @@
 #include <set>
 
 #include "packtune/error.hpp"
+#include "protocol/interrupted.hpp"
 #include "protocol/refusal_log.hpp"
 
 namespace packtune::protocol {
@@ -75,12 +76,15 @@ void PeerGuard::watch(zmq::socket_t& monitor) {
   std::size_t own_failures = 0;
   while (!stop_) {
     zmq::pollitem_t item{monitor.handle(), 0, ZMQ_POLLIN, 0};
-    zmq::poll(&item, 1, std::chrono::milliseconds(100));
+    retry_interrupted([&] { return zmq::poll(&item, 1, std::chrono::milliseconds(100)); });
     const auto now = Clock::now();
     if (item.revents & ZMQ_POLLIN) {
       // A monitor event: [16-bit event, 32-bit value], then the endpoint.
       zmq::message_t event, where;
-      if (!monitor.recv(event, zmq::recv_flags::none) || !monitor.recv(where, zmq::recv_flags::none)) return;
+      const auto next = [&monitor](zmq::message_t& frame) {
+        return retry_interrupted([&] { return monitor.recv(frame, zmq::recv_flags::none); });
+      };
+      if (!next(event) || !next(where)) return;
       if (event.size() < 6) continue;
       std::uint16_t id = 0;
       std::int32_t value = 0;

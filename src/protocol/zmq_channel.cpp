@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "packtune/error.hpp"
+#include "protocol/interrupted.hpp"
 
 namespace packtune {
 namespace {
@@ -29,7 +30,8 @@ std::vector<zmq::message_t> receive_frames(zmq::socket_t& socket, std::size_t li
   bool more = true;
   while (more) {
     zmq::message_t frame;
-    if (!socket.recv(frame, count == 0 ? zmq::recv_flags::dontwait : zmq::recv_flags::none)) break;
+    const auto flags = count == 0 ? zmq::recv_flags::dontwait : zmq::recv_flags::none;
+    if (!protocol::retry_interrupted([&] { return socket.recv(frame, flags); })) break;
     more = frame.more();
     if (++count <= limit) frames.push_back(std::move(frame));
   }
@@ -68,28 +70,28 @@ Routed decode_routed_frames(std::vector<zmq::message_t>& frames, std::size_t cou
 
 void send_message(zmq::socket_t& dealer, const protocol::Message& message) {
   const auto bytes = protocol::encode(message);
-  dealer.send(zmq::buffer(bytes), zmq::send_flags::none);
+  protocol::retry_interrupted([&] { return dealer.send(zmq::buffer(bytes), zmq::send_flags::none); });
 }
 
 void send_message(zmq::socket_t& router, const std::string& identity,
                   const protocol::Message& message) {
   const auto bytes = protocol::encode(message);
-  router.send(zmq::buffer(identity), zmq::send_flags::sndmore);
-  router.send(zmq::buffer(bytes), zmq::send_flags::none);
+  protocol::retry_interrupted([&] { return router.send(zmq::buffer(identity), zmq::send_flags::sndmore); });
+  protocol::retry_interrupted([&] { return router.send(zmq::buffer(bytes), zmq::send_flags::none); });
 }
 
 void send_message(zmq::socket_t& dealer, const protocol::Message& message, zmq::message_t& payload) {
   const auto bytes = protocol::encode(message);
-  dealer.send(zmq::buffer(bytes), zmq::send_flags::sndmore);
-  dealer.send(payload, zmq::send_flags::none);
+  protocol::retry_interrupted([&] { return dealer.send(zmq::buffer(bytes), zmq::send_flags::sndmore); });
+  protocol::retry_interrupted([&] { return dealer.send(payload, zmq::send_flags::none); });
 }
 
 void send_message(zmq::socket_t& router, const std::string& identity, const protocol::Message& message,
                   zmq::message_t& payload) {
   const auto bytes = protocol::encode(message);
-  router.send(zmq::buffer(identity), zmq::send_flags::sndmore);
-  router.send(zmq::buffer(bytes), zmq::send_flags::sndmore);
-  router.send(payload, zmq::send_flags::none);
+  protocol::retry_interrupted([&] { return router.send(zmq::buffer(identity), zmq::send_flags::sndmore); });
+  protocol::retry_interrupted([&] { return router.send(zmq::buffer(bytes), zmq::send_flags::sndmore); });
+  protocol::retry_interrupted([&] { return router.send(payload, zmq::send_flags::none); });
 }
 
 std::optional<protocol::Message> receive_message(zmq::socket_t& dealer, long timeout_ms) {
