@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
 
 #include <ATen/Parallel.h>
@@ -13,6 +14,7 @@
 #ifdef PACKTUNE_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <cuda_runtime_api.h>
 #endif
 
@@ -101,6 +103,42 @@ std::string libtorch_summary() {
   };
   return "LibTorch " + after("TORCH_VERSION=", ",\n") + ", BLAS " + after("BLAS_INFO=", ",\n") + ", CPU kernels " +
          after("CPU capability usage: ", "\n");
+}
+
+std::string device_model(const std::string& device, int threads) {
+  const torch::Device d(device);
+#ifdef PACKTUNE_WITH_CUDA
+  if (d.is_cuda()) {
+    cudaDeviceProp properties{};
+    if (cudaGetDeviceProperties(&properties, d.has_index() ? d.index() : 0) == cudaSuccess) return properties.name;
+    return "cuda";
+  }
+#endif
+  if (!d.is_cpu()) return device;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, model = "unknown CPU";
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon != std::string::npos) model = line.substr(line.find_first_not_of(' ', colon + 1));
+    break;
+  }
+  return model + ", " + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s");
+}
+
+std::string build_summary(const std::string& device) {
+  auto summary = libtorch_summary();
+#ifdef PACKTUNE_WITH_CUDA
+  if (torch::Device(device).is_cuda()) {
+    int runtime = 0;
+    cudaRuntimeGetVersion(&runtime);
+    summary += ", CUDA " + std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10) + ", cuDNN " +
+               std::to_string(at::detail::getCUDAHooks().versionCuDNN());
+  }
+#else
+  (void)device;
+#endif
+  return summary;
 }
 
 void keep_large_blocks_in_heap(std::int64_t retained_bytes) {

@@ -36,6 +36,12 @@ void configure_cpu_threads(int threads);
 // (docs/building.md).
 std::string libtorch_summary();
 
+// The device's model as the throughput profile cache keys it: a GPU's name ("NVIDIA H200"), or
+// the CPU's model name with the actor's threads, since a CPU step's time hangs on both.
+std::string device_model(const std::string& device, int threads);
+// libtorch_summary(), and for a CUDA device the CUDA runtime and cuDNN versions.
+std::string build_summary(const std::string& device);
+
 // Puts MKL (PyPI's LibTorch) in its strict reproducibility mode, so that packing never
 // changes a product's bits. An environment variable: call it first in main(), before any
 // thread starts or a model plugin could run a product (configure_cpu_threads calls it too,

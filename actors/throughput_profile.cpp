@@ -35,6 +35,22 @@ constexpr int kStreamBatches = 8;
 
 }  // namespace
 
+std::string profile_data_context(const InputShape& input, const datasets::StreamOptions& stream) {
+  std::string text = input.images ? "images " + std::to_string(input.channels) + "x" + std::to_string(input.height) +
+                                        "x" + std::to_string(input.width)
+                                  : std::to_string(input.channels * input.height * input.width) + " features";
+  text += input.task == datasets::Task::Regression ? ", " + std::to_string(input.outputs) + " regression targets"
+                                                   : ", " + std::to_string(input.outputs) + " classes";
+  if (stream.augment.any()) {
+    text += ", augment";
+    if (stream.augment.crop_padding > 0) text += " crop " + std::to_string(stream.augment.crop_padding);
+    if (stream.augment.flip) text += " flip";
+    text += stream.augment.per_trial ? " per trial" : " shared";
+  }
+  text += stream.order_per_trial ? ", order per trial" : ", order shared";
+  return text;
+}
+
 bool doubling_pays(int k0, double t0, double spread0, int k1, double t1, double spread1, double min_gain) {
   const double gain = (k1 / t1) / (k0 / t0) - 1;
   // On a shared CPU one K's windows spread by 10-20% while fusing never paid there.

@@ -24,6 +24,10 @@ namespace packtune::actors {
 // spread, since a gain within the timing's own noise is not a gain.
 bool doubling_pays(int k0, double t0, double spread0, int k1, double t1, double spread1, double min_gain);
 
+// The data as the profile cache keys it (protocol::Ready::data_context): what a model reads per
+// sample and how the stream makes each member's batch, which take from a step's time too.
+std::string profile_data_context(const InputShape& input, const datasets::StreamOptions& stream);
+
 class ThroughputProfiler {
  public:
   // `stream` as the run's data block sets it: with a per-trial order or per-trial augmentation

@@ -37,7 +37,12 @@ torch::Tensor Conv2d::forward(const torch::Tensor& x) {
       auto bias = bias_.defined() ? bias_[i] : torch::Tensor();
       outs.push_back(torch::conv2d(x[i], weight_[i], bias, stride_, padding_));
     }
-    return k == 1 ? outs.front().unsqueeze(0) : torch::stack(outs);
+    if (k == 1) return outs.front().unsqueeze(0);
+    // Where the layers after run grouped, stacked batch-major as a grouped convolution leaves
+    // its output: the next batch norm or convolution then views it as [B, K*C, ...] without
+    // copying it (this is a ResNet's stem, whose one input channel runs member by member).
+    if (grouped_kernels(x)) return torch::stack(outs, 1).transpose(0, 1);
+    return torch::stack(outs);
   }
   auto stacked = x.transpose(0, 1).reshape({batch, k * in, x.size(3), x.size(4)});
   auto w = weight_.view({k * weight_.size(1), in, weight_.size(3), weight_.size(4)});

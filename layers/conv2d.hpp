@@ -5,6 +5,11 @@
 // member, so that each member's sums run in its solo order, bit for bit. Members may differ in
 // both channel counts. Square kernels, zero padding; initialised exactly as torch::nn::Conv2d
 // with the same arguments.
+//
+// On the grouped path an activation stays batch-major in memory ([B, K, C, H, W], as HFTA keeps
+// it) and is handed on as a [K, B, ...] view of that: the next convolution, batch norm,
+// pooling, activation or residual add reads it as [B, K*C, ...] without a copy, and so do
+// their gradients. Only the first layer's input (member-major) is copied once.
 #include "layers/layer.hpp"
 
 namespace packtune::layers {

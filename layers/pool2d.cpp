@@ -31,8 +31,13 @@ void Pool2d::check_values(const Layer& other) const {
 }
 
 torch::Tensor Pool2d::forward(const torch::Tensor& x) {
-  // Members and batch merged: [K*B, C, H, W], pooled as one batch.
-  auto merged = x.reshape({x.size(0) * x.size(1), x.size(2), x.size(3), x.size(4)});
+  // Members and batch merged into one batch of K*B images, pooled at once. A grouped
+  // convolution's output is batch-major ([B, K, ...] in memory, seen as [K, B, ...]): merged as
+  // [B*K, ...] it needs no copy, where [K*B, ...] would copy the whole activation. Pooling
+  // reads each image alone, so the order of the merged batch changes no value.
+  const bool batch_major = !x.is_contiguous() && x.transpose(0, 1).is_contiguous();
+  const auto merged = batch_major ? x.transpose(0, 1).reshape({x.size(1) * x.size(0), x.size(2), x.size(3), x.size(4)})
+                                  : x.reshape({x.size(0) * x.size(1), x.size(2), x.size(3), x.size(4)});
   namespace F = torch::nn::functional;
   torch::Tensor y;
   if (max_) {
@@ -47,6 +52,7 @@ torch::Tensor Pool2d::forward(const torch::Tensor& x) {
   } else {
     y = F::adaptive_avg_pool2d(merged, F::AdaptiveAvgPool2dFuncOptions(adaptive_->output_size()));
   }
+  if (batch_major) return y.view({x.size(1), x.size(0), y.size(1), y.size(2), y.size(3)}).transpose(0, 1);
   return y.view({x.size(0), x.size(1), y.size(1), y.size(2), y.size(3)});
 }
 

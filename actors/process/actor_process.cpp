@@ -16,6 +16,7 @@
 #include "actors/model_plugins.hpp"
 #include "actors/process/actor.hpp"
 #include "actors/process/logging.hpp"
+#include "actors/throughput_profile.hpp"
 #include "experiment/trial_shape.hpp"
 #include "packtune/error.hpp"
 #include "packtune/test_hold.hpp"
@@ -109,6 +110,9 @@ int Actor::run() {
   actors::PackExecutor pack(*stream, actors::parse_budget_unit(spec_.budget_unit), spec_.fuse != "never");
   ready.device = device;
   input_ = actors::input_shape(*stream);
+  ready.device_model = actors::device_model(device, threads);
+  ready.build = actors::build_summary(device);
+  ready.data_context = actors::profile_data_context(input_, datasets::stream_options_of(data_options()));
   send_message(socket_, ready);
   return serve(pack);
 }

@@ -10,6 +10,7 @@
 #include "cli/keys_command.hpp"
 #include "cli/node_command.hpp"
 #include "cli/plan_command.hpp"
+#include "cli/profile_command.hpp"
 #include "cli/report_command.hpp"
 #include "cli/run_command.hpp"
 #include "cli/simulate_command.hpp"
@@ -47,6 +48,8 @@ const std::vector<Command>& commands() {
        with_args<run_export_command>},
       {"report", {{"report DIR [--output FILE]", "DIR/report.html: charts of the experiment, one file that opens offline"}},
        with_args<run_report_command>},
+      {"profile", {{"profile [--clear]", "show or clear the throughput profiles kept for later runs"}},
+       with_args<run_profile_command>},
       {"keys", {{"keys DIR", "make CURVE keys for a driver and actors on other machines"}}, with_args<run_keys_command>},
       // docs/config.md from the config table; not for users, so not in the usage text.
       {"config", {}, with_args<run_config_command>},

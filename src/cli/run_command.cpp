@@ -101,6 +101,8 @@ int run_run_command(const std::vector<std::string>& args) {
 #undef PACKTUNE_CONFIG_FLAG
   add("quiet,q", "warnings and the final summary only: no status table or lines");
   add("verbose,v", "the planner's and profiler's workings on the console too (DIR/driver.log always has them)");
+  add("fresh-profiles", "measure every throughput profile again instead of taking the profile cache's (and keep the "
+                        "new ones there; `packtune profile` shows the cache)");
   po::positional_options_description positional;
   positional.add("config", 1);
   auto vm = parse_command_line("run", args, options, positional);
@@ -129,6 +131,7 @@ int run_run_command(const std::vector<std::string>& args) {
 
   DriverOptions driver;
   driver.quiet = vm.count("quiet") > 0;
+  driver.fresh_profiles = vm.count("fresh-profiles") > 0;
   driver.verbose = vm.count("verbose") > 0;
   if (driver.quiet && driver.verbose) throw InputError("run: --quiet and --verbose contradict each other; give one");
   ExperimentConfig config;

@@ -116,6 +116,9 @@ void ActorRegistry::mark_ready(ActorState& actor, const protocol::Ready& ready) 
   actor.capacity_bytes = ready.capacity_bytes;
   actor.capacity_shared = ready.capacity_shared;
   actor.base_bytes = ready.base_bytes;
+  actor.device_model = ready.device_model;
+  actor.build = ready.build;
+  actor.data_context = ready.data_context;
   if (auto* node = node_by_id(actor.node_id)) node->settled_slots.insert(actor.local_index);
 }
 

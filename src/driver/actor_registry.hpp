@@ -30,6 +30,7 @@ struct ActorState {
   std::int64_t capacity_bytes = 0;  // as the actor reported it (Ready)
   bool capacity_shared = true;
   std::int64_t base_bytes = 0;
+  std::string device_model, build, data_context;  // its Ready's: the profile cache's key
   std::set<tuners::TrialId> running;
   bool asked_to_rejoin = false;  // retired, heard again, and told to join anew
   std::string transfer_token;    // names its transfer socket's messages (Welcome.transfer_token)

@@ -255,6 +255,8 @@ class Driver {
     o.out_dir = options.out_dir;
     o.train_images = training_images(config);
     o.input = input_dims(config);
+    o.profile_cache_dir = ProfileCache::default_dir();
+    o.fresh_profiles = options.fresh_profiles;
     // Only actors of node 0 exit through poll_local_actors, and they exist only with local_.
     o.local_log_path = [this](int i) { return local_->log_path(i); };
     return o;

@@ -14,6 +14,9 @@ struct DriverOptions {
   // Continue the experiment in out_dir from its journal (docs/faults.md); the caller checked
   // that `config` is the one it ran with.
   bool resume = false;
+  // Measure every throughput profile again instead of taking the cache's (the new ones are
+  // kept there); docs/planner.md#the-profile-cache.
+  bool fresh_profiles = false;
 };
 
 // The journal of an experiment's results folder, DIR/journal.jsonl.

@@ -40,7 +40,8 @@ DriverCore::DriverCore(const ExperimentConfig& config, Options options, Send sen
       planner_(make_planner(config, setup_)),
       registry_({config.actor_timeout_seconds, config.actor_timeout_seconds}),
       profiles_(planner_, plan_, registry_, {config.fuse == packing::FuseMode::Auto && config.max_pack > 1, config.max_pack,
-                                            config.profile_timeout_seconds}),
+                                            config.profile_timeout_seconds, options_.profile_cache_dir,
+                                            options_.fresh_profiles}),
       book_(config.model, config.seed,
             [padded = fuse_pads_widths(config), input = options.input](const tuners::TrialConfig& full) {
               return trial_shape(actors::parse_trial_spec(full, "trial"), input, padded);

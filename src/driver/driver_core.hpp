@@ -47,6 +47,8 @@ class DriverCore {
     // The log of the driver's own actor in slot i (node 0).
     std::function<std::string(int)> local_log_path = [](int) { return std::string(); };
     InputDims input;  // the data as a model sees it (input_dims(config))
+    std::string profile_cache_dir;  // throughput profiles kept across runs; empty: none
+    bool fresh_profiles = false;    // keep profiles there, but take none from it
   };
 
   DriverCore(const ExperimentConfig& config, Options options, Send send, Clock::time_point now);

@@ -181,6 +181,11 @@ void DriverCore::summarize(bool finished, bool report_written, Clock::time_point
   now_ = now;
   const auto& best = results_->best();
   finish_checkpoints(finished);
+  if (profiles_.measured() + profiles_.from_cache() > 0) {
+    const auto file = profiles_.cache_file();
+    spdlog::info("throughput profiles: {} measured, {} from the cache{}", profiles_.measured(), profiles_.from_cache(),
+                 file.empty() ? " (none kept)" : " " + file);
+  }
   std::printf("%s %s in %.1f s: %lld jobs, %d failed trials; results in %s\n", finished ? "finished" : "stopped",
               config_.name.c_str(), seconds_since_start(), static_cast<long long>(book_.completed_jobs()),
               book_.failed_trials(), options_.out_dir.c_str());

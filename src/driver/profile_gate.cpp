@@ -1,19 +1,53 @@
 #include "driver/profile_gate.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include <spdlog/spdlog.h>
+
+#include "util/printable.hpp"
 
 namespace packtune {
 
 ProfileGate::ProfileGate(packing::Planner& planner, packing::Plan& plan, const ActorRegistry& registry,
                          Options options)
-    : planner_(planner), plan_(plan), registry_(registry), options_(options) {}
+    : planner_(planner), plan_(plan), registry_(registry), options_(options) {
+  if (!options_.enabled || options_.cache_dir.empty()) return;
+  cache_ = std::make_unique<ProfileCache>(options_.cache_dir);
+  if (options_.fresh) return;
+  if (const auto why = cache_->open(); !why.empty()) {
+    spdlog::warn("the throughput profile cache cannot be read ({}); profiles are measured again and the file "
+                 "replaced", why);
+  }
+}
+
+ProfileCache::Context ProfileGate::context_of(const ActorState& actor) {
+  return {actor.device_model, actor.build, actor.data_context};
+}
+
+void ProfileGate::take_from_cache(const packing::TrialShape& shape) {
+  if (!cache_ || cache_->entries().empty()) return;
+  const auto& model = planner_.throughput_model();
+  for (const auto& a : plan_.actors) {
+    const ActorState* actor = registry_.actor_by_id(a.actor.id);
+    if (!actor || !actor->ready || actor->dead || actor->device_model.empty()) continue;
+    if (model.profiled(actor->device, shape.key) || !looked_up_.emplace(actor->id, shape.key).second) continue;
+    const auto entry = cache_->find(context_of(*actor), shape.key, options_.max_pack);
+    if (!entry) continue;
+    planner_.record_profile(actor->device, shape, entry->points);
+    for (auto& p : plan_.actors) planner_.refresh(p);
+    ++from_cache_;
+    spdlog::info("shape {} on {}: throughput profile from the cache (measured {}), no profile measured; units of "
+                 "up to {} pay", shape.key, util::printable(actor->device_model, 160), entry->measured,
+                 planner_.useful_members(shape, actor->device));
+  }
+}
 
 ProfileGate::Admission ProfileGate::admit(const tuners::Job& job, const packing::TrialShape& shape,
                                           const tuners::TrialConfig& full, Clock::time_point now) {
   Admission admission;
   if (!options_.enabled) return admission;
+  take_from_cache(shape);
   const auto& key = shape.key;
   const bool covered = planner_.throughput_model().covered("", shape);
   // A narrower shape of its family being profiled may rule this one out: its jobs wait for
@@ -106,6 +140,14 @@ std::vector<tuners::Job> ProfileGate::on_profiled(int actor, const protocol::Pro
   } else {
     planner_.record_profile(m.device, request->second.shape, points);
     for (auto& a : plan_.actors) planner_.refresh(a);
+    ++measured_;
+    const ActorState* measured_by = registry_.actor_by_id(actor);
+    if (cache_ && measured_by) {
+      const auto why = cache_->store({context_of(*measured_by), m.key, points, options_.max_pack, ProfileCache::now_utc()});
+      if (!why.empty() && !std::exchange(cache_warned_, true)) {
+        spdlog::warn("throughput profiles are not kept for later runs: {}", why);
+      }
+    }
     spdlog::debug("actor {} profiled shape {} on {}: step time by unit size {}; units of up to {} pay", actor, m.key,
                  m.device, table, planner_.useful_members(request->second.shape, m.device));
   }

@@ -12,7 +12,12 @@
 // This decides which jobs wait, which shapes to ask for and of which actor, files the
 // answers in the planner and gives the waiting jobs back. No sockets: the driver sends
 // the requests it is handed. Times are passed in, so tests need no clock.
+//
+// With a profile cache (driver/profile_cache.hpp), a shape is first looked up there under each
+// live actor's context; a profile found is filed as if that actor had just measured it, and
+// every profile an actor measures is kept there for later runs.
 #include <chrono>
+#include <memory>
 #include <map>
 #include <optional>
 #include <set>
@@ -20,6 +25,7 @@
 #include <vector>
 
 #include "driver/actor_registry.hpp"
+#include "driver/profile_cache.hpp"
 #include "packing/planner.hpp"
 #include "protocol/protocol.hpp"
 #include "tuners/tuner.hpp"
@@ -36,6 +42,8 @@ class ProfileGate {
     bool enabled = true;
     int max_pack = 1;              // the largest unit an actor profiles
     double timeout_seconds = 120;  // a request older than this is given up
+    std::string cache_dir;         // the profile cache's folder; empty: no cache
+    bool fresh = false;            // keep measured profiles in the cache, but take none from it
   };
 
   // The planner is where answers go, the plan's actors are those that may be asked (the
@@ -65,11 +73,19 @@ class ProfileGate {
 
   int held_jobs() const;
   bool asked(const std::string& key) const { return requests_.count(key) > 0; }
+  // Profiles this run measured, and those it took from the cache.
+  int measured() const { return measured_; }
+  int from_cache() const { return from_cache_; }
+  // The cache's file, or "" without one.
+  std::string cache_file() const { return cache_ ? cache_->file() : std::string(); }
 
  private:
   std::optional<Ask> request(const packing::TrialShape& shape, const tuners::TrialConfig& full,
                              Clock::time_point now);
   std::vector<tuners::Job> release();
+  // Files the cache's profiles of `shape` for the device kinds of live actors that have none.
+  void take_from_cache(const packing::TrialShape& shape);
+  static ProfileCache::Context context_of(const ActorState& actor);
   // Whether the planner's figures, before any profile of `shape`, fuse it on a live actor.
   bool prior_fuses(const packing::TrialShape& shape) const;
   // Whether the profiles on every live actor's device kind rule out fusing `shape`.
@@ -98,6 +114,11 @@ class ProfileGate {
   std::map<std::string, std::size_t> skipped_;
   // Shape keys whose profile came back with an error: left to the prior, not asked again.
   std::set<std::string> failed_;
+  std::unique_ptr<ProfileCache> cache_;
+  std::set<std::pair<int, std::string>> looked_up_;  // (actor, shape key) looked up in the cache
+  bool cache_warned_ = false;                        // about a file that could not be written
+  int measured_ = 0;
+  int from_cache_ = 0;
 };
 
 }  // namespace packtune

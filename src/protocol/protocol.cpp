@@ -93,8 +93,14 @@ std::string refusal(const NodeHello& hello) {
 }
 
 std::string refusal(const Ready& ready) {
+  // The context keys the driver's profile cache, a file on its disk: a few hundred bytes each.
+  constexpr std::int64_t kMaxContext = 1024;
+  auto length = [](const std::string& s) { return static_cast<std::int64_t>(s.size()); };
   return first_of({out_of_range("capacity_bytes", ready.capacity_bytes, 0, kMaxMemoryBytes),
-                   out_of_range("base_bytes", ready.base_bytes, 0, kMaxMemoryBytes)});
+                   out_of_range("base_bytes", ready.base_bytes, 0, kMaxMemoryBytes),
+                   out_of_range("device_model's length", length(ready.device_model), 0, kMaxContext),
+                   out_of_range("build's length", length(ready.build), 0, kMaxContext),
+                   out_of_range("data_context's length", length(ready.data_context), 0, kMaxContext)});
 }
 
 std::string refusal(const Measured& measured) {

@@ -13,8 +13,8 @@
 
 namespace packtune::protocol {
 
-// 12: Assign.park, exploit_from, resume_budget and more (a unit kept across pbt's generations).
-constexpr std::uint32_t kProtocolVersion = 12;
+// 13: Ready.device_model, build and data_context (the key of the throughput profile cache).
+constexpr std::uint32_t kProtocolVersion = 13;
 
 // What every actor of an experiment needs to know, sent once in Welcome.
 struct ExperimentSpec {
@@ -90,9 +90,18 @@ struct Ready {
   std::int64_t capacity_bytes = 0;
   bool capacity_shared = true;  // the device's whole memory, to split among its actors
   std::int64_t base_bytes = 0;
+  // What a step time depends on besides the trial's shape: the device's model ("NVIDIA H200",
+  // or the CPU's model and the actor's threads), the LibTorch build, and the data as a model
+  // reads it. The driver keeps profiles measured under one such context for later runs
+  // (driver/profile_cache.hpp); empty: never cached.
+  std::string device_model;
+  std::string build;
+  std::string data_context;
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(device, capacity_bytes, capacity_shared, base_bytes); }
+  void serialize(Archive& ar) {
+    ar(device, capacity_bytes, capacity_shared, base_bytes, device_model, build, data_context);
+  }
 };
 
 // actor -> driver: the calibration of the memory model: `members` trials of the shape with

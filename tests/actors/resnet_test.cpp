@@ -1,6 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <cstring>
+#include <functional>
 #include <map>
+
+#include <ATen/record_function.h>
 
 #include "actors/resnet.hpp"
 #include "layers/member_seeds.hpp"
@@ -194,4 +199,50 @@ TEST_CASE("build_resnet's output keeps the batch and gives one logit per class, 
   model->eval();
   const auto out = model->forward(torch::randn({1, 3, 1, 28, 28}));
   CHECK(out.sizes() == torch::IntArrayRef{1, 3, 10});
+}
+
+namespace {
+
+std::atomic<int> copies{0};
+
+std::unique_ptr<at::ObserverContext> count_copies(const at::RecordFunction& fn) {
+  if (std::strcmp(fn.name(), "aten::copy_") == 0) ++copies;
+  return nullptr;
+}
+
+// The aten::copy_ calls (every contiguous(), clone() and reshape that cannot view) while `run`
+// runs, on any thread.
+int copies_during(const std::function<void()>& run) {
+  copies = 0;
+  const auto handle = at::addGlobalCallback(at::RecordFunctionCallback(count_copies));
+  run();
+  at::removeCallback(handle);
+  return copies.load();
+}
+
+}  // namespace
+
+TEST_CASE("a fused ResNet on the grouped path copies no activation between its layers") {
+  // The GPU's path, here on the CPU: activations stay batch-major ([B, K, C, H, W] in memory)
+  // from the stem on, so convolutions, batch norms, pooling and residual adds read them as
+  // [B, K*C, ...] views. A layer that copied its input would add copies with every block.
+  testing::MemberKernelsScope kernels_scope(layers::MemberKernels::Grouped);
+  const InputShape input{1, 12, 12, 10};  // one channel, as Fashion-MNIST: the stem runs member by member
+  constexpr std::int64_t members = 4;
+  auto count = [&](int blocks) {
+    torch::manual_seed(3);
+    auto fused = build_resnet(resnet_spec(3, blocks, 8, true, "relu"), input);
+    for (std::int64_t k = 1; k < members; ++k) fused->append(*build_resnet(resnet_spec(3, blocks, 8, true, "relu"), input));
+    const auto x = torch::randn({members, kBatch, input.channels, input.height, input.width});
+    torch::Tensor out;
+    const int forward = copies_during([&] { out = fused->forward(x); });
+    const int backward = copies_during([&] { out.square().sum().backward(); });
+    return std::make_pair(forward, backward);
+  };
+  const auto shallow = count(1), deep = count(3);
+  INFO("copies forward/backward: 1 block a stage " << shallow.first << "/" << shallow.second << ", 3 blocks "
+                                                    << deep.first << "/" << deep.second);
+  CHECK(deep == shallow);
+  // The classifier's batched product alone may copy its input; nothing before it does.
+  CHECK(deep.first <= 1);
 }

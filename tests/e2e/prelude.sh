@@ -5,7 +5,8 @@
 # What the tests share, so each one holds only its own steps and assertions:
 #   $packtune  the packtune binary, the test's first argument (checked here)
 #   $here      this folder (the test's data: hyperband_sweep.json, compare_results.py, ...)
-#   $work      a fresh folder, removed however the test ends (kept with KEEP_WORK=1, to look
+#   $work      a fresh folder, removed however the test ends (its profile-cache/ is the run's
+#              $PACKTUNE_CACHE_DIR) (kept with KEEP_WORK=1, to look
 #              into after a failure); a test may name where with work_template=TEMPLATE (for
 #              mktemp -d) before sourcing
 #   pids       the background processes to stop when the test ends
@@ -28,6 +29,9 @@ py="${PACKTUNE_TEST_PYTHON:-/usr/bin/python3}"
 work="$(mktemp -d ${work_template:+"$work_template"})"
 echo "work: $work"
 pids=()
+# Each test its own throughput profile cache: one test's profiles must not decide whether
+# another's run measures (docs/planner.md#the-profile-cache).
+export PACKTUNE_CACHE_DIR="$work/profile-cache"
 # The EXIT trap. A test with more to undo (namespaces, daemons) sets a trap of its own that
 # calls this last, or removes $work itself.
 cleanup_work() {

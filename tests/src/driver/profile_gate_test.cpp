@@ -1,5 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <memory>
+
+#include "../../temp_dir.hpp"
 #include "driver/profile_gate.hpp"
 #include "mlp_shape.hpp"
 
@@ -236,4 +240,113 @@ TEST_CASE("with fuse other than auto, or one trial per actor, the gate is open")
   auto admission = open.admit(Job::start(0, {}, 1), mlp_shape(256), {}, f.t0);
   CHECK_FALSE(admission.held);
   CHECK_FALSE(admission.ask);
+}
+
+namespace {
+
+// Two ready CPU actors of one context, as real actors report it, and a gate with a cache in a
+// temporary folder.
+struct CachedFixture {
+  packtune::testing::TempDir dir;
+  packing::Planner planner;
+  packing::Plan plan;
+  ActorRegistry registry{{60, 60, 30}};
+  std::unique_ptr<ProfileGate> gate;
+  Clock::time_point t0 = Clock::now();
+  ProfileCache::Context context{"Test CPU, 1 thread", "LibTorch test", "images 1x28x28, 10 classes, order shared"};
+
+  explicit CachedFixture(bool fresh = false, bool with_context = true) {
+    for (int i = 0; i < 2; ++i) {
+      protocol::Hello hello;
+      hello.host = "h";
+      hello.pid = 100 + i;
+      auto& actor = registry.add_actor("a" + std::to_string(i), hello, t0);
+      protocol::Ready ready{"cpu", 8 * GiB, true, 0};
+      if (with_context) {
+        ready.device_model = context.device_model;
+        ready.build = context.build;
+        ready.data_context = context.data;
+      }
+      registry.mark_ready(actor, ready);
+      packing::ActorPlan a;
+      a.actor.id = actor.id;
+      a.actor.device = "cpu";
+      a.estimated_seconds = i == 0 ? 10 : 1;
+      plan.actors.push_back(a);
+    }
+    open(fresh);
+  }
+  void open(bool fresh) {
+    ProfileGate::Options options{true, 4, 120, dir.file("cache"), fresh};
+    gate = std::make_unique<ProfileGate>(planner, plan, registry, options);
+  }
+  ProfileGate::Admission admit(tuners::TrialId trial, const packing::TrialShape& shape) {
+    return gate->admit(Job::start(trial, {}, 1), shape, {}, t0);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a profile an actor measured is kept, and a later run's gate takes it instead of asking") {
+  CachedFixture f;
+  const auto shape = mlp_shape(256);
+  auto first = f.admit(1, shape);
+  REQUIRE(first.ask);
+  CHECK(first.held);
+  f.gate->on_profiled(first.ask->actor, answer(shape.key));
+  CHECK(f.gate->measured() == 1);
+  CHECK(f.gate->from_cache() == 0);
+
+  ProfileCache kept(f.dir.file("cache"));
+  REQUIRE(kept.open().empty());
+  const auto entry = kept.find(f.context, shape.key, 4);
+  REQUIRE(entry);
+  CHECK(entry->points == packing::StepProfile{{1, 0.010}, {2, 0.015}, {4, 0.025}});
+  CHECK(entry->max_members == 4);
+
+  SECTION("the next run: nothing waits, nothing is asked, the planner has the profile") {
+    f.planner = packing::Planner();  // a fresh planner, as a new run has
+    f.open(false);
+    CHECK_FALSE(f.planner.throughput_model().profiled("cpu", shape.key));
+    auto again = f.admit(1, shape);
+    CHECK_FALSE(again.held);
+    CHECK_FALSE(again.ask);
+    CHECK(f.planner.throughput_model().profiled("cpu", shape.key));
+    CHECK(f.planner.throughput_model().profile("cpu", shape.key) == packing::StepProfile{{1, 0.010}, {2, 0.015}, {4, 0.025}});
+    CHECK(f.gate->from_cache() == 1);
+    CHECK(f.gate->measured() == 0);
+    // Another width of the family was never measured here: it is asked for.
+    CHECK(f.admit(2, mlp_shape(512)).ask);
+  }
+  SECTION("--fresh-profiles: measured again, and the new profile replaces the old") {
+    f.planner = packing::Planner();
+    f.open(true);
+    auto again = f.admit(1, shape);
+    REQUIRE(again.ask);
+    CHECK(f.gate->from_cache() == 0);
+    auto newer = answer(shape.key);
+    newer.seconds = {0.020, 0.030, 0.050};
+    f.gate->on_profiled(again.ask->actor, newer);
+    ProfileCache replaced(f.dir.file("cache"));
+    REQUIRE(replaced.open().empty());
+    CHECK(replaced.entries().size() == 1);
+    CHECK(replaced.find(f.context, shape.key, 4)->points.front().second == 0.020);
+  }
+  SECTION("a run that may pack more than the profile timed measures again") {
+    f.planner = packing::Planner();
+    ProfileGate::Options wider{true, 8, 120, f.dir.file("cache"), false};
+    f.gate = std::make_unique<ProfileGate>(f.planner, f.plan, f.registry, wider);
+    CHECK(f.admit(1, shape).ask);
+    CHECK(f.gate->from_cache() == 0);
+  }
+}
+
+TEST_CASE("actors that name no context are never served from the cache, nor stored in it") {
+  CachedFixture f(false, false);
+  const auto shape = mlp_shape(256);
+  auto first = f.admit(1, shape);
+  REQUIRE(first.ask);
+  f.gate->on_profiled(first.ask->actor, answer(shape.key));
+  CHECK(f.gate->measured() == 1);
+  CHECK_FALSE(std::filesystem::exists(f.gate->cache_file()));
 }

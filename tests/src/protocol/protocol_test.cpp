@@ -136,6 +136,11 @@ TEST_CASE("every verb survives a round trip") {
   CHECK(round_trip(TrialFailed{3, "out of memory"}).message == "out of memory");
   CHECK(round_trip(Reject{"version"}).reason == "version");
   CHECK(round_trip(Ready{"cuda:1"}).device == "cuda:1");
+  const Ready with_context{"cuda:0", 1, true, 0, "NVIDIA H200", "LibTorch 2.15.0", "images 1x28x28, 10 classes"};
+  const auto context = round_trip(with_context);
+  CHECK(context.device_model == "NVIDIA H200");
+  CHECK(context.build == "LibTorch 2.15.0");
+  CHECK(context.data_context == "images 1x28x28, 10 classes");
   CHECK(round_trip(Stop{8}).trial == 8);
   round_trip(Heartbeat{});
   round_trip(Shutdown{});
@@ -185,7 +190,8 @@ TEST_CASE("a length beyond the bytes left is refused before anything is allocate
 
 TEST_CASE("a bool is 0 or 1: any other byte is refused (loading it into a bool is undefined)") {
   auto bytes = encode(Message{Ready{"cpu", 1 << 20, true, 0}});
-  const auto at = bytes.size() - 9;  // capacity_shared, then base_bytes
+  // capacity_shared, then base_bytes and three empty strings (each its 8-byte length)
+  const auto at = bytes.size() - 9 - 3 * 8;
   REQUIRE(bytes[at] == '\x01');
   bytes[at] = '\x02';
   CHECK_THAT(error_of(bytes), Catch::Contains("a bool of value 2"));
@@ -286,6 +292,13 @@ TEST_CASE("the driver refuses a first message of another version or with counts 
   CHECK(refusal(Ready{"cuda:0", std::int64_t{80} << 30, false, std::int64_t{1} << 30}).empty());
   CHECK_THAT(refusal(Ready{"cpu", -5, true, 0}), Catch::Contains("capacity_bytes -5"));
   CHECK_THAT(refusal(Ready{"cpu", 0, true, std::int64_t{6906755512877674496}}), Catch::Contains("base_bytes"));
+  // The profile cache's key is written to the driver's disk: bounded like every peer's string.
+  Ready long_context{"cpu", 0, true, 0, std::string(1025, 'x'), "b", "d"};
+  CHECK_THAT(refusal(long_context), Catch::Contains("device_model's length 1025"));
+  long_context.device_model = std::string(1024, 'x');
+  CHECK(refusal(long_context).empty());
+  long_context.data_context = std::string(5000, 'x');
+  CHECK_THAT(refusal(long_context), Catch::Contains("data_context's length"));
 }
 
 TEST_CASE("the verb of a message is its struct name") {
