@@ -14,11 +14,9 @@ ProfileGate::ProfileGate(packing::Planner& planner, packing::Plan& plan, const A
     : planner_(planner), plan_(plan), registry_(registry), options_(options) {
   if (!options_.enabled || options_.cache_dir.empty()) return;
   cache_ = std::make_unique<ProfileCache>(options_.cache_dir);
-  if (options_.fresh) return;
-  if (const auto why = cache_->open(); !why.empty()) {
-    spdlog::warn("the throughput profile cache cannot be read ({}); profiles are measured again and the file "
-                 "replaced", why);
-  }
+  // Read at the first job, not here: the driver's log file is open by then, and a warning
+  // about the file belongs in it.
+  cache_read_ = options_.fresh;
 }
 
 ProfileCache::Context ProfileGate::context_of(const ActorState& actor) {
@@ -26,7 +24,14 @@ ProfileCache::Context ProfileGate::context_of(const ActorState& actor) {
 }
 
 void ProfileGate::take_from_cache(const packing::TrialShape& shape) {
-  if (!cache_ || cache_->entries().empty()) return;
+  if (!cache_) return;
+  if (!std::exchange(cache_read_, true)) {
+    if (const auto why = cache_->open(); !why.empty()) {
+      spdlog::warn("the throughput profile cache cannot be read ({}); profiles are measured again and the file "
+                   "replaced", why);
+    }
+  }
+  if (cache_->entries().empty()) return;
   const auto& model = planner_.throughput_model();
   for (const auto& a : plan_.actors) {
     const ActorState* actor = registry_.actor_by_id(a.actor.id);

@@ -116,6 +116,7 @@ class ProfileGate {
   std::set<std::string> failed_;
   std::unique_ptr<ProfileCache> cache_;
   std::set<std::pair<int, std::string>> looked_up_;  // (actor, shape key) looked up in the cache
+  bool cache_read_ = false;                          // the file was read (at the first job)
   bool cache_warned_ = false;                        // about a file that could not be written
   int measured_ = 0;
   int from_cache_ = 0;
