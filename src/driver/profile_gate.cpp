@@ -32,6 +32,11 @@ void ProfileGate::take_from_cache(const packing::TrialShape& shape) {
     }
   }
   if (cache_->entries().empty()) return;
+  // Looked up again only once actors came or went, not for every job of the shape: a driver of
+  // thousands of actors admits thousands of jobs.
+  auto& checked = cache_checked_[shape.key];
+  if (checked == plan_.actors.size()) return;
+  checked = plan_.actors.size();
   const auto& model = planner_.throughput_model();
   for (const auto& a : plan_.actors) {
     const ActorState* actor = registry_.actor_by_id(a.actor.id);
