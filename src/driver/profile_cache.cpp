@@ -31,8 +31,10 @@ constexpr const char* kFileName = "throughput_profiles.json";
 // Reads `path` into entries; "" or why not. A missing file is an empty cache.
 std::string read_entries(const std::string& path, std::vector<ProfileCache::Entry>& out) {
   out.clear();
+  std::error_code ec;
+  if (!fs::exists(path, ec) && !ec) return "";
   std::ifstream in(path);
-  if (!in) return errno == ENOENT ? "" : path + ": " + std::strerror(errno);
+  if (!in) return path + ": cannot be opened";
   const auto doc = json::parse(in, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) return path + ": not a JSON object";
   if (doc.value("format", 0) != kFormat) return path + ": format " + doc.value("format", json()).dump() + ", not " + std::to_string(kFormat);

@@ -41,7 +41,7 @@ void ProfileGate::take_from_cache(const packing::TrialShape& shape) {
   for (const auto& a : plan_.actors) {
     const ActorState* actor = registry_.actor_by_id(a.actor.id);
     if (!actor || !actor->ready || actor->dead || actor->device_model.empty()) continue;
-    if (model.profiled(actor->device, shape.key) || !looked_up_.emplace(actor->id, shape.key).second) continue;
+    if (model.profiled(actor->device, shape.key)) continue;
     const auto entry = cache_->find(context_of(*actor), shape.key, options_.max_pack);
     if (!entry) continue;
     planner_.record_profile(actor->device, shape, entry->points);

@@ -115,7 +115,6 @@ class ProfileGate {
   // Shape keys whose profile came back with an error: left to the prior, not asked again.
   std::set<std::string> failed_;
   std::unique_ptr<ProfileCache> cache_;
-  std::set<std::pair<int, std::string>> looked_up_;  // (actor, shape key) looked up in the cache
   std::map<std::string, std::size_t> cache_checked_;  // shape key: the plan's actors when last looked up
   bool cache_read_ = false;                          // the file was read (at the first job)
   bool cache_warned_ = false;                        // about a file that could not be written
