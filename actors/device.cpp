@@ -8,6 +8,7 @@
 #include <fstream>
 #include <mutex>
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <ATen/Version.h>
 #include <torch/cuda.h>
@@ -103,6 +104,15 @@ std::string libtorch_summary() {
   };
   return "LibTorch " + after("TORCH_VERSION=", ",\n") + ", BLAS " + after("BLAS_INFO=", ",\n") + ", CPU kernels " +
          after("CPU capability usage: ", "\n");
+}
+
+void make_deterministic(const std::string& device) {
+  if (!torch::Device(device).is_cuda()) return;
+  setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+  auto& context = at::globalContext();
+  context.setBenchmarkCuDNN(false);
+  context.setDeterministicCuDNN(true);
+  context.setDeterministicAlgorithms(true, /*warn_only=*/true);
 }
 
 std::string device_model(const std::string& device, int threads) {

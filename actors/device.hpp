@@ -36,6 +36,13 @@ void configure_cpu_threads(int threads);
 // (docs/building.md).
 std::string libtorch_summary();
 
+// Makes a run on `device` repeat bit for bit (the config's "deterministic"): on a CUDA device
+// cuDNN's deterministic algorithms without benchmark mode, LibTorch's deterministic algorithms
+// (an op that has none warns once in the actor's log, and runs), and cuBLAS's fixed workspace
+// (CUBLAS_WORKSPACE_CONFIG=:4096:8 unless set, before cuBLAS starts). Nothing on a CPU, whose
+// runs repeat already: its settings stay as the bit-exact tests know them.
+void make_deterministic(const std::string& device);
+
 // The device's model as the throughput profile cache keys it: a GPU's name ("NVIDIA H200"), or
 // the CPU's model name with the actor's threads, since a CPU step's time hangs on both.
 std::string device_model(const std::string& device, int threads);

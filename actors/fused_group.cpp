@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "actors/autocast.hpp"
 #include "actors/checkpoint_tensors.hpp"
 #include "layers/member_seeds.hpp"
 #include "packtune/error.hpp"
@@ -234,13 +235,19 @@ void FusedGroup::device_step(const std::vector<torch::Tensor>& in) {
     if (p.grad().defined()) p.mutable_grad().zero_();
   }
   model_->train();
-  torch::Tensor logits;
+  torch::Tensor losses;
   {
-    layers::MemberSeeds seeds(in[2]);
-    logits = model_->forward(x);
+    // Under bf16 the products run in bfloat16; backward leaves float32 gradients on the float32
+    // weights, so the optimizer below steps as in fp32.
+    Autocast autocast(device_);
+    torch::Tensor logits;
+    {
+      layers::MemberSeeds seeds(in[2]);
+      logits = model_->forward(x);
+    }
+    // The sum of the members' mean losses: member k's gradient is its solo gradient.
+    losses = sample_losses(logits, y).mean(1);
   }
-  // The sum of the members' mean losses: member k's gradient is its solo gradient.
-  auto losses = sample_losses(logits, y).mean(1);
   losses.sum().backward();
   for (auto& p : params_) {
     if (p.padding.defined()) p.tensor.mutable_grad().masked_fill_(p.padding, 0);
@@ -249,7 +256,9 @@ void FusedGroup::device_step(const std::vector<torch::Tensor>& in) {
   loss_sum_ += losses.detach();
 }
 
-torch::Tensor FusedGroup::sample_losses(const torch::Tensor& out, const torch::Tensor& y) const {
+torch::Tensor FusedGroup::sample_losses(const torch::Tensor& output, const torch::Tensor& y) const {
+  // Losses in float32 whatever the precision of the products (a no-op in fp32).
+  const auto out = output.to(torch::kFloat32);
   const auto k = out.size(0), n = out.size(1);
   if (input_.task == datasets::Task::Regression) return (out - y).square().reshape({k, n, -1}).mean(2);
   return torch::nn::functional::cross_entropy(out.reshape({k * n, -1}), y.reshape({k * n}),
@@ -274,7 +283,11 @@ FusedGroup::Scores FusedGroup::score(const torch::Tensor& inputs, const torch::T
     sizes[0] = len;
     sizes.insert(sizes.begin(), k);
     auto x = inputs.narrow(0, begin, len).unsqueeze(0).expand(sizes);
-    auto out = model_->forward(x);  // [K, len, outputs]
+    torch::Tensor out;
+    {
+      Autocast autocast(device_);
+      out = model_->forward(x).to(torch::kFloat32);  // [K, len, outputs]
+    }
     auto y_sizes = targets.sizes().vec();
     y_sizes[0] = len;
     y_sizes.insert(y_sizes.begin(), k);

@@ -4,6 +4,7 @@
 // PyTorch changed the API; the builds tested are 1.13 and 2.15.
 #include <string>
 
+#include <ATen/autocast_mode.h>
 #include <c10/core/Allocator.h>
 #include <torch/optim/optimizer.h>
 #include <torch/version.h>
@@ -51,6 +52,37 @@ inline void zero_grad_in_place(torch::optim::Optimizer& optimizer) {
   optimizer.zero_grad(/*set_to_none=*/false);
 #else
   optimizer.zero_grad();
+#endif
+}
+
+// Autocast's switch and lower-precision type per device: one function taking the device type
+// since 2.4; 1.13 has one pair per device (set_enabled and ..._gpu_dtype for CUDA).
+inline bool autocast_enabled(c10::DeviceType type) {
+#if PACKTUNE_TORCH_AT_LEAST(2, 4)
+  return at::autocast::is_autocast_enabled(type);
+#else
+  return type == c10::DeviceType::CUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+#endif
+}
+inline at::ScalarType autocast_dtype(c10::DeviceType type) {
+#if PACKTUNE_TORCH_AT_LEAST(2, 4)
+  return at::autocast::get_autocast_dtype(type);
+#else
+  return type == c10::DeviceType::CUDA ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+#endif
+}
+inline void set_autocast(c10::DeviceType type, bool enabled, at::ScalarType dtype) {
+#if PACKTUNE_TORCH_AT_LEAST(2, 4)
+  at::autocast::set_autocast_enabled(type, enabled);
+  at::autocast::set_autocast_dtype(type, dtype);
+#else
+  if (type == c10::DeviceType::CUDA) {
+    at::autocast::set_enabled(enabled);
+    at::autocast::set_autocast_gpu_dtype(dtype);
+  } else {
+    at::autocast::set_cpu_enabled(enabled);
+    at::autocast::set_autocast_cpu_dtype(dtype);
+  }
 #endif
 }
 

@@ -34,6 +34,7 @@
 #include "actors/classifier.hpp"
 #include "reference/classifier.hpp"
 #include "reference/reference_trainer.hpp"
+#include "actors/autocast.hpp"
 #include "actors/cuda_step.hpp"
 #include "actors/device.hpp"
 #include "actors/memory_profile.hpp"
@@ -75,6 +76,8 @@ shape); members differ in learning rate, momentum, weight decay and seed.
   --batch N          batch size of every member (default 128)
   --width N          hidden units of the MLP, fc units of the CNN (default 256)
   --optimizer NAME   sgd | adam | adamw (default sgd, with momentum)
+  --precision P      auto | fp32 | tf32 | bf16, as the config's precision (default auto: tf32
+                     on a GPU, fp32 on a CPU; bf16 on a CPU runs LibTorch's CPU autocast)
   --help             this text
 )";
 
@@ -90,6 +93,7 @@ struct Options {
   int batch = 128;
   int width = 256;
   std::string optimizer = "sgd";
+  std::string precision = "auto";
   bool json = false;
   bool quick = false;
   bool smoke = false;
@@ -150,6 +154,10 @@ Options parse_options(int argc, char** argv) {
     else if (a == "--max-processes") o.max_processes = parse_int(a, value(), 1);
     else if (a == "--width") o.width = parse_int(a, value(), 1);
     else if (a == "--optimizer") o.optimizer = value();
+    else if (a == "--precision") {
+      o.precision = value();
+      actors::parse_precision(o.precision, "--precision");
+    }
     else if (a == "--seconds") { o.seconds = parse_seconds(value()); seconds_given = true; }
     else if (a == "--k") {
       o.ks.clear();
@@ -190,6 +198,17 @@ Options parse_options(int argc, char** argv) {
     if (!seconds_given) o.seconds = 1.0;
   }
   return o;
+}
+
+// The run's precision on `device`, as an actor sets it; bf16 is allowed on a CPU here (LibTorch's
+// CPU autocast), which an actor refuses, so that its cost can be measured there too.
+actors::Precision use_precision(const Options& o, const std::string& device) {
+  const auto requested = actors::parse_precision(o.precision, "--precision");
+  if (requested == actors::Precision::Bf16 && device == "cpu") {
+    actors::set_training_precision(requested);
+    return requested;
+  }
+  return actors::use_precision(requested, device);
 }
 
 actors::TrialSpec member_spec(const Options& o, const std::string& model, int member) {
@@ -382,6 +401,7 @@ int run_worker(const Options& o) {
   const torch::Device device(actors::resolve_device(o.device, o.member));
   actors::make_current(device);
   if (device.is_cpu()) actors::configure_cpu_threads(std::max(1, o.threads));
+  use_precision(o, device.str());
   actors::keep_large_blocks_in_heap();
   BenchPack pack(o, o.worker_model, {o.member}, device, false);
   pack.rounds(2);
@@ -455,7 +475,8 @@ Rate measure_processes(const Options& o, const std::string& model, int k, int th
       std::vector<std::string> args{exe, "--worker", model, "--member", std::to_string(m),
                                     "--device", o.device, "--threads", std::to_string(threads_each),
                                     "--seconds", std::to_string(o.seconds), "--batch", std::to_string(o.batch),
-                                    "--width", std::to_string(o.width), "--optimizer", o.optimizer};
+                                    "--width", std::to_string(o.width), "--optimizer", o.optimizer,
+                                    "--precision", o.precision};
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -529,12 +550,14 @@ std::string omp_wait_policy() {
   return policy ? policy : "unset";
 }
 
-nlohmann::json to_json(const Row& r, double peak, int threads, const std::string& device, int batch) {
+nlohmann::json to_json(const Row& r, double peak, int threads, const std::string& device, int batch,
+                       actors::Precision precision) {
   auto share = [&](double rate) { return peak > 0 ? rate * r.flops_per_sample / peak : 0.0; };
   return {{"model", r.model},
           {"k", r.k},
           {"batch", batch},
           {"device", device},
+          {"precision", actors::to_string(precision)},
           {"threads", threads},
           {"process_threads", r.process_threads},
           {"fused", r.fused},
@@ -560,9 +583,9 @@ nlohmann::json to_json(const Row& r, double peak, int threads, const std::string
 }
 
 void print_table(const std::vector<Row>& rows, double peak, int threads, const std::string& device,
-                 const Options& o) {
-  std::printf("device %s, %d thread(s) for fused and sequential; batch %d, width %d, %s\n",
-              device.c_str(), threads, o.batch, o.width, o.optimizer.c_str());
+                 const Options& o, actors::Precision precision) {
+  std::printf("device %s, %d thread(s) for fused and sequential; batch %d, width %d, %s, precision %s\n",
+              device.c_str(), threads, o.batch, o.width, o.optimizer.c_str(), actors::to_string(precision).c_str());
   std::printf("sgemm peak: %.1f GFLOP/s; member-samples/s, and %% of the peak in brackets\n\n", peak / 1e9);
   std::printf("%-5s %4s %17s %17s %17s %17s %9s %9s %5s %10s\n", "model", "K", "fused", "sequential",
               "seq. 1 thread", "processes", "fused/seq", "fused/proc", "p.thr", "step ms");
@@ -592,6 +615,7 @@ int run(const Options& o) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = o.threads > 0 ? o.threads : cores;
   actors::configure_cpu_threads(threads);
+  const auto precision = use_precision(o, resolved);
   actors::keep_large_blocks_in_heap();
   const double timing = o.smoke ? 0.1 : o.quick ? 0.5 : 1.5;
   const double peak = peak_flops(device, timing);
@@ -632,10 +656,10 @@ int run(const Options& o) {
   }
   if (o.json) {
     auto list = nlohmann::json::array();
-    for (const auto& r : rows) list.push_back(to_json(r, peak, threads, resolved, o.batch));
+    for (const auto& r : rows) list.push_back(to_json(r, peak, threads, resolved, o.batch, precision));
     std::cout << list.dump(2) << std::endl;
   } else {
-    print_table(rows, peak, threads, resolved, o);
+    print_table(rows, peak, threads, resolved, o, precision);
   }
   return 0;
 }

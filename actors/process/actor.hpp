@@ -21,6 +21,7 @@
 #include "actors/classifier.hpp"
 #include "actors/memory_meter.hpp"
 #include "actors/pack_executor.hpp"
+#include "actors/precision.hpp"
 #include "actors/process/actor_process.hpp"
 #include "actors/process/transfer_client.hpp"
 #include "actors/throughput_profile.hpp"
@@ -140,6 +141,7 @@ class Actor {
   protocol::Ready ready_;
   std::string pack_device_ = "cpu";
   std::int64_t retained_heap_bytes_ = 0;  // counted in Ready.base_bytes on a CPU
+  actors::Precision precision_ = actors::Precision::Fp32;  // what the run's precision is on this device
   actors::InputShape input_;
   std::set<std::string> profiled_;  // shape keys whose memory was measured or queued
   std::deque<actors::TrialSpec> calibrations_;  // memory calibrations not yet run

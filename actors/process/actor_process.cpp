@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/autocast.hpp"
 #include "actors/cuda_step.hpp"
 #include "actors/device.hpp"
 #include "actors/family_json.hpp"
@@ -85,6 +86,8 @@ int Actor::run() {
     }
     device = actors::resolve_device(spec_.device, options_.local_index >= 0 ? options_.local_index : id_);
     actors::make_current(torch::Device(device));
+    if (spec_.deterministic) actors::make_deterministic(device);  // before any cuBLAS or cuDNN call
+    precision_ = actors::use_precision(actors::parse_precision(spec_.precision, "precision"), device);
     actors::configure_cpu_threads(threads);
     // Before the data set is loaded: its buffers come from the heap whose trim threshold
     // this sets.
@@ -111,7 +114,8 @@ int Actor::run() {
   ready.device = device;
   input_ = actors::input_shape(*stream);
   ready.device_model = actors::device_model(device, threads);
-  ready.build = actors::build_summary(device);
+  // A step's time hangs on the precision as much as on the build: part of the profile's key.
+  ready.build = actors::build_summary(device) + ", precision " + actors::to_string(precision_);
   ready.data_context = actors::profile_data_context(input_, datasets::stream_options_of(data_options()));
   send_message(socket_, ready);
   return serve(pack);

@@ -228,6 +228,8 @@ proto::ExperimentSpec DriverCore::experiment_spec() const {
   s.actor_memory_bytes = config_.actor_memory;
   s.checkpoint_every_seconds = config_.checkpoint_every;
   s.model_plugin = config_.model_plugin;
+  s.deterministic = config_.deterministic;
+  s.precision = config_.precision;
   return s;
 }
 

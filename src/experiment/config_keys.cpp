@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "actors/device_syntax.hpp"
+#include "actors/precision.hpp"
 #include "experiment/experiment_config.hpp"
 #include "experiment/trial_shape.hpp"
 #include "packtune/error.hpp"
@@ -194,6 +195,8 @@ void resolve_tuner_plugin(ExperimentConfig& c, const std::string& path) { resolv
 void resolve_model_plugin(ExperimentConfig& c, const std::string& path) { resolve_beside_config(c.model_plugin, path); }
 
 void check_device(ExperimentConfig& c, const std::string&) { actors::check_device_syntax(c.device); }
+
+void check_precision(ExperimentConfig& c, const std::string&) { actors::parse_precision(c.precision, "precision"); }
 
 void check_actor_timeout(ExperimentConfig& c, const std::string&) {
   // Heartbeats are late by a scheduling hiccup now and then: one missed must not retire an actor.
@@ -455,6 +458,7 @@ void assign(Member& member, const Value& value, const std::string& flag) {
 void apply_one(ExperimentConfig& c, std::string ExperimentConfig::*member, const std::string& value,
                const std::string& flag) {
   if (member == &ExperimentConfig::device) actors::check_device_syntax(value);
+  if (member == &ExperimentConfig::precision) actors::parse_precision(value, flag);
   if (member == &ExperimentConfig::listen) check_listen_syntax(value, flag);
   if (member == &ExperimentConfig::tuner && value != c.tuner && !c.tuner_settings.empty()) c.settings_tuner = c.tuner;
   c.*member = value;

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "actors/device_syntax.hpp"
+#include "actors/precision.hpp"
 #include "actors/trial_spec.hpp"
 #include "packtune/error.hpp"
 #include "experiment/trial_shape.hpp"
@@ -198,6 +199,14 @@ void check_dropout_perturbable(const tuners::SearchSpace& space) {
 
 void validate(const ExperimentConfig& c) {
   if (c.listen.rfind("ipc://", 0) == 0) check_ipc_path(c.listen);
+  // Here, not in the keys' own checks: --device, --precision and --mixed-packs may change them
+  // after the config was read. A device resolved only on the actor (auto, a node's GPUs) is
+  // checked there.
+  if (c.device == "cpu") actors::resolve_precision(actors::parse_precision(c.precision, "precision"), c.device);
+  if (c.deterministic && c.mixed_packs == packing::MixedPacks::Always) {
+    throw InputError("deterministic: true trains one unit at a time per actor (units side by side on one GPU do "
+                     "not repeat bit for bit); mixed_packs \"always\" contradicts it: give auto or never");
+  }
   // Building the tuner checks its name and its own settings.
   try {
     tuners::TunerRegistry::instance().create(c.tuner, tuner_context(c));

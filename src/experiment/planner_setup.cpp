@@ -24,7 +24,9 @@ PlannerSetup planner_setup(const ExperimentConfig& config) {
   // this CPU the profiles keep every unit single (docs/planner.md); the prior says the same.
   setup.options.cpu_step_overhead_seconds = 0;
   setup.max_members = config.max_pack;
-  setup.mixed_packs = config.mixed_packs;
+  // Units stepped side by side on one GPU, each on its own CUDA stream, did not repeat bit for
+  // bit across runs (docs/reproducibility.md); one unit at a time did.
+  setup.mixed_packs = config.deterministic ? packing::MixedPacks::Never : config.mixed_packs;
   return setup;
 }
 

@@ -13,7 +13,8 @@
 
 namespace packtune::protocol {
 
-// 13: Ready.device_model, build and data_context (the key of the throughput profile cache).
+// 13: Ready.device_model, build and data_context (the key of the throughput profile cache);
+//     ExperimentSpec.deterministic and precision.
 constexpr std::uint32_t kProtocolVersion = 13;
 
 // What every actor of an experiment needs to know, sent once in Welcome.
@@ -37,12 +38,16 @@ struct ExperimentSpec {
   // A model plugin's absolute path, which the actor loads before it builds any model (the
   // same path on every machine, as the data files); empty: none.
   std::string model_plugin;
+  // The config's "deterministic": a GPU actor takes LibTorch's deterministic settings
+  // (actors::make_deterministic).
+  bool deterministic = false;
+  std::string precision = "auto";  // the config's (actors/precision.hpp)
 
   template <class Archive>
   void serialize(Archive& ar) {
     ar(data, device, budget_unit, report_every,
        data_seed, heartbeat_seconds, fuse, checkpoint_dir, actor_memory_bytes, store_token, checkpoint_every_seconds,
-       model_plugin);
+       model_plugin, deterministic, precision);
   }
 };
 

@@ -178,6 +178,13 @@ expect key_readable_by_others "run chmod 600 $work/open-keys/driver.key" \
 other actor_key_readable_by_others "actor.key: its permissions 0664" \
   bash -c 'chmod 664 "$1/actor.key" && exec "$2" actor --driver "ipc://$1/none.ipc" --keys "$1"' _ "$work/open-keys" "$packtune"
 
+expect precision_word "precision: unknown precision \"fp16\"" "$(set_key "$good" 'c["precision"]="fp16"')"
+expect precision_flag "--precision: unknown precision \"half\"" "$good" --precision half
+expect precision_bf16_cpu "precision bf16 is for GPUs" "$(set_key "$good" 'c["precision"]="bf16"')"
+expect precision_bf16_cpu_flag "precision bf16 is for GPUs" "$good" --precision bf16
+expect deterministic_mixed_always "mixed_packs \"always\" contradicts it" \
+  "$(set_key "$good" 'c["deterministic"]=True; c["mixed_packs"]="always"')"
+
 # Bad input only an actor can see (no GPU here): its one line, exit 2, and no restarts (each
 # would fail the same way). The actor already wrote its log in --out, so the folder stays.
 if ! nvidia-smi -L > /dev/null 2>&1; then
@@ -190,6 +197,19 @@ if ! nvidia-smi -L > /dev/null 2>&1; then
     echo "ok   no_gpu: $(cat "$work/stderr")"; passed=$((passed + 1))
   else
     echo "FAIL no_gpu: exit $code after $((SECONDS - start)) s"; cat "$work/stderr" "$work/stdout"; failures=$((failures + 1))
+  fi
+fi
+
+# bf16 with "device": "auto" passes the driver's check; an actor that finds no GPU refuses it.
+if ! nvidia-smi -L > /dev/null 2>&1; then
+  printf '%s' "$(set_key "$good" 'c["precision"]="bf16"; c["device"]="auto"')" > "$work/bf16-auto.json"
+  "$packtune" run "$work/bf16-auto.json" --out "$work/bf16-auto" --quiet > "$work/stdout" 2> "$work/stderr"
+  code=$?
+  if [ $code -eq 2 ] && [ "$(wc -l < "$work/stderr")" -eq 1 ] && grep -q 'precision bf16 is for GPUs, and the device is cpu' "$work/stderr" &&
+     ! grep -q "restarting" "$work/stdout"; then
+    echo "ok   bf16_on_cpu_actor: $(cat "$work/stderr")"; passed=$((passed + 1))
+  else
+    echo "FAIL bf16_on_cpu_actor: exit $code"; cat "$work/stderr" "$work/stdout"; failures=$((failures + 1))
   fi
 fi
 

@@ -111,6 +111,13 @@ TEST_CASE("planned actors take the config's device, limits and default sizes") {
   CHECK(local[0].max_units == 1);  // mixed_packs auto: one unit per CPU actor, as a run has
   CHECK(local[0].capacity_bytes == local[1].capacity_bytes);
 
+  // deterministic: one unit at a time on GPUs too (units side by side there do not repeat).
+  auto deterministic = config;
+  deterministic.deterministic = true;
+  const auto one_unit = planned_actors(deterministic, planner_setup(deterministic), parse_actor_groups("2xcuda"), 0);
+  CHECK(one_unit.at(0).max_units == 1);
+  CHECK(planned_actors(config, setup, parse_actor_groups("2xcuda"), 0).at(0).max_units > 1);
+
   const auto gpus = planned_actors(config, setup, parse_actor_groups("1000xcuda=16GiB,2xcuda,3x1GiB"), 0);
   REQUIRE(gpus.size() == 1005);
   CHECK(gpus[999].device == "cuda");

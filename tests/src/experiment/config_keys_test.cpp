@@ -50,7 +50,8 @@ TEST_CASE("the config as run records the keys overrides change, the data and the
   std::set<std::string> keys;
   for (const auto& [key, value] : c.source.items()) keys.insert(key);
   CHECK(keys == std::set<std::string>{"name", "seed", "actors", "listen", "device", "max_pack", "fuse", "mixed_packs",
-                                      "keep_checkpoints", "tuner", "threads_per_actor", "replan", "data", "task"});
+                                      "precision", "keep_checkpoints", "tuner", "threads_per_actor", "replan",
+                                      "data", "task"});
   Overrides o;
   o.keys = "k";
   o.tuner_plugin = std::vector<std::string>{"p.so"};

@@ -77,6 +77,51 @@ TEST_CASE("replan is a boolean that turns re-planning at rung boundaries off") {
   CHECK_THAT(error_of(j), Catch::Contains("replan") && Catch::Contains("true or false"));
 }
 
+TEST_CASE("deterministic is a boolean, off by default, that mixed_packs always contradicts") {
+  auto j = base();
+  j["model"]["batch_size"] = 16;  // a whole batch of base()'s 100 examples, for validate()
+  CHECK_FALSE(parse_config(j, "x").deterministic);
+  j["deterministic"] = true;
+  CHECK(parse_config(j, "x").deterministic);
+  CHECK(error_of(j) == "no error");
+  j["mixed_packs"] = "always";
+  CHECK_THAT(error_of(j), Catch::Contains("deterministic: true trains one unit at a time") &&
+                              Catch::Contains("mixed_packs \"always\" contradicts it"));
+  // The same contradiction from the command line, which overrides after the config was read.
+  j["mixed_packs"] = "auto";
+  auto c = parse_config(j, "x");
+  packtune::Overrides o;
+  o.mixed_packs = "always";
+  packtune::apply_overrides(c, o);
+  CHECK_THROWS_WITH(packtune::validate(c), Catch::Contains("contradicts it"));
+  j["deterministic"] = "yes";
+  CHECK_THAT(parse_error_of(j), Catch::Contains("deterministic") && Catch::Contains("true or false"));
+}
+
+TEST_CASE("precision is auto by default, one of four words, and bf16 only where the device may be a GPU") {
+  auto j = base();
+  j["model"]["batch_size"] = 16;  // a whole batch of base()'s 100 examples, for validate()
+  CHECK(parse_config(j, "x").precision == "auto");
+  j["precision"] = "fp16";
+  CHECK(parse_error_of(j) == "precision: unknown precision \"fp16\"; expected auto, fp32, tf32 or bf16");
+  j["precision"] = "bf16";  // with "device": "cpu"
+  CHECK_THAT(error_of(j), Catch::Contains("precision bf16 is for GPUs"));
+  j["device"] = "cuda";
+  CHECK(error_of(j) == "no error");
+  j["device"] = "auto";  // decided on each actor, which refuses it on a CPU
+  CHECK(error_of(j) == "no error");
+  // From the command line.
+  j["device"] = "cpu";
+  j["precision"] = "tf32";
+  auto c = parse_config(j, "x");
+  packtune::Overrides o;
+  o.precision = "bf16";
+  packtune::apply_overrides(c, o);
+  CHECK_THROWS_WITH(packtune::validate(c), Catch::Contains("precision bf16 is for GPUs"));
+  o.precision = "half";
+  CHECK_THROWS_WITH(packtune::apply_overrides(c, o), Catch::Contains("--precision: unknown precision"));
+}
+
 TEST_CASE("the metric sets the default mode") {
   auto j = base();
   j["metric"] = "val_loss";

@@ -78,8 +78,10 @@ TEST_CASE("every verb survives a round trip") {
   welcome.spec.data = nlohmann::json(data).dump();
   welcome.spec.report_every = 0.25;
   welcome.spec.data_seed = 1ULL << 60;
+  welcome.spec.deterministic = true;
   auto w = round_trip(welcome);
   CHECK(w.actor_id == 5);
+  CHECK(w.spec.deterministic);
   const auto back = nlohmann::json::parse(w.spec.data).get<packtune::datasets::DataOptions>();
   CHECK(back.format == packtune::datasets::DataFormat::Npy);
   CHECK(back.task == packtune::datasets::Task::Regression);
