@@ -24,8 +24,9 @@ Precision parse_precision(const std::string& text, const std::string& where) {
 Precision resolve_precision(Precision precision, const std::string& device) {
   const bool cpu = device.rfind("cuda", 0) != 0;
   if (precision == Precision::Bf16 && cpu) {
-    // LibTorch has CPU autocast, but packtune's CPU path is float32: its member-by-member
-    // kernels and their bit-for-bit tests are, and no CPU figure says bfloat16 pays there.
+    // LibTorch has CPU autocast, but without bfloat16 units it converts every operand: a
+    // ResNet step took 17x as long in bf16 as in fp32 on the 2-core development VM (AMD EPYC
+    // without AVX-512; docs/models.md#precision). packtune's CPU path stays float32.
     throw InputError("precision bf16 is for GPUs, and the device is " + device +
                      ": give precision auto or fp32 for CPU actors");
   }

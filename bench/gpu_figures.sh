@@ -4,13 +4,18 @@
 #
 # On the development machine, once: scripts/gpu-prepare.sh (fills .gpu/). Then `run` (the
 # device tool) with carry [".gpu"], each call under its 10-minute limit:
-#   bash bench/gpu_figures.sh build pack cnn tests
+#   bash bench/gpu_figures.sh build pack conv cnn tests
 #   bash bench/gpu_figures.sh build hyperband peers
 # (a warm machine keeps /tmp/build, so the second build is incremental; a fresh one builds again).
 #
 # Phases (default: all but tests, in this order):
 #   build      .gpu/build.sh: packtune and pack_bench against the image's CUDA LibTorch, plotly.js from .gpu
 #   pack       pack_bench --quick: fused packs of K = 1, 32, 128 MLPs and CNNs against one after another
+#   conv       pack_bench on conv nets, in fp32 and in bf16: the ResNet of issue 45 (3 stages of 2 blocks,
+#              16 channels, batch 128) at K = 1 and 8, the CNN at K = 1 and 32; fused against sequential
+#   trace      where a fused ResNet step's time goes: pack_bench --trace on the same ResNet at K = 1, 2 and
+#              8, fused and sequential, eager (PACKTUNE_CUDA_GRAPHS=0: each kernel on its own) and
+#              captured; the 12 costliest kernels of each go to OUT/trace.log, Chrome traces to OUT/trace*/
 #   cnn        examples/fashion_mnist_cnn.json on one GPU (--actors 1): wall time, best trial's test accuracy
 #   hyperband  hyperband_bench --max-epochs 6.75 (49 trials), two rounds: packed against --max-pack 1,
 #              and whether each repeats bit for bit, packed also with one unit at a time
@@ -24,7 +29,7 @@
 #
 # Options: --device D (default cuda), --build-dir DIR (default /tmp/build), --out DIR (default
 # $OUT, else /tmp/gpu_figures), --smoke (the smallest sizes; the ctest bench/gpu_figures_smoke
-# runs `--device cpu --smoke pack cnn hyperband peers` against the build tree here).
+# runs `--device cpu --smoke pack conv cnn hyperband` against the build tree here).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -36,12 +41,12 @@ while [ $# -gt 0 ]; do
     --build-dir) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --smoke) smoke=1; shift ;;
-    build|pack|cnn|hyperband|peers|tests) phases+=("$1"); shift ;;
+    build|pack|conv|trace|cnn|hyperband|peers|tests) phases+=("$1"); shift ;;
     -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_figures: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-[ ${#phases[@]} -gt 0 ] || phases=(build pack cnn hyperband peers)
+[ ${#phases[@]} -gt 0 ] || phases=(build pack conv cnn hyperband peers)
 mkdir -p "$out"
 build=$(cd "$(dirname "$build")" && pwd)/$(basename "$build")
 summary=$out/summary.txt
@@ -81,7 +86,7 @@ figures() {
 import json, sys
 name, path = sys.argv[1], sys.argv[2]
 text = open(path).read()
-if name == "pack":
+if name == "pack" or name.startswith("conv_") or name.startswith("trace_"):
     rows = json.loads(text)
     print("; ".join(f"{r['model']} K={r['k']} fused/sequential {r['fused'] / r['sequential']:.2f}x "
                     f"fused step {r['fused_step_s'] * 1e6:.0f} us" for r in rows if r.get("sequential")))
@@ -212,6 +217,20 @@ for phase in "${phases[@]}"; do
     pack)
       if [ "$smoke" = 1 ]; then args=(--smoke --models mlp); else args=(--quick); fi
       run_phase pack "$(limit 240)" "$out/pack.json" "$build/bench/pack_bench" --device "$device" --json "${args[@]}" ;;
+    conv)
+      for precision in fp32 bf16; do
+        if [ "$smoke" = 1 ]; then args=(--smoke --k 1,2 --batch 16); else args=(--seconds 1 --k 1,8,32); fi
+        run_phase "conv_$precision" "$(limit 200)" "$out/conv_$precision.json" "$build/bench/pack_bench" \
+          --device "$device" --json --precision "$precision" --models resnet,cnn --stages 3 --blocks 2 \
+          --modes fused,sequential "${args[@]}"
+      done ;;
+    trace)
+      if [ "$smoke" = 1 ]; then args=(--smoke --k 1,2 --batch 16); else args=(--seconds 0.5 --k 1,2,8); fi
+      for graphs in 0 1; do
+        PACKTUNE_CUDA_GRAPHS=$graphs run_phase "trace_graphs$graphs" "$(limit 150)" "$out/trace_graphs$graphs.json" \
+          "$build/bench/pack_bench" --device "$device" --json --models resnet --stages 3 --blocks 2 \
+          --modes fused,sequential --trace "$out/trace_graphs$graphs" "${args[@]}"
+      done ;;
     cnn) run_phase cnn "$(limit 420)" "$out/cnn.json" phase_cnn ;;
     hyperband)
       if [ "$smoke" = 1 ]; then args=(--smoke); else args=(--max-epochs 6.75 --repeat 2); fi

@@ -21,6 +21,9 @@
 #include <cstring>
 #include <iostream>
 
+#include <filesystem>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -30,6 +33,10 @@
 #include <nlohmann/json.hpp>
 #include <torch/cuda.h>
 #include <torch/torch.h>
+#include <torch/version.h>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/autograd/profiler_kineto.h>
+#endif
 
 #include "actors/classifier.hpp"
 #include "reference/classifier.hpp"
@@ -70,6 +77,12 @@ shape); members differ in learning rate, momentum, weight decay and seed.
                      LibTorch processes (CUDA contexts on a GPU) exhaust memory; it reads 0
   --models LIST      comma-separated, from mlp,cnn,resnet (default mlp,cnn); resnet: 2 stages
                      of 1 basic block, 16 and 32 channels, batch norm
+  --stages N, --blocks N
+                     the resnet's stages and basic blocks per stage (default 2 and 1)
+  --trace DIR        after timing each model and K, 10 more rounds of each mode under LibTorch's
+                     profiler (Kineto; LibTorch 2.x): DIR/MODEL-kK-MODE.json, a Chrome trace, and
+                     on stderr the 12 kernels (on a CPU, operators) that took the most time.
+                     PACKTUNE_CUDA_GRAPHS=0 shows a fused step's kernels one by one
   --modes LIST       comma-separated, from fused,sequential,processes (default all; a mode
                      left out reads 0)
   --seconds S        timed seconds per mode and K (default 3)
@@ -94,6 +107,9 @@ struct Options {
   int width = 256;
   std::string optimizer = "sgd";
   std::string precision = "auto";
+  int stages = 2;  // resnet: 28x28 and 14x14
+  int blocks = 1;
+  std::string trace;  // --trace DIR
   bool json = false;
   bool quick = false;
   bool smoke = false;
@@ -154,6 +170,14 @@ Options parse_options(int argc, char** argv) {
     else if (a == "--max-processes") o.max_processes = parse_int(a, value(), 1);
     else if (a == "--width") o.width = parse_int(a, value(), 1);
     else if (a == "--optimizer") o.optimizer = value();
+    else if (a == "--stages") o.stages = parse_int(a, value(), 1);
+    else if (a == "--trace") {
+      o.trace = value();
+#if TORCH_VERSION_MAJOR < 2
+      throw InputError("--trace: needs LibTorch 2.x (its Kineto profiler); this pack_bench has " TORCH_VERSION);
+#endif
+    }
+    else if (a == "--blocks") o.blocks = parse_int(a, value(), 1);
     else if (a == "--precision") {
       o.precision = value();
       actors::parse_precision(o.precision, "--precision");
@@ -217,8 +241,8 @@ actors::TrialSpec member_spec(const Options& o, const std::string& model, int me
   spec.model.depth = 2;
   spec.model.width = o.width;
   spec.model.activation = "relu";
-  spec.model.stages = 2;  // resnet: 28x28 and 14x14
-  spec.model.blocks = 1;
+  spec.model.stages = o.stages;
+  spec.model.blocks = o.blocks;
   spec.batch_size = o.batch;
   spec.optimizer.name = o.optimizer;
   // A spread a random search would draw; only the values differ, never the shapes.
@@ -332,6 +356,8 @@ class BenchPack {
       return;
     }
     stream_.begin_round();
+    // The plain models in the same precision as the fused pack (FusedGroup opens its own).
+    actors::Autocast autocast(device_);
     for (auto& trainer : plain_) trainer->train_step(stream_);
   }
 
@@ -342,6 +368,43 @@ class BenchPack {
   torch::Device device_;
   int batch_;
 };
+
+// `rounds` rounds of `pack` under the Kineto profiler: a Chrome trace in `path`, and the events
+// of the device's kind that took the most time, summed by name, on stderr.
+void trace_rounds(BenchPack& pack, int rounds, torch::Device device, const std::string& path) {
+#if TORCH_VERSION_MAJOR >= 2
+  namespace profiler = torch::autograd::profiler;
+  using torch::profiler::impl::ActivityType;
+  const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO);
+  std::set<ActivityType> activities{ActivityType::CPU};
+  if (device.is_cuda()) activities.insert(ActivityType::CUDA);
+  profiler::prepareProfiler(config, activities);
+  profiler::enableProfiler(config, activities);
+  pack.rounds(rounds);
+  const auto result = profiler::disableProfiler();
+  result->save(path);
+  std::map<std::string, std::pair<double, int>> by_name;  // microseconds, calls
+  double total = 0;
+  for (const auto& e : result->events()) {
+    if (e.deviceType() != device.type()) continue;
+    auto& [micros, calls] = by_name[e.name()];
+    micros += static_cast<double>(e.durationNs()) / 1e3;
+    ++calls;
+    total += static_cast<double>(e.durationNs()) / 1e3;
+  }
+  std::vector<std::pair<std::string, std::pair<double, int>>> sorted(by_name.begin(), by_name.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  std::fprintf(stderr, "trace %s: %d rounds, %.0f us of %s events a round (operators nest on a CPU)\n", path.c_str(),
+               rounds, total / rounds, device.is_cuda() ? "kernel" : "operator");
+  for (std::size_t i = 0; i < sorted.size() && i < 12; ++i) {
+    const auto& [name, figures] = sorted[i];
+    std::fprintf(stderr, "  %9.1f us/round %6.1f calls/round  %.110s\n", figures.first / rounds,
+                 static_cast<double>(figures.second) / rounds, name.c_str());
+  }
+#else
+  (void)pack, (void)rounds, (void)device, (void)path;
+#endif
+}
 
 std::vector<int> member_ids(int k) {
   std::vector<int> ids(static_cast<std::size_t>(k));
@@ -476,7 +539,8 @@ Rate measure_processes(const Options& o, const std::string& model, int k, int th
                                     "--device", o.device, "--threads", std::to_string(threads_each),
                                     "--seconds", std::to_string(o.seconds), "--batch", std::to_string(o.batch),
                                     "--width", std::to_string(o.width), "--optimizer", o.optimizer,
-                                    "--precision", o.precision};
+                                    "--precision", o.precision, "--stages", std::to_string(o.stages),
+                                    "--blocks", std::to_string(o.blocks)};
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -632,11 +696,20 @@ int run(const Options& o) {
       // steps a pack runs at.
       const int warmup = std::max(o.smoke || o.quick ? 1 : 2, device.is_cuda() ? actors::StepGraph::kWarmupSteps + 2 : 0);
       auto wanted = [&](const char* mode) { return std::count(o.modes.begin(), o.modes.end(), mode) > 0; };
+      auto traced = [&](BenchPack& pack, const char* mode) {
+        if (o.trace.empty()) return;
+        std::filesystem::create_directories(o.trace);
+        trace_rounds(pack, 10, device, o.trace + "/" + model + "-k" + std::to_string(k) + "-" + mode + ".json");
+      };
       if (wanted("fused")) {
-        r.fused = BenchPack(o, model, member_ids(k), device, true).measure(o.seconds, warmup).per_second();
+        BenchPack pack(o, model, member_ids(k), device, true);
+        r.fused = pack.measure(o.seconds, warmup).per_second();
+        traced(pack, "fused");
       }
       if (wanted("sequential")) {
-        r.sequential = BenchPack(o, model, member_ids(k), device, false).measure(o.seconds, warmup).per_second();
+        BenchPack pack(o, model, member_ids(k), device, false);
+        r.sequential = pack.measure(o.seconds, warmup).per_second();
+        traced(pack, "sequential");
         // Members in turn only parallelise inside each small operator; on a busy machine one
         // thread can be faster, and the fair baseline is the better of the two.
         if (device.is_cpu() && threads > 1 && !o.smoke) {
