@@ -115,6 +115,13 @@ void make_deterministic(const std::string& device) {
   context.setDeterministicAlgorithms(true, /*warn_only=*/true);
 }
 
+bool use_cudnn_benchmark(const std::string& device) {
+  const char* value = std::getenv("PACKTUNE_CUDNN_BENCHMARK");
+  const bool on = torch::Device(device).is_cuda() && value != nullptr && std::string(value) == "1";
+  if (on) at::globalContext().setBenchmarkCuDNN(true);
+  return on;
+}
+
 std::string device_model(const std::string& device, int threads) {
   const torch::Device d(device);
 #ifdef PACKTUNE_WITH_CUDA

@@ -43,6 +43,13 @@ std::string libtorch_summary();
 // runs repeat already: its settings stay as the bit-exact tests know them.
 void make_deterministic(const std::string& device);
 
+// cuDNN's benchmark mode on a CUDA device, when PACKTUNE_CUDNN_BENCHMARK=1: each convolution
+// shape times cuDNN's algorithms at its first call and keeps the fastest, where the default
+// heuristics may pick a slow one (grouped convolutions, a fused unit's). Off by default until GPU
+// figures say it pays (bench/gpu_figures.sh conv); a deterministic run never calls this.
+// Returns whether it is on.
+bool use_cudnn_benchmark(const std::string& device);
+
 // The device's model as the throughput profile cache keys it: a GPU's name ("NVIDIA H200"), or
 // the CPU's model name with the actor's threads, since a CPU step's time hangs on both.
 std::string device_model(const std::string& device, int threads);

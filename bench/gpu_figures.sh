@@ -11,8 +11,9 @@
 # Phases (default: all but tests, in this order):
 #   build      .gpu/build.sh: packtune and pack_bench against the image's CUDA LibTorch, plotly.js from .gpu
 #   pack       pack_bench --quick: fused packs of K = 1, 32, 128 MLPs and CNNs against one after another
-#   conv       pack_bench on conv nets, in fp32 and in bf16: the ResNet of issue 45 (3 stages of 2 blocks,
-#              16 channels, batch 128) at K = 1 and 8, the CNN at K = 1 and 32; fused against sequential
+#   conv       pack_bench on conv nets, in fp32, in bf16, and in fp32 with cuDNN's benchmark mode: the ResNet
+#              of issue 45 (3 stages of 2 blocks, 16 channels, batch 128) and the CNN at K = 1, 8, 32; fused
+#              against sequential
 #   trace      where a fused ResNet step's time goes: pack_bench --trace on the same ResNet at K = 1, 2 and
 #              8, fused and sequential, eager (PACKTUNE_CUDA_GRAPHS=0: each kernel on its own) and
 #              captured; the 12 costliest kernels of each go to OUT/trace.log, Chrome traces to OUT/trace*/
@@ -218,9 +219,12 @@ for phase in "${phases[@]}"; do
       if [ "$smoke" = 1 ]; then args=(--smoke --models mlp); else args=(--quick); fi
       run_phase pack "$(limit 240)" "$out/pack.json" "$build/bench/pack_bench" --device "$device" --json "${args[@]}" ;;
     conv)
-      for precision in fp32 bf16; do
-        if [ "$smoke" = 1 ]; then args=(--smoke --k 1,2 --batch 16); else args=(--seconds 1 --k 1,8,32); fi
-        run_phase "conv_$precision" "$(limit 200)" "$out/conv_$precision.json" "$build/bench/pack_bench" \
+      if [ "$smoke" = 1 ]; then args=(--smoke --k 1,2 --batch 16); else args=(--seconds 1 --k 1,8,32); fi
+      # fp32 and bf16, and fp32 again with cuDNN's benchmark mode (off by default until this says it pays).
+      for way in fp32:0 bf16:0 fp32:1; do
+        precision=${way%:*} bench=${way#*:}
+        name=conv_$precision$([ "$bench" = 1 ] && echo _cudnn_benchmark)
+        PACKTUNE_CUDNN_BENCHMARK=$bench run_phase "$name" "$(limit 200)" "$out/$name.json" "$build/bench/pack_bench" \
           --device "$device" --json --precision "$precision" --models resnet,cnn --stages 3 --blocks 2 \
           --modes fused,sequential "${args[@]}"
       done ;;

@@ -79,6 +79,7 @@ shape); members differ in learning rate, momentum, weight decay and seed.
                      of 1 basic block, 16 and 32 channels, batch norm
   --stages N, --blocks N
                      the resnet's stages and basic blocks per stage (default 2 and 1)
+  PACKTUNE_CUDNN_BENCHMARK=1 in the environment turns cuDNN's benchmark mode on (GPUs)
   --trace DIR        after timing each model and K, 10 more rounds of each mode under LibTorch's
                      profiler (Kineto; LibTorch 2.x): DIR/MODEL-kK-MODE.json, a Chrome trace, and
                      on stderr the 12 kernels (on a CPU, operators) that took the most time.
@@ -465,6 +466,7 @@ int run_worker(const Options& o) {
   actors::make_current(device);
   if (device.is_cpu()) actors::configure_cpu_threads(std::max(1, o.threads));
   use_precision(o, device.str());
+  actors::use_cudnn_benchmark(device.str());
   actors::keep_large_blocks_in_heap();
   BenchPack pack(o, o.worker_model, {o.member}, device, false);
   pack.rounds(2);
@@ -615,13 +617,14 @@ std::string omp_wait_policy() {
 }
 
 nlohmann::json to_json(const Row& r, double peak, int threads, const std::string& device, int batch,
-                       actors::Precision precision) {
+                       actors::Precision precision, bool cudnn_benchmark) {
   auto share = [&](double rate) { return peak > 0 ? rate * r.flops_per_sample / peak : 0.0; };
   return {{"model", r.model},
           {"k", r.k},
           {"batch", batch},
           {"device", device},
           {"precision", actors::to_string(precision)},
+          {"cudnn_benchmark", cudnn_benchmark},
           {"threads", threads},
           {"process_threads", r.process_threads},
           {"fused", r.fused},
@@ -647,9 +650,10 @@ nlohmann::json to_json(const Row& r, double peak, int threads, const std::string
 }
 
 void print_table(const std::vector<Row>& rows, double peak, int threads, const std::string& device,
-                 const Options& o, actors::Precision precision) {
-  std::printf("device %s, %d thread(s) for fused and sequential; batch %d, width %d, %s, precision %s\n",
-              device.c_str(), threads, o.batch, o.width, o.optimizer.c_str(), actors::to_string(precision).c_str());
+                 const Options& o, actors::Precision precision, bool cudnn_benchmark) {
+  std::printf("device %s, %d thread(s) for fused and sequential; batch %d, width %d, %s, precision %s%s\n",
+              device.c_str(), threads, o.batch, o.width, o.optimizer.c_str(), actors::to_string(precision).c_str(),
+              cudnn_benchmark ? ", cuDNN benchmark mode" : "");
   std::printf("sgemm peak: %.1f GFLOP/s; member-samples/s, and %% of the peak in brackets\n\n", peak / 1e9);
   std::printf("%-5s %4s %17s %17s %17s %17s %9s %9s %5s %10s\n", "model", "K", "fused", "sequential",
               "seq. 1 thread", "processes", "fused/seq", "fused/proc", "p.thr", "step ms");
@@ -680,6 +684,7 @@ int run(const Options& o) {
   const int threads = o.threads > 0 ? o.threads : cores;
   actors::configure_cpu_threads(threads);
   const auto precision = use_precision(o, resolved);
+  const bool cudnn_benchmark = actors::use_cudnn_benchmark(resolved);
   actors::keep_large_blocks_in_heap();
   const double timing = o.smoke ? 0.1 : o.quick ? 0.5 : 1.5;
   const double peak = peak_flops(device, timing);
@@ -729,10 +734,10 @@ int run(const Options& o) {
   }
   if (o.json) {
     auto list = nlohmann::json::array();
-    for (const auto& r : rows) list.push_back(to_json(r, peak, threads, resolved, o.batch, precision));
+    for (const auto& r : rows) list.push_back(to_json(r, peak, threads, resolved, o.batch, precision, cudnn_benchmark));
     std::cout << list.dump(2) << std::endl;
   } else {
-    print_table(rows, peak, threads, resolved, o, precision);
+    print_table(rows, peak, threads, resolved, o, precision, cudnn_benchmark);
   }
   return 0;
 }

@@ -86,7 +86,11 @@ int Actor::run() {
     }
     device = actors::resolve_device(spec_.device, options_.local_index >= 0 ? options_.local_index : id_);
     actors::make_current(torch::Device(device));
-    if (spec_.deterministic) actors::make_deterministic(device);  // before any cuBLAS or cuDNN call
+    if (spec_.deterministic) {
+      actors::make_deterministic(device);  // before any cuBLAS or cuDNN call
+    } else if (actors::use_cudnn_benchmark(device)) {
+      logging::info("actor {}: cuDNN's benchmark mode is on (PACKTUNE_CUDNN_BENCHMARK=1)", id_);
+    }
     precision_ = actors::use_precision(actors::parse_precision(spec_.precision, "precision"), device);
     actors::configure_cpu_threads(threads);
     // Before the data set is loaded: its buffers come from the heap whose trim threshold
