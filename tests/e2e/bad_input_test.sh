@@ -188,15 +188,14 @@ expect deterministic_mixed_always "mixed_packs \"always\" contradicts it" \
 # Bad input only an actor can see (no GPU here): its one line, exit 2, and no restarts (each
 # would fail the same way). The actor already wrote its log in --out, so the folder stays.
 if ! nvidia-smi -L > /dev/null 2>&1; then
-  start=$SECONDS
   printf '%s' "$good" > "$work/no-gpu.json"
   "$packtune" run "$work/no-gpu.json" --out "$work/no-gpu" --device cuda --quiet > "$work/stdout" 2> "$work/stderr"
   code=$?
   if [ $code -eq 2 ] && [ "$(wc -l < "$work/stderr")" -eq 1 ] && grep -q 'device: "cuda" requested' "$work/stderr" &&
-     ! grep -q "restarting" "$work/stdout" && [ $((SECONDS - start)) -lt 20 ]; then
+     ! grep -q "restarting" "$work/stdout"; then
     echo "ok   no_gpu: $(cat "$work/stderr")"; passed=$((passed + 1))
   else
-    echo "FAIL no_gpu: exit $code after $((SECONDS - start)) s"; cat "$work/stderr" "$work/stdout"; failures=$((failures + 1))
+    echo "FAIL no_gpu: exit $code"; cat "$work/stderr" "$work/stdout"; failures=$((failures + 1))
   fi
 fi
 
