@@ -11,6 +11,7 @@ namespace packtune::actors {
 namespace {
 
 std::atomic<Precision> precision{Precision::Fp32};
+std::atomic<bool> cpu_too{false};
 
 }  // namespace
 
@@ -26,12 +27,15 @@ Precision use_precision(Precision requested, const std::string& device) {
   return resolved;
 }
 
-void set_training_precision(Precision p) { precision = p; }
+void set_training_precision(Precision p, bool on_cpu_too) {
+  precision = p;
+  cpu_too = on_cpu_too;
+}
 
 Precision training_precision() { return precision.load(); }
 
 Autocast::Autocast(const torch::Device& device) {
-  if (training_precision() != Precision::Bf16) return;
+  if (training_precision() != Precision::Bf16 || (!device.is_cuda() && !cpu_too.load())) return;
   active_ = true;
   type_ = device.type();
   was_enabled_ = torch_compat::autocast_enabled(type_);

@@ -16,13 +16,15 @@ namespace packtune::actors {
 // training precision. Returns it.
 Precision use_precision(Precision requested, const std::string& device);
 
-// The process's training precision for the engine alone (use_precision's last part): tests and
-// benchmarks set it directly, bf16 on a CPU included, to run autocast's path there.
-void set_training_precision(Precision precision);
+// The process's training precision for the engine alone (use_precision's last part). bf16
+// autocasts CUDA tensors only, unless `on_cpu_too`: tests and benchmarks run autocast's path on
+// a CPU that way, while a GPU actor's memory calibration on its CPU stays float32 (an upper
+// bound, and 17x faster there than bf16 on a CPU without bfloat16 units).
+void set_training_precision(Precision precision, bool on_cpu_too = false);
 Precision training_precision();
 
-// While it lives: autocast to bfloat16 on `device`'s type, when the training precision is bf16;
-// nothing otherwise. Autocast's cast cache is off inside, as CUDA graph capture needs (a cached
+// While it lives: autocast to bfloat16 on `device`'s type, when the training precision is bf16
+// (on a CPU device only with on_cpu_too); nothing otherwise. Autocast's cast cache is off inside, as CUDA graph capture needs (a cached
 // cast would outlive the capture that made it). Nests.
 class Autocast {
  public:

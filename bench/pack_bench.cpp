@@ -230,7 +230,7 @@ Options parse_options(int argc, char** argv) {
 actors::Precision use_precision(const Options& o, const std::string& device) {
   const auto requested = actors::parse_precision(o.precision, "--precision");
   if (requested == actors::Precision::Bf16 && device == "cpu") {
-    actors::set_training_precision(requested);
+    actors::set_training_precision(requested, /*on_cpu_too=*/true);
     return requested;
   }
   return actors::use_precision(requested, device);

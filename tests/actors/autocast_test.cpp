@@ -11,7 +11,7 @@ namespace {
 
 // Sets the process's training precision for one test and puts fp32 back after it.
 struct PrecisionScope {
-  explicit PrecisionScope(Precision p) { set_training_precision(p); }
+  explicit PrecisionScope(Precision p) { set_training_precision(p, /*on_cpu_too=*/true); }
   ~PrecisionScope() { set_training_precision(Precision::Fp32); }
 };
 
@@ -87,6 +87,17 @@ TEST_CASE("outside bf16 the Autocast scope does nothing, and inside it nests and
     CHECK(torch::mm(x, w).scalar_type() == torch::kBFloat16);  // the inner scope left it on
   }
   CHECK(torch::mm(x, w).scalar_type() == torch::kFloat32);
+}
+
+TEST_CASE("bf16 autocasts a CPU's tensors only when asked to (a GPU actor's calibration there stays float32)") {
+  const auto x = torch::randn({4, 8}), w = torch::randn({8, 3});
+  set_training_precision(Precision::Bf16);
+  {
+    Autocast autocast(torch::kCPU);
+    CHECK_FALSE(autocast.active());
+    CHECK(torch::mm(x, w).scalar_type() == torch::kFloat32);
+  }
+  set_training_precision(Precision::Fp32);
 }
 
 TEST_CASE("use_precision resolves the run's precision on the actor's device") {
