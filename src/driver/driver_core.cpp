@@ -470,9 +470,13 @@ void DriverCore::restore(const TunerJournal::Recovered& r) {
   // file may outlive the reports before it that the killed driver had not committed:
   // resuming from it would skip them. Such a checkpoint is left, unless it is the next
   // report's own. A job resumed from a checkpoint reports above it, and at its budget in any case.
+  // A trial the journal does not know at all had its job assigned in the group the driver never
+  // committed; it has reported nothing, and its job (the tuner gives it again) starts at 0.
   store_->recover(recorded, [&](TrialId id, double budget) {
     auto it = r.trials.find(id);
-    if (it == r.trials.end()) return true;
+    if (it == r.trials.end()) {
+      return !(config_.report_every > 0) || budget < config_.report_every * (1 - 1e-9);
+    }
     const double job_budget = it->second.job.budget;
     const double eps = 1e-9 * std::max(1.0, job_budget);
     const double next = next_report(config_.report_every, std::max(0.0, it->second.reported), job_budget);

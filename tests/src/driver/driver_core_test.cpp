@@ -449,6 +449,37 @@ TEST_CASE("driver core: a sweep resumed from its journal ends with the reports o
   CHECK(outcomes(cut.rows()) == outcomes(whole.rows()));
 }
 
+// The loop commits the journal in groups: a killed driver can leave a trial whose job went out
+// and whose checkpoint was written, though the journal never heard of it. Resuming from that
+// checkpoint would skip the reports below it (cli/resume, seen twice in busy suites).
+TEST_CASE("driver core: a resume ignores a checkpoint of a trial the journal never heard of, past its first report") {
+  auto json = sweep("hyperband", 0, 9, 1, "never");
+  json["tuner"] = {{"name", "hyperband"}, {"eta", 3}};
+  json["budget"]["report_every"] = 1;
+  Fleet cut(json);
+  cut.join("a");
+  for (int i = 0; i < 4; ++i) cut.turn();
+  TrialId newest = -1;
+  for (const auto& a : cut.assigned) newest = std::max(newest, a.trial);
+  cut.core.reset();
+  cut.outbox.clear();
+  cut.ids.clear();
+  const TrialId past = newest + 1, before = newest + 2;
+  std::ofstream(cut.checkpoint_path(past, 1)) << "weights";
+  std::ofstream(cut.out() + "/checkpoints/trial-" + std::to_string(before) + "-budget-0.5.h5") << "weights";
+  const auto resumed_from = cut.assigned.size();
+  cut.open(true);
+  cut.join("b");
+  cut.run();
+  std::map<TrialId, proto::Assign> first;
+  for (auto i = resumed_from; i < cut.assigned.size(); ++i) first.emplace(cut.assigned[i].trial, cut.assigned[i]);
+  REQUIRE(first.count(past));
+  REQUIRE(first.count(before));
+  CHECK(first.at(past).resume_from.empty());
+  REQUIRE(first.at(before).resume_from.size() == 1);
+  CHECK(first.at(before).resume_budget == 0.5);
+}
+
 TEST_CASE("driver core: jobs held for a profile that never comes go out after profile_timeout_seconds") {
   auto json = sweep("random", 4, 4, 4, "auto");
   json["profile_timeout_seconds"] = 5;
