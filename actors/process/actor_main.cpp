@@ -14,6 +14,7 @@
 #include "actors/process/actor_process.hpp"
 #include "packtune/error.hpp"
 #include "util/command_line.hpp"
+#include "util/log_pattern.hpp"
 
 namespace po = boost::program_options;
 
@@ -65,7 +66,7 @@ int actor_command(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   packtune::actors::use_reproducible_blas();
-  spdlog::set_pattern("[%H:%M:%S] %^%l%$ %v");
+  packtune::util::use_log_pattern("[%H:%M:%S] %^%l%$ %*");
   // `actor` first when packtune handed over (its command line kept as it was).
   const int first = argc > 1 && std::string(argv[1]) == "actor" ? 2 : 1;
   const std::vector<std::string> args(argv + first, argv + argc);

@@ -9,9 +9,10 @@
 
 #include "cli/command_line.hpp"
 #include "cli/commands.hpp"
+#include "util/log_pattern.hpp"
 
 int main(int argc, char** argv) {
-  spdlog::set_pattern("[%H:%M:%S] %^%l%$ %v");
+  packtune::util::use_log_pattern("[%H:%M:%S] %^%l%$ %*");
   const auto usage = packtune::cli::usage_text();
   if (argc < 2) {
     std::cerr << usage;

@@ -171,6 +171,11 @@ int ActorRegistry::open_slots() const {
   return n;
 }
 
+int ActorRegistry::open_local_slots() const {
+  auto it = nodes_.find(0);
+  return it == nodes_.end() ? 0 : it->second.actors - static_cast<int>(it->second.ended_slots.size());
+}
+
 bool ActorRegistry::settled(Clock::time_point now) const {
   for (const auto& [id, node] : nodes_) {
     if (node.dead || static_cast<int>(node.settled_slots.size()) >= node.actors) continue;

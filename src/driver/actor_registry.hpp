@@ -91,6 +91,9 @@ class ActorRegistry {
   const std::map<std::string, ActorState>& actors() const { return actors_; }
   // The live actor that node `node_id` started in slot `local_index` as process `pid`.
   ActorState* actor_in_slot(int node_id, int local_index, std::int64_t pid);
+  bool slot_joined(int node_id, int local_index, std::int64_t pid) const {
+    return const_cast<ActorRegistry*>(this)->actor_in_slot(node_id, local_index, pid) != nullptr;
+  }
 
   void mark_ready(ActorState& actor, const protocol::Ready& ready);
   // Out of service: the caller requeues its trials.
@@ -108,8 +111,11 @@ class ActorRegistry {
   int live_actors() const;
   int running_jobs() const;
   bool any_actor_joined() const { return !actors_.empty(); }
-  // Slots of live nodes that may still bring an actor: starting, running, or restarting.
+  // Slots of live nodes that may still bring an actor: starting, running, or restarting;
+  // of node 0 (the driver's own) only, or of the other nodes only.
   int open_slots() const;
+  int open_local_slots() const;
+  int open_node_slots() const { return open_slots() - open_local_slots(); }
   // Whether every live node's slots have an actor that is ready (or died), or the node
   // joined more than settle_seconds ago: the first jobs then spread over all of them.
   bool settled(Clock::time_point now) const;

@@ -35,6 +35,8 @@
 #include "packtune/test_hold.hpp"
 #include "protocol/curve_keys.hpp"
 #include "protocol/peer_guard.hpp"
+#include "protocol/peer_text.hpp"
+#include "protocol/refusal_log.hpp"
 #include "protocol/zmq_channel.hpp"
 #include "util/folder_lock.hpp"
 #include "util/host_name.hpp"
@@ -332,11 +334,13 @@ class Driver {
       try {
         routed = receive_routed(router_, wait_ms);
       } catch (const Error& e) {
-        // Bytes that are not a message (a stranger on an open port) must not end the run.
-        spdlog::warn("ignoring a message: {}", e.what());
+        // Bytes that are not a message (a stranger on an open port) must not end the run, nor
+        // fill its log: counted, a line an interval.
+        malformed_.refuse(e.what(), Clock::now());
         continue;
       }
       if (!routed) break;
+      proto::make_printable(routed->message);
       // Checkpoint transfers come from an actor's transfer socket, not its own; the core
       // admits them before the store sees them.
       if (!CheckpointStore::is_transfer(routed->message)) {
@@ -346,6 +350,7 @@ class Driver {
       }
     }
     core_.store()->tick(router_);
+    malformed_.flush(Clock::now());
     poll_local_actors();
   }
 
@@ -428,10 +433,34 @@ class Driver {
 
   void poll_local_actors() {
     if (!local_) return;
+    for (const auto& hung : core_.take_hung_local_actors()) local_->kill_hung(hung.local_index, hung.pid, hung.reason);
+    kill_unjoined_local_actors();
     for (const auto& e : local_->poll()) {
       if (e.kind != SupervisorEvent::Kind::Exited) continue;
       core_.on_local_actor_exited(proto::ActorExited{e.local_index, e.pid, e.how, e.restarting, e.input_error},
                                   Clock::now());
+    }
+  }
+
+  // A process of the driver's own that has not joined actor_timeout_seconds after it started
+  // (stopped, or stuck before its Hello) hangs as much as a silent actor: it is killed and
+  // restarts, so that the driver never waits for a slot that cannot come back.
+  void kill_unjoined_local_actors() {
+    const auto now = Clock::now();
+    const auto limit = std::chrono::duration<double>(config_.actor_timeout_seconds);
+    for (int i = 0; i < local_->slots(); ++i) {
+      const int pid = local_->pid(i);
+      if (pid < 0 || core_.registry().slot_joined(0, i, pid)) {
+        unjoined_.erase(i);
+        continue;
+      }
+      auto [it, first] = unjoined_.try_emplace(i, pid, now);
+      if (!first && it->second.first != pid) it->second = {pid, now};
+      if (now - it->second.second > limit) {
+        local_->kill_hung(i, pid, fmt::format("it did not join the driver within {:g} s (actor_timeout_seconds)",
+                                              config_.actor_timeout_seconds));
+        unjoined_.erase(it);
+      }
     }
   }
 
@@ -485,6 +514,8 @@ class Driver {
   std::string endpoint_;
   DriverCore core_;  // declared after the socket it sends through
   std::unique_ptr<ActorSupervisor> local_;  // node 0's actors; none with "actors": 0
+  std::map<int, std::pair<int, Clock::time_point>> unjoined_;  // slot -> its process, not joined since
+  protocol::RefusalLog malformed_{"message(s) that are not packtune's (malformed frames)"};
   std::string local_work_dir_;               // their work folders, removed at the end
   Clock::time_point next_folder_check_;
   bool folder_lost_ = false;  // check_folder found the results folder gone

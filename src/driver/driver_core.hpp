@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "driver/actor_registry.hpp"
@@ -90,8 +91,12 @@ class DriverCore {
   bool admit_transfer(const std::string& identity, const protocol::Message& message, Clock::time_point now);
   // A process of node 0 ended (the loop's supervisor saw it).
   void on_local_actor_exited(const protocol::ActorExited& exited, Clock::time_point now);
-  // Retires actors and nodes silent past actor_timeout_seconds.
+  // Retires actors and nodes silent past actor_timeout_seconds. A silent actor whose node
+  // still speaks hangs: its node is told to kill it (KillActor), and so is the loop for the
+  // driver's own (take_hung_local_actors), so that it restarts like a crashed one.
   void check_heartbeats(Clock::time_point now);
+  // The driver's own actors to kill since the last call (their slot and pid, and why).
+  std::vector<protocol::KillActor> take_hung_local_actors() { return std::exchange(hung_local_, {}); }
   // The loop's turn after a batch of messages: silent peers, expired profile holds, and jobs
   // for actors with room. Returns true when the experiment is over.
   bool step(Clock::time_point now);
@@ -162,6 +167,7 @@ class DriverCore {
   void on_actor_exited(NodeState& node, const protocol::ActorExited& m);
   void ask_to_rejoin(ActorState& actor, const protocol::Message& message);
   void retire(ActorState& actor, const std::string& why);
+  void kill_hung(const ActorState& actor, const std::string& why);
   std::string join_command() const;
 
   // Placement (driver_dispatch.cpp).
@@ -241,6 +247,7 @@ class DriverCore {
   Clock::time_point next_silence_check_;
   Clock::time_point last_heartbeat_;
   std::optional<Clock::time_point> alone_since_;  // since when no actor trains and none can come back
+  std::vector<protocol::KillActor> hung_local_;   // for the loop's supervisor
 };
 
 // The first budget above `reported` at which an actor reports in a job to `job_budget`

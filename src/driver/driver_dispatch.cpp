@@ -6,6 +6,7 @@
 #include "driver/driver_core.hpp"
 #include "driver/rung_replan.hpp"
 #include "experiment/trial_shape.hpp"
+#include "node/actor_supervisor.hpp"
 #include "packing/memory_model.hpp"
 #include "packtune/error.hpp"
 
@@ -114,7 +115,9 @@ bool DriverCore::dispatch_jobs() {
     }
     start_next_job(*target, trial);
   }
-  if (registry_.live_actors() > 0 || registry_.open_slots() > 0) {
+  // The driver's own slots end for good within bounds: a hung actor is killed, a process that
+  // never joins too (the loop's), and restarts are limited.
+  if (registry_.live_actors() > 0 || registry_.open_local_slots() > 0) {
     alone_since_.reset();
     return false;
   }
@@ -123,19 +126,30 @@ bool DriverCore::dispatch_jobs() {
 
 // No actor trains and none of the driver's own will come back. An actor that exited on bad
 // input said why before it went: that is the user's line. Nodes and actors started elsewhere
-// may still join, as at the start: the driver waits join_timeout_seconds for one.
+// may still join, as at the start: the driver waits join_timeout_seconds for one. A node's
+// slots that may still bring one (starting, restarting, or a process the node cannot tell is
+// hung) get the nodes' longest restart delay more, and no more: they never hold the run for good.
 bool DriverCore::no_actor_left() {
   if (actor_input_error_ && !actor_said_.empty()) throw InputError(actor_said_);
   const bool joined = registry_.any_actor_joined();
+  const int node_slots = registry_.open_node_slots();
+  const double restart_wait = SupervisorOptions{}.max_delay_seconds;
   const std::string why = actor_failures_.empty() ? "every actor exited" : actor_failures_.back();
   if (!alone_since_) {
     alone_since_ = now_;
-    if (joined || config_.actors > 0) {
+    if ((joined || config_.actors > 0) && node_slots == 0) {
       spdlog::warn("no actor is left to train on ({}); waiting {:g} s (join_timeout_seconds) for one to join: "
                    "`{}`", why, config_.join_timeout_seconds, join_command());
     }
   }
-  if (now_ - *alone_since_ < std::chrono::duration<double>(config_.join_timeout_seconds)) return false;
+  const double wait = config_.join_timeout_seconds + (node_slots > 0 ? restart_wait : 0);
+  if (now_ - *alone_since_ < std::chrono::duration<double>(wait)) return false;
+  if (node_slots > 0) {
+    throw Error(fmt::format("no actor is left to train on, and none of the {} actor slot(s) of the nodes joined "
+                            "within {:g} s (join_timeout_seconds and {:g} s for restarts); see the nodes' actor "
+                            "logs; continue with `packtune run --resume {}`",
+                            node_slots, config_.join_timeout_seconds, restart_wait, options_.out_dir));
+  }
   if (!joined && config_.actors == 0) {
     throw Error(fmt::format("no actor joined within {:g} s (join_timeout_seconds); start `{}` on the machines "
                             "that should train", config_.join_timeout_seconds, join_command()));

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "packtune/error.hpp"
+#include "util/log_pattern.hpp"
 
 namespace packtune {
 
@@ -26,6 +27,8 @@ DriverLog::DriverLog(const std::string& path, Console console) {
   } catch (const spdlog::spdlog_ex& e) {
     throw Error("cannot write " + path + ": " + e.what());
   }
+  // spdlog's default pattern for a file, with the message through %* (util/log_pattern.hpp).
+  util::use_log_pattern(*file_, "[%Y-%m-%d %H:%M:%S.%e] [%l] %*");
   file_->set_level(spdlog::level::debug);
   logger->sinks().push_back(file_);
   logger->set_level(std::min(logger_level_, spdlog::level::debug));

@@ -72,6 +72,27 @@ void DriverCore::retire(ActorState& actor, const std::string& why) {
   spdlog::warn("actor {} is out of service: {}", actor.id, why);
 }
 
+// A silent actor of a node that still speaks is not cut off: it hangs (SIGSTOP, a plugin that
+// never returns). Killed, its slot restarts within the node's limits, so no wait depends on it
+// coming back by itself. A node silent too may be behind a partition, where the actor may be
+// healthy: it is retired only, and rejoins when heard again. Actors started by hand have no
+// node to kill them.
+void DriverCore::kill_hung(const ActorState& actor, const std::string& why) {
+  if (actor.node_id < 0 || actor.local_index < 0) return;
+  const NodeState* node = registry_.node_by_id(actor.node_id);
+  if (!node) return;
+  const proto::KillActor kill{actor.local_index, actor.pid, "actor " + std::to_string(actor.id) + ": " + why};
+  if (node->id == 0) {
+    hung_local_.push_back(kill);
+    return;
+  }
+  const auto half = std::chrono::duration<double>(config_.actor_timeout_seconds / 2);
+  if (node->dead || now_ - node->last_heard > half) return;
+  spdlog::warn("actor {} hangs while node {} on {} answers: the node kills process {} and restarts the slot",
+               actor.id, node->id, node->host, actor.pid);
+  send_to(node->identity, kill);
+}
+
 void DriverCore::check_heartbeats(Clock::time_point now) {
   now_ = now;
   // Timeouts are tens of seconds: ten looks a second are plenty, and under load the loop
@@ -79,7 +100,9 @@ void DriverCore::check_heartbeats(Clock::time_point now) {
   if (now < next_silence_check_) return;
   next_silence_check_ = now + std::chrono::milliseconds(100);
   for (auto* actor : registry_.silent_actors(now)) {
-    retire(*actor, "no message for " + std::to_string(static_cast<int>(config_.actor_timeout_seconds)) + " s");
+    const auto why = fmt::format("no message for {:g} s (actor_timeout_seconds)", config_.actor_timeout_seconds);
+    retire(*actor, why);
+    kill_hung(*actor, why);
   }
   for (auto* node : registry_.silent_nodes(now)) {
     registry_.mark_node_dead(*node);

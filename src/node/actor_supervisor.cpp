@@ -108,7 +108,9 @@ std::vector<SupervisorEvent> ActorSupervisor::reap() {
     int status = 0;
     if (waitpid(slot.pid, &status, WNOHANG) != slot.pid) continue;
     const int index = static_cast<int>(i);
-    SupervisorEvent exited{SupervisorEvent::Kind::Exited, index, slot.pid, exit_cause(status), false, slot.restarts};
+    const std::string how = slot.kill_reason.empty() ? exit_cause(status) : "killed: " + slot.kill_reason;
+    slot.kill_reason.clear();
+    SupervisorEvent exited{SupervisorEvent::Kind::Exited, index, slot.pid, how, false, slot.restarts};
     // Code 2 is the CLI's bad input (a device this machine lacks, a data set it cannot read).
     exited.input_error = WIFEXITED(status) && WEXITSTATUS(status) == 2;
     // Exit code 0 is an actor the driver shut down: its work is over, not lost.
@@ -158,6 +160,16 @@ std::vector<SupervisorEvent> ActorSupervisor::poll() {
     events.push_back({SupervisorEvent::Kind::Restarted, static_cast<int>(i), slot.pid, "", false, slot.restarts});
   }
   return events;
+}
+
+bool ActorSupervisor::kill_hung(int local_index, std::int64_t pid, const std::string& reason) {
+  if (local_index < 0 || local_index >= slots() || pid <= 0) return false;
+  Slot& slot = slots_[local_index];
+  if (slot.pid != pid) return false;
+  slot.kill_reason = reason;
+  spdlog::warn("actor process {} (pid {}) hangs ({}); killing it", local_index, pid, reason);
+  ::kill(slot.pid, SIGKILL);
+  return true;
 }
 
 void ActorSupervisor::stop_restarting() {

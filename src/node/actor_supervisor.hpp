@@ -56,6 +56,10 @@ class ActorSupervisor {
   int start(ActorCommand command);
   // Reaps exited processes and starts the slots whose delay has passed.
   std::vector<SupervisorEvent> poll();
+  // Kills slot `local_index`'s process with SIGKILL (a stopped one too) if it still is `pid`:
+  // a hung actor. poll() then reports its exit as "killed: REASON" and restarts it as after a
+  // crash, within the same limits. False when the slot runs no such process.
+  bool kill_hung(int local_index, std::int64_t pid, const std::string& reason);
   // From now on an exit is final: nothing restarts (the experiment is over or the owner stops).
   void stop_restarting();
   // stop_restarting(), then sends `signal` (0: none) to every process, waits up to
@@ -83,6 +87,7 @@ class ActorSupervisor {
     bool gave_up = false;
     Clock::time_point restart_at;
     std::string last_exit;
+    std::string kill_reason;  // kill_hung's, for the exit it causes
   };
 
   void launch(int local_index, bool restart);

@@ -182,6 +182,9 @@ class NodeAgent {
           heartbeat_ = std::chrono::duration<double>(welcome->heartbeat_seconds);
         } else if (auto* reject = std::get_if<proto::Reject>(&*message)) {
           throw Error("the driver refused this node: " + reject->reason);
+        } else if (auto* hung = std::get_if<proto::KillActor>(&*message)) {
+          // The exit it causes goes to the driver as any other, and the slot restarts.
+          supervisor_->kill_hung(hung->local_index, hung->pid, hung->reason);
         } else if (!std::holds_alternative<proto::Heartbeat>(*message)) {
           spdlog::warn("node {}: unexpected {} from the driver", node_id_, proto::verb(*message));
         }

@@ -44,7 +44,7 @@ const char* verb(const Message& message) {
                                 "OutOfMemory", "Profile",   "Profiled",    "NodeHello",
                                 "NodeWelcome", "ActorExited", "FetchChunk", "Chunk",
                                 "Offer",       "Stored",      "Rejoin",      "Checkpointed",
-                                "Test",        "Tested"};
+                                "Test",        "Tested",      "KillActor"};
   static_assert(sizeof(names) / sizeof(names[0]) == std::variant_size_v<Message>, "a verb without a name");
   return names[message.index()];
 }

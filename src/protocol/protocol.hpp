@@ -15,7 +15,8 @@ namespace packtune::protocol {
 
 // 13: Ready.device_model, build and data_context (the key of the throughput profile cache);
 //     ExperimentSpec.deterministic and precision.
-constexpr std::uint32_t kProtocolVersion = 13;
+// 14: KillActor (driver -> node: a hung actor).
+constexpr std::uint32_t kProtocolVersion = 14;
 
 // What every actor of an experiment needs to know, sent once in Welcome.
 struct ExperimentSpec {
@@ -330,6 +331,19 @@ struct ActorExited {
   void serialize(Archive& ar) { ar(local_index, pid, how, restarting, input_error); }
 };
 
+// driver -> node: the actor of slot `local_index` (process `pid`) was silent past
+// actor_timeout_seconds while its node was not: it hangs (stopped, or stuck in a plugin). The
+// node kills that process, and restarts the slot as after a crash. A pid the slot no longer
+// runs (it restarted since) is left alone.
+struct KillActor {
+  std::int32_t local_index = -1;
+  std::int64_t pid = 0;
+  std::string reason;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(local_index, pid, reason); }
+};
+
 // --- checkpoint files over ZeroMQ (file_transfer.hpp) ------------------------------------
 // Whoever needs a file pulls it in chunks, with at most a window of requests outstanding:
 // the holder answers each FetchChunk with one Chunk, so neither end ever buffers more than
@@ -410,7 +424,7 @@ struct Tested {
 using Message = std::variant<Hello, Welcome, Reject, Ready, Assign, Stop, Report, TrialFailed,
                              ActorFailed, Heartbeat, Shutdown, Measured, OutOfMemory, Profile, Profiled,
                              NodeHello, NodeWelcome, ActorExited, FetchChunk, Chunk, Offer, Stored, Rejoin, Checkpointed,
-                             Test, Tested>;
+                             Test, Tested, KillActor>;
 
 // Bytes from a peer that are not a message of this protocol version.
 class ProtocolError : public Error {

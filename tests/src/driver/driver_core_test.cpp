@@ -298,6 +298,79 @@ TEST_CASE("driver core: a local actor's exit retires it at once, without the hea
   CHECK(f.rows().size() == 2);
 }
 
+// A hung actor (SIGSTOP, a plugin that never returns) is silent while its node is not: the
+// node, or the loop for the driver's own, is told to kill it, so that the slot restarts.
+TEST_CASE("driver core: a silent actor of a node that still speaks is killed; one behind a silent node is not") {
+  auto json = sweep("random", 3, 4, 1, "never");
+  json["actors"] = 1;
+  Fleet f(json);
+  auto hello_in = [&](const std::string& identity, int node, int slot, std::int64_t pid) {
+    proto::Hello hello;
+    hello.host = "h";
+    hello.pid = pid;
+    hello.node_id = node;
+    hello.local_index = slot;
+    f.say(identity, hello);
+    f.ids[identity] = f.core->registry().actors().at(identity).id;
+    f.say(identity, proto::Ready{"cpu", 8 * GiB, false, 0});
+  };
+  proto::NodeHello node_hello;
+  node_hello.host = "n";
+  node_hello.pid = 7;
+  node_hello.actors = 1;
+  for (const auto& node : {"n1", "n2"}) f.say(node, node_hello);
+  hello_in("own", 0, 0, 500);
+  hello_in("on_n1", 1, 0, 600);
+  hello_in("on_n2", 2, 0, 700);
+  hello_in("by_hand", -1, -1, 800);
+  for (const auto& actor : {"own", "on_n1", "on_n2", "by_hand"}) f.silent.insert(actor);
+  std::vector<std::pair<std::string, proto::KillActor>> kills;
+  for (int i = 0; i < 130; ++i) {
+    f.say("n1", proto::Heartbeat{});  // n1 answers; n2 is cut off with its actor
+    f.turn();
+    for (const auto& s : f.last_sent) {
+      if (auto* k = std::get_if<proto::KillActor>(&s.message)) kills.emplace_back(s.to, *k);
+    }
+  }
+  for (const auto& actor : {"own", "on_n1", "on_n2", "by_hand"}) CHECK(f.core->registry().actors().at(actor).dead);
+  REQUIRE(kills.size() == 1);
+  CHECK(kills[0].first == "n1");
+  CHECK(kills[0].second.local_index == 0);
+  CHECK(kills[0].second.pid == 600);
+  CHECK(kills[0].second.reason.find("no message for 60 s") != std::string::npos);
+  const auto local = f.core->take_hung_local_actors();
+  REQUIRE(local.size() == 1);
+  CHECK(local[0].local_index == 0);
+  CHECK(local[0].pid == 500);
+  CHECK(f.core->take_hung_local_actors().empty());
+}
+
+// The driver cannot see into a node: a slot whose process never joins (stopped before its
+// Hello) holds the run join_timeout_seconds and the longest restart delay, not for ever.
+TEST_CASE("driver core: a node's slots that never bring an actor end the run after join_timeout_seconds and 30 s") {
+  auto json = sweep("random", 3, 4, 1, "never");
+  json["join_timeout_seconds"] = 10;
+  Fleet f(json);
+  proto::NodeHello node_hello;
+  node_hello.host = "n";
+  node_hello.pid = 7;
+  node_hello.actors = 2;
+  f.say("n1", node_hello);
+  const auto start = f.now;
+  std::string error;
+  try {
+    for (int i = 0; i < 200; ++i) {
+      f.say("n1", proto::Heartbeat{});
+      f.turn();
+    }
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  CHECK(error.find("none of the 2 actor slot(s) of the nodes joined within 10 s") != std::string::npos);
+  CHECK(f.now - start >= std::chrono::seconds(40));
+  CHECK(f.now - start <= std::chrono::seconds(41));
+}
+
 TEST_CASE("driver core: a pack that ran out of memory is split into smaller units, and its trials finish") {
   const auto json = sweep("random", 4, 4, 4, "always");
   // What the planner reckons a unit of the four needs: the actor gets half as much again.

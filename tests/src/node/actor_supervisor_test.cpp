@@ -179,3 +179,26 @@ TEST_CASE("after stop_restarting an exit is final, and stop kills what ignores i
   CHECK(took >= 0.2);
   CHECK(took < 2);
 }
+
+TEST_CASE("kill_hung kills a stopped process, reports why and restarts it; another process is left alone") {
+  testing::TempDir dir;
+  auto fake = std::chrono::steady_clock::now();
+  SupervisorOptions o;
+  o.log_dir = dir.file("logs");
+  ActorSupervisor supervisor(o, [&] { return fake; });
+  supervisor.start(shell("exec sleep 300"));
+  const int pid = supervisor.pid(0);
+  REQUIRE(kill(pid, SIGSTOP) == 0);
+  CHECK_FALSE(supervisor.kill_hung(0, pid + 1, "not its process"));
+  CHECK_FALSE(supervisor.kill_hung(1, pid, "no such slot"));
+  REQUIRE(supervisor.kill_hung(0, pid, "actor 0: no message for 5 s"));
+  const auto exited = wait_for(supervisor, Kind::Exited);
+  CHECK(exited.pid == pid);
+  CHECK(exited.how == "killed: actor 0: no message for 5 s");
+  CHECK(exited.restarting);
+  fake += std::chrono::seconds(1);
+  const auto restarted = wait_for(supervisor, Kind::Restarted);
+  CHECK(restarted.pid != pid);
+  CHECK(supervisor.restarts(0) == 1);
+  CHECK(read_file(supervisor.log_path(0)).find("the previous process killed: actor 0") != std::string::npos);
+}
