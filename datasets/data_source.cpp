@@ -137,6 +137,17 @@ std::vector<std::string> data_files(const DataOptions& options) {
   return {};
 }
 
+std::vector<std::string> files_read(const DataOptions& options) {
+  auto files = data_files(options);
+  if (options.format == DataFormat::Idx) {
+    for (const char* stem : {"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}) {
+      auto test = find_file(options.dir, stem);
+      if (std::filesystem::is_regular_file(test)) files.push_back(std::move(test));
+    }
+  }
+  return files;
+}
+
 DataShape data_shape(const DataOptions& options) {
   DataShape shape;
   if (options.format == DataFormat::Idx) {

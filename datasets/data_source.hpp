@@ -84,6 +84,9 @@ struct DataShape {
 // The files an experiment reads (for messages and for checks that they exist): for idx the
 // training files, for hdf5 and npy every file the options name, test files included.
 std::vector<std::string> data_files(const DataOptions& options);
+// Every file a run of these options reads: data_files(), and for idx the test split's t10k-*
+// files where they are (load_test_set reads them then). What --resume fingerprints.
+std::vector<std::string> files_read(const DataOptions& options);
 
 // Reads headers only. Throws InputError naming the file (and dataset) for anything it
 // cannot use.

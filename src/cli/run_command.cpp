@@ -8,6 +8,7 @@
 
 #include "cli/actor_launch.hpp"
 #include "cli/command_line.hpp"
+#include "datasets/data_fingerprint.hpp"
 #include "driver/driver.hpp"
 #include "driver/journal.hpp"
 #include "experiment/experiment_config.hpp"
@@ -81,6 +82,37 @@ ExperimentConfig resumed_config(const std::string& dir, const po::variables_map&
   return config;
 }
 
+// `--resume`: the data files as they are now against the fingerprints the journal recorded
+// last, before the data is read in full (validate) and before anything in DIR changes. A change
+// is refused unless the user allows it; the driver journals what it was given.
+void check_resumed_data(const ExperimentConfig& config, bool allow_changed, DriverOptions& driver) {
+  const auto now = datasets::fingerprint_data(config.data);
+  driver.data_files = now;
+  const auto recorded = Journal::recorded_data_files(journal_path(driver.out_dir));
+  if (!recorded) {
+    driver.data_unchecked = true;
+    return;
+  }
+  std::vector<datasets::FileFingerprint> was;
+  try {
+    was = recorded->get<std::vector<datasets::FileFingerprint>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(journal_path(driver.out_dir) + ": data_files: not a list of fingerprints (" + e.what() + ")");
+  } catch (const InputError& e) {
+    throw InputError(journal_path(driver.out_dir) + ": " + e.what());
+  }
+  const auto changes = datasets::data_changes(was, now);
+  if (changes.empty()) return;
+  if (!allow_changed) {
+    std::string list;
+    for (const auto& c : changes) list += (list.empty() ? "" : "; ") + c;
+    throw InputError("--resume " + driver.out_dir + ": the data changed since the experiment ran: " + list +
+                     "; resume with the data it ran on, or go on with this data with --allow-changed-data (the "
+                     "journal records it)");
+  }
+  driver.data_changes = changes;
+}
+
 }  // namespace
 
 int run_run_command(const std::vector<std::string>& args) {
@@ -101,6 +133,8 @@ int run_run_command(const std::vector<std::string>& args) {
 #undef PACKTUNE_CONFIG_FLAG
   add("quiet,q", "warnings and the final summary only: no status table or lines");
   add("verbose,v", "the planner's and profiler's workings on the console too (DIR/driver.log always has them)");
+  add("allow-changed-data", "with --resume: go on although the data files changed since the experiment ran (the "
+                            "journal records which); without it such a resume is refused");
   add("fresh-profiles", "measure every throughput profile again instead of taking the profile cache's (and keep the "
                         "new ones there; `packtune profile` shows the cache)");
   po::positional_options_description positional;
@@ -116,6 +150,10 @@ int run_run_command(const std::vector<std::string>& args) {
   }
   if (resume && vm.count("out") && vm["out"].as<std::string>() != vm["resume"].as<std::string>()) {
     throw InputError("run: --resume DIR continues the experiment in DIR; leave --out out");
+  }
+  const bool allow_changed_data = vm.count("allow-changed-data") > 0;
+  if (allow_changed_data && !resume) {
+    throw InputError("run: --allow-changed-data goes with --resume DIR (a new run records the data it starts on)");
   }
   Overrides overrides;
 #define PACKTUNE_CONFIG_KEY(...)
@@ -139,6 +177,7 @@ int run_run_command(const std::vector<std::string>& args) {
     driver.out_dir = vm["resume"].as<std::string>();
     driver.resume = true;
     config = resumed_config(driver.out_dir, vm, overrides);
+    check_resumed_data(config, allow_changed_data, driver);
   } else {
     config = load_config(vm["config"].as<std::string>());
     apply_overrides(config, overrides);
@@ -148,6 +187,8 @@ int run_run_command(const std::vector<std::string>& args) {
   if (!config.tuner_plugin.empty()) tuners::load_tuner_plugin(config.tuner_plugin);
   if (!config.model_plugin.empty()) declare_model_plugin(config.model_plugin);
   validate(config);
+  // After validate read the data in full: what the run starts on, for its journal's header.
+  if (!resume) driver.data_files = datasets::fingerprint_data(config.data);
   // The driver checks --out is fresh once it holds the folder's lock: a check here could
   // pass for two drivers started together.
   return run_experiment(config, driver);

@@ -184,8 +184,9 @@ class Driver {
       }
       results = std::make_unique<ResultsWriter>(options_.out_dir, config_.source, config_.metric, config_.mode,
                                                 best_at);
-      journal = std::make_unique<Journal>(Journal::create(
-          journal_path(options_.out_dir), {{"packtune_journal", 1}, {"name", config_.name}, {"config", config_.source}}));
+      nlohmann::json header = {{"packtune_journal", 1}, {"name", config_.name}, {"config", config_.source}};
+      if (!options_.data_files.is_null()) header["data_files"] = options_.data_files;
+      journal = std::make_unique<Journal>(Journal::create(journal_path(options_.out_dir), header));
     }
     // Before any thread that logs starts: on a terminal the display takes the log's sinks.
     display_ = std::make_unique<StatusDisplay>(StatusDisplay::choose(options_.quiet));
@@ -196,6 +197,7 @@ class Driver {
                                        : options_.verbose ? DriverLog::Console::Verbose
                                                           : DriverLog::Console::Normal);
     core_.show_job_lines(display_->mode() == StatusDisplay::Mode::Lines);
+    if (options_.resume) record_resumed_data(*journal);
     // The lock outlives the report (declared before it), and still_at only reads its fd. The
     // report's thread writes through the lock's folder, not the path: a folder replaced between
     // its check and its write gets nothing.
@@ -262,6 +264,27 @@ class Driver {
     // Only actors of node 0 exit through poll_local_actors, and they exist only with local_.
     o.local_log_path = [this](int i) { return local_->log_path(i); };
     return o;
+  }
+
+  // What the caller found of the data files on --resume (cli/run_command.cpp checked them
+  // against the journal before anything was read in full or written): a change the user
+  // allowed, or data the journal never recorded, goes into the journal with the fingerprints
+  // of now, which the next resume checks against.
+  void record_resumed_data(Journal& journal) {
+    if (options_.data_unchecked) {
+      spdlog::info("the data could not be checked: {} records no fingerprints of the data files (a run of an older "
+                   "packtune); it records them now, for the next --resume", journal.path());
+      journal.append({{"data_files", {{"fingerprints", options_.data_files}, {"unchecked", true}}}});
+    } else if (!options_.data_changes.empty()) {
+      std::string changes;
+      for (const auto& c : options_.data_changes) changes += (changes.empty() ? "" : "; ") + c;
+      spdlog::warn("--allow-changed-data: resuming on data that changed since the experiment ran: {}; the journal "
+                   "records it", changes);
+      journal.append({{"data_files",
+                       {{"fingerprints", options_.data_files},
+                        {"changed", options_.data_changes},
+                        {"allowed", "--allow-changed-data"}}}});
+    }
   }
 
   void bind() {

@@ -73,4 +73,31 @@ nlohmann::json Journal::read_header(const std::string& path) {
   }
 }
 
+std::optional<nlohmann::json> Journal::recorded_data_files(const std::string& path) {
+  const auto text = read_text(path);
+  // An entry of its own dumps as {"data_files":...: nlohmann::json orders its keys, and the
+  // entry has no other.
+  static const std::string entry_start = "{\"data_files\":";
+  std::optional<nlohmann::json> recorded;
+  std::size_t begin = 0;
+  for (int line = 1;; ++line) {
+    const auto end = text.find('\n', begin);
+    if (end == std::string::npos) break;  // none, or a torn last line
+    if (line == 1 || text.compare(begin, entry_start.size(), entry_start) == 0) {
+      try {
+        const auto entry =
+            nlohmann::json::parse(text.begin() + static_cast<long>(begin), text.begin() + static_cast<long>(end));
+        auto files = line == 1 ? entry.value("data_files", nlohmann::json())
+                               : entry.at("data_files").value("fingerprints", nlohmann::json());
+        if (!files.is_null()) recorded = std::move(files);
+      } catch (const nlohmann::json::exception& e) {
+        throw InputError(path + ": line " + std::to_string(line) + " is damaged (" + e.what() +
+                         "); the experiment cannot be resumed from it");
+      }
+    }
+    begin = end + 1;
+  }
+  return recorded;
+}
+
 }  // namespace packtune

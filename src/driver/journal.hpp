@@ -8,6 +8,7 @@
 // driver's loop at most every 10 ms while busy (at once on an idle turn, and at the end), and
 // results.jsonl is written only after the commit that holds its rows. A crash therefore loses at most a suffix of the journal, never a line in the
 // middle, and results.jsonl never holds a report the journal lacks.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,12 @@ class Journal {
   static std::vector<nlohmann::json> read(const std::string& path);
   // The first entry alone (the experiment's config), without reading the rest.
   static nlohmann::json read_header(const std::string& path);
+  // The fingerprints of the data files (datasets/data_fingerprint.hpp) the journal recorded
+  // last: the header's "data_files", or those of the last {"data_files": {"fingerprints": [...],
+  // ...}} entry, which a resume appends when it runs on data that changed (allowed by
+  // --allow-changed-data) or on a journal that had none. nullopt when it has none (a run of an
+  // older packtune). Parses only the header and such entries: cheap on a long journal.
+  static std::optional<nlohmann::json> recorded_data_files(const std::string& path);
 
   const std::string& path() const { return log_.path(); }
   void append(const nlohmann::json& entry) { log_.append(entry); }

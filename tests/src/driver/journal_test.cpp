@@ -89,3 +89,32 @@ TEST_CASE("the header is read alone") {
   std::ofstream(dir.file("torn.jsonl")) << "{\"config\": ";
   CHECK_THROWS_AS(Journal::read_header(dir.file("torn.jsonl")), InputError);
 }
+
+TEST_CASE("the data files' fingerprints recorded last: the header's, or a later data_files entry's") {
+  testing::TempDir dir;
+  const auto path = dir.file("journal.jsonl");
+  const nlohmann::json first = {{{"path", "/d/x.npy"}, {"size", 80}, {"mtime_ns", 1}, {"sample_sha256", "aa"}}};
+  const nlohmann::json second = {{{"path", "/d/x.npy"}, {"size", 40}, {"mtime_ns", 2}, {"sample_sha256", "bb"}}};
+  {
+    auto old = Journal::create(dir.file("old.jsonl"), {{"config", {{"seed", 1}}}});
+    old.append({{"job", {{"trial", 0}}}});
+    old.commit();
+  }
+  CHECK_FALSE(Journal::recorded_data_files(dir.file("old.jsonl")).has_value());  // an older packtune's
+
+  auto journal = Journal::create(path, {{"config", {{"seed", 1}}}, {"data_files", first}});
+  journal.append({{"job", {{"trial", 0}, {"data_files", "not this"}}}});
+  journal.commit();
+  CHECK(Journal::recorded_data_files(path) == first);
+  journal.append({{"data_files", {{"fingerprints", second}, {"changed", {"/d/x.npy (size 80 -> 40 bytes)"}},
+                                  {"allowed", "--allow-changed-data"}}}});
+  journal.append({{"result", {{"trial", 0}}}});
+  journal.commit();
+  CHECK(Journal::recorded_data_files(path) == second);
+
+  // A torn last line is not a record; a damaged one before it is refused.
+  std::ofstream(path, std::ios::app) << R"({"data_files":{"fingerprints":[)";
+  CHECK(Journal::recorded_data_files(path) == second);
+  std::ofstream(path, std::ios::app) << "\n{}\n";
+  CHECK_THROWS_AS(Journal::recorded_data_files(path), InputError);
+}
