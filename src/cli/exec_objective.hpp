@@ -19,8 +19,8 @@ class ExecObjective : public tuners::Objective {
   // Starts CMD; each answer must come within `timeout_seconds` (> 0) of its request. Throws
   // InputError for an empty CMD, Error when it cannot be started.
   ExecObjective(const std::string& command, double timeout_seconds);
-  // Closes CMD's input and gives it `timeout_seconds` to exit; then its process group is
-  // killed and it is reaped.
+  // Closes CMD's input and gives it `timeout_seconds` to exit; then it is killed. Returns when
+  // CMD and everything it started (util::LineProcess) are killed and reaped.
   ~ExecObjective() override;
 
   // evaluate_from with `from` 0: the metric of the trial trained from scratch.

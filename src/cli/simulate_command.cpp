@@ -125,7 +125,7 @@ std::unique_ptr<tuners::Objective> make_objective(const std::string& spec, const
                                                   double timeout_seconds) {
   if (!is_exec(spec)) return tuners::make_objective(spec, context, kExecChoice);
   // An interrupted simulation must not leave behind what CMD started.
-  util::LineProcess::kill_groups_on_termination_signals();
+  util::LineProcess::end_children_on_termination_signals();
   return std::make_unique<ExecObjective>(spec.substr(kExecPrefix.size()), timeout_seconds);
 }
 

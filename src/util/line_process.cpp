@@ -67,45 +67,55 @@ Clock::time_point deadline_after(double seconds) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
-// The process groups of the line processes not yet finished, for the signal handler to kill: a
-// table of atomics, as a handler may take no lock. 0 is a free slot.
-std::atomic<pid_t> live_groups[64];
+// The reapers of the line processes not yet finished, for the signal handler to end: a table
+// of atomics, as a handler may take no lock. 0 is a free slot.
+std::atomic<pid_t> live_children[64];
 static_assert(std::atomic<pid_t>::is_always_lock_free);
 
-void remember_group(pid_t group) {
-  for (auto& slot : live_groups) {
+void remember_child(pid_t pid) {
+  for (auto& slot : live_children) {
     pid_t free = 0;
-    if (slot.compare_exchange_strong(free, group)) return;
+    if (slot.compare_exchange_strong(free, pid)) return;
   }
 }
 
-void forget_group(pid_t group) {
-  for (auto& slot : live_groups) {
-    pid_t mine = group;
+void forget_child(pid_t pid) {
+  for (auto& slot : live_children) {
+    pid_t mine = pid;
     if (slot.compare_exchange_strong(mine, 0)) return;
   }
 }
 
-// Only async-signal-safe calls. SA_RESETHAND has given the signal its default action back
-// and SA_NODEFER lets the raise take it now, so the process ends as the signal would have
-// ended it.
-extern "C" void kill_groups_and_end(int signal_number) {
-  for (auto& slot : live_groups) {
-    const pid_t group = slot.load();
-    if (group > 0) ::kill(-group, SIGKILL);
+// Only async-signal-safe calls. Each reaper, asked to, kills its child and everything that
+// child started; waiting for it (it is still this process's unreaped child, so the pid is
+// its) means none of them outlives this process. SA_RESETHAND has given the signal its
+// default action back and SA_NODEFER lets the raise take it now, so the process ends as the
+// signal would have ended it.
+extern "C" void end_children_and_end(int signal_number) {
+  const int saved_errno = errno;
+  for (auto& slot : live_children) {
+    const pid_t pid = slot.load();
+    if (pid > 0) ::kill(pid, SIGTERM);
   }
+  for (auto& slot : live_children) {
+    const pid_t pid = slot.exchange(0);
+    if (pid <= 0) continue;
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  errno = saved_errno;
   ::raise(signal_number);
 }
 
 }  // namespace
 
-void LineProcess::kill_groups_on_termination_signals() {
+void LineProcess::end_children_on_termination_signals() {
   for (const int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
     struct sigaction current {};
     // A signal the process ignores (SIGINT under nohup or `&` in a script) stays ignored.
     if (::sigaction(signal_number, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) continue;
     struct sigaction action {};
-    action.sa_handler = kill_groups_and_end;
+    action.sa_handler = end_children_and_end;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESETHAND | SA_NODEFER;
     ::sigaction(signal_number, &action, nullptr);
@@ -119,7 +129,7 @@ LineProcess::LineProcess(const std::vector<std::string>& argv) {
     pid_ = -1;
     throw Error("cannot start " + argv.at(0) + ": " + std::strerror(err));
   }
-  remember_group(pid_);
+  remember_child(pid_);
 }
 
 LineProcess::~LineProcess() { finish(0); }
@@ -162,8 +172,8 @@ std::string LineProcess::finish(double grace_seconds) {
   if (pid_ < 0) return ended_;
   if (to_child_ >= 0) ::close(to_child_);
   to_child_ = -1;
-  // Wait for the exit without reaping: the group is killed while the pid is still ours, so
-  // that no other process can have been given its number by then.
+  // Wait for the exit without reaping: the reaper is signalled while the pid is still ours,
+  // so that no other process can have been given its number by then.
   const auto deadline = deadline_after(grace_seconds);
   bool exited = false;
   bool reaped_elsewhere = false;
@@ -183,13 +193,13 @@ std::string LineProcess::finish(double grace_seconds) {
   int status = 0;
   pid_t reaped = -1;
   if (reaped_elsewhere) {
-    // Someone else reaped it, so its number may be another process's by now, even the leader
-    // of another group: no kill, whatever it started is left running.
-    forget_group(pid_);
+    // Someone else reaped it, so its number may be another process's by now: no signal.
+    forget_child(pid_);
   } else {
-    // The group: the child if it still runs, and anything it started that is still there.
-    ::kill(-pid_, SIGKILL);
-    forget_group(pid_);
+    // Its reaper ends what is still running, however it got away from the group, and ends
+    // itself as the child ended.
+    if (!exited) ::kill(pid_, SIGTERM);
+    forget_child(pid_);
     while ((reaped = ::waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
     }
   }

@@ -1,12 +1,12 @@
 #pragma once
 // A child process spoken to one line at a time, request and answer, where neither may stall
 // packtune: every exchange has a deadline, and a child that is gone is an outcome rather than a
-// SIGPIPE. finish() (the destructor calls it) kills the child with whatever it started (its
-// process group) and reaps it, so no process or zombie is left behind. When this process ends
-// without finish(), the child still gets SIGTERM (start_piped_child_process), but what the
-// child started lives on unless it exits at the end of its input; except that a process which
-// called kill_groups_on_termination_signals() kills the groups when SIGINT, SIGTERM or SIGHUP
-// ends it. Nothing kills them when SIGKILL ends it.
+// SIGPIPE. The child runs under a reaper (start_piped_child_process): when it exits, whatever
+// it started is killed, so its output ends with it, and finish() (the destructor calls it)
+// ends it and everything it started, setsid or not, and reaps them, so no process or zombie
+// is left behind. When this process ends without finish(), even by -9, the reaper still gets
+// SIGTERM and does the same; a process which called end_children_on_termination_signals()
+// also waits for that when SIGINT, SIGTERM or SIGHUP ends it.
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -17,7 +17,7 @@ class LineProcess {
  public:
   enum class Outcome {
     Answered,  // `line` holds the child's next line, without its newline
-    Closed,    // the child closed its end (it exited, most likely) before a whole line
+    Closed,    // the child exited (or closed its output) before a whole line
     TimedOut,  // no whole line within the timeout
   };
   struct Answer {
@@ -40,18 +40,19 @@ class LineProcess {
   Answer ask(const std::string& request, double timeout_seconds);
 
   // Ends the child: closes its stdin (a child that reads to the end of its input exits by
-  // itself), waits up to `grace_seconds` for it to exit, then kills its process group, and
-  // reaps it; a child that someone else reaped is left alone, its group too (its number may be
-  // another's by then). Returns how it ended, "exited with status 3" or "was killed by signal 9
-  // (Killed)"; a later call returns the same text.
+  // itself), waits up to `grace_seconds` for it to exit, then has its reaper kill it, and
+  // waits until the reaper has reaped it and everything it started; a child that someone else
+  // reaped is left alone (its number may be another's by then). Returns how it ended, "exited
+  // with status 3" or "was killed by signal 9 (Killed)"; a later call returns the same text.
   std::string finish(double grace_seconds);
 
   pid_t pid() const { return pid_; }
 
   // From now on SIGINT, SIGTERM and SIGHUP, where this process does not ignore or handle
-  // them, first kill the process groups of the line processes not yet finished (up to 64
-  // at once), then end this process as the signal would have. A second call changes nothing.
-  static void kill_groups_on_termination_signals();
+  // them, first end the line processes not yet finished (up to 64 at once) with everything
+  // they started, and wait for that, then end this process as the signal would have. A
+  // second call changes nothing.
+  static void end_children_on_termination_signals();
 
  private:
   pid_t pid_ = -1;

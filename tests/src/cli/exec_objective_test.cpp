@@ -170,3 +170,34 @@ TEST_CASE("simulate exec: a command that never answers times out and is killed a
   pid_t pid = -1;
   if (std::ifstream(pid_file) >> pid) CHECK(reaped_and_gone(pid));
 }
+
+TEST_CASE("simulate exec: what the command started is killed and reaped at the end, even what called setsid") {
+  testing::TempDir dir;
+  const auto pid_file = dir.file("pid");
+  {
+    // Its own session and process group: out of reach of a kill of the command's group.
+    ExecObjective objective("setsid sleep 1000 & echo $! > " + pid_file + "; exec " + python() +
+                                " -c 'import sys\nfor line in sys.stdin:\n"
+                                "    print(\"{\\\"metric\\\": 0.5}\", flush=True)'",
+                            kPatience);
+    CHECK(objective.evaluate(0, {}, 1) == 0.5);
+  }
+  const pid_t escaped = std::stoi(read_file(pid_file));
+  const bool gone = ::kill(escaped, 0) == -1 && errno == ESRCH;
+  if (!gone) ::kill(escaped, SIGKILL);
+  CHECK(gone);
+}
+
+TEST_CASE("simulate exec: a command that exits while what it started holds its output has exited, with its status") {
+  testing::TempDir dir;
+  const auto pid_file = dir.file("pid");
+  // The sleep holds the command's stdout; the command's exit must still end the answer.
+  const auto command = "setsid sleep 1000 & echo $! > " + pid_file + "; read l; exit 3";
+  const auto f = failure_of(command);
+  const pid_t escaped = std::stoi(read_file(pid_file));
+  const bool gone = ::kill(escaped, 0) == -1 && errno == ESRCH;
+  if (!gone) ::kill(escaped, SIGKILL);
+  CHECK_FALSE(f.input_error);
+  CHECK_THAT(f.message, Catch::Contains("trial 0 at budget 1: its output ended before an answer: it exited with status 3"));
+  CHECK(gone);
+}

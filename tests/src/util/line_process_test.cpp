@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -31,8 +32,8 @@ void wait_exited(pid_t pid) {
 }
 
 // Runs `body` in a copy of the test process that adopts the orphans of its descendants (a
-// subreaper), so that how a line process's own child ended can be waited for; the test's own
-// process must not become a subreaper. Returns body's result, 0 for success (13: it threw).
+// subreaper), so that a line process's own child can be waited for by someone else; the
+// test's own process must not become a subreaper. Returns body's result, 0 for success (13: it threw).
 int in_subreaper(const std::function<int()>& body) {
   const pid_t helper = ::fork();
   if (helper < 0) return -1;
@@ -50,21 +51,17 @@ int in_subreaper(const std::function<int()>& body) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// The line a line process answers an empty request with, or "" when it does not answer.
+std::string answered_line(LineProcess& child) {
+  const auto answer = child.ask("", kGrace);
+  return answer.outcome == LineProcess::Outcome::Answered ? answer.line : std::string();
+}
+
 // The pid a line process answers an empty request with (in these tests, its own child's), or
 // -1 when it does not answer.
 pid_t answered_pid(LineProcess& child) {
-  const auto answer = child.ask("", kGrace);
-  return answer.outcome == LineProcess::Outcome::Answered ? static_cast<pid_t>(std::stol(answer.line)) : -1;
-}
-
-// In in_subreaper: sends SIGTERM to `orphan`, one it adopted, and returns the signal that ended
-// it. A SIGKILL fixes the exit status when it is sent, so the SIGTERM after it changes nothing;
-// without one, the SIGTERM ends it, and no wait is needed to tell the two apart.
-int signal_that_ends(pid_t orphan) {
-  ::kill(orphan, SIGTERM);
-  int status = 0;
-  if (::waitpid(orphan, &status, 0) != orphan || !WIFSIGNALED(status)) return 0;
-  return WTERMSIG(status);
+  const auto line = answered_line(child);
+  return line.empty() ? -1 : static_cast<pid_t>(std::stol(line));
 }
 
 }  // namespace
@@ -128,65 +125,82 @@ TEST_CASE("a line process waits as long as asked, however long, even past what t
   CHECK(child.finish(1e10) == "exited with status 0");
 }
 
-TEST_CASE("a line process that someone else reaped is left alone, its group too") {
-  // Its number may be another process's by now, even another group's leader: so no kill, and
-  // what it started runs on.
+TEST_CASE("a line process that someone else reaped is left alone") {
+  // Its number may be another process's by now, even another group's leader: so no signal.
   CHECK(in_subreaper([] {
     // It reads the request before it answers and exits, so the request always finds it.
-    LineProcess child({"/bin/sh", "-c", "read l; sleep 1000 & echo $!"});
-    const pid_t grandchild = answered_pid(child);
-    if (grandchild < 0) return 10;
+    LineProcess child({"/bin/sh", "-c", "read l; echo answer"});
+    if (answered_line(child) != "answer") return 10;
     if (::waitpid(child.pid(), nullptr, 0) != child.pid()) return 11;
-    if (child.finish(0) != "ended (its exit status was taken by someone else)") return 14;
-    return signal_that_ends(grandchild) == SIGTERM ? 0 : 12;
+    return child.finish(0) == "ended (its exit status was taken by someone else)" ? 0 : 14;
   }) == 0);
 }
 
-TEST_CASE("a line process's end kills what it started too") {
-  // The child's own child outlives it unless its process group is killed.
-  CHECK(in_subreaper([] {
-    LineProcess child({"/bin/sh", "-c", "sleep 1000 & echo $!; wait"});
+TEST_CASE("a line process's end kills what it started too, even what left its process group") {
+  // The child's own children outlive it unless its reaper kills them: one in the child's
+  // process group, one in a session of its own. finish() returns once they are reaped, so
+  // neither pid is anyone's then.
+  for (const std::string start : {"sleep 1000", "setsid sleep 1000"}) {
+    INFO(start);
+    LineProcess child({"/bin/sh", "-c", start + " & echo $!; wait"});
     const pid_t grandchild = answered_pid(child);
-    if (grandchild < 0) return 10;
+    REQUIRE(grandchild > 0);
     child.finish(0);
-    return signal_that_ends(grandchild) == SIGKILL ? 0 : 12;
-  }) == 0);
+    const bool gone = ::kill(grandchild, 0) == -1 && errno == ESRCH;
+    if (!gone) ::kill(grandchild, SIGKILL);
+    CHECK(gone);
+  }
 }
 
-TEST_CASE("SIGTERM kills what line processes started, then ends the process as it would have") {
+TEST_CASE("a line process that exits while what it started holds its output ends there, with its status") {
+  // The grandchild holds the child's stdout; without the reaper killing it at the child's
+  // exit, the answer would never end and the ask would time out.
+  LineProcess child({"/bin/sh", "-c", "setsid sleep 1000 & echo $!; read l; exit 3"});
+  const pid_t grandchild = answered_pid(child);
+  REQUIRE(grandchild > 0);
+  const auto outcome = child.ask("x", kGrace).outcome;
+  const auto ended = child.finish(kGrace);
+  const bool gone = ::kill(grandchild, 0) == -1 && errno == ESRCH;
+  if (!gone) ::kill(grandchild, SIGKILL);
+  CHECK(outcome == LineProcess::Outcome::Closed);
+  CHECK(ended == "exited with status 3");
+  CHECK(gone);
+}
+
+TEST_CASE("SIGTERM ends what line processes started, then ends the process as it would have") {
   // A process that made a line process, then got SIGTERM before finishing it: its child's own
-  // child, which would live on, is killed too.
+  // child, which left the child's process group, is gone by the time the process has ended.
   int pipe_fds[2];
   REQUIRE(::pipe(pipe_fds) == 0);
-  CHECK(in_subreaper([&pipe_fds] {
-    const pid_t owner = ::fork();
-    if (owner < 0) return 13;
-    if (owner == 0) {
-      ::close(pipe_fds[0]);
-      // As a program starts: Catch handles SIGTERM in the test process, and
-      // kill_groups_on_termination_signals leaves a handled signal alone.
-      ::signal(SIGTERM, SIG_DFL);
-      try {
-        LineProcess::kill_groups_on_termination_signals();
-        LineProcess child({"/bin/sh", "-c", "sleep 1000 & echo $!; wait"});
-        const pid_t pids[2] = {child.pid(), answered_pid(child)};
-        if (pids[1] < 0) ::_exit(10);
-        if (::write(pipe_fds[1], pids, sizeof pids) != sizeof pids) ::_exit(13);
-        ::raise(SIGTERM);
-      } catch (...) {
-      }
-      ::_exit(13);
+  const pid_t owner = ::fork();
+  REQUIRE(owner >= 0);
+  if (owner == 0) {
+    ::close(pipe_fds[0]);
+    // As a program starts: Catch handles SIGTERM in the test process, and
+    // end_children_on_termination_signals leaves a handled signal alone.
+    ::signal(SIGTERM, SIG_DFL);
+    try {
+      LineProcess::end_children_on_termination_signals();
+      LineProcess child({"/bin/sh", "-c", "setsid sleep 1000 & echo $!; wait"});
+      const pid_t grandchild = answered_pid(child);
+      if (grandchild < 0) ::_exit(10);
+      if (::write(pipe_fds[1], &grandchild, sizeof grandchild) != sizeof grandchild) ::_exit(13);
+      ::raise(SIGTERM);
+    } catch (...) {
     }
-    ::close(pipe_fds[1]);
-    pid_t pids[2] = {-1, -1};
-    if (::read(pipe_fds[0], pids, sizeof pids) != sizeof pids) return 10;
-    int status = 0;
-    // The owner ended by the signal itself, not by a status of the handler's choosing.
-    if (::waitpid(owner, &status, 0) != owner || !WIFSIGNALED(status) || WTERMSIG(status) != SIGTERM) return 14;
-    // Its child came to us when it ended; its grandchild comes when the child has ended.
-    if (::waitpid(pids[0], &status, 0) != pids[0]) return 11;
-    return signal_that_ends(pids[1]) == SIGKILL ? 0 : 12;
-  }) == 0);
-  ::close(pipe_fds[0]);
+    ::_exit(13);  // not into Catch: this is a copy of the test process
+  }
   ::close(pipe_fds[1]);
+  pid_t grandchild = -1;
+  const bool told = ::read(pipe_fds[0], &grandchild, sizeof grandchild) == sizeof grandchild;
+  ::close(pipe_fds[0]);
+  int status = 0;
+  REQUIRE(::waitpid(owner, &status, 0) == owner);
+  // The owner ended by the signal itself, not by a status of the handler's choosing.
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
+  REQUIRE(told);
+  const bool gone = ::kill(grandchild, 0) == -1 && errno == ESRCH;
+  if (!gone) ::kill(grandchild, SIGKILL);
+  CHECK(gone);
 }
