@@ -465,12 +465,15 @@ class Driver {
     }
   }
 
-  // A process of the driver's own that has not joined actor_timeout_seconds after it started
-  // (stopped, or stuck before its Hello) hangs as much as a silent actor: it is killed and
-  // restarts, so that the driver never waits for a slot that cannot come back.
+  // A process of the driver's own that has not joined (said Hello) within join_timeout_seconds
+  // of its start, or actor_timeout_seconds if longer, hangs as much as a silent actor (stopped,
+  // or stuck before its Hello): it is killed and restarts, so that the driver never waits for a
+  // slot that cannot come back. The longer of the two: a loaded machine may take seconds to
+  // load LibTorch, and a short actor timeout is for silence after joining.
   void kill_unjoined_local_actors() {
     const auto now = Clock::now();
-    const auto limit = std::chrono::duration<double>(config_.actor_timeout_seconds);
+    const double seconds = std::max(config_.join_timeout_seconds, config_.actor_timeout_seconds);
+    const auto limit = std::chrono::duration<double>(seconds);
     for (int i = 0; i < local_->slots(); ++i) {
       const int pid = local_->pid(i);
       if (pid < 0 || core_.registry().slot_joined(0, i, pid)) {
@@ -480,8 +483,7 @@ class Driver {
       auto [it, first] = unjoined_.try_emplace(i, pid, now);
       if (!first && it->second.first != pid) it->second = {pid, now};
       if (now - it->second.second > limit) {
-        local_->kill_hung(i, pid, fmt::format("it did not join the driver within {:g} s (actor_timeout_seconds)",
-                                              config_.actor_timeout_seconds));
+        local_->kill_hung(i, pid, fmt::format("it did not join the driver within {:g} s of its start", seconds));
         unjoined_.erase(it);
       }
     }

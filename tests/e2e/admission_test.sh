@@ -41,5 +41,19 @@ grep -q "refused: Report from a peer that never said Hello to this driver" \
   "$work/out/driver.log" || fail "the driver did not log the stranger's refusal" "$work/out/driver.log"
 grep -q "said Hello again" "$work/out/driver.log" || fail "no retirement on a second Hello" "$work/out/driver.log"
 grep -q -- "-9223372036854775808" "$work/driver.out" && fail "the summary names a forged trial" "$work/driver.out"
+# Log injection (hostile_peer's first part): the forged host names reach the log printable and
+# cut, and 20,000 garbage frames are counted in a few lines, not written one a frame.
+for log in "$work/out/driver.log" "$work/driver.out"; do
+  grep -q '^\[12:00:00\] info FORGED' "$log" && fail "a peer forged a line of $log" "$log"
+  LC_ALL=C grep -q -P '[\x00-\x08\x0b-\x1f\x7f]' "$log" && fail "control characters of a peer reached $log"
+  longest=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$log")
+  [ "$longest" -lt 1000 ] || fail "$log has a line of $longest characters"
+done
+grep -q "evil?\[12:00:00\] info FORGED line?\[2J?AAAA" "$work/out/driver.log" || fail "the forged host was not logged cut" "$work/out/driver.log"
+garbage=$(grep -c "not packtune's" "$work/out/driver.log" || true)
+lines=$(wc -l < "$work/out/driver.log")
+[ "$garbage" -ge 1 ] && [ "$garbage" -le 30 ] || fail "20,000 garbage frames took $garbage log lines" "$work/out/driver.log"
+[ "$lines" -le 300 ] || fail "driver.log has $lines lines"
+echo "injection: forged host names logged cut and printable; 20,000 garbage frames in $garbage line(s) of $lines"
 "$packtune" report "$work/out" > "$work/report.out" 2>&1 || fail "packtune report refused the folder" "$work/report.out"
 echo "admission: the hostile peer was refused and the run finished"

@@ -73,6 +73,33 @@ int main(int argc, char** argv) {
   const std::string endpoint = argv[1];
   zmq::context_t context(1);
 
+  // --- log injection and a flood of garbage -------------------------------------------------
+  // A Hello and a NodeHello whose host would forge a log line, clear the screen, ring the bell
+  // and make a line of 100 KB; then 20,000 frames that are no message. admission_test.sh reads
+  // the driver's log for them.
+  {
+    const std::string forged = "evil\n[12:00:00] info FORGED line\x1b[2J\x07" + std::string(100'000, 'A');
+    auto liar = dealer(context, endpoint);
+    proto::Hello h;
+    h.host = forged;
+    packtune::send_message(liar, h);
+    expect<proto::Welcome>(liar, "Welcome for a Hello with a forged host");
+    auto node = dealer(context, endpoint);
+    proto::NodeHello n;
+    n.host = forged;
+    packtune::send_message(node, n);
+    expect<proto::NodeWelcome>(node, "NodeWelcome for a NodeHello with a forged host");
+    auto flood = dealer(context, endpoint);
+    for (int i = 0; i < 20'000; ++i) {
+      const std::string garbage = "\xff\xfe garbage " + std::to_string(i) + "\n[12:00:00] info FORGED";
+      flood.send(zmq::buffer(garbage), zmq::send_flags::none);
+    }
+    // The flood is queued in order before this: its answer means the driver read them all.
+    packtune::send_message(flood, proto::Heartbeat{});
+    expect<proto::Rejoin>(flood, "Rejoin after the flood");
+    say("liar: forged host names and 20000 garbage frames sent");
+  }
+
   // --- a stranger -------------------------------------------------------------------------
   {
     auto stranger = dealer(context, endpoint);
