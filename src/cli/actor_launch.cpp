@@ -1,12 +1,19 @@
 #include "cli/actor_launch.hpp"
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -15,9 +22,45 @@
 #include "node/actor_supervisor.hpp"
 #include "packtune/error.hpp"
 #include "util/child_process.hpp"
+#include "util/printable.hpp"
 #include "util/work_folder.hpp"
 
 namespace packtune::cli {
+namespace {
+
+constexpr const char* kTimeoutVariable = "PACKTUNE_MODEL_PLUGIN_TIMEOUT";
+constexpr double kDefaultTimeoutSeconds = 60;
+
+// How long a plugin's description may take: $PACKTUNE_MODEL_PLUGIN_TIMEOUT seconds, or 60.
+double model_plugin_timeout() {
+  const char* text = std::getenv(kTimeoutVariable);
+  if (text == nullptr || *text == '\0') return kDefaultTimeoutSeconds;
+  char* end = nullptr;
+  errno = 0;
+  const double seconds = std::strtod(text, &end);
+  if (errno != 0 || end == text || *end != '\0' || !std::isfinite(seconds) || seconds <= 0) {
+    throw InputError(std::string(kTimeoutVariable) + ": expected a number of seconds > 0, got \"" +
+                     util::printable(text, 40) + "\"");
+  }
+  return seconds;
+}
+
+// Whether child `pid` exited within `seconds`; its status is then in `status`, reaped.
+bool exited_within(int pid, double seconds, int& status) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  auto pause = std::chrono::milliseconds(1);
+  while (true) {
+    const int reaped = waitpid(pid, &status, WNOHANG);
+    if (reaped == pid || (reaped < 0 && errno != EINTR)) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
+}
+
+}  // namespace
 
 std::string actor_executable() {
   return (std::filesystem::path(self_executable()).parent_path() / "packtune-actor").string();
@@ -52,10 +95,22 @@ void declare_model_plugin(const std::string& path) {
   } remove{folder};
   const auto output = (folder / "output").string();
   const auto executable = actor_executable();
-  const int pid = util::start_child_process({executable, "--describe-model-plugin", absolute}, {}, output, false);
+  const double timeout = model_plugin_timeout();
+  // In a process group of its own: a plugin that started processes of its own while it
+  // loaded must not leave them behind when the group is killed.
+  const int pid = util::start_child_process({executable, "--describe-model-plugin", absolute}, {}, output, false,
+                                            /*own_group=*/true);
   if (pid < 0) throw Error("cannot start " + executable + ": " + std::strerror(-pid));
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  if (!exited_within(pid, timeout, status)) {
+    ::kill(-pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    std::ostringstream seconds;
+    seconds << timeout;
+    throw Error("model plugin " + absolute + ": no description within " + seconds.str() + " s (" +
+                kTimeoutVariable + "); does loading it block, in a static constructor say? " + executable +
+                " --describe-model-plugin was killed");
   }
   std::ifstream in(output);
   std::string line, json_line, error_line;

@@ -22,7 +22,9 @@ std::string actor_executable();
 // --describe-model-plugin PATH` loads it and prints their declarations, which go into
 // actors::DeclaredFamilies, so that the config's model and space are checked against them.
 // The actor's one-line error (a missing file, symbol, wrong version...) is thrown as it
-// said it: InputError for its exit code 2, Error for any other failure.
+// said it: InputError for its exit code 2, Error for any other failure. A plugin whose loading
+// does not end (a static constructor that blocks) is an Error naming it after
+// $PACKTUNE_MODEL_PLUGIN_TIMEOUT seconds (default 60), its process group killed.
 void declare_model_plugin(const std::string& path);
 
 }  // namespace packtune::cli

@@ -11,14 +11,8 @@ source "$(dirname "$0")/prelude.sh" "$@"
 # finds only that.
 marker="packtune-exec-leftover-$$-$RANDOM"
 leftovers() { pgrep -f -- "$marker"; }
-# Whatever the test ends in, what escaped is killed: each by its id, with its process group
-# (setsid made it a leader), then $work is removed.
-kill_leftovers() {
-  local pid
-  for pid in $(leftovers); do kill -KILL -- "-$pid" "$pid" 2> /dev/null; done
-  cleanup_work
-}
-trap kill_leftovers EXIT
+# Whatever the test ends in, what escaped is killed, then $work is removed.
+trap 'kill_matching "$marker"; cleanup_work' EXIT
 escape="setsid sh -c 'sleep 300; : $marker' &"
 
 # A CMD that answers every request, and starts a process that leaves its group on the way.

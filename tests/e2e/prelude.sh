@@ -15,7 +15,7 @@
 #              /usr/bin/python3 (not a venv's python3 on PATH), or $PACKTUNE_TEST_PYTHON where the
 #              system has another (the GPU machine's image)
 # and the helpers below: fail, private_net, free_port, wait_held, tiny_config, wait_listening,
-# wait_for.
+# kill_matching, wait_for.
 
 packtune="${1:-}"
 if [ -z "$packtune" ] || [ ! -x "$packtune" ]; then
@@ -86,6 +86,14 @@ c = {"seed": 3, "budget": {"unit": "epochs", "max": 0.5, "report_every": 0.25},
 c.update(json.loads(sys.argv[2]))
 json.dump(c, open(sys.argv[1], "w"), indent=1)
 PY
+}
+
+# kill_matching PATTERN: for a test's cleanup of processes that escaped what should have ended
+# them: kills each whose command line matches PATTERN (pgrep -f; make it unique to the test), by
+# its id, and its process group where it leads one (what it started).
+kill_matching() {
+  local pid
+  for pid in $(pgrep -f -- "$1"); do kill -KILL -- "-$pid" "$pid" 2> /dev/null; done
 }
 
 # wait_for PID: waits for the background process PID and sets $code to its exit status.

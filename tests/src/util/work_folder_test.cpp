@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -87,4 +88,44 @@ TEST_CASE("a work folder is made for its owner alone, and a link in its place is
   fs::create_directory_symlink(dir.path() / "elsewhere", dir.path() / ("packtune-linked-" + std::to_string(::getpid())));
   CHECK_THROWS_WITH(util::fresh_work_dir("linked"), Catch::Contains("something else is there"));
   CHECK(fs::is_empty(dir.path() / "elsewhere"));
+}
+
+TEST_CASE("a fresh work folder first removes the work folders of processes that are gone") {
+  testing::TempDir dir;
+  TmpdirSet set(dir.path().string());
+  // Above the largest pid the kernel gives, so no process has it, however busy the machine.
+  pid_t gone = 0;
+  {
+    std::FILE* f = std::fopen("/proc/sys/kernel/pid_max", "r");
+    REQUIRE(f != nullptr);
+    REQUIRE(std::fscanf(f, "%d", &gone) == 1);
+    std::fclose(f);
+    ++gone;
+  }
+  const auto path = [&](const std::string& name) { return dir.path() / name; };
+  const auto left = [&](const std::string& owner, pid_t pid) {
+    return path("packtune-" + owner + "-" + std::to_string(pid));
+  };
+  // What a plugin's description, an actor, a node and a driver killed hard leave behind.
+  for (const std::string owner : {"describe", "actor", "node", "driver", "sweep"}) {
+    fs::create_directories(left(owner, gone) / "inside");
+  }
+  // Kept: a live process's folder, a name no work folder has, and what is not a folder.
+  fs::create_directory(left("describe", ::getppid()));
+  fs::create_directory(path("packtune-other-" + std::to_string(gone)));
+  fs::create_directory(path("packtune-describe-" + std::to_string(gone) + "x"));
+  { std::FILE* f = std::fopen(left("actor", gone + 1).c_str(), "w"); std::fclose(f); }
+  fs::create_directory_symlink(dir.path() / "elsewhere", left("node", gone + 1));
+
+  const auto work = util::fresh_work_dir("sweep");
+  CHECK(fs::is_directory(work));
+  for (const std::string owner : {"describe", "actor", "node", "driver", "sweep"}) {
+    INFO(owner);
+    CHECK_FALSE(fs::exists(left(owner, gone)));
+  }
+  CHECK(fs::is_directory(left("describe", ::getppid())));
+  CHECK(fs::is_directory(path("packtune-other-" + std::to_string(gone))));
+  CHECK(fs::is_directory(path("packtune-describe-" + std::to_string(gone) + "x")));
+  CHECK(fs::is_regular_file(left("actor", gone + 1)));
+  CHECK(fs::is_symlink(left("node", gone + 1)));
 }
