@@ -23,8 +23,9 @@ std::unique_ptr<Tuner> PbtTuner::pbt(const TunerContext& context) {
     throw InputError("tuner.trials: " + std::to_string(context.max_trials) + " trials for a pbt population of " +
                      std::to_string(o.population) + "; give one of trials and population, or the same number");
   }
+  const bool has_interval = settings.has("interval");
   o.interval = settings.number("interval", context.min_budget, 0);
-  if (!(o.interval > 0)) throw InputError("tuner.interval: expected a budget > 0 for the pbt tuner, got 0");
+  check_budget_setting(context, has_interval ? "tuner.interval" : "tuner.interval (budget.min by default)", o.interval);
   o.quantile = settings.number("quantile", 0.25, 0);
   if (!(o.quantile > 0 && o.quantile <= 0.5)) {
     throw InputError("tuner.quantile: expected a fraction in (0, 0.5] for the pbt tuner, got " + number_text(o.quantile));
@@ -44,8 +45,9 @@ PbtTuner::PbtTuner(const TunerContext& context, PbtOptions options)
     : context_(context), options_(std::move(options)), rng_(context.seed) {
   check_budgets(context_.min_budget, context_.max_budget);
   if (options_.population < 2) throw InputError("tuner.population: pbt needs a population of at least 2");
-  if (!(options_.interval > 0) || options_.perturbation_factors.empty()) {
-    throw InputError("tuner: pbt needs an interval > 0 and at least one perturbation factor");
+  check_budget_setting(context_, "tuner.interval", options_.interval);
+  if (options_.perturbation_factors.empty()) {
+    throw InputError("tuner: pbt needs at least one perturbation factor");
   }
   if (options_.perturb.empty()) {
     throw InputError("tuner.perturb: list the hyper-parameters pbt may change during training, for example [\"lr\"]");

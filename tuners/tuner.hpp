@@ -80,6 +80,16 @@ struct TunerContext {
   std::int64_t max_trials = 1;  // trial limit; 0 means "as many as the algorithm wants"
   std::uint64_t seed = 0;
   nlohmann::json settings = nlohmann::json::object();
+  // The budgets' unit ("epochs" or "steps"; empty where unknown), for messages.
+  std::string budget_unit;
+  // The budget of one training step where the caller knows it, else 0: 1 in steps; in epochs
+  // one step of the epoch that makes the fewest (the largest batch), known from the data. A
+  // job trains at least a step, so a tuner's budget setting below it (pbt's interval) asks for
+  // budgets no job trains to (check_budget_setting refuses it).
+  double step_budget = 0;
+  // Why a step is step_budget, for messages ("16 steps an epoch with batch_size 64 on 1024
+  // examples"); may be empty.
+  std::string step_note;
 };
 
 // The version of the interface plugins compile against: Tuner's virtual functions and
@@ -89,7 +99,8 @@ struct TunerContext {
 //   2: Tuner::planned_budget and Tuner::warnings (2026-11-24)
 //   3: Job::why (2026-11-26)
 //   4: Job::from_trial and from_budget (2026-11-26)
-inline constexpr int kTunerInterfaceVersion = 4;
+//   5: TunerContext::budget_unit, step_budget and step_note (2026-11-28)
+inline constexpr int kTunerInterfaceVersion = 5;
 
 class Tuner {
  public:

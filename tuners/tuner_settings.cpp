@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "packtune/error.hpp"
 
@@ -158,6 +159,39 @@ void check_budgets(double min_budget, double max_budget) {
     throw InputError("budget.min (--min-budget): " + number_text(min_budget) +
                      " is above budget.max " + number_text(max_budget) +
                      "; expected min <= max");
+  }
+}
+
+namespace {
+
+// The shortest text that reads back as `value` itself: a floor rounded to 12 digits could fall
+// below the floor, and "use at least" would name a value that is refused again.
+std::string floor_text(double value) {
+  char buffer[32];
+  for (int digits = 12; digits <= 17; ++digits) {
+    std::snprintf(buffer, sizeof buffer, "%.*g", digits, value);
+    if (std::strtod(buffer, nullptr) == value) break;
+  }
+  return buffer;
+}
+
+}  // namespace
+
+void check_budget_setting(const TunerContext& context, const std::string& name, double value) {
+  if (!std::isfinite(value) || value <= 0) {
+    throw InputError(name + ": expected a budget > 0, got " + number_text(value));
+  }
+  const std::string unit = context.budget_unit.empty() ? "" : " " + context.budget_unit;
+  if (value < context.step_budget) {
+    const std::string note = context.step_note.empty() ? "" : " (" + context.step_note + ")";
+    throw InputError(name + ": " + number_text(value) + unit + " is less than a step" + note +
+                     ", the least a job trains; use at least " + floor_text(context.step_budget));
+  }
+  const double least = context.max_budget / kMaxReportsPerTrial;
+  if (value < least) {
+    throw InputError(name + ": " + number_text(value) + unit + " divides budget.max " +
+                     number_text(context.max_budget) + " into more than " + number_text(kMaxReportsPerTrial) +
+                     " parts, more reports than a trial may make; use at least " + floor_text(least));
   }
 }
 

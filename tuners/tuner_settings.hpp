@@ -51,6 +51,15 @@ std::string number_text(double value);
 
 // budget.min and budget.max must be finite, positive and ordered.
 void check_budgets(double min_budget, double max_budget);
+// The most reports one trial may make up to budget.max: the limit budget.report_every has
+// (config_keys.hpp kMaxReports), which a budget setting that ends a job (pbt's interval) has too.
+inline constexpr double kMaxReportsPerTrial = 100000;
+// A budget setting that ends a job or a report every so often (pbt's interval, simulate's
+// --report-every): finite and > 0; at least a step where the context knows what a step is
+// (context.step_budget), since a job trains at least one and a generation below it would end
+// at a budget no job trains to; and at most kMaxReportsPerTrial of it up to budget.max, since
+// a sliver of it is a schedule that never ends.
+void check_budget_setting(const TunerContext& context, const std::string& name, double value);
 // eta must be at least 2.
 void check_eta(std::int64_t eta);
 // The trial limit: at least 1, or also 0 ("the algorithm's own count") when `zero_allowed`.

@@ -39,6 +39,7 @@ struct SimulationConfig {
   std::optional<double> min_budget;
   std::optional<double> max_budget;
   std::optional<double> report_every;
+  std::optional<std::string> budget_unit;
   std::optional<tuners::Mode> mode;
   std::optional<std::string> metric;
   std::optional<std::uint64_t> seed;
@@ -59,6 +60,7 @@ SimulationConfig read_simulation_config(const std::string& path) {
     if (b.contains("max")) s.max_budget = c.max_budget;
     if (b.contains("min")) s.min_budget = c.min_budget;
     if (b.contains("report_every")) s.report_every = c.report_every;
+    if (b.contains("unit")) s.budget_unit = c.budget_unit;
   }
   if (root.contains("metric")) s.metric = c.metric;
   if (root.contains("metric") || root.contains("mode")) s.mode = c.mode;
@@ -199,6 +201,10 @@ int run_simulate_command(const std::vector<std::string>& args) {
   if (const auto v = option_integer(vm, "seed", 0)) config.seed = static_cast<std::uint64_t>(*v);
   context.seed = config.seed.value_or(0);
   context.settings = config.settings;
+  // A config in steps floors the tuner's budget settings at a step, as `packtune run` does
+  // (in epochs, a step depends on the data, which a simulation does not read).
+  if (config.budget_unit) context.budget_unit = *config.budget_unit;
+  if (context.budget_unit == "steps") context.step_budget = 1;
   if (vm.count("tuner-setting")) {
     for (const auto& a : vm["tuner-setting"].as<std::vector<std::string>>()) {
       const auto [key, value] = setting(a);
@@ -214,6 +220,7 @@ int run_simulate_command(const std::vector<std::string>& args) {
   sim.workers = static_cast<int>(*option_integer(vm, "workers", 1));
   if (const auto v = option_number(vm, "report-every")) config.report_every = v;
   sim.report_every = config.report_every.value_or(0);
+  if (sim.report_every > 0) tuners::check_budget_setting(context, "--report-every", sim.report_every);
 
   if (vm.count("tuner-plugin")) {
     for (const auto& p : vm["tuner-plugin"].as<std::vector<std::string>>()) config.plugins.push_back(p);

@@ -16,6 +16,7 @@
 #include <limits>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -149,6 +150,9 @@ tuners::TunerContext tuner_context(const ExperimentConfig& c) {
   t.max_trials = trial_limit(c);
   t.seed = c.seed;
   t.settings = c.tuner_settings;
+  t.budget_unit = c.budget_unit;
+  // In epochs a step's budget depends on the data: validate() builds the tuner with it again.
+  if (c.budget_unit == "steps") t.step_budget = 1;
   return t;
 }
 
@@ -207,15 +211,28 @@ void validate(const ExperimentConfig& c) {
     throw InputError("deterministic: true trains one unit at a time per actor (units side by side on one GPU do "
                      "not repeat bit for bit); mixed_packs \"always\" contradicts it: give auto or never");
   }
-  // Building the tuner checks its name and its own settings.
-  try {
-    tuners::TunerRegistry::instance().create(c.tuner, tuner_context(c));
-  } catch (const InputError& e) {
-    const std::string what = e.what();
-    if (c.settings_tuner.empty() || what.rfind("tuner.", 0) != 0) throw;
-    throw InputError(what + " (the config's tuner settings were written for " + c.settings_tuner + "; with --tuner " +
-                     c.tuner + " remove or change them)");
+  // A job trains at least a step (actors/pack_executor.cpp): a budget in steps below one would
+  // be reported as reached by a job that trained more.
+  if (c.budget_unit == "steps") {
+    for (const auto& [key, value] : {std::pair{"budget.max", c.max_budget}, std::pair{"budget.min", c.min_budget}}) {
+      if (value < 1) {
+        throw InputError(std::string(key) + ": " + json(value).dump() +
+                         " steps is less than a step, the least a job trains; use at least 1");
+      }
+    }
   }
+  // Building the tuner checks its name and its own settings.
+  const auto build_tuner = [&c](const tuners::TunerContext& context) {
+    try {
+      tuners::TunerRegistry::instance().create(c.tuner, context);
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      if (c.settings_tuner.empty() || what.rfind("tuner.", 0) != 0) throw;
+      throw InputError(what + " (the config's tuner settings were written for " + c.settings_tuner +
+                       "; with --tuner " + c.tuner + " remove or change them)");
+    }
+  };
+  build_tuner(tuner_context(c));
 
   // Population-based training hands a member its donor's checkpoint with the explored
   // config: a perturbed value the checkpoint's shapes or optimizer state depend on would not fit.
@@ -307,6 +324,11 @@ void validate(const ExperimentConfig& c) {
                        epoch_text(largest_batch) + "), after which a report comes at the earliest; use 0 or at least " +
                        json(1 / fewest_steps).dump());
     }
+    // The tuner's budget settings (pbt's interval) against a step of the data.
+    auto context = tuner_context(c);
+    context.step_budget = 1 / fewest_steps;
+    context.step_note = epoch_text(largest_batch);
+    build_tuner(context);
   }
 }
 

@@ -83,6 +83,12 @@ expect reports_without_end "asks more than 100000 reports" "$(set_key "$good" 'c
 expect steps_beyond_a_count "budget.max: 1e+20 is out of range" "$(set_key "$good" 'c["budget"]={"unit": "steps", "max": 1e20}')"
 expect epochs_beyond_a_count "steps a trial can count" \
   "$(set_key "$good" 'c["budget"]={"max": 1e15}; c["data"]["train_size"]=10000')"
+# Budget settings below a step, or a sliver of budget.max, made schedules that never ended
+# (pbt's interval 1e-300: plan passed, run and simulate hung).
+tiny_interval="$(set_key "$good" 'c["budget"]={"unit": "steps", "max": 10}; c["tuner"]={"name": "pbt", "population": 2, "interval": 1e-300, "perturb": ["lr"]}')"
+expect pbt_interval_below_a_step "tuner.interval: 1e-300 steps is less than a step" "$tiny_interval"
+expect budget_min_below_a_step "budget.min: 0.5 steps is less than a step" \
+  "$(set_key "$good" 'c["budget"]={"unit": "steps", "min": 0.5, "max": 10}')"
 expect key_twice "budget.max: given twice" '{"budget": {"max": 1, "max": 2}}'
 expect key_twice_top "actors: given twice" '{"actors": 1, "tuner": "random", "actors": 2}'
 
@@ -155,6 +161,15 @@ other() {  # other NAME EXPECTED_TEXT COMMAND...
   fi
 }
 other node_bad_endpoint "--driver bogus://x: Protocol not supported" "$packtune" node --driver bogus://x
+printf '%s' "$tiny_interval" > "$work/tiny_interval.json"
+other pbt_interval_plan "tuner.interval: 1e-300 steps is less than a step" "$packtune" plan "$work/tiny_interval.json"
+other pbt_interval_simulate "tuner.interval: 1e-300 steps is less than a step" \
+  "$packtune" simulate "$work/tiny_interval.json" --objective synthetic
+other pbt_interval_simulate_epochs "tuner.interval: 1e-300 divides budget.max 10 into more than 100000 parts" \
+  "$packtune" simulate --objective synthetic --tuner pbt --max-budget 10 --tuner-setting interval=1e-300 \
+  --tuner-setting 'perturb=["lr"]' --trials 2
+other report_every_simulate "--report-every: 1e-300 divides budget.max 10 into more than 100000 parts" \
+  "$packtune" simulate --objective synthetic --tuner random --max-budget 10 --trials 1 --report-every 1e-300
 # A GPU that nvidia-smi does not list (a stand-in nvidia-smi with GPUs 0 and 1).
 mkdir -p "$work/bin"
 printf '#!/bin/sh\necho "0, GPU-a, Stand-in, 1024"\necho "1, GPU-b, Stand-in, 1024"\n' > "$work/bin/nvidia-smi"

@@ -240,6 +240,35 @@ TEST_CASE("pbt settings: one clear error each", "[pbt]") {
   CHECK(refused({{"perturb", {"lr"}}}, 6) == "accepted");  // trials alone is the population
 }
 
+TEST_CASE("PbtTuner: an interval below a step or a sliver of budget.max is refused", "[pbt]") {
+  // 1e-300 once made a schedule of generations that never ended (plan passed, run and simulate hung).
+  const auto refused = [](double interval, double step_budget, const std::string& unit) {
+    auto c = pbt_context(4, 100, {{"perturb", {"lr"}}, {"interval", interval}});
+    c.budget_unit = unit;
+    c.step_budget = step_budget;
+    c.step_note = step_budget == 0.0625 ? "16 steps an epoch" : "";
+    try {
+      TunerRegistry::instance().create("pbt", c);
+    } catch (const packtune::InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK(refused(1e-300, 1, "steps") ==
+        "tuner.interval: 1e-300 steps is less than a step, the least a job trains; use at least 1");
+  CHECK(refused(0.5, 1, "steps") ==
+        "tuner.interval: 0.5 steps is less than a step, the least a job trains; use at least 1");
+  CHECK(refused(1, 1, "steps") == "accepted");
+  CHECK(refused(0.05, 0.0625, "epochs") == "tuner.interval: 0.05 epochs is less than a step (16 steps an epoch), "
+                                           "the least a job trains; use at least 0.0625");
+  CHECK(refused(0.0625, 0.0625, "epochs") == "accepted");
+  // No step known (a simulation in epochs): at most 100000 generations up to budget.max.
+  CHECK(refused(1e-300, 0, "") == "tuner.interval: 1e-300 divides budget.max 100 into more than 100000 parts, more "
+                                  "reports than a trial may make; use at least 0.001");
+  CHECK(refused(0.001, 0, "") == "accepted");
+  CHECK(refused(std::nan(""), 0, "").find("tuner.interval") == 0);
+}
+
 TEST_CASE("JobRules: an exploit needs the donor's checkpoint at that budget", "[pbt]") {
   JobRules rules("pbt", 4);
   rules.check(Job::start(0, {}, 1));

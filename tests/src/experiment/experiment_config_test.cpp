@@ -382,6 +382,39 @@ TEST_CASE("budget in epochs: checked against the steps of the data's epoch") {
                                   Catch::Contains("at least 0.1"));
 }
 
+TEST_CASE("budget settings of a tuner and budget.min: at least a step, in either unit") {
+  // pbt's interval of 1e-300 steps once made a run that never ended.
+  auto j = base();
+  j["data"] = {{"train_size", 1000}, {"validation_size", 100}};
+  j["model"] = {{"family", "mlp"}, {"width", 32}, {"batch_size", 100}};  // 10 steps an epoch
+  auto pbt = [&](json budget, json interval) {
+    auto k = j;
+    k["budget"] = std::move(budget);
+    k["tuner"] = {{"name", "pbt"}, {"population", 2}, {"perturb", {"lr"}}};
+    if (!interval.is_null()) k["tuner"]["interval"] = interval;
+    return error_of(k);
+  };
+  CHECK(pbt({{"unit", "steps"}, {"max", 10}}, 1e-300) ==
+        "tuner.interval: 1e-300 steps is less than a step, the least a job trains; use at least 1");
+  CHECK(pbt({{"unit", "steps"}, {"max", 10}}, 1) == "no error");
+  CHECK(pbt({{"unit", "epochs"}, {"max", 1}}, 0.05) ==
+        "tuner.interval: 0.05 epochs is less than a step (10 steps an epoch with batch_size 100 on 1000 examples), "
+        "the least a job trains; use at least 0.1");
+  CHECK_THAT(pbt({{"unit", "epochs"}, {"min", 0.05}, {"max", 1}}, nullptr),
+             Catch::StartsWith("tuner.interval (budget.min by default): 0.05 epochs is less than a step"));
+  CHECK(pbt({{"unit", "epochs"}, {"max", 1}}, 0.1) == "no error");
+  auto steps = [&](json budget) {
+    auto k = j;
+    k["budget"] = std::move(budget);
+    return error_of(k);
+  };
+  CHECK(steps({{"unit", "steps"}, {"min", 0.5}, {"max", 10}}) ==
+        "budget.min: 0.5 steps is less than a step, the least a job trains; use at least 1");
+  CHECK(steps({{"unit", "steps"}, {"max", 1e-300}}) ==
+        "budget.max: 1e-300 steps is less than a step, the least a job trains; use at least 1");
+  CHECK(steps({{"unit", "steps"}, {"min", 1}, {"max", 10}}) == "no error");
+}
+
 namespace {
 // A unix socket bound at `path`; listening, or left as a killed process leaves one.
 int bound_socket(const std::string& path, bool listen) {
