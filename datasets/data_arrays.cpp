@@ -47,7 +47,8 @@ void to_int64(const std::vector<std::uint8_t>& raw, std::vector<std::int64_t>& o
   for (std::size_t i = 0; i < out.size(); ++i) {
     T v;
     std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
-    // uint64 labels past int64's range are out of any range: kept as the largest int64.
+    // uint64 labels past int64's range are out of any range: kept as the largest int64 (a
+    // message reads the label itself from the raw bytes, label_text in read_labels).
     if constexpr (std::is_same_v<T, std::uint64_t>) {
       out[i] = v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
                    ? std::numeric_limits<std::int64_t>::max()
@@ -146,19 +147,27 @@ std::vector<std::int64_t> read_labels(ArrayReader& y, std::uint64_t begin, std::
     case DType::Int64: to_int64<std::int64_t>(raw, labels); break;
     default: fail(info, "dtype " + info.dtype_text + " unsupported for labels; expected an integer dtype");
   }
+  // The label as the file holds it: a uint64 past int64's range is not the int64 it was kept as.
+  const auto label_text = [&](std::size_t i) {
+    if (info.dtype != DType::UInt64) return std::to_string(labels[i]);
+    std::uint64_t v;
+    std::memcpy(&v, raw.data() + i * sizeof v, sizeof v);
+    return std::to_string(v);
+  };
   // Training labels set the classes (the largest plus one); test labels must be among them.
   std::int64_t high = classes;
   if (classes == 0 && !labels.empty()) {
     const auto most = std::max_element(labels.begin(), labels.end());
     if (*most >= kMaxClasses) {
-      fail(info, "label " + std::to_string(*most) + " in row " + std::to_string(begin + (most - labels.begin())) +
-                     " asks for more than the " + std::to_string(kMaxClasses) + " classes packtune allows");
+      const auto i = static_cast<std::size_t>(most - labels.begin());
+      fail(info, "label " + label_text(i) + " in row " + std::to_string(begin + i) + " asks for more than the " +
+                     std::to_string(kMaxClasses) + " classes packtune allows");
     }
     high = *most + 1;
   }
   for (std::size_t i = 0; i < labels.size(); ++i) {
     if (labels[i] < 0 || labels[i] >= high) {
-      fail(info, "label " + std::to_string(labels[i]) + " in row " + std::to_string(begin + i) + " outside 0.." +
+      fail(info, "label " + label_text(i) + " in row " + std::to_string(begin + i) + " outside 0.." +
                      std::to_string(high - 1) + classes_from);
     }
   }

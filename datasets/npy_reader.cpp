@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
+#include <set>
 
 #include "datasets/array_file.hpp"
 #include "packtune/error.hpp"
@@ -84,25 +86,79 @@ class NpyReader : public ArrayReader {
     }
   }
 
-  // The value after 'key': in numpy's dict literal.
-  std::size_t value_at(const std::string& header, const char* key) const {
-    const auto at = header.find(std::string("'") + key + "'");
-    if (at == std::string::npos) fail(std::string("the .npy header has no '") + key + "'");
-    auto colon = header.find(':', at);
-    if (colon == std::string::npos) fail("malformed .npy header");
-    ++colon;
-    while (colon < header.size() && header[colon] == ' ') ++colon;
-    return colon;
+  // The header is a Python dict literal of exactly descr, fortran_order and shape (numpy's
+  // read_array_header refuses any other set of keys), padded with spaces to a newline. Parsed
+  // strictly: a dict cut short, a key given twice or bytes after it is a file that something
+  // other than numpy wrote, or damaged, and guessing what it meant could misread every element.
+  void parse_dict(const std::string& header) {
+    std::size_t i = 0;
+    const auto skip_spaces = [&] {
+      while (i < header.size() && std::isspace(static_cast<unsigned char>(header[i]))) ++i;
+    };
+    const auto malformed = [&](const std::string& why) { fail("malformed .npy header (" + why + ")"); };
+    const auto quoted = [&](const std::string& what) {
+      const char quote = i < header.size() ? header[i] : '\0';
+      const auto close = quote == '\'' || quote == '"' ? header.find(quote, i + 1) : std::string::npos;
+      if (close == std::string::npos) return std::optional<std::string>();
+      std::string text = header.substr(i + 1, close - i - 1);
+      if (text.find('\\') != std::string::npos) malformed(what + " with an escape");
+      i = close + 1;
+      return std::optional<std::string>(std::move(text));
+    };
+    skip_spaces();
+    if (i >= header.size() || header[i] != '{') malformed("no opening brace");
+    ++i;
+    std::set<std::string> seen;
+    bool closed = false;
+    while (!closed) {
+      skip_spaces();
+      if (i >= header.size()) malformed("no closing brace");
+      if (header[i] == '}') break;  // {} or a trailing comma, as numpy writes ", }"
+      const auto key = quoted("a key");
+      if (!key) malformed("expected a quoted key at byte " + std::to_string(i));
+      if (*key != "descr" && *key != "fortran_order" && *key != "shape") {
+        malformed("unknown key '" + *key + "'; expected descr, fortran_order and shape");
+      }
+      if (!seen.insert(*key).second) malformed("'" + *key + "' given twice");
+      skip_spaces();
+      if (i >= header.size() || header[i] != ':') malformed("no ':' after '" + *key + "'");
+      ++i;
+      skip_spaces();
+      if (*key == "descr") {
+        parse_descr(quoted("descr"));
+      } else if (*key == "fortran_order") {
+        if (header.compare(i, 4, "True") == 0) fail("fortran_order is True; save it in C order (numpy: np.ascontiguousarray)");
+        if (header.compare(i, 5, "False") != 0) malformed("fortran_order");
+        i += 5;
+      } else {
+        i = parse_shape(header, i);
+      }
+      skip_spaces();
+      if (i >= header.size()) malformed("no closing brace");
+      if (header[i] == ',') {
+        ++i;
+      } else if (header[i] == '}') {
+        closed = true;
+      } else {
+        malformed("expected ',' or '}' after '" + *key + "'");
+      }
+    }
+    ++i;  // the brace
+    skip_spaces();
+    if (i < header.size()) {
+      // The padding after them is numpy's: count what is not.
+      auto last = header.size();
+      while (std::isspace(static_cast<unsigned char>(header[last - 1]))) --last;
+      malformed(std::to_string(last - i) + " byte(s) after the dict");
+    }
+    for (const char* key : {"descr", "fortran_order", "shape"}) {
+      if (!seen.count(key)) fail(std::string("the .npy header has no '") + key + "'");
+    }
   }
 
-  void parse_dict(const std::string& header) {
-    auto d = value_at(header, "descr");
-    const char quote = d < header.size() ? header[d] : '\0';
-    const auto close = header.find(quote, d + 1);
-    if ((quote != '\'' && quote != '"') || close == std::string::npos) {
-      fail("the .npy header's descr is not a simple type (a structured array?)");
-    }
-    info_.dtype_text = header.substr(d + 1, close - d - 1);
+  void parse_descr(const std::optional<std::string>& descr) {
+    if (!descr) fail("the .npy header's descr is not a simple type (a structured array?)");
+    info_.dtype_text = *descr;
     const auto& t = info_.dtype_text;
     if (t.size() >= 3 && t[0] == '>' && t.substr(1) != "u1" && t.substr(1) != "i1") {
       fail("big-endian dtype " + t + "; save it little-endian (numpy: a.astype(a.dtype.newbyteorder('<')))");
@@ -111,27 +167,38 @@ class NpyReader : public ArrayReader {
         std::all_of(t.begin() + 2, t.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
       info_.dtype = dtype_of(t[1], std::atoi(t.c_str() + 2));
     }
-    const auto f = value_at(header, "fortran_order");
-    if (header.compare(f, 4, "True") == 0) fail("fortran_order is True; save it in C order (numpy: np.ascontiguousarray)");
-    if (header.compare(f, 5, "False") != 0) fail("malformed .npy header (fortran_order)");
-    auto s = value_at(header, "shape");
-    if (s >= header.size() || header[s] != '(') fail("malformed .npy header (shape)");
-    const auto end = header.find(')', s);
-    if (end == std::string::npos) fail("malformed .npy header (shape)");
+  }
+
+  // A tuple of non-negative integers at `i`: (), (N,) or (N, M, ...). Returns the index past it.
+  std::size_t parse_shape(const std::string& header, std::size_t i) {
+    const auto malformed = [&] { fail("malformed .npy header (shape)"); };
+    if (i >= header.size() || header[i] != '(') malformed();
+    ++i;
     std::uint64_t product = 1;
-    for (std::size_t i = s + 1; i < end;) {
-      while (i < end && (header[i] == ' ' || header[i] == ',')) ++i;
-      if (i == end) break;
-      if (!std::isdigit(static_cast<unsigned char>(header[i]))) fail("malformed .npy header (shape)");
+    bool comma_after_last = true;  // a tuple of one needs its comma, (N,)
+    for (;;) {
+      while (i < header.size() && header[i] == ' ') ++i;
+      if (i >= header.size()) malformed();
+      if (header[i] == ')') break;
+      if (!std::isdigit(static_cast<unsigned char>(header[i]))) malformed();
       std::uint64_t dim = 0;
-      for (; i < end && std::isdigit(static_cast<unsigned char>(header[i])); ++i) {
+      for (; i < header.size() && std::isdigit(static_cast<unsigned char>(header[i])); ++i) {
         if (dim > (std::numeric_limits<std::uint64_t>::max() - 9) / 10) fail("implausibly large .npy shape");
         dim = dim * 10 + static_cast<std::uint64_t>(header[i] - '0');
       }
       if (dim != 0 && product > (std::uint64_t{1} << 62) / dim) fail("implausibly large .npy shape");
       product *= dim == 0 ? 1 : dim;
       info_.shape.push_back(dim);
+      while (i < header.size() && header[i] == ' ') ++i;
+      comma_after_last = i < header.size() && header[i] == ',';
+      if (comma_after_last) {
+        ++i;
+      } else if (i >= header.size() || header[i] != ')') {
+        malformed();
+      }
     }
+    if (info_.shape.size() == 1 && !comma_after_last) malformed();  // (N) is N, not a tuple
+    return i + 1;
   }
 
   std::string path_;

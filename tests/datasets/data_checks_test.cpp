@@ -104,6 +104,24 @@ TEST_CASE("check_data: labels outside 0..classes-1, negative ones, and test labe
                                     "outside 0..3 (the training split's classes)");
 }
 
+TEST_CASE("check_data: a uint64 label past int64's range is named as the file holds it") {
+  const std::uint64_t largest = std::numeric_limits<std::uint64_t>::max();
+  NpySet npy;
+  std::vector<std::uint64_t> y(20, 1);
+  y[7] = largest;
+  write_npy(npy.options.y, "<u8", {20}, y);
+  CHECK(error_of(npy.options) == "data.y: " + npy.options.y + ": label 18446744073709551615 in row 7 asks for "
+                                     "more than the 100000 classes packtune allows");
+  Hdf5Set h5;
+  std::vector<std::uint64_t> test_y(5, 1);
+  test_y[2] = std::uint64_t{1} << 63;
+  std::remove(h5.options.test_path.c_str());
+  write_h5(h5.options.test_path, "x", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {5, 3}, rows(5, 3));
+  write_h5(h5.options.test_path, "y", H5T_STD_U64LE, H5T_NATIVE_UINT64, {5}, test_y);
+  CHECK(error_of(h5.options) == "data.test_path: " + h5.options.test_path + " dataset \"y\": label "
+                                    "9223372036854775808 in row 2 outside 0..3 (the training split's classes)");
+}
+
 TEST_CASE("check_data: NaN or Inf in x or in regression targets") {
   NpySet npy;
   auto x = rows(20, 3);

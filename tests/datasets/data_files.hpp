@@ -32,6 +32,17 @@ inline void write_npy(const std::string& path, const std::string& descr, const s
   out.write(static_cast<const char*>(bytes), static_cast<std::streamsize>(size));
 }
 
+// A version 1 .npy file whose header is `dict` as given, padded as numpy pads it, then `bytes`.
+inline void write_npy_header(const std::string& path, std::string dict, const std::string& bytes) {
+  while ((10 + dict.size() + 1) % 64 != 0) dict += ' ';
+  dict += '\n';
+  std::ofstream out(path, std::ios::binary);
+  out.write("\x93NUMPY\x01\x00", 8);
+  out.put(static_cast<char>(dict.size() & 0xff));
+  out.put(static_cast<char>(dict.size() >> 8));
+  out << dict << bytes;
+}
+
 template <class T>
 void write_npy(const std::string& path, const std::string& descr, const std::vector<std::uint64_t>& shape,
                const std::vector<T>& values, int version = 1) {

@@ -133,6 +133,26 @@ make_data "$work/test_shape" 'good(); np.save(f"{d}/tx.npy", np.zeros((20, 9), n
 config "$work/test_shape" "$npy"
 expect test_shape "data.test_x: \$d/tx.npy: sample shape (9,) differs from the training split's (8,)"
 
+# Messages that say what is true: a uint64 label as the file holds it, the HDF5 filter this
+# HDF5 lacks (h5py's lzf is h5py's own), a .npy header that is not numpy's (strict parsing).
+make_data "$work/uint64_label" 'good(); y = np.load(f"{d}/y.npy").astype(np.uint64); y[5] = np.iinfo(np.uint64).max; np.save(f"{d}/y.npy", y)'
+config "$work/uint64_label" "$npy"
+expect uint64_label 'data.y: $d/y.npy: label 18446744073709551615 in row 5 asks for more than the 100000 classes'
+make_data "$work/lzf" 'good()
+x = np.tile(np.arange(8, dtype=np.float32), (200, 1))  # lzf leaves data it cannot shrink uncompressed
+with h5py.File(f"{d}/d.h5", "w") as f: f.create_dataset("x", data=x, compression="lzf"); f["y"] = np.load(f"{d}/y.npy")'
+config "$work/lzf" "$h5"
+expect lzf 'data.x: $d/d.h5 dataset "x": cannot read rows 0 to 200: the dataset is compressed with HDF5 filter lzf (id 32000), which this HDF5 library'
+make_data "$work/npy_header" 'good()
+raw = open(f"{d}/y.npy", "rb").read()
+key = b"\x27shape\x27: (3,), "
+end = raw.index(b"}")
+padding = raw.index(b"\n") - raw.index(b"}") - 1  # the header keeps its length: fewer spaces
+assert padding > len(key)
+open(f"{d}/y.npy", "wb").write(raw[:end] + key + raw[end:end + 1 + padding - len(key)] + raw[raw.index(b"\n"):])'
+config "$work/npy_header" "$npy"
+expect npy_header "data.y: \$d/y.npy: malformed .npy header ('shape' given twice)"
+
 # A data set larger than this machine's memory (a sparse file: its header says 1 TiB) is
 # refused from the headers, before anything reads it.
 make_data "$work/too_large" '
