@@ -31,11 +31,26 @@ constexpr std::size_t kZ85KeyLength = 40;
 // actors that others can write lets them swap in their own key.
 constexpr mode_t kSecretForbidden = S_IRWXG | S_IRWXO;
 constexpr mode_t kPublicForbidden = S_IWGRP | S_IWOTH;
+// A folder others can write into lets them rename their own files over the keys, whatever
+// the files' modes: a file's mode does not protect its name in the folder.
+constexpr mode_t kFolderForbidden = S_IWGRP | S_IWOTH;
 
 std::string mode_text(mode_t mode) {
   char text[8];
   std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
   return text;
+}
+
+// Refuses a keys folder `root` that group or others can write into (`prefix`: "keys: " for
+// `packtune keys`). A folder that is not there is left to the reads, which name the file.
+void check_keys_folder(const fs::path& root, const std::string& prefix) {
+  struct stat st {};
+  if (::stat(root.c_str(), &st) != 0) return;
+  if (!S_ISDIR(st.st_mode)) throw InputError(prefix + root.string() + " is not a folder; name the folder of the keys");
+  if ((st.st_mode & kFolderForbidden) != 0) {
+    throw InputError(prefix + root.string() + ": its permissions " + mode_text(st.st_mode) +
+                     " let other users write into it and replace the keys; run chmod 700 " + root.string());
+  }
 }
 
 // The text of a key file, checked on the descriptor it is read from (no window between the
@@ -123,9 +138,9 @@ void make_keys(const std::string& dir) {
       throw InputError((root / name).string() + " exists; remove " + dir + " to make new keys (actors with the old ones are then refused)");
     }
   }
-  // A new folder is made the owner's alone. An existing one keeps its mode (it may be shared
-  // on purpose; the files are 0600 anyway) and must be empty: whatever else is in it may be
-  // someone else's, and a link there could point anywhere.
+  // A new folder is made the owner's alone. An existing one keeps its mode (others may read
+  // it; the files are 0600 anyway), must be empty (whatever else is in it may be someone
+  // else's, and a link there could point anywhere) and must not let others write into it.
   if (::mkdir(root.c_str(), 0700) != 0) {
     if (errno != EEXIST) throw InputError("keys: cannot create " + dir + " (" + std::strerror(errno) + ")");
     struct stat st {};
@@ -136,6 +151,7 @@ void make_keys(const std::string& dir) {
     if (!fs::is_empty(root, ec) || ec) {
       throw InputError("keys: " + dir + " is not empty; name a new or empty folder");
     }
+    check_keys_folder(root, "keys: ");
   }
   const auto [driver_public, driver_secret] = new_key_pair();
   const auto [actor_public, actor_secret] = new_key_pair();
@@ -151,6 +167,7 @@ namespace {
 
 // What both sides read: the driver's public key.
 CurveKeys keys_in(const std::string& dir) {
+  check_keys_folder(dir, "");
   CurveKeys keys;
   keys.dir = dir;
   keys.driver_public = read_key(fs::path(dir) / "driver.pub");

@@ -8,8 +8,8 @@
 //   DIR/authorized_actors               actor public keys the driver admits, one per line
 //
 // Keys are Z85 text, 40 characters, in files readable by their owner only (0600). Loading
-// refuses, as ssh does, a `.key` file with any permission for group or others, and the other
-// files if group or others may write them.
+// refuses, as ssh does, a `.key` file with any permission for group or others, the other
+// files if group or others may write them, and a folder group or others may write into.
 #include <atomic>
 #include <memory>
 #include <set>
@@ -32,8 +32,9 @@ struct CurveKeys {
 };
 
 // Writes a fresh set of keys, each file new and 0600, into `dir`: a folder it creates with mode
-// 0700, or an empty one whose mode it keeps. Anything else there, or a key file already there,
-// is an InputError: it never overwrites keys nor writes through a link.
+// 0700, or an empty one whose mode it keeps. Anything else there, a key file already there, or
+// a folder group or others may write into, is an InputError: it never overwrites keys nor
+// writes through a link.
 void make_keys(const std::string& dir);
 CurveKeys load_driver_keys(const std::string& dir);
 CurveKeys load_actor_keys(const std::string& dir);

@@ -193,6 +193,15 @@ expect key_readable_by_others "run chmod 600 $work/open-keys/driver.key" \
 other actor_key_readable_by_others "actor.key: its permissions 0664" \
   bash -c 'chmod 664 "$1/actor.key" && exec "$2" actor --driver "ipc://$1/none.ipc" --keys "$1"' _ "$work/open-keys" "$packtune"
 
+# A keys folder others can write into: they could rename their own key over driver.pub or
+# authorized_actors. Refused by `packtune keys` (nothing written) and where keys are loaded.
+mkdir -p "$work/open-folder" && chmod 777 "$work/open-folder"
+other keys_into_an_open_folder "its permissions 0777 let other users write into it" "$packtune" keys "$work/open-folder"
+[ -z "$(ls -A "$work/open-folder")" ] || { echo "FAIL keys_into_an_open_folder: keys were written"; failures=$((failures + 1)); }
+"$packtune" keys "$work/shared-keys" > /dev/null && chmod 775 "$work/shared-keys"
+expect keys_folder_others_write "$work/shared-keys: its permissions 0775 let other users write into it" \
+  "$(set_key "$good" "c['keys']='$work/shared-keys'; c['listen']='tcp'")"
+
 expect precision_word "precision: unknown precision \"fp16\"" "$(set_key "$good" 'c["precision"]="fp16"')"
 expect precision_flag "--precision: unknown precision \"half\"" "$good" --precision half
 expect precision_bf16_cpu "precision bf16 is for GPUs" "$(set_key "$good" 'c["precision"]="bf16"')"

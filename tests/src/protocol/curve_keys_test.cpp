@@ -1,6 +1,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -127,4 +128,34 @@ TEST_CASE("key files others can read, or change, are refused as ssh refuses them
                     Catch::Contains("authorized_actors: its permissions 0664 let others change it; run chmod 600"));
   REQUIRE(chmod((dir / "driver.pub").c_str(), 0646) == 0);
   CHECK_THROWS_WITH(load_actor_keys(dir.string()), Catch::Contains("driver.pub: its permissions 0646"));
+}
+
+TEST_CASE("a keys folder other users can write into is refused when keys are made and when they are read") {
+  // Whoever can write into the folder can rename a key of their own over driver.pub or
+  // authorized_actors, whatever those files' modes.
+  testing::TempDir tmp;
+  for (const mode_t mode : {0777, 0770, 01777}) {
+    const auto open = tmp.path() / ("open-" + std::to_string(mode));
+    std::filesystem::create_directory(open);
+    REQUIRE(chmod(open.c_str(), mode) == 0);
+    char text[8];
+    std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode));
+    CHECK_THROWS_WITH(make_keys(open.string()), "keys: " + open.string() + ": its permissions " + text +
+                                                    " let other users write into it and replace the keys; run chmod "
+                                                    "700 " + open.string());
+    CHECK(std::filesystem::is_empty(open));
+  }
+
+  const auto dir = tmp.path() / "keys";
+  make_keys(dir.string());
+  REQUIRE(chmod(dir.c_str(), 0755) == 0);  // others may read the folder: the files guard themselves
+  CHECK_NOTHROW(load_driver_keys(dir.string()));
+  CHECK_NOTHROW(load_actor_keys(dir.string()));
+  for (const mode_t mode : {0777, 0775, 0757}) {
+    REQUIRE(chmod(dir.c_str(), mode) == 0);
+    CHECK_THROWS_WITH(load_driver_keys(dir.string()), Catch::Contains(dir.string() + ": its permissions") &&
+                                                          Catch::Contains("run chmod 700 " + dir.string()));
+    CHECK_THROWS_WITH(load_actor_keys(dir.string()), Catch::Contains("let other users write into it"));
+  }
+  REQUIRE(chmod(dir.c_str(), 0700) == 0);
 }
