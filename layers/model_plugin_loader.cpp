@@ -10,6 +10,7 @@
 
 #include "layers/model_plugin.hpp"
 #include "packtune/error.hpp"
+#include "tuners/plugin_loader.hpp"
 
 namespace packtune::layers {
 
@@ -17,11 +18,8 @@ std::vector<std::string> load_model_plugin(const std::string& path, const std::v
                                            const std::function<void(const FamilyDeclaration&)>& check) {
   namespace fs = std::filesystem;
   const std::string where = "model plugin " + path;
+  tuners::check_plugin_file(where, path, "the path of a shared library (.so) built against packtune::layers");
   std::error_code ec;
-  if (path.empty() || !fs::is_regular_file(path, ec)) {
-    throw InputError(where + ": no such file; expected the path of a shared library (.so) built against "
-                     "packtune::layers");
-  }
   // dlopen searches the library path for a bare name: "vgg.so" must mean the file here.
   const std::string absolute = fs::canonical(path, ec).string();
 

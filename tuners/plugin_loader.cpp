@@ -12,14 +12,30 @@
 
 namespace packtune::tuners {
 
+void check_plugin_file(const std::string& where, const std::string& path, const std::string& expected) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto status = path.empty() ? fs::file_status(fs::file_type::not_found) : fs::status(path, ec);
+  if (status.type() == fs::file_type::regular) return;
+  if (status.type() == fs::file_type::not_found) throw InputError(where + ": no such file; expected " + expected);
+  if (ec) throw InputError(where + ": cannot be read (" + ec.message() + "); expected " + expected);
+  const char* kind = "";
+  switch (status.type()) {
+    case fs::file_type::directory: kind = " (a folder)"; break;
+    case fs::file_type::character: kind = " (a character device)"; break;
+    case fs::file_type::block: kind = " (a block device)"; break;
+    case fs::file_type::fifo: kind = " (a FIFO)"; break;
+    case fs::file_type::socket: kind = " (a socket)"; break;
+    default: break;
+  }
+  throw InputError(where + ": not a regular file" + std::string(kind) + "; expected " + expected);
+}
+
 std::vector<std::string> load_tuner_plugin(const std::string& path) {
   namespace fs = std::filesystem;
   const std::string where = "tuner plugin " + path;
+  check_plugin_file(where, path, "the path of a shared library (.so) built against packtune::tuners");
   std::error_code ec;
-  if (path.empty() || !fs::is_regular_file(path, ec)) {
-    throw InputError(where + ": no such file; expected the path of a shared library (.so) "
-                     "built against packtune::tuners");
-  }
   // dlopen searches the library path for a bare name; an absolute path makes "tuner.so" mean
   // the file in the current folder, as a user expects.
   const std::string absolute = fs::canonical(path, ec).string();

@@ -13,4 +13,10 @@ namespace packtune::tuners {
 // no tuner at all.
 std::vector<std::string> load_tuner_plugin(const std::string& path);
 
+// Checks that `path` names a regular file before a plugin loader dlopens it: InputError
+// "`where`: no such file; expected `expected`" when nothing is there, and "not a regular file
+// (a folder)" for a folder, a device (/dev/zero) or a FIFO, which dlopen would fail on or
+// block in. The model plugin loader (layers/model_plugin_loader.cpp) checks its path so too.
+void check_plugin_file(const std::string& where, const std::string& path, const std::string& expected);
+
 }  // namespace packtune::tuners

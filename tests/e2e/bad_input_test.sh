@@ -202,6 +202,13 @@ other keys_into_an_open_folder "its permissions 0777 let other users write into 
 expect keys_folder_others_write "$work/shared-keys: its permissions 0775 let other users write into it" \
   "$(set_key "$good" "c['keys']='$work/shared-keys'; c['listen']='tcp'")"
 
+# A model plugin path that is there but no library: a device, a folder (and a FIFO, which
+# would block a reader) say so rather than "no such file".
+expect model_plugin_device "model plugin /dev/zero: not a regular file (a character device)" "$good" --model-plugin /dev/zero
+expect model_plugin_folder "model plugin $work/open-folder: not a regular file (a folder)" "$good" --model-plugin "$work/open-folder"
+mkfifo "$work/plugin.fifo"
+expect model_plugin_fifo "model plugin $work/plugin.fifo: not a regular file (a FIFO)" "$good" --model-plugin "$work/plugin.fifo"
+
 expect precision_word "precision: unknown precision \"fp16\"" "$(set_key "$good" 'c["precision"]="fp16"')"
 expect precision_flag "--precision: unknown precision \"half\"" "$good" --precision half
 expect precision_bf16_cpu "precision bf16 is for GPUs" "$(set_key "$good" 'c["precision"]="bf16"')"

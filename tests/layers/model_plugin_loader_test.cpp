@@ -1,5 +1,7 @@
 // Loading model plugins: the example's vgg family, and each way a plugin can be wrong, with
 // one line naming the plugin and what to do. Plain C++: the loader's header has no LibTorch.
+#include <sys/stat.h>
+
 #include <fstream>
 
 #include <catch2/catch.hpp>
@@ -27,6 +29,18 @@ TEST_CASE("a model plugin registers its families once, however often it is loade
   const auto names = load_model_plugin(PACKTUNE_TEST_MODEL_PLUGIN_VGG);
   CHECK(names == std::vector<std::string>{"vgg"});
   CHECK(load_model_plugin(PACKTUNE_TEST_MODEL_PLUGIN_VGG) == names);
+}
+
+TEST_CASE("a model plugin path that is there but not a regular file says so without opening it") {
+  packtune::testing::TempDir dir;
+  const auto fifo = dir.file("plugin.fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);  // opening it would block: nobody writes to it
+  const std::string expected = "; expected the path of a shared library (.so) built against packtune::layers";
+  CHECK(error_of([&] { load_model_plugin(fifo); }) == "model plugin " + fifo + ": not a regular file (a FIFO)" + expected);
+  CHECK(error_of([] { load_model_plugin("/dev/zero"); }) ==
+        "model plugin /dev/zero: not a regular file (a character device)" + expected);
+  CHECK(error_of([&] { load_model_plugin(dir.path().string()); }) ==
+        "model plugin " + dir.path().string() + ": not a regular file (a folder)" + expected);
 }
 
 TEST_CASE("a bad model plugin is one line naming it and what is wrong") {

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <fstream>
 
 #include "packtune/error.hpp"
@@ -37,6 +39,16 @@ TEST_CASE("plugins that cannot be used are input errors saying why") {
   CHECK_THAT(error_of([] { load_tuner_plugin("/nonexistent/libtuner.so"); }),
              Catch::Contains("/nonexistent/libtuner.so") && Catch::Contains("no such file"));
   CHECK_THAT(error_of([] { load_tuner_plugin(""); }), Catch::Contains("no such file"));
+  // There, but nothing dlopen could load (it would block on a FIFO nobody writes to).
+  const std::string fifo = "plugin_loader_test.fifo";
+  std::remove(fifo.c_str());
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::string expected = "; expected the path of a shared library (.so) built against packtune::tuners";
+  CHECK(error_of([&] { load_tuner_plugin(fifo); }) == "tuner plugin " + fifo + ": not a regular file (a FIFO)" + expected);
+  std::remove(fifo.c_str());
+  CHECK(error_of([] { load_tuner_plugin("/dev/zero"); }) ==
+        "tuner plugin /dev/zero: not a regular file (a character device)" + expected);
+  CHECK(error_of([] { load_tuner_plugin("/"); }) == "tuner plugin /: not a regular file (a folder)" + expected);
 
   const std::string not_a_library = "plugin_loader_test_not_a_library.so";
   std::ofstream(not_a_library) << "not ELF\n";
