@@ -1,5 +1,6 @@
 #include "actors/classifier.hpp"
 
+#include "actors/model_plugins.hpp"
 #include "actors/resnet.hpp"
 #include "layers/activation.hpp"
 #include "layers/batch_norm.hpp"
@@ -87,7 +88,8 @@ std::shared_ptr<layers::Layer> build_model(const ModelSpec& spec, const InputSha
   if (spec.family == "resnet") return build_resnet(spec, input);
   // A model plugin's family: its declared hyper-parameters, checked and with defaults.
   if (const auto* plugin = layers::ModelRegistry::instance().find(spec.family)) {
-    return plugin->build(spec.params, layers::ModelInput{input.channels, input.height, input.width, input.outputs});
+    return build_plugin_model(*plugin, spec.params,
+                              layers::ModelInput{input.channels, input.height, input.width, input.outputs}, input.images);
   }
   throw InputError("family: unknown model family \"" + spec.family + "\"; expected mlp, cnn, resnet or a model plugin's family");
 }

@@ -316,15 +316,21 @@ std::vector<PackEvent> PackExecutor::step_round() {
     auto& group = groups_.at(key);
     group_size[key] = group->size();
     const auto start = Clock::now();
-    try {
-      streams_.run(unit++, [&group = group, this] { group->train_step(stream_); });
-    } catch (const std::exception& e) {
+    const auto fail_group = [&](const std::exception& e) {
       for (const auto& m : members_) {
         if (m.group == key) {
           fail(events, m.job.trial, e);
           failed.insert(m.job.trial);
         }
       }
+    };
+    try {
+      streams_.run(unit++, [&group = group, this] { group->train_step(stream_); });
+    } catch (const std::exception& e) {
+      fail_group(e);
+    } catch (...) {
+      // A model plugin's own layer may throw anything; it is still only its trials' failure.
+      fail_group(Error("a step threw something that is not a std::exception (a model plugin's layer?)"));
     }
     group_seconds[key] = std::chrono::duration<double>(Clock::now() - start).count() / group->size();
   }
@@ -348,16 +354,21 @@ std::vector<PackEvent> PackExecutor::step_round() {
     due[m.group].push_back(m.job.trial);
   }
   std::map<tuners::TrialId, Metrics> metrics;
+  const auto fail_due = [&](const std::vector<tuners::TrialId>& trials, const std::exception& e) {
+    for (auto trial : trials) {
+      fail(events, trial, e, "evaluating");
+      failed.insert(trial);
+    }
+  };
   for (const auto& [key, trials] : due) {
     const auto start = Clock::now();
     try {
       for (auto& [trial, values] : groups_.at(key)->evaluate(stream_, trials)) metrics[trial] = std::move(values);
     } catch (const std::exception& e) {
       // Evaluation can run out of memory as a step can; the members leave the same way.
-      for (auto trial : trials) {
-        fail(events, trial, e, "evaluating");
-        failed.insert(trial);
-      }
+      fail_due(trials, e);
+    } catch (...) {
+      fail_due(trials, Error("it threw something that is not a std::exception (a model plugin's layer?)"));
     }
     const double share = std::chrono::duration<double>(Clock::now() - start).count() / trials.size();
     for (auto* m : due_members) {

@@ -1,8 +1,15 @@
 #include <catch2/catch.hpp>
 
+#include <stdexcept>
+
 #include "actors/classifier.hpp"
+#include "actors/declared_families.hpp"
 #include "actors/pack_executor.hpp"
 #include "actors/trial_spec.hpp"
+#include "layers/flatten.hpp"
+#include "layers/linear.hpp"
+#include "layers/model_registry.hpp"
+#include "layers/sequential.hpp"
 #include "packtune/error.hpp"
 #include "synthetic_data.hpp"
 #include "test_device.hpp"
@@ -280,4 +287,68 @@ TEST_CASE("parked members leave when they cannot go on in place or a member trai
     run_until_parked(pack);  // 4 parks while 0 and 3 train on: it leaves, and they finish
     CHECK(pack.empty());
   }
+}
+
+namespace {
+
+// Registers a model family whose builder is `build`, once per process, as a model plugin
+// would (without a library, so its failures name the family alone).
+void register_family(const std::string& name, layers::ModelBuilder build) {
+  if (layers::ModelRegistry::instance().find(name)) return;
+  layers::FamilyDeclaration declaration{name, {}};
+  layers::ModelRegistry::instance().add({declaration, std::move(build)});
+  DeclaredFamilies::instance().add(declaration);
+}
+
+std::shared_ptr<layers::Layer> linear_model(const layers::ModelInput& input, std::int64_t extra_outputs) {
+  auto model = std::make_shared<layers::Sequential>();
+  model->emplace<layers::Flatten>();
+  model->emplace<layers::Linear>(input.channels * input.height * input.width, input.outputs + extra_outputs);
+  return model;
+}
+
+}  // namespace
+
+TEST_CASE("a model plugin's builder that fails fails its trial alone, however it fails") {
+  register_family("returns_null", [](const tuners::TrialConfig&, const layers::ModelInput&) {
+    return std::shared_ptr<layers::Layer>();
+  });
+  register_family("throws_int", [](const tuners::TrialConfig&, const layers::ModelInput&) -> std::shared_ptr<layers::Layer> {
+    throw 42;
+  });
+  register_family("throws_std", [](const tuners::TrialConfig&, const layers::ModelInput&) -> std::shared_ptr<layers::Layer> {
+    throw std::runtime_error("the builder gave up");
+  });
+  register_family("wrong_outputs", [](const tuners::TrialConfig&, const layers::ModelInput& input) {
+    return linear_model(input, 3);
+  });
+  register_family("right_outputs", [](const tuners::TrialConfig&, const layers::ModelInput& input) {
+    return linear_model(input, 0);
+  });
+  auto split = synthetic_split(160, 20, 8);
+  datasets::BatchStream stream(split, packtune::testing::test_device(), 1);
+  PackExecutor pack(stream, BudgetUnit::Steps);
+  pack.add(job(1, kAdamMlp, 4));
+  const auto plugin = [](const std::string& family) {
+    return tuners::TrialConfig{{"family", family}, {"batch_size", std::int64_t{16}}};
+  };
+  for (const auto& [family, why] : std::vector<std::pair<std::string, std::string>>{
+           {"returns_null", "its builder returned no model (a null pointer)"},
+           {"throws_int", "its builder threw something that is not a std::exception"},
+           {"throws_std", "its builder failed: the builder gave up"},
+           {"wrong_outputs", "its model's output for one example of shape [1, 1, 1, 8, 8] is [1, 1, 13], but the data "
+                             "needs [1, 1, 10] (10 outputs per example)"}}) {
+    INFO(family);
+    CHECK_THROWS_WITH(pack.add(job(2, plugin(family), 4)), "model family \"" + family + "\": " + why);
+    CHECK(pack.size() == 1);
+  }
+  // A plugin family that builds what the data needs trains beside the first trial.
+  pack.add(job(3, plugin("right_outputs"), 4));
+  auto events = run(pack);
+  REQUIRE_FALSE(events[1].empty());
+  CHECK(events[1].back().final);
+  CHECK(events[1].back().error.empty());
+  REQUIRE_FALSE(events[3].empty());
+  CHECK(events[3].back().final);
+  CHECK(events[3].back().error.empty());
 }

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Model plugins that fail in ways a bad path or version does not: nothing hangs, nothing is
 # left behind, and a plugin's fault costs its trials, never the run's other trials or actors.
-#   model_plugin_faults_test.sh PACKTUNE BLOCKING.so
+#   model_plugin_faults_test.sh PACKTUNE BLOCKING.so FAULTY.so
 # BLOCKING.so blocks forever in a static constructor: `packtune plan` and `run` describe it in
 # a child under $PACKTUNE_MODEL_PLUGIN_TIMEOUT (set small here; nothing waits for it to pass
 # but the blocked plugin) and end with one line naming it; the work folder of a packtune
-# killed while describing it is swept by the next packtune.
+# killed while describing it is swept by the next packtune. FAULTY.so's family "faulty" fails
+# as its hyper-parameter "fault" says (tests/layers/plugins/faulty_model_plugin.cpp): each
+# failure fails its trial, with the plugin's path and the reason, and the one actor trains the
+# run's other trials on, never restarted.
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh" "$@"
 # A copy of its own: its path, on the command line of what loads it, is this test's alone.
 blocking="$work/blocking-$$.so"
 cp "$2" "$blocking"
+faulty="$(cd "$(dirname "$3")" && pwd)/$(basename "$3")"  # absolute, as messages name it
 # The work folders go to a temporary folder of the test's own, to be looked at.
 export TMPDIR="$work/tmp"
 mkdir "$TMPDIR"
@@ -60,3 +64,24 @@ code=$?
 [ "$code" -eq 2 ] && grep -qF 'PACKTUNE_MODEL_PLUGIN_TIMEOUT: expected a number of seconds > 0, got "soon"' \
   "$work/bad_timeout.err" || fail "a bad PACKTUNE_MODEL_PLUGIN_TIMEOUT: exit $code" "$work/bad_timeout.err"
 echo "ok   bad_timeout: $(cat "$work/bad_timeout.err")"
+
+# Every way a builder fails, one trial each, and a trial that works among them (the grid takes
+# the values in order).
+tiny_config "$work/faulty.json" '{"tuner": {"name": "grid"}, "budget": {"unit": "steps", "max": 4},
+  "model": {"family": "faulty", "batch_size": 64, "optimizer": "adam"},
+  "space": {"fault": {"type": "choice", "values": [1, 2, 0, 3, 4]}}}'
+"$packtune" run "$work/faulty.json" --model-plugin "$faulty" --out "$work/out-faulty" > "$work/faulty.out" 2>&1 ||
+  fail "the run with the faulty plugin" "$work/faulty.out"
+for why in "its builder returned no model (a null pointer)" \
+           "its builder threw something that is not a std::exception" \
+           "its model's output for one example of shape [1, 1, 1, 28, 28] is [1, 1, 13], but the data needs [1, 1, 10]" \
+           "its builder failed: the builder gave up"; do
+  grep -qF "failed on actor 0: model plugin $faulty: model family \"faulty\": $why" "$work/faulty.out" ||
+    fail "no trial failed with: $why" "$work/faulty.out"
+done
+grep -qF "5 jobs, 4 failed trials" "$work/faulty.out" || fail "not 4 of 5 trials failed" "$work/faulty.out"
+grep -qF '"fault":0' "$work/out-faulty/results.jsonl" || fail "the working trial has no results" "$work/faulty.out"
+# One actor process for the whole run: a crash would have had it restarted and join again.
+joins=$(grep -c "joined from" "$work/out-faulty/driver.log")
+[ "$joins" -eq 1 ] || fail "the actor joined $joins times" "$work/out-faulty/driver.log"
+echo "ok   faulty: 4 trials failed naming the plugin and why, the working one trained, the actor lived on"
