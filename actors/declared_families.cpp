@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "actors/trial_spec.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune::actors {
@@ -67,8 +68,11 @@ const std::vector<std::string>& builtin_families() {
 }
 
 const std::vector<std::string>& common_hyperparameters() {
-  static const std::vector<std::string> names = {"family", "optimizer", "lr", "momentum", "nesterov",
-                                                 "weight_decay", "beta1", "beta2", "batch_size"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out = {"family"};
+    for (const auto& name : training_hyperparameters()) out.push_back(name);
+    return out;
+  }();
   return names;
 }
 

@@ -1,6 +1,8 @@
 #include "actors/fused_optimizer.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <ATen/Parallel.h>
 
@@ -21,7 +23,8 @@ torch::Tensor FusedOptimizer::column(const std::vector<double>& values, torch::D
 
 void FusedOptimizer::append_member(const OptimizerSpec& spec,
                                    const std::vector<torch::Tensor>& member_shapes,
-                                   const std::vector<std::vector<torch::Tensor>>& state, std::int64_t steps) {
+                                   const std::vector<std::vector<torch::Tensor>>& state, std::int64_t steps,
+                                   const ScheduleSteps& schedule) {
   if (spec.name != "sgd" && spec.name != "adam" && spec.name != "adamw") {
     throw InputError("optimizer: unknown optimizer \"" + spec.name + "\"; expected sgd, adam or adamw");
   }
@@ -49,18 +52,22 @@ void FusedOptimizer::append_member(const OptimizerSpec& spec,
   }
   hyper_.push_back(spec);
   steps_.push_back(steps);
+  schedules_.push_back(schedule);
   refresh();
 }
 
 void FusedOptimizer::keep_members(const std::vector<std::int64_t>& keep) {
   std::vector<OptimizerSpec> hyper;
   std::vector<std::int64_t> steps;
+  std::vector<ScheduleSteps> schedules;
   for (auto k : keep) {
     hyper.push_back(hyper_[static_cast<std::size_t>(k)]);
     steps.push_back(steps_[static_cast<std::size_t>(k)]);
+    schedules.push_back(schedules_[static_cast<std::size_t>(k)]);
   }
   hyper_ = std::move(hyper);
   steps_ = std::move(steps);
+  schedules_ = std::move(schedules);
   if (keep.empty()) {
     for (auto& slot : slots_) slot.clear();
     refresh();
@@ -96,11 +103,15 @@ void FusedOptimizer::resize(const std::vector<std::vector<std::int64_t>>& shapes
 
 void FusedOptimizer::refresh() {
   has_sgd_ = has_adaptive_ = has_l2_ = has_decoupled_ = has_nesterov_ = false;
+  scheduled_ = clipped_ = false;
   cpu_members_.clear();
   if (hyper_.empty()) return;
-  std::vector<double> lr, l2, decay, c0, c1, b2, omb2, nesterov, adaptive, b1_64, b2_64, steps;
+  std::vector<double> lr, l2, decay, c0, c1, b2, omb2, nesterov, adaptive, b1_64, b2_64, steps, clip;
   for (std::size_t m = 0; m < hyper_.size(); ++m) {
     const auto& h = hyper_[m];
+    scheduled_ |= !h.schedule.constant();
+    clipped_ |= h.grad_clip_norm > 0;
+    clip.push_back(h.grad_clip_norm > 0 ? h.grad_clip_norm : std::numeric_limits<double>::infinity());
     const bool adam = h.name != "sgd";
     const bool adamw = h.name == "adamw";
     has_sgd_ |= !adam;
@@ -146,10 +157,81 @@ void FusedOptimizer::refresh() {
   b1_64_ = column(b1_64, torch::kFloat64);
   b2_64_ = column(b2_64, torch::kFloat64);
   steps64_ = column(steps, torch::kFloat64);
+  clip_norm_ = column(clip);
+  // The columns hold the base rates; the step's own come with its schedule_step().
+}
+
+double FusedOptimizer::scheduled_lr(std::int64_t k) const {
+  const auto m = static_cast<std::size_t>(k);
+  const auto& h = hyper_[m];
+  return h.schedule.constant() ? h.lr : h.lr * lr_factor(h.schedule, schedules_[m], steps_[m]);
+}
+
+void FusedOptimizer::schedule_step() {
+  if (!scheduled_) return;
+  std::vector<double> lr, decay;
+  for (std::size_t m = 0; m < hyper_.size(); ++m) {
+    const auto& h = hyper_[m];
+    lr.push_back(scheduled_lr(static_cast<std::int64_t>(m)));
+    // AdamW decays by the step's rate, as torch's scheduler sets the group's lr.
+    decay.push_back(h.name == "adamw" ? 1 - lr.back() * h.weight_decay : 1.0);
+    cpu_members_[m].decay = static_cast<float>(decay.back());
+    if (!cpu_members_[m].adam) cpu_members_[m].rate = static_cast<float>(lr.back());
+  }
+  rates_ = lr;
+  torch::NoGradGuard no_grad;
+  // In place: a captured step reads these tensors where they are.
+  lr_.copy_(column(lr));
+  lr64_.copy_(column(lr, torch::kFloat64));
+  decay_.copy_(column(decay));
 }
 
 void FusedOptimizer::count_step() {
   for (auto& s : steps_) ++s;
+}
+
+void FusedOptimizer::clip(const std::vector<torch::Tensor>& params) {
+  const auto k = static_cast<std::int64_t>(hyper_.size());
+  const bool plain = device_.is_cpu() && std::all_of(params.begin(), params.end(), [](const torch::Tensor& p) {
+    return p.grad().defined() && p.grad().scalar_type() == torch::kFloat32 && p.grad().is_contiguous();
+  });
+  if (plain) {
+    // On a CPU one member's sum runs over its rows in one order, in double, whatever the
+    // group's size and the threads: a member clips bit for bit alike fused or alone. (ATen's
+    // reduction splits a lone row over threads, and a row of many otherwise.)
+    std::vector<double> sums(static_cast<std::size_t>(k), 0.0);
+    for (const auto& p : params) {
+      const auto row = p.numel() / k;
+      const float* g = p.grad().data_ptr<float>();
+      for (std::int64_t m = 0; m < k; ++m) {
+        double sum = 0;
+        for (std::int64_t i = m * row; i < (m + 1) * row; ++i) sum += static_cast<double>(g[i]) * g[i];
+        sums[static_cast<std::size_t>(m)] += sum;
+      }
+    }
+    for (std::int64_t m = 0; m < k; ++m) {
+      const double max_norm = hyper_[static_cast<std::size_t>(m)].grad_clip_norm;
+      const double factor = max_norm / (std::sqrt(sums[static_cast<std::size_t>(m)]) + 1e-6);
+      if (!(max_norm > 0) || !(factor < 1)) continue;
+      const auto f = static_cast<float>(factor);
+      for (const auto& p : params) {
+        const auto row = p.numel() / k;
+        float* g = p.grad().data_ptr<float>() + m * row;
+        for (std::int64_t i = 0; i < row; ++i) g[i] *= f;
+      }
+    }
+    return;
+  }
+  // clip_grad_norm_ over one member's parameters: the norm of each parameter's gradient, the
+  // norm of those norms, and a factor max_norm / (norm + 1e-6) applied when below 1.
+  std::vector<torch::Tensor> norms;
+  for (const auto& p : params) norms.push_back(p.grad().view({k, -1}).norm(2, 1));
+  const auto total = torch::stack(norms, 1).norm(2, 1, /*keepdim=*/true);  // [K, 1]
+  const auto factor = (clip_norm_ / (total + 1e-6)).clamp_max(1.0);
+  for (const auto& p : params) {
+    auto grad = p.grad().view({k, -1});
+    grad.mul_(factor);
+  }
 }
 
 bool FusedOptimizer::cpu_step(const std::vector<torch::Tensor>& params) {
@@ -174,7 +256,8 @@ bool FusedOptimizer::cpu_step(const std::vector<torch::Tensor>& params) {
     if (!members[m].adam) continue;
     const auto& h = hyper_[m];
     const auto step = counts[static_cast<std::int64_t>(m)][0];
-    members[m].rate = static_cast<float>(h.lr / (1 - std::pow(h.beta1, step)));
+    const double lr = scheduled_ ? rates_[m] : h.lr;
+    members[m].rate = static_cast<float>(lr / (1 - std::pow(h.beta1, step)));
     members[m].bias2 = static_cast<float>(std::sqrt(1 - std::pow(h.beta2, step)));
   }
   // Elementwise, so any split over threads gives the same numbers.
@@ -202,6 +285,7 @@ void FusedOptimizer::device_step(const std::vector<torch::Tensor>& params) {
   torch::NoGradGuard no_grad;
   const auto k = static_cast<std::int64_t>(hyper_.size());
   if (k == 0) return;
+  if (clipped_) clip(params);
   if (device_.is_cpu() && cpu_step_ == CpuStep::OnePass && cpu_step(params)) return;
   torch::Tensor step_size, bias2;
   if (has_adaptive_) {

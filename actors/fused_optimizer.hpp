@@ -15,6 +15,7 @@
 
 #include <torch/torch.h>
 
+#include "actors/lr_schedule.hpp"
 #include "actors/member_step.hpp"
 #include "actors/trial_spec.hpp"
 
@@ -36,8 +37,10 @@ class FusedOptimizer {
   // resumed from a checkpoint brings its state (its kind's slots in optimizer_slots order,
   // one tensor per parameter, shaped like `member_shapes`, i.e. padded to the group) and its
   // step count; a new one starts from zeros. Call resize() first when the group grew.
+  // `schedule`: the member's schedule lengths in steps (its spec's schedule, over budget.max).
   void append_member(const OptimizerSpec& spec, const std::vector<torch::Tensor>& member_shapes,
-                     const std::vector<std::vector<torch::Tensor>>& state = {}, std::int64_t steps = 0);
+                     const std::vector<std::vector<torch::Tensor>>& state = {}, std::int64_t steps = 0,
+                     const ScheduleSteps& schedule = {});
   void keep_members(const std::vector<std::int64_t>& keep);
   // Member `to` takes member `from`'s state and step count, and `spec`'s hyper-parameters (a
   // population-based exploit inside the pack). Both must be of one optimizer kind.
@@ -47,14 +50,20 @@ class FusedOptimizer {
 
   // One step over `params` (each [K, ...]); members' step counts advance by one.
   void step(const std::vector<torch::Tensor>& params) {
+    schedule_step();
     count_step();
     device_step(params);
   }
-  // The two halves of step(), for a step replayed as a CUDA graph: device_step() only
-  // launches kernels (its step count lives on the device too) and may be captured;
-  // count_step() advances the host's counts and must run at every step, replayed or not.
+  // The parts of step(), for a step replayed as a CUDA graph: device_step() only launches
+  // kernels (its step count lives on the device too) and may be captured; schedule_step()
+  // before it and count_step() after it run on the host at every step, replayed or not.
+  // schedule_step() writes each member's scheduled rate for this step into the columns the
+  // device step reads, in place (nothing when no member has a schedule).
+  void schedule_step();
   void count_step();
   void device_step(const std::vector<torch::Tensor>& params);
+  // Member k's rate for its next step: its lr times its schedule's factor.
+  double scheduled_lr(std::int64_t k) const;
 
   // Member k's state tensors, in its kind's optimizer_slots order (SGD: momentum buffer;
   // Adam: exp_avg, exp_avg_sq), one per parameter, as padded views into the stacked state;
@@ -72,8 +81,17 @@ class FusedOptimizer {
 
   torch::Device device_;
   CpuStep cpu_step_;
+  // Clips each member's gradients by its own norm (grad_clip_norm), as
+  // torch.nn.utils.clip_grad_norm_ clips the member's parameters alone.
+  void clip(const std::vector<torch::Tensor>& params);
+
   std::vector<OptimizerSpec> hyper_;
   std::vector<std::int64_t> steps_;
+  std::vector<ScheduleSteps> schedules_;
+  bool scheduled_ = false;  // a member's rate moves from step to step
+  bool clipped_ = false;    // a member clips its gradients
+  torch::Tensor clip_norm_;  // [K, 1] float32: grad_clip_norm, or infinity for none
+  std::vector<double> rates_;  // each member's rate for this step (schedule_step)
   std::vector<torch::Tensor> slots_[2];  // slot -> parameter -> [K, ...]
   bool has_sgd_ = false, has_adaptive_ = false, has_l2_ = false, has_decoupled_ = false,
        has_nesterov_ = false;

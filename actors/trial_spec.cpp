@@ -107,24 +107,55 @@ ModelShape resnet_shape(const ModelSpec& spec, int channels, int height, int wid
   return s;
 }
 
-// The optimizer's and the batch keys, which every family takes. False: not one of them.
+// The keys every family takes, one row each: how it is read, and whether a trial may change it
+// while it trains (population-based training perturbs those).
+struct TrainingKey {
+  const char* name;
+  bool perturbable;
+  void (*read)(const ParamValue& value, const std::string& at, TrialSpec& spec);
+};
+
+const std::vector<TrainingKey>& training_keys() {
+  using V = const ParamValue&;
+  using A = const std::string&;
+  static const std::vector<TrainingKey> keys = {
+      {"optimizer", false, [](V v, A at, TrialSpec& s) { s.optimizer.name = as_enum(v, at, {"sgd", "adam", "adamw"}); }},
+      {"lr", true, [](V v, A at, TrialSpec& s) { s.optimizer.lr = as_real(v, at, 1e-12, 100.0); }},
+      {"momentum", true, [](V v, A at, TrialSpec& s) { s.optimizer.momentum = as_real(v, at, 0.0, 0.9999); }},
+      {"nesterov", true, [](V v, A at, TrialSpec& s) { s.optimizer.nesterov = as_bool(v, at); }},
+      {"weight_decay", true, [](V v, A at, TrialSpec& s) { s.optimizer.weight_decay = as_real(v, at, 0.0, 10.0); }},
+      {"beta1", true, [](V v, A at, TrialSpec& s) { s.optimizer.beta1 = as_real(v, at, 0.0, 0.9999); }},
+      {"beta2", true, [](V v, A at, TrialSpec& s) { s.optimizer.beta2 = as_real(v, at, 0.0, 0.99999); }},
+      {"lr_schedule", false,
+       [](V v, A at, TrialSpec& s) { s.optimizer.schedule.name = as_enum(v, at, schedule_names()); }},
+      {"lr_warmup", false, [](V v, A at, TrialSpec& s) { s.optimizer.schedule.warmup = as_real(v, at, 0.0, 1e9); }},
+      {"lr_step_every", false,
+       [](V v, A at, TrialSpec& s) { s.optimizer.schedule.step_every = as_real(v, at, 1e-9, 1e9); }},
+      {"lr_step_factor", false,
+       [](V v, A at, TrialSpec& s) { s.optimizer.schedule.factor = as_real(v, at, 1e-6, 1.0); }},
+      {"grad_clip_norm", true, [](V v, A at, TrialSpec& s) { s.optimizer.grad_clip_norm = as_real(v, at, 0.0, 1e9); }},
+      {"label_smoothing", true, [](V v, A at, TrialSpec& s) { s.label_smoothing = as_real(v, at, 0.0, 0.999); }},
+      {"batch_size", false, [](V v, A at, TrialSpec& s) { s.batch_size = as_int(v, at, 1, 1 << 16); }},
+  };
+  return keys;
+}
+
+// False: `key` is not a training key.
 bool parse_common(const std::string& key, const ParamValue& value, const std::string& at, TrialSpec& spec) {
-  auto& o = spec.optimizer;
-  if (key == "optimizer") o.name = as_enum(value, at, {"sgd", "adam", "adamw"});
-  else if (key == "lr") o.lr = as_real(value, at, 1e-12, 100.0);
-  else if (key == "momentum") o.momentum = as_real(value, at, 0.0, 0.9999);
-  else if (key == "nesterov") o.nesterov = as_bool(value, at);
-  else if (key == "weight_decay") o.weight_decay = as_real(value, at, 0.0, 10.0);
-  else if (key == "beta1") o.beta1 = as_real(value, at, 0.0, 0.9999);
-  else if (key == "beta2") o.beta2 = as_real(value, at, 0.0, 0.99999);
-  else if (key == "batch_size") spec.batch_size = as_int(value, at, 1, 1 << 16);
-  else return false;
-  return true;
+  for (const auto& k : training_keys()) {
+    if (key != k.name) continue;
+    k.read(value, at, spec);
+    return true;
+  }
+  return false;
 }
 
 void check_optimizer(const OptimizerSpec& o, const std::string& where) {
   if (o.nesterov && o.name == "sgd" && o.momentum <= 0) {
     throw InputError(where + ".nesterov: Nesterov momentum needs momentum > 0");
+  }
+  if (o.schedule.name == "step" && !(o.schedule.step_every > 0)) {
+    throw InputError(where + ".lr_step_every: lr_schedule \"step\" needs the budget between decays (> 0)");
   }
 }
 
@@ -201,17 +232,34 @@ bool ModelSpec::operator==(const ModelSpec& o) const {
          params == o.params;
 }
 
+const std::vector<std::string>& training_hyperparameters() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& k : training_keys()) out.push_back(k.name);
+    return out;
+  }();
+  return names;
+}
+
 const std::vector<std::string>& known_hyperparameters() {
-  static const std::vector<std::string> names = {
-      "family", "depth",  "width",        "activation", "dropout",  "channels", "kernel",
-      "batch_norm", "stages", "blocks", "optimizer", "lr", "momentum", "nesterov", "weight_decay",
-      "beta1", "beta2", "batch_size"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out = {"family", "depth",  "width",      "activation", "dropout",
+                                    "channels", "kernel", "batch_norm", "stages",   "blocks"};
+    for (const auto& k : training_keys()) out.push_back(k.name);
+    return out;
+  }();
   return names;
 }
 
 const std::vector<std::string>& perturbable_hyperparameters() {
-  static const std::vector<std::string> names = {"lr",     "momentum", "nesterov", "weight_decay",
-                                                 "beta1",  "beta2",    "dropout"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& k : training_keys()) {
+      if (k.perturbable) out.push_back(k.name);
+    }
+    out.push_back("dropout");
+    return out;
+  }();
   return names;
 }
 

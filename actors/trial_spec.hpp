@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/lr_schedule.hpp"
 #include "tuners/trial_config.hpp"
 
 namespace packtune::actors {
@@ -30,18 +31,21 @@ struct ModelSpec {
 
 struct OptimizerSpec {
   std::string name = "sgd";  // sgd | adam | adamw
-  double lr = 0.01;
+  double lr = 0.01;          // the base rate, which the schedule scales
   double momentum = 0.0;
   bool nesterov = false;
   double weight_decay = 0.0;
   double beta1 = 0.9;
   double beta2 = 0.999;
+  LrSchedule schedule;
+  double grad_clip_norm = 0;  // > 0: the member's gradients are scaled to at most this norm
 };
 
 struct TrialSpec {
   ModelSpec model;
   OptimizerSpec optimizer;
   int batch_size = 128;
+  double label_smoothing = 0;  // classification: cross-entropy against (1 - e) one-hot + e uniform
 };
 
 // Throws InputError naming `where.<key>` for an unknown key, a wrong type or a value out of
@@ -51,6 +55,9 @@ TrialSpec parse_trial_spec(const tuners::TrialConfig& config, const std::string&
 
 // The names parse_trial_spec accepts, for error messages and docs.
 const std::vector<std::string>& known_hyperparameters();
+// The keys every family takes, a plugin's too: the optimizer's, its schedule's, the loss's and
+// the batch size (declared once, in trial_spec.cpp's table).
+const std::vector<std::string>& training_hyperparameters();
 // Those a trial may change while it trains, keeping its weights' shapes and its optimizer's
 // state: what population-based training can perturb. The rest (family, widths, optimizer,
 // batch size, a plugin family's values) define what the checkpoint holds.

@@ -43,8 +43,8 @@ torch::nn::Sequential build_reference_model(const actors::ModelSpec& spec, std::
 }
 
 ReferenceTrainer::ReferenceTrainer(tuners::TrialId id, const TrialSpec& spec, std::uint64_t seed,
-                         const datasets::BatchStream& stream)
-    : id_(id), spec_(spec), seed_(seed) {
+                         const datasets::BatchStream& stream, const actors::ScheduleSteps& schedule)
+    : id_(id), spec_(spec), seed_(seed), schedule_(schedule) {
   const auto shape = actors::input_shape(stream);
   model_ = build_reference_model(spec_.model, seed_, shape, stream.device());
   optimizer_ = make_optimizer(spec_.optimizer, model_->parameters());
@@ -58,8 +58,17 @@ void ReferenceTrainer::train_step(datasets::BatchStream& stream) {
   // function of (trial, step) only, whatever other members ran in between.
   torch::manual_seed(actors::step_seed(seed_, step_));
   torch_compat::zero_grad_in_place(*optimizer_);
-  auto loss = torch::nn::functional::cross_entropy(model_->forward(inputs), labels);
+  const auto& o = spec_.optimizer;
+  if (!o.schedule.constant()) {
+    // What torch.optim.lr_scheduler does between steps: the group's lr for the next one.
+    const double lr = o.lr * actors::lr_factor(o.schedule, schedule_, step_);
+    for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
+  }
+  auto loss = torch::nn::functional::cross_entropy(
+      model_->forward(inputs), labels,
+      torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(spec_.label_smoothing));
   loss.backward();
+  if (o.grad_clip_norm > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), o.grad_clip_norm);
   optimizer_->step();
   loss_sum_ += loss.detach();
   ++loss_count_;

@@ -29,8 +29,9 @@ torch::nn::Sequential build_reference_model(const actors::ModelSpec& spec, std::
 
 class ReferenceTrainer {
  public:
+  // `schedule`: the lengths of the spec's learning-rate schedule in steps (over budget.max).
   ReferenceTrainer(tuners::TrialId id, const TrialSpec& spec, std::uint64_t seed,
-              const datasets::BatchStream& stream);
+              const datasets::BatchStream& stream, const actors::ScheduleSteps& schedule = {});
 
   // One optimizer step on the stream's batch for this trial's next step.
   void train_step(datasets::BatchStream& stream);
@@ -62,6 +63,7 @@ class ReferenceTrainer {
   std::uint64_t seed_;
   torch::nn::Sequential model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  actors::ScheduleSteps schedule_;
   std::int64_t step_ = 0;
   torch::Tensor loss_sum_;  // on the device, so training never waits for a host copy
   std::int64_t loss_count_ = 0;

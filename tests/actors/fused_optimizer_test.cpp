@@ -50,17 +50,40 @@ Draws draws() {
   return d;
 }
 
+// The same members with a learning-rate schedule each (over 8 steps) and unlike clipping: one
+// clips at every step, one never, two now and then.
+std::vector<actors::OptimizerSpec> recipe_members() {
+  auto specs = members();
+  const std::vector<std::string> names = {"cosine", "step", "one_cycle", "linear"};
+  const std::vector<double> clips = {40.0, 0.0, 500.0, 1e9};
+  for (std::size_t m = 0; m < specs.size(); ++m) {
+    specs[m].schedule.name = names[m];
+    specs[m].schedule.factor = 0.5;
+    specs[m].grad_clip_norm = clips[m];
+  }
+  specs[0].schedule.warmup = 1;  // in steps here: ScheduleSteps below says how many
+  return specs;
+}
+
+actors::ScheduleSteps schedule_steps(const actors::OptimizerSpec& spec) {
+  return {8, spec.schedule.warmup > 0 ? 2 : 0, 3};
+}
+
 // The members `rows` of the draws trained as one group under `mode`.
-std::vector<torch::Tensor> train(const std::vector<std::int64_t>& rows, actors::CpuStep mode) {
+std::vector<torch::Tensor> train(const std::vector<std::int64_t>& rows, actors::CpuStep mode,
+                                 bool recipes = false) {
   const auto d = draws();
-  const auto specs = members();
+  const auto specs = recipes ? recipe_members() : members();
   const auto index = torch::tensor(rows);
   std::vector<torch::Tensor> params;
   for (const auto& p : d.start) params.push_back(p.index_select(0, index));
   actors::FusedOptimizer optimizer(torch::kCPU, mode);
   std::vector<torch::Tensor> member_shapes;
   for (const auto& p : params) member_shapes.push_back(torch::zeros_like(p[0]));
-  for (const auto r : rows) optimizer.append_member(specs[static_cast<std::size_t>(r)], member_shapes);
+  for (const auto r : rows) {
+    const auto& spec = specs[static_cast<std::size_t>(r)];
+    optimizer.append_member(spec, member_shapes, {}, 0, schedule_steps(spec));
+  }
   const auto threads = at::get_num_threads();
   at::set_num_threads(3);
   for (const auto& grads : d.grads) {
@@ -87,6 +110,56 @@ TEST_CASE("a CPU group's one-pass step: each member as alone, bit for bit, and a
       const auto scale = tensor_form[i][m].abs().max().item<double>();
       const auto diff = (one_pass[i][m] - tensor_form[i][m]).abs().max().item<double>();
       CHECK(diff <= 1e-6 * scale);
+    }
+  }
+}
+
+// What torch.optim and torch.nn.utils do for one member alone: the scheduler's lr set before
+// each step, clip_grad_norm_ over the member's own parameters, then the optimizer's step.
+std::vector<torch::Tensor> torch_alone(std::int64_t m) {
+  const auto d = draws();
+  const auto spec = recipe_members()[static_cast<std::size_t>(m)];
+  std::vector<torch::Tensor> params;
+  for (const auto& p : d.start) params.push_back(p[m].clone().requires_grad_(true));
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  if (spec.name == "sgd") {
+    optimizer = std::make_unique<torch::optim::SGD>(
+        params, torch::optim::SGDOptions(spec.lr).momentum(spec.momentum).nesterov(spec.nesterov).weight_decay(
+                    spec.weight_decay));
+  } else if (spec.name == "adam") {
+    optimizer = std::make_unique<torch::optim::Adam>(
+        params, torch::optim::AdamOptions(spec.lr).betas({spec.beta1, spec.beta2}).weight_decay(spec.weight_decay));
+  } else {
+    optimizer = std::make_unique<torch::optim::AdamW>(
+        params, torch::optim::AdamWOptions(spec.lr).betas({spec.beta1, spec.beta2}).weight_decay(spec.weight_decay));
+  }
+  for (int step = 0; step < kSteps; ++step) {
+    for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = d.grads[step][i][m].clone();
+    const double lr = spec.lr * actors::lr_factor(spec.schedule, schedule_steps(spec), step);
+    for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
+    if (spec.grad_clip_norm > 0) torch::nn::utils::clip_grad_norm_(params, spec.grad_clip_norm);
+    optimizer->step();
+  }
+  return params;
+}
+
+TEST_CASE("schedules and clipping per member: fused as alone bit for bit, and as torch.optim with its scheduler and "
+          "clip_grad_norm_") {
+  const std::vector<std::int64_t> all = {0, 1, 2, 3};
+  const auto fused = train(all, actors::CpuStep::OnePass, true);
+  const auto tensor_form = train(all, actors::CpuStep::TensorForm, true);
+  const auto plain = train(all, actors::CpuStep::OnePass, false);
+  for (const auto m : all) {
+    const auto alone = train({m}, actors::CpuStep::OnePass, true);
+    const auto reference = torch_alone(m);
+    for (std::size_t i = 0; i < fused.size(); ++i) {
+      INFO("parameter " << i << ", member " << m);
+      CHECK(torch::equal(alone[i][0], fused[i][m]));
+      const auto scale = reference[i].abs().max().item<double>();
+      CHECK((fused[i][m] - reference[i]).abs().max().item<double>() <= 1e-5 * scale);
+      CHECK((tensor_form[i][m] - reference[i]).abs().max().item<double>() <= 1e-5 * scale);
+      // The recipes change every member's numbers: the test would not pass on constant rates.
+      CHECK_FALSE(torch::allclose(fused[i][m], plain[i][m]));
     }
   }
 }
