@@ -66,7 +66,7 @@ void FusedGroup::refresh_parameters() {
 }
 
 void FusedGroup::add(tuners::TrialId trial, const TrialSpec& spec, std::uint64_t seed,
-                     const TrialCheckpoint* resume) {
+                     const TrialCheckpoint* resume, const ScheduleSteps& schedule) {
   if (fusion_key(spec) != key_) throw Error("trial " + std::to_string(trial) + " cannot join fused group " + key_);
   if (contains(trial)) throw Error("trial " + std::to_string(trial) + " is already in this fused group");
   torch::NoGradGuard no_grad;
@@ -115,7 +115,8 @@ void FusedGroup::add(tuners::TrialId trial, const TrialSpec& spec, std::uint64_t
   for (auto& slot : optimizer_state) {
     for (std::size_t i = 0; i < slot.size(); ++i) slot[i] = layers::fit_to(slot[i], member_rows[i].sizes());
   }
-  optimizer_.append_member(spec.optimizer, member_rows, optimizer_state, resume ? resume->optimizer_steps : 0);
+  optimizer_.append_member(spec.optimizer, member_rows, optimizer_state, resume ? resume->optimizer_steps : 0,
+                           schedule);
   members_.push_back({trial, spec, seed, resume ? resume->step : 0});
   auto loss = torch::full({1}, resume ? resume->train_loss_sum : 0.0, torch::TensorOptions().device(device_));
   loss_sum_ = loss_sum_.defined() ? torch::cat({loss_sum_, loss}) : loss;
@@ -214,6 +215,8 @@ void FusedGroup::train_step(datasets::BatchStream& stream) {
   // once the copy that read it has finished; a buffer kept here would need that bookkeeping.
   if (device_.is_cuda()) seed_tensor = seed_tensor.pin_memory().to(device_, /*non_blocking=*/true);
   std::vector<torch::Tensor> step_inputs{stack_members(inputs), stack_members(labels), seed_tensor};
+  optimizer_.schedule_step();
+  update_smoothing();
   graph_.run(
       step_inputs, [this](const std::vector<torch::Tensor>& in) { device_step(in); },
       [this] {
@@ -246,7 +249,7 @@ void FusedGroup::device_step(const std::vector<torch::Tensor>& in) {
       logits = model_->forward(x);
     }
     // The sum of the members' mean losses: member k's gradient is its solo gradient.
-    losses = sample_losses(logits, y).mean(1);
+    losses = sample_losses(logits, y, smoothing_).mean(1);
   }
   losses.sum().backward();
   for (auto& p : params_) {
@@ -256,11 +259,34 @@ void FusedGroup::device_step(const std::vector<torch::Tensor>& in) {
   loss_sum_ += losses.detach();
 }
 
-torch::Tensor FusedGroup::sample_losses(const torch::Tensor& output, const torch::Tensor& y) const {
+void FusedGroup::update_smoothing() {
+  std::vector<double> values;
+  for (const auto& m : members_) values.push_back(m.spec.label_smoothing);
+  if (values == smoothing_values_) return;
+  smoothing_values_ = values;
+  graph_.reset();  // a captured step reads the old column
+  const bool any = std::any_of(values.begin(), values.end(), [](double e) { return e > 0; });
+  smoothing_ = any ? torch::tensor(values, torch::kFloat64)
+                         .to(torch::kFloat32)
+                         .view({static_cast<std::int64_t>(values.size()), 1})
+                         .to(device_)
+                   : torch::Tensor();
+}
+
+torch::Tensor FusedGroup::sample_losses(const torch::Tensor& output, const torch::Tensor& y,
+                                        const torch::Tensor& smoothing) const {
   // Losses in float32 whatever the precision of the products (a no-op in fp32).
   const auto out = output.to(torch::kFloat32);
   const auto k = out.size(0), n = out.size(1);
   if (input_.task == datasets::Task::Regression) return (out - y).square().reshape({k, n, -1}).mean(2);
+  if (smoothing.defined()) {
+    // cross_entropy's label smoothing, per member: (1 - e) * nll + e / C * (-sum of log p). A
+    // member with e = 0 gets its nll exactly, as from cross_entropy.
+    const auto logp = torch::log_softmax(out, 2);  // [K, n, C]
+    const auto nll = -logp.gather(2, y.unsqueeze(2)).squeeze(2);
+    const auto classes = static_cast<double>(out.size(2));
+    return (1 - smoothing) * nll + (-logp.sum(2)) * (smoothing / classes);
+  }
   return torch::nn::functional::cross_entropy(out.reshape({k * n, -1}), y.reshape({k * n}),
                                               torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))
       .view({k, n});

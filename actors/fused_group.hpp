@@ -53,8 +53,9 @@ class FusedGroup {
   // A new member, initialised exactly as it would be alone, at step 0; or, with `resume`,
   // continuing from that checkpoint at its step with its optimizer state. Throws
   // InputError when the checkpoint does not fit this group's architecture or optimizer.
+  // `schedule`: its learning-rate schedule's lengths in steps (PackExecutor::schedule_steps).
   void add(tuners::TrialId trial, const TrialSpec& spec, std::uint64_t seed,
-           const TrialCheckpoint* resume = nullptr);
+           const TrialCheckpoint* resume = nullptr, const ScheduleSteps& schedule = {});
   void remove(tuners::TrialId trial);
   // Population-based training's exploit inside the unit: member `trial` goes on from member
   // `from`'s weights, buffers, optimizer state, step and train-loss tally, with `spec`'s
@@ -103,7 +104,12 @@ class FusedGroup {
   };
   // The members' losses per example, [K, N], from outputs [K, N, outputs] and targets
   // ([K, N] labels or [K, N, T] values).
-  torch::Tensor sample_losses(const torch::Tensor& out, const torch::Tensor& y) const;
+  // `smoothing`: each member's label smoothing, [K, 1], for the training loss; undefined: none
+  // (and never for evaluation, so that val_loss compares trials whatever their smoothing).
+  torch::Tensor sample_losses(const torch::Tensor& out, const torch::Tensor& y,
+                              const torch::Tensor& smoothing = {}) const;
+  // Rebuilds the smoothing column when the members' label_smoothing changed.
+  void update_smoothing();
   // Every member on `inputs`, chunk by chunk.
   Scores score(const torch::Tensor& inputs, const torch::Tensor& targets);
   void add_metrics(Metrics& m, const std::string& prefix, const Scores& s, std::int64_t k, double n) const;
@@ -123,6 +129,8 @@ class FusedGroup {
   FusedOptimizer optimizer_;
   torch::Tensor loss_sum_;              // [K] since each member's last evaluation
   std::vector<std::int64_t> loss_count_;
+  std::vector<double> smoothing_values_;  // each member's label_smoothing, as in smoothing_
+  torch::Tensor smoothing_;               // [K, 1] on the device; undefined when all are 0
   StepGraph graph_;
 };
 

@@ -33,6 +33,14 @@ std::int64_t PackExecutor::steps_for(double budget, int batch_size) const {
   return std::max<std::int64_t>(1, std::llround(steps));
 }
 
+ScheduleSteps PackExecutor::schedule_steps(const PackJob& job) const {
+  const auto& s = job.spec.optimizer.schedule;
+  if (s.constant()) return {};
+  const int batch = job.spec.batch_size;
+  auto steps = [&](double budget) { return budget > 0 ? steps_for(budget, batch) : 0; };
+  return {steps(job.max_budget > 0 ? job.max_budget : job.budget), steps(s.warmup), steps(s.step_every)};
+}
+
 void PackExecutor::add(const PackJob& job) {
   if (contains(job.trial)) {
     throw Error("trial " + std::to_string(job.trial) + " is already training on this actor");
@@ -87,11 +95,11 @@ void PackExecutor::add(const PackJob& job) {
       // Built outside the map first: a spec that fails here leaves no empty group behind.
       const auto shape = input_shape(stream_);
       auto group = std::make_unique<FusedGroup>(job.spec, shape, stream_.device());
-      group->add(job.trial, job.spec, job.seed, resume);
+      group->add(job.trial, job.spec, job.seed, resume, schedule_steps(job));
       groups_.emplace(m.group, std::move(group));
     } else {
       m.group = it->first;
-      it->second->add(job.trial, job.spec, job.seed, resume);
+      it->second->add(job.trial, job.spec, job.seed, resume, schedule_steps(job));
     }
   }
   m.waiting = true;

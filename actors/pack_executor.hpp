@@ -40,6 +40,8 @@ struct PackJob {
   std::uint64_t seed = 0;
   double budget = 1;        // train until this budget is reached
   double report_every = 0;  // report at each multiple of this budget (0: only at the end)
+  // budget.max, over which the trial's learning-rate schedule runs; 0: the job's budget.
+  double max_budget = 0;
   tuners::TrialConfig config;  // the hyper-parameters as given, kept in checkpoints
   // Continue from this checkpoint instead of a fresh model (a promotion or a restart).
   std::shared_ptr<const TrialCheckpoint> resume;
@@ -108,6 +110,9 @@ class PackExecutor {
   std::vector<PackEvent> step_round();
 
   std::int64_t steps_for(double budget, int batch_size) const;
+  // The job's learning-rate schedule in the trial's steps: over max_budget, whatever the
+  // job's own budget, so that a promoted trial follows the curve of one trained to the end.
+  ScheduleSteps schedule_steps(const PackJob& job) const;
 
   // A checkpoint of the member as it is now, between rounds (checkpoint_every): its budget is
   // the steps it took in the experiment's unit, a fraction of an epoch as often as not. A

@@ -312,6 +312,7 @@ void Actor::start_trial(actors::PackExecutor& pack, const proto::Assign& assign)
     job.seed = assign.seed;
     job.budget = assign.budget;
     job.report_every = spec_.report_every;
+    job.max_budget = spec_.max_budget;
     job.config = assign.config;
     job.checkpoint = !spec_.checkpoint_dir.empty() && assign.checkpoint;
     job.max_fused = assign.max_fused;

@@ -230,6 +230,7 @@ proto::ExperimentSpec DriverCore::experiment_spec() const {
   s.model_plugin = config_.model_plugin;
   s.deterministic = config_.deterministic;
   s.precision = config_.precision;
+  s.max_budget = config_.max_budget;
   return s;
 }
 

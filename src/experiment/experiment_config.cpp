@@ -185,6 +185,19 @@ void check_data_fits(const ExperimentConfig& c, const datasets::DataShape& shape
 
 // A model has a dropout layer only where its dropout is above 0 (actors/classifier.cpp): a
 // perturbed dropout that reached 0, or left it, would change the layers a checkpoint holds.
+// A trial's training recipe against the experiment: smoothing needs classes, and a warmup
+// longer than budget.max would never reach the base rate.
+void check_recipe(const actors::TrialSpec& spec, const ExperimentConfig& c, const std::string& where) {
+  if (spec.label_smoothing > 0 && c.data.task == datasets::Task::Regression) {
+    throw InputError(where + ".label_smoothing: label smoothing is for classification, and data.task is regression");
+  }
+  const auto& s = spec.optimizer.schedule;
+  if (s.warmup > c.max_budget) {
+    throw InputError(fmt::format("{}.lr_warmup: {:g} is more than budget.max ({:g} {}): the rate would never reach lr",
+                                 where, s.warmup, c.max_budget, c.budget_unit));
+  }
+}
+
 void check_dropout_perturbable(const tuners::SearchSpace& space) {
   for (const auto& p : space.params()) {
     if (p.name != "dropout") continue;
@@ -253,6 +266,7 @@ void validate(const ExperimentConfig& c) {
   // every config the space can produce is then a valid trial.
   auto fixed = c.model;
   const auto fixed_spec = actors::parse_trial_spec(fixed, "model");
+  check_recipe(fixed_spec, c, "model");
   int largest_batch = fixed_spec.batch_size, smallest_batch = fixed_spec.batch_size;
   // With the family fixed to mlp, a convolution's hyper-parameters would only be recorded in
   // each trial's config and never change a model: the user meant something else.
@@ -279,7 +293,9 @@ void validate(const ExperimentConfig& c) {
     for (const auto& v : probes) {
       auto trial = fixed;
       trial[p.name] = v;
-      const int batch = actors::parse_trial_spec(trial, "space").batch_size;
+      const auto spec = actors::parse_trial_spec(trial, "space");
+      check_recipe(spec, c, "space");
+      const int batch = spec.batch_size;
       largest_batch = std::max(largest_batch, batch);
       smallest_batch = std::min(smallest_batch, batch);
     }

@@ -15,7 +15,7 @@ namespace packtune::protocol {
 
 // 13: Ready.device_model, build and data_context (the key of the throughput profile cache);
 //     ExperimentSpec.deterministic and precision.
-// 14: KillActor (driver -> node: a hung actor).
+// 14: KillActor (driver -> node: a hung actor); ExperimentSpec.max_budget.
 constexpr std::uint32_t kProtocolVersion = 14;
 
 // What every actor of an experiment needs to know, sent once in Welcome.
@@ -43,12 +43,14 @@ struct ExperimentSpec {
   // (actors::make_deterministic).
   bool deterministic = false;
   std::string precision = "auto";  // the config's (actors/precision.hpp)
+  // budget.max: learning-rate schedules run over it (actors/lr_schedule.hpp).
+  double max_budget = 0;
 
   template <class Archive>
   void serialize(Archive& ar) {
     ar(data, device, budget_unit, report_every,
        data_seed, heartbeat_seconds, fuse, checkpoint_dir, actor_memory_bytes, store_token, checkpoint_every_seconds,
-       model_plugin, deterministic, precision);
+       model_plugin, deterministic, precision, max_budget);
   }
 };
 

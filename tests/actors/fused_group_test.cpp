@@ -104,6 +104,17 @@ std::vector<Case> cases() {
         {{"channels", std::int64_t{5}}, {"width", std::int64_t{20}}, {"optimizer", std::string("adam")}, {"lr", 0.003}},
         {{"channels", std::int64_t{2}}, {"width", std::int64_t{6}}, {"optimizer", std::string("adamw")},
          {"lr", 0.003}, {"weight_decay", 0.01}}}},
+      // Training recipes: each member's schedule over 12 steps (ScheduleSteps below), label
+      // smoothing against cross_entropy's, clipping against clip_grad_norm_.
+      {"MLP of two widths with schedules, warmup, label smoothing and clipping; SGD, Adam, AdamW",
+       with(mlp, {}),
+       {{{"optimizer", std::string("sgd")}, {"lr", 0.05}, {"momentum", 0.9}, {"lr_schedule", std::string("cosine")},
+         {"lr_warmup", 1.0}, {"label_smoothing", 0.1}, {"grad_clip_norm", 0.5}},
+        {{"width", std::int64_t{40}}, {"optimizer", std::string("adam")}, {"lr", 0.003},
+         {"lr_schedule", std::string("step")}, {"lr_step_every", 1.0}, {"lr_step_factor", 0.5},
+         {"label_smoothing", 0.3}},
+        {{"optimizer", std::string("adamw")}, {"lr", 0.003}, {"weight_decay", 0.01},
+         {"lr_schedule", std::string("one_cycle")}, {"grad_clip_norm", 1.0}}}},
       {"CNN without batch norm or fc layer, channels 2 and 4, SGD and Adam",
        with(cnn, {{"batch_norm", false}, {"width", std::int64_t{0}}}),
        {{{"channels", std::int64_t{4}}, {"optimizer", std::string("adam")}, {"lr", 0.003}},
@@ -137,9 +148,11 @@ TEST_CASE("a fused member trains exactly like the same trial in LibTorch's own m
       const auto specs = specs_of(c, {{"dropout", 0.0}});
       FusedGroup group(specs[0], shape, testing::test_device());
       std::vector<std::unique_ptr<ReferenceTrainer>> solo;
+      // Schedules over the 12 steps; warmup and step_every (1 in the specs) as 3 and 4 steps.
+      const ScheduleSteps schedule{12, 3, 4};
       for (std::size_t i = 0; i < specs.size(); ++i) {
-        group.add(static_cast<tuners::TrialId>(i), specs[i], 500 + i);
-        solo.push_back(std::make_unique<ReferenceTrainer>(i, specs[i], 500 + i, stream));
+        group.add(static_cast<tuners::TrialId>(i), specs[i], 500 + i, nullptr, schedule);
+        solo.push_back(std::make_unique<ReferenceTrainer>(i, specs[i], 500 + i, stream, schedule));
       }
       const int steps = 12;
       for (int s = 0; s < steps; ++s) {

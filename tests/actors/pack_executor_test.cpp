@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <set>
 #include <stdexcept>
 
 #include "actors/classifier.hpp"
@@ -351,4 +352,77 @@ TEST_CASE("a model plugin's builder that fails fails its trial alone, however it
   REQUIRE_FALSE(events[3].empty());
   CHECK(events[3].back().final);
   CHECK(events[3].back().error.empty());
+}
+
+namespace {
+
+// Four trials of one shape with unlike recipes: every schedule, label smoothing on some,
+// clipping on some (clip_norm 0.5 binds on this data's first steps).
+std::vector<tuners::TrialConfig> recipe_trials() {
+  std::vector<tuners::TrialConfig> out;
+  const std::vector<tuners::TrialConfig> recipes = {
+      {{"lr_schedule", std::string("cosine")}, {"lr_warmup", 0.5}, {"label_smoothing", 0.1}},
+      {{"lr_schedule", std::string("step")}, {"lr_step_every", 0.5}, {"lr_step_factor", 0.5}, {"grad_clip_norm", 0.5}},
+      {{"lr_schedule", std::string("linear")}, {"label_smoothing", 0.2}, {"grad_clip_norm", 2.0}},
+      {{"lr_schedule", std::string("one_cycle")}}};
+  for (const auto& recipe : recipes) {
+    auto config = kAdamMlp;
+    config["dropout"] = 0.0;
+    for (const auto& [k, v] : recipe) config[k] = v;
+    out.push_back(config);
+  }
+  return out;
+}
+
+// Trials `ids` of recipe_trials trained in one pack to `budget` over a schedule of 2 epochs,
+// from `resume` where given; their events by trial.
+std::map<tuners::TrialId, std::vector<PackEvent>> train_recipes(
+    const std::vector<tuners::TrialId>& ids, double budget,
+    const std::map<tuners::TrialId, std::shared_ptr<TrialCheckpoint>>& resume = {}) {
+  auto split = synthetic_split(320, 100);
+  datasets::BatchStream stream(split, torch::kCPU, 7);
+  PackExecutor pack(stream, BudgetUnit::Epochs);
+  const auto configs = recipe_trials();
+  for (const auto id : ids) {
+    auto j = job(id, configs[static_cast<std::size_t>(id)], budget);
+    j.report_every = 0.5;
+    j.max_budget = 2;
+    j.checkpoint = true;
+    if (auto it = resume.find(id); it != resume.end()) j.resume = it->second;
+    pack.add(j);
+  }
+  return run(pack);
+}
+
+}  // namespace
+
+// A schedule runs over budget.max: a trial stopped at a rung and promoted goes on along the
+// curve of one trained to the end, and its step count (in the checkpoint) says where.
+TEST_CASE("under every schedule a promoted trial reports as an uninterrupted one, and fused as alone, bit for bit") {
+  torch::set_num_threads(1);
+  const std::vector<tuners::TrialId> all = {0, 1, 2, 3};
+  const auto whole = train_recipes(all, 2);
+  const auto rung = train_recipes(all, 1);
+  std::map<tuners::TrialId, std::shared_ptr<TrialCheckpoint>> checkpoints;
+  for (const auto id : all) {
+    REQUIRE(rung.at(id).back().checkpoint);
+    checkpoints[id] = rung.at(id).back().checkpoint;
+  }
+  const auto promoted = train_recipes(all, 2, checkpoints);
+  std::set<double> losses;
+  for (const auto id : all) {
+    const auto alone = train_recipes({id}, 2).at(id);
+    const auto& w = whole.at(id);
+    const auto& p = promoted.at(id);
+    REQUIRE(w.size() == 4);
+    REQUIRE(p.size() == 2);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      INFO("trial " << id << " at budget " << w[i].budget);
+      CHECK(alone[i].metrics == w[i].metrics);
+      if (i >= 2) CHECK(p[i - 2].metrics == w[i].metrics);
+      if (i < 2) CHECK(rung.at(id)[i].metrics == w[i].metrics);
+    }
+    losses.insert(w.back().metrics.at("val_loss"));
+  }
+  CHECK(losses.size() == 4);  // the recipes differ: four trials, four curves
 }

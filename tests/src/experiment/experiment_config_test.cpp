@@ -456,3 +456,27 @@ TEST_CASE("an ipc endpoint where a file or a listening socket is is refused; a s
   CHECK(listen_at(tmp.file("bound.ipc")) == "no error");
   ::close(bound_only);
 }
+
+TEST_CASE("training recipes: known schedules, a step's period, a warmup within budget.max, smoothing for classes") {
+  auto with = [](json model, json space = json::object()) {
+    auto j = base();
+    j["model"]["batch_size"] = 10;
+    for (auto& [k, v] : model.items()) j["model"][k] = v;
+    for (auto& [k, v] : space.items()) j["space"][k] = v;
+    return j;
+  };
+  CHECK(error_of(with({{"lr_schedule", "cosine"}, {"lr_warmup", 0.5}, {"label_smoothing", 0.1},
+                       {"grad_clip_norm", 1.0}})) == "no error");
+  CHECK(error_of(with({}, {{"lr_schedule", {{"type", "choice"}, {"values", {"cosine", "one_cycle"}}}},
+                           {"label_smoothing", {{"type", "uniform"}, {"low", 0.0}, {"high", 0.2}}}})) == "no error");
+  CHECK_THAT(error_of(with({{"lr_schedule", "exponential"}})),
+             Catch::StartsWith("model.lr_schedule: \"exponential\" is not allowed; expected one of constant, cosine"));
+  CHECK_THAT(error_of(with({{"lr_schedule", "step"}})),
+             Catch::StartsWith("model.lr_step_every: lr_schedule \"step\" needs the budget between decays"));
+  CHECK_THAT(error_of(with({{"lr_warmup", 3}})),
+             Catch::StartsWith("model.lr_warmup: 3 is more than budget.max (2 epochs)"));
+  CHECK_THAT(error_of(with({}, {{"lr_warmup", {{"type", "uniform"}, {"low", 0.0}, {"high", 2.5}}}})),
+             Catch::StartsWith("space.lr_warmup: 2.5 is more than budget.max"));
+  CHECK_THAT(error_of(with({{"label_smoothing", 1.0}})), Catch::StartsWith("model.label_smoothing: 1.0 is out of range"));
+  CHECK_THAT(error_of(with({{"grad_clip_norm", -1}})), Catch::StartsWith("model.grad_clip_norm: -1 is out of range"));
+}
