@@ -10,8 +10,15 @@
 set -euo pipefail
 source "$(dirname "$0")/prelude.sh" "$@"
 
-# One Hyperband sweep (eta 3, 0.25 to 2.25 epochs: 17 trials, 22 jobs) on a small slice.
-cp "$here/hyperband_sweep.json" "$work/config.json"
+# One Hyperband sweep (eta 3, 0.25 to 2.25 epochs: 17 trials, 22 jobs) on a small slice, with
+# a training recipe: a cosine schedule over budget.max after a warmup, label smoothing and
+# clipping, so that promotions and resumes must land on the same point of each curve.
+python3 - "$here/hyperband_sweep.json" "$work/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["model"].update({"lr_schedule": "cosine", "lr_warmup": 0.25, "label_smoothing": 0.1, "grad_clip_norm": 5.0})
+json.dump(c, open(sys.argv[2], "w"))
+PY
 
 "$packtune" run "$work/config.json" --out "$work/ref" --quiet > "$work/ref.out" 2>&1
 
