@@ -471,7 +471,11 @@ class Driver {
   // slot that cannot come back. The longer of the two: a loaded machine may take seconds to
   // load LibTorch, and a short actor timeout is for silence after joining.
   void kill_unjoined_local_actors() {
+    // Each look goes over the slots and the registry's actors: once a second is plenty for
+    // timeouts of seconds, and keeps it off the loop's turn, which comes every batch.
     const auto now = Clock::now();
+    if (now < next_unjoined_check_) return;
+    next_unjoined_check_ = now + std::chrono::seconds(1);
     const double seconds = std::max(config_.join_timeout_seconds, config_.actor_timeout_seconds);
     const auto limit = std::chrono::duration<double>(seconds);
     for (int i = 0; i < local_->slots(); ++i) {
@@ -540,6 +544,7 @@ class Driver {
   DriverCore core_;  // declared after the socket it sends through
   std::unique_ptr<ActorSupervisor> local_;  // node 0's actors; none with "actors": 0
   std::map<int, std::pair<int, Clock::time_point>> unjoined_;  // slot -> its process, not joined since
+  Clock::time_point next_unjoined_check_;
   protocol::RefusalLog malformed_{"message(s) that are not packtune's (malformed frames)"};
   std::string local_work_dir_;               // their work folders, removed at the end
   Clock::time_point next_folder_check_;
