@@ -41,8 +41,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_bench import (BenchError, hyperband_schedule, load_average, read_reports, run_timed,  # noqa: E402
-                        sweep_trials)
+from bench_lib import (BenchError, apply_preset, hyperband_schedule, load_average, read_reports,  # noqa: E402
+                       run_timed, set_data_sizes, sweep_trials)
 
 WAYS = ("packed", "packed_no_replan", "mixed_always", "max_pack_1", "mixed_never", "packed_cublas_ws")
 DEFAULT_WAYS = WAYS[:4]
@@ -80,9 +80,7 @@ def parse_args(argv):
     preset = {"train_size": 10000, "repeat": 1} if a.quick else {"train_size": 0, "repeat": 3}
     if a.smoke:
         preset = {"train_size": 2048, "validation_size": 1024, "repeat": 1, "fuse": "never"}
-    for key, value in preset.items():
-        if getattr(a, key) is None:
-            setattr(a, key, value)
+    apply_preset(a, preset)
     if a.actors is None:
         a.actors = 1 if (a.device or "").startswith("cuda") else 2
     a.ways = [w for w in a.ways.split(",") if w]
@@ -108,15 +106,7 @@ def write_configs(a, work, trials):
     if a.device is not None:
         base["device"] = a.device
     base["evaluate_test"] = False  # the same for every way; not what is compared
-    data = base.setdefault("data", {})
-    if a.train_size > 0:
-        data["train_size"] = a.train_size
-    else:
-        data.pop("train_size", None)  # every image the validation split leaves
-    if a.validation_size is not None:
-        data["validation_size"] = a.validation_size
-    if a.max_pack is not None:
-        base["max_pack"] = a.max_pack
+    set_data_sizes(base, a.train_size, a.validation_size, a.max_pack)
     if a.fuse is not None:
         base["fuse"] = a.fuse
     paths = {}

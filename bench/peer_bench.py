@@ -20,18 +20,14 @@ import json
 import os
 import platform
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 
-DEFAULT_DATA_DIR = "/usr/share/datasets/fashion-mnist"
+from bench_lib import (DEFAULT_DATA_DIR, BenchError, apply_preset, load_average, parse_ways, read_reports,
+                       resolve_data_dir, run_main, run_timed, set_data_sizes)
+
 WAYS = ("packed", "max_pack_1", "loop")
-
-
-class BenchError(Exception):
-    pass
 
 
 def parse_args(argv, defaults):
@@ -69,103 +65,20 @@ def parse_args(argv, defaults):
         preset = {"trials": 8, "epochs": 0.5, "train_size": 10000}
     if a.smoke:
         preset = {"trials": 2, "epochs": 0.25, "train_size": 1024, "validation_size": 512}
-    for key, value in preset.items():
-        if getattr(a, key) is None:
-            setattr(a, key, value)
-    a.ways = [w for w in a.ways.split(",") if w]
-    for w in a.ways:
-        if w not in WAYS:
-            p.error(f"--ways: unknown way {w!r}; expected some of {','.join(WAYS)}")
+    apply_preset(a, preset)
+    a.ways = parse_ways(p, a.ways, WAYS)
     if a.trials < 1 or a.epochs <= 0 or a.actors < 1 or a.train_size < 0 or (a.max_pack is not None and a.max_pack < 1):
         p.error("--trials, --actors and --max-pack must be >= 1, --epochs > 0, --train-size >= 0")
     for name in ("config", "packtune", "loop"):
         if not getattr(a, name):
             p.error(f"--{name} is required when this script is run from the source tree; "
                     "build/bench/peer_bench fills it in")
-    a.data_dir = a.data_dir or os.environ.get("PACKTUNE_DATA_DIR") or DEFAULT_DATA_DIR
+    a.data_dir = resolve_data_dir(a.data_dir)
     return a
 
 
 def log(message):
     print(f"peer_bench: {message}", file=sys.stderr, flush=True)
-
-
-def load_average():
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
-
-
-# The end of such a page's script: what a headless browser test reads back (the errors the page
-# caught and the points each chart drew; tests/bench/peers_page_test.py).
-PAGE_END = """// What a headless browser test reads back.
-var check = document.createElement('pre');
-check.id = 'page-check';
-check.style.display = 'none';
-check.textContent = JSON.stringify({errors: pageErrors, charts: drawn});
-document.body.appendChild(check);
-</script></body></html>
-"""
-
-
-def write_self_contained_page(path, template, data, plotly_path):
-    """Writes `template` with plotly.js in place of /*plotly*/ and `data` as JSON in place of
-    /*data*/: one page that fetches nothing when it opens (peers_bench, tuner_bench). Without
-    plotly.js the page still carries the data and its tables."""
-    data_text = json.dumps(data).replace("</", "<\\/")
-    plotly = ""
-    if plotly_path and os.path.exists(plotly_path):
-        with open(plotly_path) as f:
-            plotly = f.read().replace("</script", "<\\/script")
-    head, rest = template.split("/*plotly*/", 1)
-    middle, tail = rest.split("/*data*/", 1)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(head + plotly + middle + data_text + tail)
-    os.replace(tmp, path)
-
-
-def run_timed(command, out_path, err_path, what, env=None, timeout=None):
-    """Runs `command` with its output in files; returns its wall seconds. Past `timeout`
-    seconds the command and everything it started (its session) are killed: BenchError."""
-    start = time.perf_counter()
-    with open(out_path, "w") as out, open(err_path, "w") as err:
-        process = subprocess.Popen(command, stdout=out, stderr=err, env=env, start_new_session=True)
-        try:
-            rc = process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            with open(err_path) as f:
-                tail = f.read()[-1500:]
-            raise BenchError(f"{what} gave no result within {timeout:g} s and was killed: {' '.join(command)}\n{tail}")
-    wall = time.perf_counter() - start
-    if rc != 0:
-        with open(err_path) as f:
-            tail = f.read()[-3000:]
-        raise BenchError(f"{what} exited {rc}: {' '.join(command)}\n{tail}")
-    return wall
-
-
-def hyperband_schedule(packtune, min_budget, max_budget, eta):
-    """Hyperband's brackets as `packtune brackets --json` gives them."""
-    out = subprocess.run([packtune, "brackets", "--tuner", "hyperband", "--min-budget", repr(min_budget),
-                          "--max-budget", repr(max_budget), "--eta", str(eta), "--json"],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        raise BenchError(f"packtune brackets failed: {out.stderr.strip()}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def sweep_trials(sched):
-    """Configs in the bottom rungs of one sweep (17 for eta 3 over 0.25 ... 2.25)."""
-    total = 0
-    for b in sched.get("brackets", []):
-        rungs = b.get("rungs") or []
-        first = rungs[0] if rungs else b
-        total += int(first.get("configs", first.get("n", 0)))
-    return total
 
 
 def experiment_config(a, work):
@@ -178,25 +91,11 @@ def experiment_config(a, work):
     config["budget"] = {"unit": "epochs", "max": a.epochs, "report_every": min(every, a.epochs)}
     config["actors"] = a.actors
     config["device"] = a.device
-    data = config.setdefault("data", {})
-    data["dir"] = a.data_dir
-    if a.train_size > 0:  # 0: all of it, which the config says by leaving the key out
-        data["train_size"] = a.train_size
-    else:
-        data.pop("train_size", None)
-    if a.validation_size is not None:
-        data["validation_size"] = a.validation_size
-    if a.max_pack is not None:
-        config["max_pack"] = a.max_pack
+    set_data_sizes(config, a.train_size, a.validation_size, a.max_pack, a.data_dir)
     path = os.path.join(work, "experiment.json")
     with open(path, "w") as f:
         json.dump(config, f, indent=2)
     return path, config
-
-
-def read_reports(out_dir):
-    with open(os.path.join(out_dir, "results.jsonl")) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def summarise(reports):
@@ -344,18 +243,6 @@ def print_table(r):
         lp = r["ways"]["loop"]
         print(f"\nloop: torch {lp['torch']} on {lp['device']}, {lp['setup_seconds']:.1f} s loading data, "
               f"{lp['train_seconds']:.1f} s training; wall includes python start-up and import")
-
-
-def run_main(name, bench, a):
-    """(0, bench(a)), or the exit status a benchmark's main() returns instead: (1, None) after
-    printing a BenchError as "NAME: message", (130, None) on Ctrl-C."""
-    try:
-        return 0, bench(a)
-    except BenchError as e:
-        print(f"{name}: {e}", file=sys.stderr)
-        return 1, None
-    except KeyboardInterrupt:
-        return 130, None
 
 
 def main(argv=None, **defaults):

@@ -53,14 +53,13 @@ import time
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_DATA_DIR = "/usr/share/datasets/fashion-mnist"
-DEFAULT_PEERS_PYTHON = os.path.expanduser("~/.cache/packtune/peers-venv/bin/python")
 WAYS = ("packtune", "max_pack_1", "ray_tune", "optuna")
 GPU_WORKERS = 4  # peers' trials sharing one GPU: small models leave it idle one at a time
-PLOTLY_FILES = ("/usr/share/python3-plotly/plotly.js", "/usr/share/javascript/plotly/plotly.min.js")
 sys.path.insert(0, HERE)
-from peer_bench import PAGE_END, BenchError, load_average, read_reports, run_main  # noqa: E402  (stdlib only, as this side)
-import peer_bench  # noqa: E402
+from bench_lib import (DEFAULT_DATA_DIR, PAGE_END, BenchError, add_peers_python_option,  # noqa: E402
+                       apply_preset, hyperband_schedule, installed_plotly, load_average, parse_ways, read_reports,
+                       resolve_data_dir, run_main, set_data_sizes, sweep_trials, write_self_contained_page)
+import bench_lib  # noqa: E402  (stdlib only, as this side)
 
 
 def log(message):
@@ -123,8 +122,7 @@ def parse_args(argv, defaults):
                         "packtune's trials share one order's luck, and so its best report has less of it")
     p.add_argument("--ways", default=",".join(WAYS), help="comma-separated subset of " + ",".join(WAYS))
     p.add_argument("--data-dir", help="Fashion-MNIST's folder (default $PACKTUNE_DATA_DIR, else " + DEFAULT_DATA_DIR + ")")
-    p.add_argument("--peers-python", default=os.environ.get("PACKTUNE_PEERS_PYTHON", DEFAULT_PEERS_PYTHON),
-                   help="python of the peers' venv (default $PACKTUNE_PEERS_PYTHON, else " + DEFAULT_PEERS_PYTHON + ")")
+    add_peers_python_option(p)
     p.add_argument("--quick", action="store_true", help="10,000 training images: a few minutes here")
     p.add_argument("--smoke", action="store_true",
                    help="1,024 training and 512 validation images, 0.25 ... 0.75 epochs (5 trials): checks every way runs")
@@ -146,15 +144,10 @@ def parse_args(argv, defaults):
     if a.smoke:
         preset = {"min_epochs": 0.25, "max_epochs": 0.75, "train_size": 1024, "validation_size": 512,
                   "peer_timeout": 240}
-    for key, value in preset.items():
-        if getattr(a, key) is None:
-            setattr(a, key, value)
+    apply_preset(a, preset)
     if a.report_every is None:
         a.report_every = a.min_epochs
-    a.ways = [w for w in a.ways.split(",") if w]
-    for w in a.ways:
-        if w not in WAYS:
-            p.error(f"--ways: unknown way {w!r}; expected some of {','.join(WAYS)}")
+    a.ways = parse_ways(p, a.ways, WAYS)
     iterations = a.max_epochs / a.report_every
     if abs(iterations - round(iterations)) > 1e-6 or abs(a.min_epochs / a.report_every - round(a.min_epochs / a.report_every)) > 1e-6:
         p.error("--min-epochs and --max-epochs must be multiples of --report-every")
@@ -176,10 +169,10 @@ def parse_args(argv, defaults):
     if a.packtune_sweeps < 1:
         p.error(f"--packtune-sweeps: expected 1 or more, got {a.packtune_sweeps}")
     if a.html:
-        a.plotly = a.plotly or next((f for f in PLOTLY_FILES if os.path.exists(f)), None)
+        a.plotly = installed_plotly(a.plotly)
         if not a.plotly or not os.path.exists(a.plotly):
             p.error("--html needs plotly.js: install Debian's python3-plotly (scripts/setup.sh does) or pass --plotly FILE")
-    a.data_dir = a.data_dir or os.environ.get("PACKTUNE_DATA_DIR") or DEFAULT_DATA_DIR
+    a.data_dir = resolve_data_dir(a.data_dir)
     if a.device != "cpu" and not (a.device == "cuda" or (a.device.startswith("cuda:") and a.device[5:].isdigit())):
         p.error(f"--device: expected cpu, cuda or cuda:N, got {a.device!r}")
     if a.workers is None:
@@ -218,19 +211,10 @@ def problem(a, work, sweep):
     config["budget"] = {"unit": "epochs", "min": a.min_epochs, "max": a.max_epochs, "report_every": a.report_every}
     config["actors"] = a.actors
     config["device"] = a.device
-    data = config.setdefault("data", {})
-    data["dir"] = a.data_dir
-    if a.train_size:
-        data["train_size"] = a.train_size
-    else:
-        data.pop("train_size", None)
+    data = set_data_sizes(config, a.train_size, a.validation_size, a.max_pack, a.data_dir)
     if a.order is not None:
         data["order"] = a.order
-    if a.validation_size is not None:
-        data["validation_size"] = a.validation_size
     data.setdefault("validation_size", 10000)
-    if a.max_pack is not None:
-        config["max_pack"] = a.max_pack
     path = os.path.join(work, "problem.json")
     with open(path, "w") as f:
         json.dump(config, f, indent=2)
@@ -238,9 +222,9 @@ def problem(a, work, sweep):
 
 
 def run_timed(command, out_path, err_path, what, env=None, timeout=None):
-    """peer_bench.run_timed, also returning when the command started (epoch seconds)."""
+    """bench_lib.run_timed, also returning when the command started (epoch seconds)."""
     start_wall = time.time()
-    return start_wall, peer_bench.run_timed(command, out_path, err_path, what, env, timeout)
+    return start_wall, bench_lib.run_timed(command, out_path, err_path, what, env, timeout)
 
 
 def curve(reports):
@@ -419,8 +403,8 @@ def bench(a):
     work = a.keep or tempfile.mkdtemp(prefix="peers_bench-")
     os.makedirs(work, exist_ok=True)
     try:
-        sched = peer_bench.hyperband_schedule(a.packtune, a.min_epochs, a.max_epochs, a.eta)
-        sweep = peer_bench.sweep_trials(sched)
+        sched = hyperband_schedule(a.packtune, a.min_epochs, a.max_epochs, a.eta)
+        sweep = sweep_trials(sched)
         trials = sweep * a.sweeps
         config_path, config = problem(a, work, sweep)
         peers = [w for w in a.ways if w in ("ray_tune", "optuna")]
@@ -729,7 +713,7 @@ def write_page(path, runs, plotly_path):
             f"packtune {first['actors']} actors, max_pack {first['max_pack']}; peers {first['peer_workers']} workers; "
             f"configs: {samplers_text(first, counts=len(runs) == 1)}; "
             f"{first['cores']} cores, {first['host']}")
-    peer_bench.write_self_contained_page(path, PAGE, {"what": what, "runs": runs}, plotly_path)
+    write_self_contained_page(path, PAGE, {"what": what, "runs": runs}, plotly_path)
 
 
 def sittings(a):

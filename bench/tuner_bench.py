@@ -53,15 +53,15 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FUNCTIONS_PY = os.path.join(HERE, "tuner_functions.py")
-DEFAULT_PEERS_PYTHON = os.path.expanduser("~/.cache/packtune/peers-venv/bin/python")
-# DEHB pins numpy < 2, which Ray Tune's pyarrow refuses: it gets a venv of its own.
+# DEHB pins numpy < 2, which Ray Tune's pyarrow refuses: it gets a venv of its own, apart from the
+# peers' one (bench_lib.DEFAULT_PEERS_PYTHON).
 DEFAULT_DEHB_PYTHON = os.path.expanduser("~/.cache/packtune/dehb-venv/bin/python")
-PLOTLY_FILES = ("/usr/share/python3-plotly/plotly.js", "/usr/share/javascript/plotly/plotly.min.js")
 PACKTUNE_TUNERS = ("random", "asha", "hyperband", "async_hyperband")
 PEERS = ("optuna_tpe", "optuna_random", "dehb")
 sys.path.insert(0, HERE)
-from peer_bench import (PAGE_END, BenchError, hyperband_schedule, load_average, run_main,  # noqa: E402
-                        sweep_trials, write_self_contained_page)  # (stdlib only)
+from bench_lib import (PAGE_END, BenchError, add_peers_python_option, hyperband_schedule,  # noqa: E402
+                       installed_plotly, load_average, run_main, sweep_trials,
+                       write_self_contained_page)  # (stdlib only)
 PEER_MODULES = {"optuna_tpe": "optuna", "optuna_random": "optuna", "dehb": "dehb"}
 ETA = 3
 GRID = 200  # points of the median curves
@@ -104,8 +104,7 @@ def parse_args(argv, defaults):
                    help="a smoke run: 2 seeds and time budget 2 unless given (seconds)")
     p.add_argument("--python", default=os.environ.get("PACKTUNE_FUNCTIONS_PYTHON", "/usr/bin/python3"),
                    help="python with numpy that serves the functions to packtune (default /usr/bin/python3)")
-    p.add_argument("--peers-python", default=os.environ.get("PACKTUNE_PEERS_PYTHON", DEFAULT_PEERS_PYTHON),
-                   help="python of the peers' venv (default $PACKTUNE_PEERS_PYTHON, else " + DEFAULT_PEERS_PYTHON + ")")
+    add_peers_python_option(p)
     p.add_argument("--dehb-python", default=os.environ.get("PACKTUNE_DEHB_PYTHON", DEFAULT_DEHB_PYTHON),
                    help="python with dehb (default $PACKTUNE_DEHB_PYTHON, else " + DEFAULT_DEHB_PYTHON + ")")
     p.add_argument("--plotly", default=defaults.get("plotly"),
@@ -133,7 +132,7 @@ def parse_args(argv, defaults):
     a.out = a.out or os.getcwd()
     if a.plotly and not os.path.exists(a.plotly):
         p.error(f"--plotly: no such file {a.plotly}")
-    a.plotly = a.plotly or next((f for f in PLOTLY_FILES if os.path.exists(f)), None)
+    a.plotly = installed_plotly(a.plotly)
     return a
 
 
