@@ -7,8 +7,11 @@
 #include <iterator>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "datasets/dataset.hpp"
 #include "packing/planner.hpp"
@@ -147,6 +150,17 @@ enum class Resume { Fixed, MayChange };
 // Whether the config as run (config.json, the journal's header) writes the value it ran with.
 enum class Record { No, Always, IfNotEmpty };
 
+// The value a key holds as the config as run writes it and the docs show its default: an
+// enum as its word.
+template <class T>
+nlohmann::json json_of(const T& value) {
+  if constexpr (std::is_enum_v<T>) {
+    return to_string<T>(value);
+  } else {
+    return value;
+  }
+}
+
 // A row of the table, for the docs and the checks that go over every key.
 struct KeyInfo {
   const char* name;
@@ -158,9 +172,9 @@ struct KeyInfo {
   Resume resume;
 };
 
-// Every top-level key, in the table's order.
+// Every top-level key, in the table's order (config_doc.cpp).
 const std::vector<KeyInfo>& keys();
-// The keys and the run options as a Markdown page: docs/config.md.
+// The keys and the run options as a Markdown page: docs/config.md (config_doc.cpp).
 std::string markdown();
 
 }  // namespace config_table

@@ -1,0 +1,27 @@
+#pragma once
+// The config's blocks that the table cannot read row by row (PACKTUNE_CONFIG_BLOCK in
+// config_keys.def): budget, tuner, data, model and space. Their keys depend on each other
+// (budget.min defaults to max, data's keys on its format) or belong to another module's
+// parser (the search space, the tuner's own settings), so each has a reader written by hand.
+// The table calls read_<name> for the row of that name.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "experiment/config_fields.hpp"
+#include "experiment/experiment_config.hpp"
+
+namespace packtune::config_table {
+
+// Each reads its block from the top-level object `top` into `c`, if the config has it;
+// `path` is the config file's, for the files the block names relative to it.
+void read_budget(Fields& top, ExperimentConfig& c, const std::string& path);
+void read_tuner(Fields& top, ExperimentConfig& c, const std::string& path);
+void read_data(Fields& top, ExperimentConfig& c, const std::string& path);
+void read_model(Fields& top, ExperimentConfig& c, const std::string& path);
+void read_space(Fields& top, ExperimentConfig& c, const std::string& path);
+
+// The data block as the experiment used it: the keys its format reads, paths absolute.
+nlohmann::json data_as_run(const datasets::DataOptions& data);
+
+}  // namespace packtune::config_table
