@@ -2,9 +2,10 @@
 // One trial's checkpoint as an HDF5 file (layout in docs/checkpoints.md). Plain C++ over
 // HDF5's C API, without LibTorch, so `packtune inspect` and the driver can open checkpoints
 // without compiling the training engine; actors/checkpoint_tensors.hpp converts to tensors.
+// A file from elsewhere is read in a child process (checkpoint_verify.hpp); the files' names
+// are checkpoint_name.hpp's.
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,29 +78,5 @@ void write_checkpoint(const std::string& path, const TrialCheckpoint& checkpoint
 // metadata and the tensor list. Throws InputError naming `path` and what is wrong for a
 // missing, non-HDF5, foreign, truncated or corrupt file; it never returns a damaged one.
 TrialCheckpoint read_checkpoint(const std::string& path);
-
-// read_checkpoint in a child process, for a file that came from elsewhere (a peer's upload):
-// Debian's HDF5 (1.10) itself crashes or corrupts its memory on some damaged files
-// (docs/fuzzing.md), and then only the child dies. Throws InputError as read_checkpoint does,
-// also when the child crashed or ran past `timeout_seconds` (it is then killed; 0: 10 s and
-// 1 s more per 50 MB, for HDF5 also loops on some damaged files while the driver waits).
-void verify_checkpoint(const std::string& path, double timeout_seconds = 0);
-
-// Population-based training's exploit: `source` (the donor's checkpoint) written to `target`
-// as trial `trial`'s, with its seed and config, in a child process as verify_checkpoint reads.
-// Throws InputError when `source` cannot be read, Error when `target` cannot be written.
-void copy_checkpoint_as(const std::string& source, const std::string& target, std::int64_t trial,
-                        std::uint64_t seed, const nlohmann::json& config);
-
-// `DIR/trial-<trial>-budget-<budget>.h5`.
-std::string checkpoint_path(const std::string& dir, std::int64_t trial, double budget);
-
-// The trial and budget in a file name checkpoint_path gives (the budget as the name rounds
-// it); nullopt for any other name.
-struct CheckpointName {
-  std::int64_t trial = -1;
-  double budget = 0;
-};
-std::optional<CheckpointName> parse_checkpoint_name(const std::string& file_name);
 
 }  // namespace packtune::actors

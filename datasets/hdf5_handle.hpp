@@ -1,7 +1,7 @@
 #pragma once
 // One owned HDF5 identifier, closed with its kind's close function (HDF5 has one per kind of
 // object): the user's data files (hdf5_reader.cpp) and the checkpoint files
-// (actors/checkpoint_file.cpp) are read with it.
+// (actors/checkpoint_file.cpp, actors/checkpoint_read.cpp) are written and read with it.
 #include <hdf5.h>
 
 #include <utility>

@@ -1,5 +1,5 @@
 // A dataset of a user's HDF5 file, read with HDF5's C API as the checkpoint files are
-// (actors/checkpoint_file.cpp). HDF5 converts the file's byte order to the machine's on read, so
+// (actors/checkpoint_read.cpp). HDF5 converts the file's byte order to the machine's on read, so
 // big-endian datasets are read as they are; chunked and compressed datasets too (h5py's
 // compression="gzip"), since the data is the user's own, not something received.
 #include <filesystem>

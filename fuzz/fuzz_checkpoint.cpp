@@ -26,6 +26,7 @@
 #include <hdf5.h>
 
 #include "actors/checkpoint_file.hpp"
+#include "actors/checkpoint_verify.hpp"
 #include "packtune/error.hpp"
 
 extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size, std::size_t max_size);

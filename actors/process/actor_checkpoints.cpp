@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "actors/checkpoint_name.hpp"
 #include "actors/process/logging.hpp"
 #include "packtune/error.hpp"
 #include "packtune/test_hold.hpp"

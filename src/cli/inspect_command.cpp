@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/checkpoint_file.hpp"
+#include "actors/checkpoint_verify.hpp"
 #include "cli/command_line.hpp"
 #include "packtune/error.hpp"
 

@@ -1,7 +1,7 @@
 #pragma once
 // `packtune inspect FILE.h5 [--json]`: what a trial checkpoint holds (trial, budget, step,
 // config, metrics, every tensor's name, type and shape), after verifying its checksums.
-// No LibTorch: it reads the file with actors/checkpoint_file.hpp only.
+// No LibTorch: it reads the file with actors/checkpoint_file.hpp and checkpoint_verify.hpp only.
 #include <string>
 #include <vector>
 

@@ -5,7 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/checkpoint_file.hpp"
+#include "actors/checkpoint_name.hpp"
 #include "protocol/metric_names.hpp"
 #include "util/printable.hpp"
 

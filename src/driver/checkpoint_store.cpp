@@ -13,7 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/checkpoint_file.hpp"
+#include "actors/checkpoint_name.hpp"
 #include "packtune/error.hpp"
 #include "packtune/test_hold.hpp"
 #include "util/random_token.hpp"

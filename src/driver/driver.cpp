@@ -20,7 +20,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/checkpoint_file.hpp"
+#include "actors/checkpoint_verify.hpp"
 #include "driver/checkpoint_store.hpp"
 #include "driver/driver_core.hpp"
 #include "driver/driver_log.hpp"

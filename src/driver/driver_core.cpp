@@ -10,7 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/checkpoint_file.hpp"
+#include "actors/checkpoint_name.hpp"
 #include "actors/trial_spec.hpp"
 #include "experiment/trial_shape.hpp"
 #include "packtune/error.hpp"

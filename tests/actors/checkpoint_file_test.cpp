@@ -8,6 +8,8 @@
 #include <hdf5.h>
 
 #include "actors/checkpoint_file.hpp"
+#include "actors/checkpoint_name.hpp"
+#include "actors/checkpoint_verify.hpp"
 #include "packtune/error.hpp"
 #include "../temp_dir.hpp"
 

@@ -4,6 +4,7 @@
 
 #include "../temp_dir.hpp"
 #include "actors/checkpoint_file.hpp"
+#include "actors/checkpoint_name.hpp"
 #include "actors/checkpoint_tensors.hpp"
 #include "actors/pack_executor.hpp"
 #include "layers/linear.hpp"

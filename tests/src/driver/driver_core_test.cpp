@@ -15,6 +15,7 @@
 #include <set>
 
 #include "actors/checkpoint_file.hpp"
+#include "actors/checkpoint_name.hpp"
 #include "driver/driver_core.hpp"
 #include "driver/journal.hpp"
 #include "../../temp_dir.hpp"
