@@ -50,9 +50,9 @@
 #include "packtune/error.hpp"
 #include "protocol/protocol.hpp"
 #include "protocol/zmq_channel.hpp"
-#include "tuners/objective.hpp"
+#include "tuners/simulate/objective.hpp"
 #include "tuners/search_space.hpp"
-#include "tuners/simulator.hpp"
+#include "tuners/simulate/simulator.hpp"
 #include "tuners/tuner_registry.hpp"
 
 extern char** environ;

@@ -18,7 +18,7 @@
 #include <cstring>
 #include <string>
 
-#include "tuners/tpe_sampler.hpp"
+#include "tuners/samplers/tpe_sampler.hpp"
 
 using namespace packtune::tuners;
 using Clock = std::chrono::steady_clock;

@@ -10,7 +10,7 @@
 
 #include "layers/model_plugin.hpp"
 #include "packtune/error.hpp"
-#include "tuners/plugin_loader.hpp"
+#include "tuners/plugins/plugin_loader.hpp"
 
 namespace packtune::layers {
 

@@ -1,10 +1,10 @@
 // Built-in tuners are registered explicitly rather than by static initialisers, which a
 // linker is free to drop from a library when nothing references their object file.
-#include "tuners/asha_tuner.hpp"
-#include "tuners/grid_tuner.hpp"
-#include "tuners/hyperband_tuner.hpp"
-#include "tuners/pbt_tuner.hpp"
-#include "tuners/random_tuner.hpp"
+#include "tuners/schedulers/asha_tuner.hpp"
+#include "tuners/schedulers/grid_tuner.hpp"
+#include "tuners/schedulers/hyperband_tuner.hpp"
+#include "tuners/schedulers/pbt_tuner.hpp"
+#include "tuners/schedulers/random_tuner.hpp"
 #include "tuners/tuner_registry.hpp"
 
 namespace packtune::tuners {

@@ -13,7 +13,7 @@
 #include "actors/device.hpp"
 #include "actors/process/actor_process.hpp"
 #include "packtune/error.hpp"
-#include "util/command_line.hpp"
+#include "util/subcommand.hpp"
 #include "util/log_pattern.hpp"
 
 namespace po = boost::program_options;
@@ -21,9 +21,8 @@ namespace po = boost::program_options;
 namespace {
 
 int actor_command(const std::vector<std::string>& args) {
-  po::options_description options("packtune actor --driver ENDPOINT [options]");
-  options.add_options()
-      ("help,h", "show this help")
+  packtune::util::Subcommand command("actor", "packtune actor --driver ENDPOINT [options]");
+  command.options()
       ("driver", po::value<std::string>(), "the driver's ZeroMQ endpoint, e.g. tcp://host:5555")
       ("threads", po::value<int>()->default_value(0), "CPU threads for training (0 = all cores)")
       ("node", po::value<int>()->default_value(-1), "set by the node (or driver) that starts the actor")
@@ -36,16 +35,13 @@ int actor_command(const std::vector<std::string>& args) {
                                              "machine (default: a fresh folder in the temp folder)")
       ("describe-model-plugin", po::value<std::string>(), "load a model plugin, print its families' declarations as "
                                                          "JSON and exit (how the driver learns them without LibTorch)");
-  auto vm = packtune::util::parse_command_line("actor", args, options);
-  if (vm.count("help")) {
-    std::cout << options;
-    return 0;
-  }
+  if (!command.parse(args)) return 0;
+  const auto& vm = command.values();
   if (vm.count("describe-model-plugin")) {
     packtune::actors::describe_model_plugin(vm["describe-model-plugin"].as<std::string>());
     return 0;
   }
-  if (!vm.count("driver")) throw packtune::InputError("actor: missing --driver ENDPOINT");
+  command.require("driver", "--driver ENDPOINT");
   packtune::actors::ActorOptions actor;
   actor.driver = vm["driver"].as<std::string>();
   actor.threads = vm["threads"].as<int>();

@@ -6,9 +6,10 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
-#include "cli/command_line.hpp"
+#include "cli/option_values.hpp"
+#include "util/subcommand.hpp"
 #include "packtune/error.hpp"
-#include "tuners/brackets.hpp"
+#include "tuners/schedulers/brackets.hpp"
 #include "tuners/tuner_settings.hpp"
 
 namespace packtune::cli {
@@ -19,20 +20,15 @@ using tuners::number_text;
 using ordered = nlohmann::ordered_json;
 
 int run_brackets_command(const std::vector<std::string>& args) {
-  po::options_description options("options");
-  options.add_options()
-      ("help,h", "print this help")
+  util::Subcommand command("brackets", "packtune brackets --tuner hyperband --min-budget m --max-budget M --eta E [--json]");
+  command.options()
       ("tuner", po::value<std::string>()->default_value("hyperband"), "hyperband (the only tuner with a fixed schedule)")
       ("min-budget", po::value<std::string>(), "smallest budget (required)")
       ("max-budget", po::value<std::string>(), "largest budget (required)")
       ("eta", po::value<std::string>()->default_value("3"), "reduction factor, an integer >= 2")
       ("json", "print {\"brackets\": [{\"s\": ..., \"rungs\": [{\"n\": ..., \"budget\": ...}]}]}");
-  const auto vm = parse_command_line("brackets", args, options);
-  if (vm.count("help")) {
-    print_usage("packtune brackets --tuner hyperband --min-budget m --max-budget M --eta E [--json]",
-                options);
-    return 0;
-  }
+  if (!command.parse(args)) return 0;
+  const auto& vm = command.values();
   const auto tuner = *option_text(vm, "tuner");
   if (tuner != "hyperband") {
     throw InputError("--tuner: brackets prints Hyperband's fixed schedule; expected hyperband, "

@@ -4,23 +4,17 @@
 
 #include <boost/program_options.hpp>
 
-#include "cli/command_line.hpp"
+#include "util/subcommand.hpp"
 #include "experiment/config_keys.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune::cli {
 
-namespace po = boost::program_options;
-
 int run_config_command(const std::vector<std::string>& args) {
-  po::options_description options("packtune config --markdown");
-  options.add_options()("help,h", "show this help")("markdown", "print the config's keys as docs/config.md");
-  const auto vm = parse_command_line("config", args, options);
-  if (vm.count("help")) {
-    std::cout << options;
-    return 0;
-  }
-  if (!vm.count("markdown")) throw InputError("config: missing --markdown; see packtune config --help");
+  util::Subcommand command("config", "packtune config --markdown");
+  command.options()("markdown", "print the config's keys as docs/config.md");
+  if (!command.parse(args)) return 0;
+  command.require("markdown", "--markdown");
   std::cout << config_table::markdown();
   return 0;
 }

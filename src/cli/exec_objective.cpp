@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/command_line.hpp"
+#include "cli/option_values.hpp"
 #include "packtune/error.hpp"
 #include "tuners/tuner_settings.hpp"
 #include "util/printable.hpp"

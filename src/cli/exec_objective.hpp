@@ -9,7 +9,7 @@
 // simulation with an Error naming it: the fault is the program's, not the user's input.
 #include <string>
 
-#include "tuners/objective.hpp"
+#include "tuners/simulate/objective.hpp"
 #include "util/line_process.hpp"
 
 namespace packtune::cli {

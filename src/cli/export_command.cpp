@@ -9,7 +9,7 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
-#include "cli/command_line.hpp"
+#include "util/subcommand.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune::cli {
@@ -132,21 +132,16 @@ void write_results_csv(std::istream& jsonl, const std::string& source, std::ostr
 }
 
 int run_export_command(const std::vector<std::string>& args) {
-  po::options_description options("packtune export DIR [--csv] [--output FILE]");
-  options.add_options()("help,h", "show this help")("dir", po::value<std::string>(), "an experiment's --out")(
-      "csv", "CSV, one row per report (the default and, for now, the only format)")(
+  util::Subcommand command("export", "packtune export DIR [--csv] [--output FILE]");
+  command.positional("dir", "DIR", "an experiment's --out", "the --out of a packtune run");
+  command.options()("csv", "CSV, one row per report (the default and, for now, the only format)")(
       "output,o", po::value<std::string>(), "write to FILE instead of stdout");
-  po::positional_options_description positional;
-  positional.add("dir", 1);
-  auto vm = parse_command_line("export", args, options, positional);
-  if (vm.count("help")) {
-    std::cout << options;
-    return 0;
-  }
-  if (!vm.count("dir")) throw InputError("export: missing DIR, the --out of a packtune run");
-  const auto path = (fs::path(vm["dir"].as<std::string>()) / "results.jsonl").string();
+  if (!command.parse(args)) return 0;
+  const auto& vm = command.values();
+  const auto dir = command.argument();
+  const auto path = (fs::path(dir) / "results.jsonl").string();
   std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot read it; is " + vm["dir"].as<std::string>() + " the --out of a packtune run?");
+  if (!in) throw InputError(path + ": cannot read it; is " + dir + " the --out of a packtune run?");
   if (!vm.count("output")) {
     write_results_csv(in, path, std::cout);
     std::cout.flush();

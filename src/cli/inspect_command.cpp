@@ -9,7 +9,7 @@
 
 #include "actors/checkpoint_file.hpp"
 #include "actors/checkpoint_verify.hpp"
-#include "cli/command_line.hpp"
+#include "util/subcommand.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune::cli {
@@ -87,20 +87,12 @@ void print_json(const std::string& path, const actors::TrialCheckpoint& c) {
 }  // namespace
 
 int run_inspect_command(const std::vector<std::string>& args) {
-  po::options_description options("packtune inspect FILE.h5 [--json]");
-  options.add_options()
-      ("help,h", "show this help")
-      ("file", po::value<std::string>(), "a trial checkpoint (HDF5)")
-      ("json", "print one JSON object instead of text");
-  po::positional_options_description positional;
-  positional.add("file", 1);
-  const auto vm = parse_command_line("inspect", args, options, positional);
-  if (vm.count("help")) {
-    std::cout << options;
-    return 0;
-  }
-  if (!vm.count("file")) throw InputError("inspect: missing FILE; usage: packtune inspect FILE.h5 [--json]");
-  const auto path = vm["file"].as<std::string>();
+  util::Subcommand command("inspect", "packtune inspect FILE.h5 [--json]");
+  command.positional("file", "FILE", "a trial checkpoint (HDF5)");
+  command.options()("json", "print one JSON object instead of text");
+  if (!command.parse(args)) return 0;
+  const auto& vm = command.values();
+  const auto path = command.argument();
   // The file may come from anywhere: HDF5 first reads it in a child, which a damaged file may crash.
   actors::verify_checkpoint(path);
   const auto checkpoint = actors::read_checkpoint(path);

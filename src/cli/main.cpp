@@ -7,9 +7,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "cli/command_line.hpp"
 #include "cli/commands.hpp"
 #include "util/log_pattern.hpp"
+#include "util/subcommand.hpp"
 
 int main(int argc, char** argv) {
   packtune::util::use_log_pattern("[%H:%M:%S] %^%l%$ %*");
@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
-  return packtune::cli::exit_code_of([&]() -> int {
+  return packtune::util::exit_code_of([&]() -> int {
     for (const auto& c : packtune::cli::commands()) {
       if (command == c.name) return c.run(argv[0], args);
     }

@@ -5,7 +5,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "cli/command_line.hpp"
+#include "util/subcommand.hpp"
 #include "node/node_agent.hpp"
 #include "packtune/error.hpp"
 
@@ -14,9 +14,8 @@ namespace packtune::cli {
 namespace po = boost::program_options;
 
 int run_node_command(const std::vector<std::string>& args) {
-  po::options_description options("packtune node --driver ENDPOINT [options]");
-  options.add_options()
-      ("help,h", "show this help")
+  util::Subcommand command("node", "packtune node --driver ENDPOINT [options]");
+  command.options()
       ("driver", po::value<std::string>(), "the driver's ZeroMQ endpoint, e.g. tcp://host:5555")
       ("actors", po::value<int>()->default_value(1), "CPU actors to run when no GPU is listed")
       ("gpus", po::value<std::string>(), "GPUs for one actor each, e.g. 0,2 (default: CUDA_VISIBLE_DEVICES if set)")
@@ -27,12 +26,9 @@ int run_node_command(const std::vector<std::string>& args) {
       ("max-restarts", po::value<int>()->default_value(3), "restarts of a dying actor before it is given up")
       ("connect-timeout", po::value<double>()->default_value(30), "seconds to wait for the driver's answer")
       ("driver-timeout", po::value<double>()->default_value(60), "seconds of driver silence before the node stops");
-  auto vm = parse_command_line("node", args, options);
-  if (vm.count("help")) {
-    std::cout << options;
-    return 0;
-  }
-  if (!vm.count("driver")) throw InputError("node: missing --driver ENDPOINT");
+  if (!command.parse(args)) return 0;
+  command.require("driver", "--driver ENDPOINT");
+  const auto& vm = command.values();
   NodeOptions node;
   node.driver = vm["driver"].as<std::string>();
   node.actors = vm["actors"].as<int>();

@@ -16,10 +16,10 @@
 #include "experiment/planner_setup.hpp"
 #include "packing/planner.hpp"
 #include "cli/actor_launch.hpp"
-#include "cli/command_line.hpp"
 #include "packtune/error.hpp"
+#include "util/subcommand.hpp"
 #include "experiment/trial_shape.hpp"
-#include "tuners/plugin_loader.hpp"
+#include "tuners/plugins/plugin_loader.hpp"
 #include "tuners/tuner_registry.hpp"
 
 namespace packtune::cli {
@@ -27,26 +27,20 @@ namespace packtune::cli {
 namespace po = boost::program_options;
 
 int run_plan_command(const std::vector<std::string>& args) {
-  po::options_description options("packtune plan CONFIG [options]");
-  options.add_options()
-    ("help,h", "show this help")
-    ("config", po::value<std::string>(), "the experiment's JSON config")
+  util::Subcommand command("plan", "packtune plan CONFIG [--trials N] [--actors SPEC] [--json]");
+  command.positional("config", "CONFIG", "the experiment's JSON config");
+  command.options()
     ("trials", po::value<std::int64_t>(), "trials to plan (default: the config's)")
     ("actors", po::value<std::string>(), "actors as [COUNTx]DEVICE=SIZE, COUNTxSIZE, COUNTxDEVICE or COUNT, comma-separated (default: the config's local actors)")
     ("max-pack", po::value<int>(), "trials per actor at most (default: the config's max_pack)")
     ("tuner-plugin", po::value<std::string>(), "a shared library with more tuners")
     ("model-plugin", po::value<std::string>(), "a shared library with more model families")
     ("json", "print the plan as JSON");
-  po::positional_options_description positional;
-  positional.add("config", 1);
-  const auto vm = parse_command_line("plan", args, options, positional);
-  if (vm.count("help")) {
-    std::cout << options;
-    return 0;
-  }
-  if (!vm.count("config")) throw InputError("plan: missing CONFIG; usage: packtune plan CONFIG [--trials N] [--actors SPEC] [--json]");
+  if (!command.parse(args)) return 0;
+  const auto& vm = command.values();
+  const auto config_path = command.argument();
   if (vm.count("tuner-plugin")) tuners::load_tuner_plugin(vm["tuner-plugin"].as<std::string>());
-  auto config = load_config(vm["config"].as<std::string>());
+  auto config = load_config(config_path);
   if (!config.tuner_plugin.empty() && !vm.count("tuner-plugin")) tuners::load_tuner_plugin(config.tuner_plugin);
   Overrides overrides;
   if (vm.count("trials")) overrides.trials = vm["trials"].as<std::int64_t>();

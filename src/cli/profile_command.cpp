@@ -6,7 +6,7 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
-#include "cli/command_line.hpp"
+#include "util/subcommand.hpp"
 #include "driver/profile_cache.hpp"
 #include "packtune/error.hpp"
 #include "util/printable.hpp"
@@ -48,17 +48,13 @@ void print_table(const ProfileCache& cache) {
 }  // namespace
 
 int run_profile_command(const std::vector<std::string>& args) {
-  po::options_description options("options");
-  options.add_options()
-      ("help,h", "print this help")
+  util::Subcommand command("profile", "packtune profile [--json] | packtune profile --clear [--device TEXT]");
+  command.options()
       ("json", "print the cache's entries as JSON")
       ("clear", "remove the cached profiles (all, or those of --device)")
       ("device", po::value<std::string>(), "with --clear: only the profiles of device models containing TEXT");
-  const auto vm = parse_command_line("profile", args, options);
-  if (vm.count("help")) {
-    print_usage("packtune profile [--json] | packtune profile --clear [--device TEXT]", options);
-    return 0;
-  }
+  if (!command.parse(args)) return 0;
+  const auto& vm = command.values();
   const auto dir = ProfileCache::default_dir();
   if (dir.empty()) throw InputError("profile: no cache folder: set PACKTUNE_CACHE_DIR, XDG_CACHE_HOME or HOME");
   if (vm.count("device") && !vm.count("clear")) throw InputError("profile: --device goes with --clear");

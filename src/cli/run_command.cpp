@@ -7,13 +7,14 @@
 #include <boost/program_options.hpp>
 
 #include "cli/actor_launch.hpp"
-#include "cli/command_line.hpp"
+#include "cli/option_values.hpp"
+#include "util/subcommand.hpp"
 #include "datasets/data_fingerprint.hpp"
 #include "driver/driver.hpp"
 #include "driver/journal.hpp"
 #include "experiment/experiment_config.hpp"
 #include "packtune/error.hpp"
-#include "tuners/plugin_loader.hpp"
+#include "tuners/plugins/plugin_loader.hpp"
 
 namespace packtune::cli {
 namespace {
@@ -116,11 +117,11 @@ void check_resumed_data(const ExperimentConfig& config, bool allow_changed, Driv
 }  // namespace
 
 int run_run_command(const std::vector<std::string>& args) {
-  po::options_description options("packtune run CONFIG [options] | packtune run --resume DIR [options]");
-  auto add = options.add_options();
-  add("help,h", "show this help")
-     ("config", po::value<std::string>(), "the experiment config (JSON)")
-     ("out,o", po::value<std::string>(), "results directory (default runs/NAME-TIME)")
+  util::Subcommand command("run", "packtune run CONFIG [options] | packtune run --resume DIR [options]");
+  command.positional("config", "CONFIG", "the experiment config (JSON)",
+                     "usage: packtune run CONFIG [--out DIR] or packtune run --resume DIR");
+  auto add = command.options();
+  add("out,o", po::value<std::string>(), "results directory (default runs/NAME-TIME)")
      ("resume", po::value<std::string>(), "continue the experiment whose results are in DIR (its driver was killed or "
                                           "stopped); CONFIG may be left out");
   // One option for each override of the config table.
@@ -137,17 +138,10 @@ int run_run_command(const std::vector<std::string>& args) {
                             "journal records which); without it such a resume is refused");
   add("fresh-profiles", "measure every throughput profile again instead of taking the profile cache's (and keep the "
                         "new ones there; `packtune profile` shows the cache)");
-  po::positional_options_description positional;
-  positional.add("config", 1);
-  auto vm = parse_command_line("run", args, options, positional);
-  if (vm.count("help")) {
-    std::cout << options;
-    return 0;
-  }
+  if (!command.parse(args)) return 0;
+  const auto& vm = command.values();
   const bool resume = vm.count("resume") > 0;
-  if (!vm.count("config") && !resume) {
-    throw InputError("run: missing CONFIG; usage: packtune run CONFIG [--out DIR] or packtune run --resume DIR");
-  }
+  if (!resume) command.argument();  // CONFIG may be left out only with --resume
   if (resume && vm.count("out") && vm["out"].as<std::string>() != vm["resume"].as<std::string>()) {
     throw InputError("run: --resume DIR continues the experiment in DIR; leave --out out");
   }

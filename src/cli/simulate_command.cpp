@@ -8,13 +8,14 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
-#include "cli/command_line.hpp"
+#include "cli/option_values.hpp"
+#include "util/subcommand.hpp"
 #include "cli/exec_objective.hpp"
 #include "experiment/experiment_config.hpp"
 #include "packtune/error.hpp"
-#include "tuners/objective.hpp"
-#include "tuners/plugin_loader.hpp"
-#include "tuners/simulator.hpp"
+#include "tuners/simulate/objective.hpp"
+#include "tuners/plugins/plugin_loader.hpp"
+#include "tuners/simulate/simulator.hpp"
 #include "tuners/tuner_registry.hpp"
 #include "tuners/tuner_settings.hpp"
 #include "util/line_process.hpp"
@@ -134,10 +135,13 @@ std::unique_ptr<tuners::Objective> make_objective(const std::string& spec, const
 }  // namespace
 
 int run_simulate_command(const std::vector<std::string>& args) {
-  po::options_description options("options");
-  options.add_options()
-      ("help,h", "print this help")
-      ("config", po::value<std::string>(), "experiment config (optional): tuner, tuner_plugin, budget, metric, mode, space, seed")
+  util::Subcommand command("simulate",
+                           "packtune simulate [CONFIG] --objective table:FILE|synthetic|exec:CMD [--tuner NAME] "
+                           "[--eta E] [--min-budget m] [--max-budget M] [--trials N] [--mode min|max] "
+                           "[--workers W] [--seed S] [--objective-timeout SECONDS] [--json]");
+  command.positional("config", "CONFIG",
+                     "experiment config (optional): tuner, tuner_plugin, budget, metric, mode, space, seed");
+  command.options()
       ("objective", po::value<std::string>(), "table:FILE (a CSV trial,budget,metric), synthetic, or exec:CMD "
                                                "(CMD answers a JSON line per evaluation; docs/tuners.md) (required)")
       ("objective-timeout", po::value<std::string>(), "seconds exec:CMD may take for an answer (default 60)")
@@ -153,15 +157,8 @@ int run_simulate_command(const std::vector<std::string>& args) {
       ("seed", po::value<std::string>(), "seed of the tuner and the synthetic objective (default 0)")
       ("report-every", po::value<std::string>(), "budget between intermediate reports (default 0: none)")
       ("json", "print one JSON object per event, then a summary");
-  po::positional_options_description positional;
-  positional.add("config", 1);
-  const auto vm = parse_command_line("simulate", args, options, positional);
-  if (vm.count("help")) {
-    print_usage("packtune simulate [CONFIG] --objective table:FILE|synthetic|exec:CMD [--tuner NAME] "
-                "[--eta E] [--min-budget m] [--max-budget M] [--trials N] [--mode min|max] "
-                "[--workers W] [--seed S] [--objective-timeout SECONDS] [--json]", options);
-    return 0;
-  }
+  if (!command.parse(args)) return 0;
+  const auto& vm = command.values();
 
   SimulationConfig config;
   if (const auto path = option_text(vm, "config")) config = read_simulation_config(*path);

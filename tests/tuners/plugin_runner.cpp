@@ -4,9 +4,9 @@
 #include <iostream>
 
 #include "packtune/error.hpp"
-#include "tuners/plugin_loader.hpp"
-#include "tuners/simulator.hpp"
-#include "tuners/synthetic_objective.hpp"
+#include "tuners/plugins/plugin_loader.hpp"
+#include "tuners/simulate/simulator.hpp"
+#include "tuners/simulate/synthetic_objective.hpp"
 #include "tuners/tuner_registry.hpp"
 
 int main(int argc, char** argv) {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "tuners/simulator.hpp"
-#include "tuners/table_objective.hpp"
+#include "tuners/simulate/simulator.hpp"
+#include "tuners/simulate/table_objective.hpp"
 #include "tuners/tuner_registry.hpp"
 
 namespace packtune::tuners::testing {

@@ -110,7 +110,7 @@ diff "$work/example.expected" "$work/example.out" || fail "docs/tuners.md shows 
 # A command answering from the table gives the table's run; with a cost of 10 s per budget
 # every event comes 10 times as late.
 asha="--tuner asha --eta 2 --min-budget 1 --max-budget 4 --trials 4 --workers 2 --report-every 1 --json"
-surrogate="$py $source_dir/tests/tuners/table_surrogate.py $work/table.csv"
+surrogate="$py $source_dir/tests/tuners/simulate/table_surrogate.py $work/table.csv"
 # shellcheck disable=SC2086
 "$packtune" simulate --objective "table:$work/table.csv" $asha > "$work/by_table.jsonl"
 # A timeout past what the clock counts (1e12 s) is no limit, not an overflow into the past.

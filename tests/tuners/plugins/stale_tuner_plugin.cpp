@@ -1,7 +1,7 @@
 // A plugin built against an older tuner interface, as its registration says: loading it must
 // fail with an error saying to rebuild it, before any of its code runs through a vtable this
 // packtune does not have.
-#include "tuners/random_tuner.hpp"
+#include "tuners/schedulers/random_tuner.hpp"
 #include "tuners/tuner_registry.hpp"
 
 static const packtune::tuners::TunerRegistration stale_registration(
