@@ -61,6 +61,7 @@ int run_plan_command(const std::vector<std::string>& args) {
 
   // The first rung: every job the tuner hands out before it has to wait for a result.
   auto tuner = tuners::TunerRegistry::instance().create(config.tuner, tuner_context(config));
+  for (const auto& warning : tuner->warnings()) std::cerr << "packtune: warning: " << warning << "\n";
   std::vector<packing::TrialDemand> trials;
   std::vector<packing::Unplaced> invalid;
   // A limit of 0 (a whole Hyperband sweep) ends where the tuner first waits for results.

@@ -49,6 +49,7 @@ DriverCore::DriverCore(const ExperimentConfig& config, Options options, Send sen
       start_(now),
       last_heartbeat_(now) {
   tuning_.check_jobs(tuner_->name(), config.max_budget);
+  for (const auto& warning : tuner_->warnings()) spdlog::warn("{}", warning);
 }
 
 DriverCore::~DriverCore() = default;

@@ -1,5 +1,10 @@
 #include "tuners/schedulers/asha_tuner.hpp"
 
+#include <algorithm>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
 #include "packtune/error.hpp"
 #include "tuners/schedulers/brackets.hpp"
 #include "tuners/tuner_settings.hpp"
@@ -33,7 +38,7 @@ std::unique_ptr<Tuner> AshaTuner::async_hyperband(const TunerContext& context) {
 AshaTuner::AshaTuner(const TunerContext& context, std::string name, std::int64_t eta,
                      const std::vector<int>& early_stopping_rates, bool eager,
                      std::unique_ptr<ConfigSampler> sampler)
-    : context_(context), name_(std::move(name)), sampler_(std::move(sampler)), eta_(eta) {
+    : context_(context), name_(std::move(name)), sampler_(std::move(sampler)), eta_(eta), eager_(eager) {
   check_trials(context_, false);
   top_level_ = max_early_stopping_rate(context_.min_budget, context_.max_budget, eta);
   for (int s : early_stopping_rates) {
@@ -95,6 +100,36 @@ std::optional<double> AshaTuner::planned_budget() const {
     }
   }
   return total;
+}
+
+double AshaTuner::sure_budget(std::int64_t trials) const {
+  double reached = 0;
+  const auto brackets = static_cast<std::int64_t>(brackets_.size());
+  for (std::int64_t b = 0; b < brackets; ++b) {
+    std::int64_t n = trials / brackets + (b < trials % brackets ? 1 : 0);
+    for (const double budget : brackets_[static_cast<std::size_t>(b)].budgets) {
+      if (n == 0) break;
+      reached = std::max(reached, budget);
+      n /= eta_;
+    }
+  }
+  return reached;
+}
+
+std::vector<std::string> AshaTuner::warnings() const {
+  // Eager promotion lets the best so far climb while a rung holds fewer than eta results.
+  if (eager_ || context_.max_trials <= 0) return {};
+  const double top = sure_budget(std::numeric_limits<std::int64_t>::max() / 2);
+  const double sure = sure_budget(context_.max_trials);
+  if (sure >= top) return {};
+  std::int64_t enough = context_.max_trials;
+  while (sure_budget(enough) < top) ++enough;
+  const auto n = [](double v) { return nlohmann::json(v).dump(); };
+  return {"tuner.trials " + std::to_string(context_.max_trials) + " may end the run before any trial trains to budget " +
+          n(top) + ": " + name_ + " promotes the best 1/eta of a rung, so with eta " + std::to_string(eta_) +
+          " it is sure to reach the top rung only from " + std::to_string(enough) + " trials on; with " +
+          std::to_string(context_.max_trials) + " it is sure of budget " + n(sure) + ". Raise tuner.trials to " +
+          std::to_string(enough) + ", or set \"eager_promotion\": true"};
 }
 
 void AshaTuner::on_result(TrialId trial, double budget, double metric) {

@@ -40,6 +40,10 @@ class AshaTuner : public Tuner {
   // it completes (all of them are promotable once every result is in), and more when trials
   // it promoted early fall out of its top 1/eta later.
   std::optional<double> planned_budget() const override;
+  // A trial limit too small for any bracket's top rung: each rung is sure to promote only the
+  // best floor(n/eta) of its n trials, so with fewer than eta^(rungs-1) trials in a bracket
+  // a run may end without a trial trained to the max budget.
+  std::vector<std::string> warnings() const override;
 
  private:
   struct AshaBracket {
@@ -64,6 +68,11 @@ class AshaTuner : public Tuner {
   std::vector<TrialConfig> configs_;
   std::int64_t running_ = 0;
   std::int64_t eta_ = 3;
+  bool eager_ = false;
+
+  // The highest budget a trial is sure to reach when `trials` new trials go to the brackets
+  // in turn (the floor(n/eta) chain of planned_budget).
+  double sure_budget(std::int64_t trials) const;
 };
 
 }  // namespace packtune::tuners

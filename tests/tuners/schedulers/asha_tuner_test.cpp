@@ -319,3 +319,52 @@ TEST_CASE("ASHA and async Hyperband check their settings") {
   CHECK(error("asha", {{"eta", 3.0}, {"s", 2}}) == "no error");
   CHECK(error("async_hyperband", {{"eager_promotion", false}}) == "no error");
 }
+
+TEST_CASE("too few trials for ASHA's top rung say so, and enough trials always reach it") {
+  // The example that showed it: 6 trials, eta 3, rungs 1.5 / 4.5 / 13.5 ended at 4.5.
+  const auto warnings_of = [](const char* name, std::int64_t trials, nlohmann::json settings) {
+    return TunerRegistry::instance().create(name, make_context(1.5, 13.5, trials, Mode::Max, settings))->warnings();
+  };
+  const auto six = warnings_of("asha", 6, {{"eta", 3}});
+  REQUIRE(six.size() == 1);
+  CHECK_THAT(six[0], Catch::Contains("tuner.trials 6 may end the run before any trial trains to budget 13.5") &&
+                         Catch::Contains("only from 9 trials on") && Catch::Contains("sure of budget 4.5"));
+  CHECK(warnings_of("asha", 9, {{"eta", 3}}).empty());
+  CHECK(warnings_of("asha", 6, {{"eta", 3}, {"eager_promotion", true}}).empty());
+  // Asynchronous Hyperband's last bracket starts at the max budget: one trial there suffices.
+  CHECK(warnings_of("async_hyperband", 3, {{"eta", 3}}).empty());
+  CHECK(warnings_of("async_hyperband", 2, {{"eta", 3}}).size() == 1);
+
+  // The oracle is the simulation: without a warning, every run reaches the max budget,
+  // whatever the results and the workers. With a warning it may or may not: a trial promoted
+  // early, while it led a rung, leaves room for more when later ones beat it. On a table
+  // where the first trials stay best, 6 trials stop at 4.5, as the ResNet run did.
+  for (std::uint64_t seed = 200; seed < 240; ++seed) {
+    const std::int64_t eta = 2 + static_cast<std::int64_t>(seed % 3);
+    const double max_budget = std::pow(eta, 2 + static_cast<int>(seed % 2));
+    const std::int64_t trials = 1 + static_cast<std::int64_t>(seed % 30);
+    const auto context = make_context(1, max_budget, trials, Mode::Max, {{"eta", eta}});
+    auto tuner = TunerRegistry::instance().create("asha", context);
+    const bool warned = !tuner->warnings().empty();
+    HashObjective objective(seed, 0);
+    double reached = 0;
+    for (const auto& e : simulate(*tuner, objective, Mode::Max, 1 + static_cast<int>(seed % 5))) {
+      if (e.kind == SimulationEvent::Kind::Result) reached = std::max(reached, e.budget);
+    }
+    INFO("seed " << seed << ", eta " << eta << ", trials " << trials);
+    if (!warned) CHECK(reached == max_budget);
+    // A warning means the floor(n/eta) chain runs out: fewer than eta^rungs trials.
+    CHECK(warned == (trials < static_cast<std::int64_t>(std::llround(max_budget))));
+  }
+  auto six_trials = TunerRegistry::instance().create("asha", make_context(1.5, 13.5, 6, Mode::Max, {{"eta", 3}}));
+  std::vector<std::tuple<int, double, double>> rows;
+  for (int t = 0; t < 6; ++t) {
+    for (const double budget : {1.5, 4.5, 13.5}) rows.emplace_back(t, budget, 0.8 - 0.01 * t + budget / 100);
+  }
+  auto table = make_table(rows);
+  double six_reached = 0;
+  for (const auto& e : simulate(*six_trials, table, Mode::Max, 2)) {
+    if (e.kind == SimulationEvent::Kind::Result) six_reached = std::max(six_reached, e.budget);
+  }
+  CHECK(six_reached == 4.5);
+}
