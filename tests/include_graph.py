@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The include graph between packtune's module folders, checked.
 
-Every `#include "..."` of a C++ file under tuners/ packing/ datasets/ actors/ src/ include/
-is an arrow from the file's module to the included file's module. A module is a top folder
-(tuners, packing, datasets, actors, include), or one folder below src/ or actors/ (src/driver,
+Every `#include "..."` of a C++ file under tuners/ packing/ datasets/ layers/ actors/
+reference/ src/ include/ is an arrow from the file's module to the included file's module. A module is a top folder
+(tuners, packing, datasets, layers, actors, reference, include), or one folder below src/ or actors/ (src/driver,
 actors/process); a file directly in src/ or actors/ belongs to src or actors.
 
 Fails (exit 1) with the offending arrows when
@@ -11,7 +11,9 @@ Fails (exit 1) with the offending arrows when
     libraries cannot be linked, tested or split apart one at a time;
   - tuners/ or packing/ reach LibTorch (<torch/...>, <ATen/...>, <c10/...>) or ZeroMQ
     (<zmq.h>, <zmq.hpp>, ...), directly or through the headers they include: the tuners and
-    the planner are plain C++ that tuner plugins and the driver build without either.
+    the planner are plain C++ that tuner plugins and the driver build without either;
+  - a module of src/ reaches LibTorch: the driver, the node and the CLI build without it
+    (what they need of actors/ is plain C++), so they compile in seconds.
 
 --print writes the graph as a short list (one module a line, with what it includes), for the
 docs. Run: python3 tests/include_graph.py [--print] [REPO_ROOT]
@@ -22,7 +24,7 @@ import re
 import sys
 from collections import defaultdict
 
-ROOTS = ["tuners", "packing", "datasets", "actors", "src", "include"]
+ROOTS = ["tuners", "packing", "datasets", "layers", "actors", "reference", "src", "include"]
 SPLIT = {"src", "actors"}  # their subfolders are modules of their own
 PLAIN = {"tuners", "packing"}  # no LibTorch, no ZeroMQ
 SOURCES = (".cpp", ".hpp", ".h", ".cc", ".inl")
@@ -32,6 +34,7 @@ SEARCH = ["", "include", "src"]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 FORBIDDEN = re.compile(r"^(torch|ATen|c10)/|^zmq(\.h|\.hpp|_addon\.hpp)$")
+TORCH = re.compile(r"^(torch|ATen|c10)/")
 
 
 def module_of(rel):
@@ -76,11 +79,14 @@ def build(root):
     arrows = defaultdict(list)  # (from module, to module) -> ["file:line includes target"]
     file_edges = defaultdict(list)  # file -> [(line, included file)]
     forbidden = {}  # file -> (line, header) of its first LibTorch/ZeroMQ include
+    torch = {}  # file -> (line, header) of its first LibTorch include
     for rel, (module, includes) in files.items():
         for number, target, system in includes:
             if system:
                 if FORBIDDEN.search(target) and rel not in forbidden:
                     forbidden[rel] = (number, target)
+                if TORCH.search(target) and rel not in torch:
+                    torch[rel] = (number, target)
                 continue
             found = resolve(root, rel, target, files)
             if found is None:
@@ -89,7 +95,7 @@ def build(root):
             to = files[found][0]
             if to != module:
                 arrows[(module, to)].append(f"{rel}:{number} includes \"{target}\"")
-    return files, arrows, file_edges, forbidden
+    return files, arrows, file_edges, forbidden, torch
 
 
 def cycles(modules, arrows):
@@ -167,7 +173,7 @@ def main():
     parser.add_argument("root", nargs="?", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     args = parser.parse_args()
 
-    files, arrows, file_edges, forbidden = build(args.root)
+    files, arrows, file_edges, forbidden, torch = build(args.root)
     modules = sorted({m for m, _ in files.values()})
     if args.print:
         for m in topological(modules, arrows):
@@ -189,12 +195,20 @@ def main():
             through = " -> ".join(chain)
             problems.append(f"{files[rel][0]} must not include LibTorch or ZeroMQ: {through} "
                             f"(line {line}: <{header}>)")
+    for rel in sorted(files):
+        module = files[rel][0]
+        if module != "src" and not module.startswith("src/"):
+            continue
+        chain = reaches_forbidden(rel, file_edges, torch)
+        if chain:
+            line, header = torch[chain[-1]]
+            problems.append(f"{module} must not include LibTorch: {' -> '.join(chain)} (line {line}: <{header}>)")
     if problems:
         print("include_graph: " + "\n".join(problems), file=sys.stderr)
         return 1
     if not args.print:
         print(f"include_graph: {len(modules)} modules, {len(arrows)} arrows, no cycle; "
-              f"{' and '.join(sorted(PLAIN))} include neither LibTorch nor ZeroMQ")
+              f"{' and '.join(sorted(PLAIN))} include neither LibTorch nor ZeroMQ; src/ does not reach LibTorch")
     return 0
 
 
