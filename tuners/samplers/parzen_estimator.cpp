@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "packtune/error.hpp"
+#include "tuners/samplers/stable_order.hpp"
 
 namespace packtune::tuners {
 namespace {
@@ -33,52 +34,6 @@ double log_sum_exp(const double* terms, std::size_t n, double top, double neglig
     if (terms[k] > floor) sum += std::exp(terms[k] - top);
   }
   return top + std::log(sum);
-}
-
-// The permutation that sorts `v` ascending, equal values in index order (as numpy's stable
-// argsort has it). A suggestion orders a thousand or so means per parameter, so this is a
-// bucket sort: the values spread over n buckets by where they fall in [min, max] (a monotone
-// map, so buckets are in order), then each bucket sorted by insertion, or stable_sort when a
-// cluster crowds one. Means spread over their range make it linear.
-std::vector<std::uint32_t> stable_order(const std::vector<double>& v) {
-  const std::size_t n = v.size();
-  std::vector<std::uint32_t> order(n);
-  const auto by_value = [&](std::uint32_t a, std::uint32_t b) { return v[a] < v[b]; };
-  if (n < 2) {
-    std::iota(order.begin(), order.end(), 0u);
-    return order;
-  }
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  const double scale = static_cast<double>(n) / (*hi - *lo);
-  if (!(*hi > *lo) || !std::isfinite(scale)) {
-    std::iota(order.begin(), order.end(), 0u);
-    std::stable_sort(order.begin(), order.end(), by_value);
-    return order;
-  }
-  thread_local std::vector<std::uint32_t> bucket, starts;
-  bucket.resize(n);
-  starts.assign(n + 1, 0);
-  for (std::size_t i = 0; i < n; ++i) {
-    bucket[i] = static_cast<std::uint32_t>(std::min<double>(static_cast<double>(n - 1), (v[i] - *lo) * scale));
-    ++starts[bucket[i] + 1];
-  }
-  for (std::size_t b = 0; b < n; ++b) starts[b + 1] += starts[b];
-  for (std::size_t i = 0; i < n; ++i) order[starts[bucket[i]]++] = static_cast<std::uint32_t>(i);
-  // starts[b] now ends bucket b; bucket b - 1's end begins it.
-  for (std::size_t b = 0, from = 0; b < n; from = starts[b++]) {
-    const std::size_t to = starts[b];
-    if (to - from > 32) {
-      std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(from), order.begin() + static_cast<std::ptrdiff_t>(to), by_value);
-      continue;
-    }
-    for (std::size_t i = from + 1; i < to; ++i) {
-      const std::uint32_t moving = order[i];
-      std::size_t j = i;
-      for (; j > from && v[order[j - 1]] > v[moving]; --j) order[j] = order[j - 1];
-      order[j] = moving;
-    }
-  }
-  return order;
 }
 
 double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
@@ -166,63 +121,6 @@ std::vector<double> recency_weights(std::size_t n) {
     w[i] = ramp == 1 ? start : start + (1.0 - start) * static_cast<double>(i) / static_cast<double>(ramp - 1);
   }
   return w;
-}
-
-ParzenAxis parzen_axis(const ParamSpec& param) {
-  ParzenAxis axis;
-  switch (param.kind) {
-    case ParamSpec::Kind::Choice:
-      axis.categorical = true;
-      axis.choices = param.values.size();
-      break;
-    case ParamSpec::Kind::Uniform:
-      axis.low = param.low;
-      axis.high = param.high;
-      break;
-    case ParamSpec::Kind::LogUniform:
-      axis.low = std::log(param.low);
-      axis.high = std::log(param.high);
-      break;
-    case ParamSpec::Kind::RandInt:
-      axis.low = param.low - 0.5;
-      axis.high = param.high + 0.5;
-      axis.discrete = true;
-      break;
-  }
-  return axis;
-}
-
-double to_axis(const ParamSpec& param, const ParamValue& value) {
-  switch (param.kind) {
-    case ParamSpec::Kind::Choice: {
-      const auto it = std::find(param.values.begin(), param.values.end(), value);
-      if (it == param.values.end()) {
-        throw Error("tpe: " + param.name + " = " + to_string(value) + " is not one of its choices");
-      }
-      return static_cast<double>(it - param.values.begin());
-    }
-    case ParamSpec::Kind::LogUniform:
-      return std::log(as_number(value, param.name));
-    case ParamSpec::Kind::Uniform:
-    case ParamSpec::Kind::RandInt:
-      return as_number(value, param.name);
-  }
-  return 0;
-}
-
-ParamValue from_axis(const ParamSpec& param, double x) {
-  switch (param.kind) {
-    case ParamSpec::Kind::Choice:
-      return param.values[static_cast<std::size_t>(x)];
-    case ParamSpec::Kind::LogUniform:
-      return std::clamp(std::exp(x), param.low, param.high);
-    case ParamSpec::Kind::Uniform:
-      return std::clamp(x, param.low, param.high);
-    case ParamSpec::Kind::RandInt:
-      return std::clamp(static_cast<std::int64_t>(std::llround(x)), static_cast<std::int64_t>(param.low),
-                        static_cast<std::int64_t>(param.high));
-  }
-  return ParamValue{};
 }
 
 ParzenEstimator::ParzenEstimator(const std::vector<ParzenAxis>& axes, const std::vector<std::vector<double>>& columns,

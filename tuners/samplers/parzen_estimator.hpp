@@ -25,25 +25,10 @@
 #include <random>
 #include <vector>
 
+#include "tuners/samplers/parzen_axis.hpp"
 #include "tuners/search_space.hpp"
 
 namespace packtune::tuners {
-
-// A parameter in the estimator's coordinates.
-struct ParzenAxis {
-  bool categorical = false;
-  std::size_t choices = 0;  // categorical only
-  double low = 0;           // numeric only: the search coordinate's range
-  double high = 0;
-  // Integers (randint): draws are rounded, and a kernel's density at an integer is its mass on
-  // the cell [x - 0.5, x + 0.5], as Optuna's discrete truncated normal has it.
-  bool discrete = false;
-};
-
-// The coordinate a ParamSpec is modelled in, and a value's place on it.
-ParzenAxis parzen_axis(const ParamSpec& param);
-double to_axis(const ParamSpec& param, const ParamValue& value);
-ParamValue from_axis(const ParamSpec& param, double x);
 
 struct ParzenOptions {
   double prior_weight = 1.0;
