@@ -1,6 +1,7 @@
 #include "tuners/schedulers/asha_tuner.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -119,17 +120,27 @@ double AshaTuner::sure_budget(std::int64_t trials) const {
 std::vector<std::string> AshaTuner::warnings() const {
   // Eager promotion lets the best so far climb while a rung holds fewer than eta results.
   if (eager_ || context_.max_trials <= 0) return {};
-  const double top = sure_budget(std::numeric_limits<std::int64_t>::max() / 2);
+  double top = 0;
+  for (const auto& b : brackets_) top = std::max(top, b.budgets.back());
   const double sure = sure_budget(context_.max_trials);
   if (sure >= top) return {};
-  std::int64_t enough = context_.max_trials;
-  while (sure_budget(enough) < top) ++enough;
+  // Bracket b of B fills its R rungs for certain once it holds eta^(R-1) trials, the floor
+  // chain's end; new trials go to the brackets in turn, so it holds m of them from trial
+  // (m - 1) B + b + 1 on. Computed, not searched: eta^(R-1) can be astronomically large.
+  const auto brackets = static_cast<double>(brackets_.size());
+  double enough = std::numeric_limits<double>::infinity();
+  for (std::size_t b = 0; b < brackets_.size(); ++b) {
+    const double m = std::pow(static_cast<double>(eta_), static_cast<double>(brackets_[b].budgets.size() - 1));
+    enough = std::min(enough, (m - 1) * brackets + static_cast<double>(b) + 1);
+  }
   const auto n = [](double v) { return nlohmann::json(v).dump(); };
-  return {"tuner.trials " + std::to_string(context_.max_trials) + " may end the run before any trial trains to budget " +
-          n(top) + ": " + name_ + " promotes the best 1/eta of a rung, so with eta " + std::to_string(eta_) +
-          " it is sure to reach the top rung only from " + std::to_string(enough) + " trials on; with " +
-          std::to_string(context_.max_trials) + " it is sure of budget " + n(sure) + ". Raise tuner.trials to " +
-          std::to_string(enough) + ", or set \"eager_promotion\": true"};
+  const std::string need = enough < 1e15 ? std::to_string(static_cast<std::int64_t>(enough)) : n(enough);
+  const std::string trials = std::to_string(context_.max_trials);
+  return {"tuner.trials " + trials + " may end the run before any trial trains to budget " + n(top) + ": " + name_ +
+          " promotes the best 1/eta of a rung, so with eta " + std::to_string(eta_) +
+          " it is sure to reach the top rung only from " + need + " trials on; with " + trials +
+          " it is sure of budget " + n(sure) + ". Raise tuner.trials to " + need +
+          ", or set \"eager_promotion\": true"};
 }
 
 void AshaTuner::on_result(TrialId trial, double budget, double metric) {

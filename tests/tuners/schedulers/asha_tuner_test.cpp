@@ -334,6 +334,12 @@ TEST_CASE("too few trials for ASHA's top rung say so, and enough trials always r
   // Asynchronous Hyperband's last bracket starts at the max budget: one trial there suffices.
   CHECK(warnings_of("async_hyperband", 3, {{"eta", 3}}).empty());
   CHECK(warnings_of("async_hyperband", 2, {{"eta", 3}}).size() == 1);
+  // 41 rungs: the trials it would take are computed, not counted up to.
+  const auto wide = TunerRegistry::instance()
+                        .create("asha", make_context(1, std::pow(2.0, 40), 10, Mode::Max, {{"eta", 2}}))
+                        ->warnings();
+  REQUIRE(wide.size() == 1);
+  CHECK_THAT(wide[0], Catch::Contains("only from 1099511627776 trials on"));
 
   // The oracle is the simulation: without a warning, every run reaches the max budget,
   // whatever the results and the workers. With a warning it may or may not: a trial promoted
