@@ -12,9 +12,6 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
-#include <map>
-#include <set>
-#include <random>
 #include <regex>
 #include <thread>
 
@@ -24,22 +21,19 @@
 #include "driver/checkpoint_store.hpp"
 #include "driver/driver_core.hpp"
 #include "driver/driver_log.hpp"
+#include "driver/driver_socket.hpp"
 #include "driver/journal.hpp"
 #include "driver/live_report.hpp"
+#include "driver/local_actors.hpp"
 #include "driver/status_display.hpp"
 #include "experiment/results_writer.hpp"
 #include "experiment/trial_shape.hpp"
-#include "node/actor_supervisor.hpp"
-#include "node/node_agent.hpp"
 #include "packtune/error.hpp"
 #include "packtune/test_hold.hpp"
-#include "protocol/curve_keys.hpp"
-#include "protocol/peer_guard.hpp"
 #include "protocol/peer_text.hpp"
 #include "protocol/refusal_log.hpp"
 #include "protocol/zmq_channel.hpp"
 #include "util/folder_lock.hpp"
-#include "util/host_name.hpp"
 #include "util/work_folder.hpp"
 
 namespace packtune {
@@ -48,11 +42,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace proto = protocol;
 
-// The folder lock, the work folders and the host name live in util/; their names stay the
-// ones this file always used.
+// The folder lock and the temporary folder live in util/; their names stay the ones this file
+// always used.
 using util::FolderLock;
-using util::fresh_work_dir;
-using util::host_name;
 using util::temp_folder;
 
 std::atomic<bool> interrupted{false};
@@ -109,37 +101,19 @@ constexpr int kReceiveBatch = 64;
 // already tolerates; an idle loop still commits on its first turn.
 constexpr auto kCommitInterval = std::chrono::milliseconds(10);
 
-std::string make_endpoint(const std::string& listen) {
-  if (listen == "ipc") {
-    std::random_device rd;
-    return "ipc://" + (temp_folder() / ("packtune-" + std::to_string(getpid()) + "-" + std::to_string(rd() % 100000) + ".ipc")).string();
-  }
-  if (listen == "tcp") return "tcp://127.0.0.1:*";
-  return listen;
-}
-
-// The loop around the driver's core: the router socket, the checkpoint transfers, the
-// driver's own actors (node 0), the folder's lock, the display and the live report. What to do
+// The loop around the driver's core: the router socket (driver_socket.hpp), the checkpoint
+// transfers, the driver's own actors (node 0, local_actors.hpp), the folder's lock, the display
+// and the live report. What to do
 // with a message is the core's business (driver_core.hpp).
 class Driver {
  public:
   Driver(const ExperimentConfig& config, const DriverOptions& options)
       : config_(config),
         options_(options),
-        context_(1),
-        router_(context_, zmq::socket_type::router),
         core_(config, core_options(config, options), [this](const std::string& identity, const proto::Message& m) {
           deliver(identity, m);
-        }, Clock::now()) {}
-
-  // ZeroMQ leaves the socket file of an ipc endpoint behind; one per run piles up in /tmp.
-  // The actors' work folder goes too, whatever ended the run (shutdown_actors removes it on
-  // the usual paths).
-  ~Driver() {
-    if (!ipc_file_.empty()) ::unlink(ipc_file_.c_str());
-    if (local_) local_->stop(0);
-    remove_work_dir();
-  }
+        }, Clock::now()),
+        local_(core_, std::max(config.join_timeout_seconds, config.actor_timeout_seconds)) {}
 
   int run() {
     // Before anything of the folder is read or written.
@@ -211,7 +185,8 @@ class Driver {
                                                    [](const std::string& path) { actors::verify_checkpoint(path); });
     core_.attach(std::move(journal), std::move(results), std::move(store), Clock::now());
     if (recovered) core_.restore(*recovered);
-    start_local_actors(threads);
+    local_.start(config_.actors, socket_.endpoint(), threads, socket_.secure() ? config_.keys : "",
+                 options_.out_dir + "/logs");
 
     int code = 0;
     try {
@@ -262,7 +237,7 @@ class Driver {
     o.profile_cache_dir = ProfileCache::default_dir();
     o.fresh_profiles = options.fresh_profiles;
     // Only actors of node 0 exit through poll_local_actors, and they exist only with local_.
-    o.local_log_path = [this](int i) { return local_->log_path(i); };
+    o.local_log_path = [this](int i) { return local_.log_path(i); };
     return o;
   }
 
@@ -288,40 +263,8 @@ class Driver {
   }
 
   void bind() {
-    router_.set(zmq::sockopt::linger, 0);
-    router_.set(zmq::sockopt::router_mandatory, 1);
-    limit_frames(router_);
-    const auto endpoint = make_endpoint(config_.listen);
-    // Keys, where given, are used on every endpoint: nodes and actors started with --keys
-    // speak CURVE, and a driver that dropped it on ipc or loopback could not hear them.
-    if (!config_.keys.empty()) {
-      curve_ = std::make_unique<CurveServer>(context_, router_, load_driver_keys(config_.keys));
-    } else if (reaches_beyond_this_machine(endpoint)) {
-      // Anyone who reaches the port would otherwise get trial configs and have their
-      // reports taken as results.
-      if (!config_.insecure) {
-        throw InputError("listen: " + endpoint + " can be reached from other machines; make keys with `packtune keys DIR` "
-                         "and set \"keys\": \"DIR\" (actors then need --keys DIR), or set \"insecure\": true");
-      } else {
-        spdlog::warn("listening on {} without authentication (\"insecure\": true): any peer that reaches the port "
-                     "can take trials and send results", endpoint);
-      }
-    } else if (endpoint.rfind("tcp://", 0) == 0) {
-      // Loopback is no boundary between the users of one machine.
-      spdlog::warn("listening on {} without keys: every user of this machine can connect, take trials and send "
-                   "results; make keys with `packtune keys DIR` and set \"keys\": \"DIR\" (docs/cluster.md), or "
-                   "listen on \"ipc\"", endpoint);
-    }
-    guard_ = std::make_unique<protocol::PeerGuard>(context_, router_, protocol::PeerGuard::raise_fd_limit(),
-                                                   curve_ != nullptr);
-    try {
-      router_.bind(endpoint);
-    } catch (const zmq::error_t& e) {
-      throw InputError("listen: cannot bind " + config_.listen + " (" + e.what() + ")");
-    }
-    endpoint_ = router_.get(zmq::sockopt::last_endpoint);
-    if (endpoint_.rfind("ipc://", 0) == 0) ipc_file_ = endpoint_.substr(6);
-    core_.listening_on(endpoint_, curve_ != nullptr);
+    socket_.bind(config_);
+    core_.listening_on(socket_.endpoint(), socket_.secure());
   }
 
   // The experiment line, and what a user reproducing a run needs to know: whether packing
@@ -346,8 +289,8 @@ class Driver {
                            : "fuse auto: units hold trials of one width and a trial alone is a unit of one, so "
                              "packing never changes a trial's numbers (docs/reproducibility.md)",
                  config_.fuse == packing::FuseMode::Auto && config_.device != "cpu" ? "; checked on CPUs, not yet on GPUs" : "");
-    spdlog::info("driver listening on {}; machines join with: packtune node --driver {}{}", endpoint_, endpoint_,
-                 curve_ ? " --keys DIR" : "");
+    spdlog::info("driver listening on {}; machines join with: packtune node --driver {}{}", socket_.endpoint(),
+                 socket_.endpoint(), socket_.secure() ? " --keys DIR" : "");
   }
 
   // Takes the messages of one wait: up to `batch`, waiting `wait_ms` for the first.
@@ -355,7 +298,7 @@ class Driver {
     for (int taken = 0; taken < batch; ++taken, wait_ms = 0) {
       std::optional<Routed> routed;
       try {
-        routed = receive_routed(router_, wait_ms);
+        routed = receive_routed(socket_.router(), wait_ms);
       } catch (const Error& e) {
         // Bytes that are not a message (a stranger on an open port) must not end the run, nor
         // fill its log: counted, a line an interval.
@@ -369,12 +312,12 @@ class Driver {
       if (!CheckpointStore::is_transfer(routed->message)) {
         core_.on_message(routed->identity, routed->message, Clock::now());
       } else if (core_.admit_transfer(routed->identity, routed->message, Clock::now())) {
-        core_.store()->handle(router_, *routed);
+        core_.store()->handle(socket_.router(), *routed);
       }
     }
-    core_.store()->tick(router_);
+    core_.store()->tick(socket_.router());
     malformed_.flush(Clock::now());
-    poll_local_actors();
+    local_.poll();
   }
 
   int loop() {
@@ -433,76 +376,16 @@ class Driver {
 
   void deliver(const std::string& identity, const proto::Message& message) {
     try {
-      send_message(router_, identity, message);
+      send_message(socket_.router(), identity, message);
     } catch (const zmq::error_t& e) {
       // EHOSTUNREACH: the peer is gone; the heartbeat check will retire it.
       spdlog::debug("cannot send {}: {}", proto::verb(message), e.what());
     }
   }
 
-  // The driver is node 0: its actors run under the supervisor a `packtune node` uses, and
-  // restart the same way.
-  void start_local_actors(int threads) {
-    core_.add_local_node(host_name(), Clock::now());
-    if (config_.actors == 0) return;
-    SupervisorOptions supervision;
-    supervision.log_dir = options_.out_dir + "/logs";
-    local_ = std::make_unique<ActorSupervisor>(supervision);
-    local_work_dir_ = fresh_work_dir("driver");
-    for (int i = 0; i < config_.actors; ++i) {
-      local_->start(actor_command(endpoint_, 0, i, threads, local_work_dir_, curve_ ? config_.keys : ""));
-    }
-  }
-
-  void poll_local_actors() {
-    if (!local_) return;
-    for (const auto& hung : core_.take_hung_local_actors()) local_->kill_hung(hung.local_index, hung.pid, hung.reason);
-    kill_unjoined_local_actors();
-    for (const auto& e : local_->poll()) {
-      if (e.kind != SupervisorEvent::Kind::Exited) continue;
-      core_.on_local_actor_exited(proto::ActorExited{e.local_index, e.pid, e.how, e.restarting, e.input_error},
-                                  Clock::now());
-    }
-  }
-
-  // A process of the driver's own that has not joined (said Hello) within join_timeout_seconds
-  // of its start, or actor_timeout_seconds if longer, hangs as much as a silent actor (stopped,
-  // or stuck before its Hello): it is killed and restarts, so that the driver never waits for a
-  // slot that cannot come back. The longer of the two: a loaded machine may take seconds to
-  // load LibTorch, and a short actor timeout is for silence after joining.
-  void kill_unjoined_local_actors() {
-    // Each look goes over the slots and the registry's actors: once a second is plenty for
-    // timeouts of seconds, and keeps it off the loop's turn, which comes every batch.
-    const auto now = Clock::now();
-    if (now < next_unjoined_check_) return;
-    next_unjoined_check_ = now + std::chrono::seconds(1);
-    const double seconds = std::max(config_.join_timeout_seconds, config_.actor_timeout_seconds);
-    const auto limit = std::chrono::duration<double>(seconds);
-    for (int i = 0; i < local_->slots(); ++i) {
-      const int pid = local_->pid(i);
-      if (pid < 0 || core_.registry().slot_joined(0, i, pid)) {
-        unjoined_.erase(i);
-        continue;
-      }
-      auto [it, first] = unjoined_.try_emplace(i, pid, now);
-      if (!first && it->second.first != pid) it->second = {pid, now};
-      if (now - it->second.second > limit) {
-        local_->kill_hung(i, pid, fmt::format("it did not join the driver within {:g} s of its start", seconds));
-        unjoined_.erase(it);
-      }
-    }
-  }
-
   void shutdown_actors() {
     core_.shutdown_actors();
-    if (local_) local_->stop(10);
-    remove_work_dir();
-  }
-
-  void remove_work_dir() {
-    if (local_work_dir_.empty()) return;
-    std::error_code ec;
-    std::filesystem::remove_all(local_work_dir_, ec);
+    local_.shutdown();
   }
 
   // The results folder deleted or replaced while the run goes on (a cleanup script, a wrong
@@ -535,18 +418,10 @@ class Driver {
   std::unique_ptr<StatusDisplay> display_;
   std::unique_ptr<DriverLog> log_;  // DIR/driver.log; goes before the display gives the sinks back
   std::unique_ptr<LiveReport> report_;  // DIR/report.html, rewritten during the run
-  std::string ipc_file_;  // the socket file of an ipc endpoint, removed at the end
-  zmq::context_t context_;
-  zmq::socket_t router_;
-  std::unique_ptr<CurveServer> curve_;  // declared after the context: it goes first
-  std::unique_ptr<protocol::PeerGuard> guard_;  // the connection cap; after the context too
-  std::string endpoint_;
+  DriverSocket socket_;
   DriverCore core_;  // declared after the socket it sends through
-  std::unique_ptr<ActorSupervisor> local_;  // node 0's actors; none with "actors": 0
-  std::map<int, std::pair<int, Clock::time_point>> unjoined_;  // slot -> its process, not joined since
-  Clock::time_point next_unjoined_check_;
+  LocalActors local_;  // node 0's actors, after the core they report to
   protocol::RefusalLog malformed_{"message(s) that are not packtune's (malformed frames)"};
-  std::string local_work_dir_;               // their work folders, removed at the end
   Clock::time_point next_folder_check_;
   bool folder_lost_ = false;  // check_folder found the results folder gone
 };
