@@ -8,7 +8,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
-import peers_bench  # noqa: E402
+import peers_bench_page  # noqa: E402
 from page_check import open_offline  # noqa: E402
 
 WAYS = {"packtune": 20.0, "max_pack_1": 19.0, "ray_tune": 75.0, "optuna": 35.0}
@@ -31,8 +31,8 @@ def sitting(seed):
 
 def main():
     plotly = sys.argv[1]
-    opened = open_offline(lambda page: peers_bench.write_page(page, [sitting(1), sitting(2)], plotly), "peers.html",
-                          screenshot=True)
+    opened = open_offline(lambda page: peers_bench_page.write_page(page, [sitting(1), sitting(2)], plotly),
+                          "peers.html", screenshot=True)
     if opened is None:
         print("SKIP: no chromium (Debian's chromium; scripts/setup.sh installs it)")
         return 77

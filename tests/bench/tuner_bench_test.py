@@ -14,7 +14,9 @@ import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
-import tuner_bench  # noqa: E402
+import tuner_bench_rules  # noqa: E402
+import tuner_bench_runs  # noqa: E402
+import tuner_bench_worker  # noqa: E402
 import tuner_functions as tf  # noqa: E402
 
 
@@ -57,25 +59,25 @@ def test_trace_median_ranks():
     fn = {"max_budget": 81, "optimum": 1.0}
     # Only max-budget results count, and only improvements enter the trace.
     results = [(5, 3, 0.5), (10, 81, 3.0), (12, 81, 4.0), (20, 81, 2.0)]
-    trace = tuner_bench.trace_of(results, fn)
+    trace = tuner_bench_rules.trace_of(results, fn)
     assert trace == [[10, 2.0], [20, 1.0]], trace
-    assert tuner_bench.regret_at(trace, 9) is None and tuner_bench.regret_at(trace, 15) == 2.0
-    assert tuner_bench.median([1, None, 3]) == 3 and tuner_bench.median([None, None, 1]) is None
-    assert tuner_bench.median([1, 2, 3, 4]) == 2.5
-    assert tuner_bench.ranks([0.5, None, 0.5, 0.1]) == [2.5, 4.0, 2.5, 1.0]
+    assert tuner_bench_rules.regret_at(trace, 9) is None and tuner_bench_rules.regret_at(trace, 15) == 2.0
+    assert tuner_bench_rules.median([1, None, 3]) == 3 and tuner_bench_rules.median([None, None, 1]) is None
+    assert tuner_bench_rules.median([1, 2, 3, 4]) == 2.5
+    assert tuner_bench_rules.ranks([0.5, None, 0.5, 0.1]) == [2.5, 4.0, 2.5, 1.0]
     # A trial limit never ends a run before the horizon: 4 workers in 1620 train at most 80
     # trials to 81 or 6480 jobs of budget 1, and a worker's last trial may start before 1620.
     f = {"min_budget": 1, "max_budget": 81}
-    assert tuner_bench.trial_limit("random", f, 4, 1620) == 84
-    assert tuner_bench.trial_limit("asha", f, 4, 1620) == 6484
+    assert tuner_bench_runs.trial_limit("random", f, 4, 1620) == 84
+    assert tuner_bench_runs.trial_limit("asha", f, 4, 1620) == 6484
     # Under hyperband, whole sweeps (143 trials for 1 ... 81 with eta 3).
-    assert tuner_bench.trial_limit("hyperband", f, 4, 1620, sweep=143) == 143 * 46
+    assert tuner_bench_runs.trial_limit("hyperband", f, 4, 1620, sweep=143) == 143 * 46
 
 
 def test_reuse_takes_the_peers_runs_only():
     """--reuse keeps the peers' runs and runs packtune's again (after a rebuild), and the peers
     it keeps carry the versions of the output they come from."""
-    old = {"workers": 4, "time_budget": 20.0, "eta": tuner_bench.ETA, "date": "then",
+    old = {"workers": 4, "time_budget": 20.0, "eta": tuner_bench_rules.ETA, "date": "then",
            "versions": {"optuna": "4.0", "dehb": "0.1"},
            "functions": {"branin": {"runs": {
                "asha": {"1": {"trace": [], "final_regret": None}},
@@ -88,14 +90,14 @@ def test_reuse_takes_the_peers_runs_only():
         a = types.SimpleNamespace(reuse=path, workers=4, time_budget=20.0)
         tools = ["asha", "optuna_tpe", "optuna_random"]
         runs = {"branin": {t: {} for t in tools}}
-        count, versions = tuner_bench.reuse_runs(a, runs)
+        count, versions = tuner_bench_runs.reuse_runs(a, runs)
     assert count == 2 and runs["branin"]["asha"] == {} and sorted(runs["branin"]["optuna_tpe"]) == [1, 2]
     # optuna_random runs now with optuna 5.0 beside optuna_tpe's runs of 4.0: a note, not one version.
     now = {"optuna": "5.0"}
-    notes = tuner_bench.reused_versions(runs, tools, [1, 2], now, versions)
+    notes = tuner_bench_runs.reused_versions(runs, tools, [1, 2], now, versions)
     assert now == {"optuna": "5.0"} and len(notes) == 1 and "4.0" in notes[0], notes
     # Every optuna run taken from the old output: its version is the old one.
-    notes = tuner_bench.reused_versions(runs, ["asha", "optuna_tpe"], [1, 2], now, versions)
+    notes = tuner_bench_runs.reused_versions(runs, ["asha", "optuna_tpe"], [1, 2], now, versions)
     assert now == {"optuna": "4.0"} and notes == []
 
 
@@ -114,14 +116,14 @@ def test_simulated_time():
         then = (6, (trial, 9)) if trial == 0 and budget == 3 else None
         return budget, f"t{trial}", then
 
-    results, jobs = tuner_bench.simulate(2, 12, start, finish)
+    results, jobs = tuner_bench_worker.simulate(2, 12, start, finish)
     assert results == [(3, 3, "t0"), (3, 3, "t1"), (6, 3, "t2"), (9, 9, "t0"), (9, 3, "t3"), (12, 3, "t4"),
                        (12, 3, "t5")], results
     assert jobs == 7 and trials == [0, 0, 3, 6, 9, 9, 12, 12]
     # The rungs of Optuna's pruner are packtune's: anchored at the max budget.
-    assert tuner_bench.rung_budgets(types.SimpleNamespace(min_budget=1, max_budget=81)) == [1, 3, 9, 27, 81]
-    assert [round(b, 6) for b in tuner_bench.rung_budgets(types.SimpleNamespace(min_budget=1, max_budget=10))] == \
-        [1.111111, 3.333333, 10]
+    assert tuner_bench_worker.rung_budgets(types.SimpleNamespace(min_budget=1, max_budget=81)) == [1, 3, 9, 27, 81]
+    assert [round(b, 6) for b in tuner_bench_worker.rung_budgets(
+        types.SimpleNamespace(min_budget=1, max_budget=10))] == [1.111111, 3.333333, 10]
 
 
 def fake_packtune(work, body):
@@ -139,7 +141,7 @@ def test_run_packtune_reads_to_the_summary_or_stops_past_the_horizon():
     with tempfile.TemporaryDirectory() as work:
         def run(body):
             a = types.SimpleNamespace(packtune=fake_packtune(work, body), python="python3", workers=1)
-            return tuner_bench.run_packtune(a, work, "branin", fn, "asha", 1, 100)
+            return tuner_bench_runs.run_packtune(a, work, "branin", fn, "asha", 1, 100)
 
         # After its summary packtune waits for the function's process to exit: that wait is no
         # failure, whatever it takes, and its exit status counts.
@@ -148,7 +150,7 @@ def test_run_packtune_reads_to_the_summary_or_stops_past_the_horizon():
         try:
             run(events + 'echo \'{"event":"summary"}\'\nexit 3\n')
             raise AssertionError("an exit status of 3 after the summary passed")
-        except tuner_bench.BenchError as e:
+        except tuner_bench_runs.BenchError as e:
             assert "exited 3" in str(e), e
         # The first event past the horizon ends the run: it is stopped, never awaited.
         past = events + 'echo \'{"event":"start","trial":1,"budget":81,"t":101}\'\nexec sleep 1000\n'

@@ -8,7 +8,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
-import tuner_bench  # noqa: E402
+import tuner_bench_page  # noqa: E402
 from page_check import open_offline  # noqa: E402
 
 TOOLS = ["random", "random+tpe", "optuna_tpe"]
@@ -31,7 +31,7 @@ def result():
 
 def main():
     plotly = sys.argv[1]
-    opened = open_offline(lambda page: tuner_bench.write_page(page, result(), plotly), "tuner_bench.html")
+    opened = open_offline(lambda page: tuner_bench_page.write_page(page, result(), plotly), "tuner_bench.html")
     if opened is None:
         print("SKIP: no chromium (Debian's chromium; scripts/setup.sh installs it)")
         return 77
