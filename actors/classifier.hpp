@@ -4,23 +4,12 @@
 // One builder for every path: a trial alone is the same model as a member of a fused unit.
 #include <memory>
 
+#include "actors/input_shape.hpp"
 #include "actors/trial_spec.hpp"
 #include "datasets/batch_stream.hpp"
 #include "layers/layer.hpp"
 
 namespace packtune::actors {
-
-// The data a model is built for: images [C, H, W], or feature rows of D as 1 x 1 x D (the
-// layout model plugins see too), and the model's outputs per sample: the classes, or the
-// regression targets.
-struct InputShape {
-  int channels = 1;
-  int height = 28;
-  int width = 28;
-  int outputs = 10;
-  bool images = true;
-  datasets::Task task = datasets::Task::Classification;  // the loss: cross-entropy, or squared error
-};
 
 // Throws InputError unless the input is images: for families that convolve.
 void require_images(const ModelSpec& spec, const InputShape& input);

@@ -18,7 +18,7 @@
 
 #include <torch/torch.h>
 
-#include "actors/process/transfer_client.hpp"
+#include "actor_process/transfer_client.hpp"
 #include "actors/checkpoint_file.hpp"
 #include "driver/checkpoint_store.hpp"
 #include "protocol/zmq_channel.hpp"

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The include graph between packtune's module folders, checked.
 
-Every `#include "..."` of a C++ file under tuners/ packing/ datasets/ layers/ actors/
-reference/ src/ include/ is an arrow from the file's module to the included file's module. A module is a top folder
-(tuners, packing, datasets, layers, actors, reference, include), or one folder below src/ or actors/ (src/driver,
-actors/process); a file directly in src/ or actors/ belongs to src or actors.
+Every `#include "..."` of a C++ file in a folder of code (ROOTS: every top folder that holds
+C++, the benchmarks, fuzz targets and examples included) is an arrow from the file's module to
+the included file's module. A module is a top folder (tuners, packing, datasets, layers,
+actors, actor_process, ...), or one folder below src/ (src/driver); a file directly in src/
+belongs to src.
 
 Fails (exit 1) with the offending arrows when
   - the modules form a cycle: which module builds on which must stay a one-way street, or the
@@ -24,8 +25,11 @@ import re
 import sys
 from collections import defaultdict
 
-ROOTS = ["tuners", "packing", "datasets", "layers", "actors", "reference", "src", "include"]
-SPLIT = {"src", "actors"}  # their subfolders are modules of their own
+ROOTS = [
+    "tuners", "packing", "datasets", "layers", "actors", "actor_process", "reference", "src", "include",
+    "bench", "fuzz", "examples",
+]
+SPLIT = {"src"}  # its subfolders are modules of their own
 PLAIN = {"tuners", "packing"}  # no LibTorch, no ZeroMQ
 SOURCES = (".cpp", ".hpp", ".h", ".cc", ".inl")
 # Where a quoted include is looked for, after the including file's own folder (the include

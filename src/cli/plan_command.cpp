@@ -52,7 +52,7 @@ int run_plan_command(const std::vector<std::string>& args) {
   validate(config);
   const auto setup = planner_setup(config);
 
-  const InputDims dims = input_dims(config);
+  const actors::InputShape dims = input_dims(config);
   // From the data files' headers: data sets other than Fashion-MNIST's 60,000 images plan right.
   const std::int64_t train = datasets::train_examples(config.data);
   const auto actors = planned_actors(

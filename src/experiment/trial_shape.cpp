@@ -9,19 +9,28 @@
 
 namespace packtune {
 
-InputDims input_dims(const ExperimentConfig& config) {
+actors::InputShape input_dims(const ExperimentConfig& config) {
   const auto data = datasets::data_shape(config.data);
   const auto& s = data.sample_shape;
-  const int outputs = static_cast<int>(data.outputs);
-  InputDims dims{1, 1, static_cast<int>(s.empty() ? 1 : s[0]), outputs};
-  if (s.size() == 3) dims = {static_cast<int>(s[0]), static_cast<int>(s[1]), static_cast<int>(s[2]), outputs};
+  actors::InputShape dims;
+  dims.outputs = static_cast<int>(data.outputs);
+  dims.task = config.data.task;
+  dims.images = s.size() == 3;
+  if (dims.images) {
+    dims.channels = static_cast<int>(s[0]);
+    dims.height = static_cast<int>(s[1]);
+    dims.width = static_cast<int>(s[2]);
+  } else {
+    dims.channels = dims.height = 1;
+    dims.width = static_cast<int>(s.empty() ? 1 : s[0]);
+  }
   dims.own_batches = config.data.order_per_trial || (config.data.augment.any() && config.data.augment.per_trial);
   return dims;
 }
 
 bool fuse_pads_widths(const ExperimentConfig& config) { return config.fuse == packing::FuseMode::Always; }
 
-packing::TrialShape trial_shape(const actors::TrialSpec& spec, const InputDims& input, bool padded) {
+packing::TrialShape trial_shape(const actors::TrialSpec& spec, const actors::InputShape& input, bool padded) {
   const auto m = actors::model_shape(spec.model, input.channels, input.height, input.width, input.outputs);
   packing::TrialShape s;
   s.key = actors::shape_key(spec);

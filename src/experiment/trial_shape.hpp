@@ -1,33 +1,21 @@
 #pragma once
 // A trial as the planner sees it: its memory shape and fusion key, from its hyper-parameters
 // alone (no LibTorch), for the driver and `packtune plan`.
+#include "actors/input_shape.hpp"
 #include "actors/trial_spec.hpp"
 #include "experiment/experiment_config.hpp"
 #include "packing/memory_model.hpp"
 
 namespace packtune {
 
-// What a trial's model takes and gives: images C x H x W (feature rows of D as 1 x 1 x D, as
-// actors::InputShape has them) and its outputs (classes, or regression targets). The default
-// is Fashion-MNIST's: 1 x 28 x 28, 10 classes.
-struct InputDims {
-  int channels = 1;
-  int height = 28;
-  int width = 28;
-  int outputs = 10;
-  // Each member of a pack reads a batch of its own (data.order or augment per_trial), so a
-  // unit holds one per member (packing::TrialShape::own_batch_values).
-  bool own_batches = false;
-};
-
 // The config's data as a model sees it, from the data files' headers (and labels), and
 // whether its members read batches of their own.
-InputDims input_dims(const ExperimentConfig& config);
+actors::InputShape input_dims(const ExperimentConfig& config);
 
 // `padded`: the fusion key lets trials of other widths share a unit, padded to the widest
 // (`"fuse": "always"`); otherwise only trials of the same widths do, so that packing never
 // changes a trial's numbers (fuse_pads_widths).
-packing::TrialShape trial_shape(const actors::TrialSpec& spec, const InputDims& input = {}, bool padded = false);
+packing::TrialShape trial_shape(const actors::TrialSpec& spec, const actors::InputShape& input = {}, bool padded = false);
 // Whether the config's fuse mode lets trials of unlike widths share a fused unit.
 bool fuse_pads_widths(const ExperimentConfig& config);
 

@@ -131,20 +131,11 @@ class NodeAgent {
   }
 
   void register_with_driver(const proto::NodeHello& hello) {
-    send_message(socket_, hello);
-    auto reply = receive_message(socket_, static_cast<long>(options_.connect_timeout_seconds * 1000));
-    if (!reply) {
-      throw Error("no driver answered at " + options_.driver + " within " +
-                  std::to_string(static_cast<int>(options_.connect_timeout_seconds)) +
-                  " s; is `packtune run` listening there? A driver with CURVE keys admits only nodes started "
-                  "with --keys DIR holding an actor key it authorized");
-    }
-    if (auto* reject = std::get_if<proto::Reject>(&*reply)) throw Error("the driver refused this node: " + reject->reason);
-    auto* welcome = std::get_if<proto::NodeWelcome>(&*reply);
-    if (!welcome) throw Error(std::string("expected NodeWelcome from the driver, got ") + proto::verb(*reply));
-    node_id_ = welcome->node_id;
+    const auto welcome = join_driver<proto::NodeWelcome>(socket_, hello, options_.driver,
+                                                         options_.connect_timeout_seconds, "node");
+    node_id_ = welcome.node_id;
     hello_.node_id = node_id_;
-    heartbeat_ = std::chrono::duration<double>(welcome->heartbeat_seconds);
+    heartbeat_ = std::chrono::duration<double>(welcome.heartbeat_seconds);
     spdlog::info("node {}: registered with the driver at {} ({} core(s), {} MiB, {} GPU(s))", node_id_,
                  options_.driver, hello.cores, hello.memory_bytes >> 20, hello.devices.size());
   }

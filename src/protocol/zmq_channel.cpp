@@ -118,4 +118,19 @@ std::optional<Routed> receive_routed(zmq::socket_t& router, long timeout_ms) {
   return decode_routed_frames(frames, count);
 }
 
+protocol::Message hello_driver(zmq::socket_t& dealer, const protocol::Message& hello, const std::string& driver,
+                               double timeout_seconds, const std::string& peer) {
+  send_message(dealer, hello);
+  auto reply = receive_message(dealer, static_cast<long>(timeout_seconds * 1000));
+  if (!reply) {
+    throw Error("no driver answered at " + driver + " within " + std::to_string(static_cast<int>(timeout_seconds)) +
+                " s; is `packtune run` listening there? A driver with CURVE keys admits only " + peer +
+                "s started with --keys DIR holding an actor key it authorized");
+  }
+  if (auto* reject = std::get_if<protocol::Reject>(&*reply)) {
+    throw Error("the driver refused this " + peer + ": " + reject->reason);
+  }
+  return std::move(*reply);
+}
+
 }  // namespace packtune

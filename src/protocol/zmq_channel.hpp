@@ -61,4 +61,19 @@ std::optional<Received> receive_with_payload(zmq::socket_t& dealer, long timeout
 // On a ROUTER: the peer's identity, its message and payload.
 std::optional<Routed> receive_routed(zmq::socket_t& router, long timeout_ms);
 
+// A peer's first exchange with the driver at `driver`: sends `hello` and waits up to
+// `timeout_seconds` for the answer. Throws Error, naming the driver and the peer ("actor" or
+// "node"), when none comes or the driver refuses the peer (Reject).
+protocol::Message hello_driver(zmq::socket_t& dealer, const protocol::Message& hello, const std::string& driver,
+                               double timeout_seconds, const std::string& peer);
+// The same, for an answer that must be `Welcome` (an actor's) or `NodeWelcome` (a node's).
+template <class Welcome>
+Welcome join_driver(zmq::socket_t& dealer, const protocol::Message& hello, const std::string& driver,
+                    double timeout_seconds, const std::string& peer) {
+  auto reply = hello_driver(dealer, hello, driver, timeout_seconds, peer);
+  if (auto* welcome = std::get_if<Welcome>(&reply)) return std::move(*welcome);
+  throw Error(std::string("expected ") + protocol::verb(protocol::Message{Welcome{}}) + " from the driver, got " +
+              protocol::verb(reply));
+}
+
 }  // namespace packtune

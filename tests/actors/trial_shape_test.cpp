@@ -86,7 +86,7 @@ TEST_CASE("with a per-trial order or augmentation the estimate counts each membe
   for (const auto& [stream, what, members] : cases) {
     auto spec = spec_of("mlp", 512, "sgd");
     spec.model.width = 32;
-    InputDims own;
+    actors::InputShape own;
     own.own_batches = true;
     const auto estimated = model.estimate(trial_shape(spec, own), members).peak();
     const auto shared = model.estimate(trial_shape(spec), members).peak();

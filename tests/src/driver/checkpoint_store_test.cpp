@@ -12,7 +12,7 @@
 
 #include "../../file_bytes.hpp"
 #include "../../temp_dir.hpp"
-#include "actors/process/transfer_client.hpp"
+#include "actor_process/transfer_client.hpp"
 #include "driver/checkpoint_store.hpp"
 #include "packtune/error.hpp"
 #include "protocol/zmq_channel.hpp"

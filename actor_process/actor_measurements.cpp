@@ -1,8 +1,8 @@
-#include "actors/process/actor.hpp"
+#include "actor_process/actor.hpp"
 
 #include "actors/device.hpp"
 #include "actors/memory_profile.hpp"
-#include "actors/process/logging.hpp"
+#include "actor_process/logging.hpp"
 #include "actors/fused_group.hpp"
 #include "experiment/trial_shape.hpp"
 #include "packtune/error.hpp"

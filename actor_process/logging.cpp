@@ -1,4 +1,4 @@
-#include "actors/process/logging.hpp"
+#include "actor_process/logging.hpp"
 
 #include <spdlog/spdlog.h>
 

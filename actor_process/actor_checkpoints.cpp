@@ -1,4 +1,4 @@
-#include "actors/process/actor.hpp"
+#include "actor_process/actor.hpp"
 
 #include <sys/statvfs.h>
 
@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "actors/checkpoint_name.hpp"
-#include "actors/process/logging.hpp"
+#include "actor_process/logging.hpp"
 #include "packtune/error.hpp"
 #include "packtune/test_hold.hpp"
 #include "protocol/curve_keys.hpp"

@@ -1,4 +1,4 @@
-#include "actors/process/transfer_client.hpp"
+#include "actor_process/transfer_client.hpp"
 
 #include <filesystem>
 #include <random>

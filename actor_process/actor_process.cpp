@@ -1,4 +1,4 @@
-#include "actors/process/actor_process.hpp"
+#include "actor_process/actor_process.hpp"
 
 #include <unistd.h>
 
@@ -17,8 +17,8 @@
 #include "actors/device.hpp"
 #include "actors/family_json.hpp"
 #include "actors/model_plugins.hpp"
-#include "actors/process/actor.hpp"
-#include "actors/process/logging.hpp"
+#include "actor_process/actor.hpp"
+#include "actor_process/logging.hpp"
 #include "actors/throughput_profile.hpp"
 #include "experiment/trial_shape.hpp"
 #include "packtune/error.hpp"
@@ -95,23 +95,11 @@ int Actor::run() {
   hello.local_index = options_.local_index;
   hello.node_id = options_.node_id;
   hello.threads = threads;
-  send_message(socket_, hello);
-
-  auto reply = receive_message(socket_, static_cast<long>(options_.connect_timeout_seconds * 1000));
-  if (!reply) {
-    throw Error("no driver answered at " + options_.driver + " within " +
-                std::to_string(static_cast<int>(options_.connect_timeout_seconds)) +
-                " s; is `packtune run` listening there? A driver with CURVE keys admits only actors started "
-                "with --keys DIR holding an actor key it authorized");
-  }
-  if (auto* reject = std::get_if<proto::Reject>(&*reply)) {
-    throw Error("the driver refused this actor: " + reject->reason);
-  }
-  auto* welcome = std::get_if<proto::Welcome>(&*reply);
-  if (!welcome) throw Error(std::string("expected Welcome from the driver, got ") + proto::verb(*reply));
-  id_ = welcome->actor_id;
-  spec_ = welcome->spec;
-  transfer_token_ = welcome->transfer_token;
+  const auto welcome = join_driver<proto::Welcome>(socket_, hello, options_.driver,
+                                                  options_.connect_timeout_seconds, "actor");
+  id_ = welcome.actor_id;
+  spec_ = welcome.spec;
+  transfer_token_ = welcome.transfer_token;
   logging::info("actor {}: connected to {} (pid {})", id_, options_.driver, hello.pid);
   open_checkpoint_store();
 

@@ -11,7 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/device.hpp"
-#include "actors/process/actor_process.hpp"
+#include "actor_process/actor_process.hpp"
 #include "packtune/error.hpp"
 #include "util/subcommand.hpp"
 #include "util/log_pattern.hpp"

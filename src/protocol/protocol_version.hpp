@@ -1,0 +1,13 @@
+#pragma once
+// The protocol's version, which every Hello and NodeHello carries: a peer of another version
+// is refused (protocol.hpp). Raise it with any change to a message's fields or the verbs.
+#include <cstdint>
+
+namespace packtune::protocol {
+
+// 13: Ready.device_model, build and data_context (the key of the throughput profile cache);
+//     ExperimentSpec.deterministic and precision.
+// 14: KillActor (driver -> node: a hung actor); ExperimentSpec.max_budget.
+constexpr std::uint32_t kProtocolVersion = 14;
+
+}  // namespace packtune::protocol
