@@ -17,20 +17,20 @@
 
 #include <zmq.hpp>
 
+#include "actor_process/actor_process.hpp"
+#include "actor_process/transfer_client.hpp"
 #include "actors/checkpoint_file.hpp"
 #include "actors/classifier.hpp"
 #include "actors/memory_meter.hpp"
 #include "actors/pack_executor.hpp"
-#include "actors/precision.hpp"
-#include "actor_process/actor_process.hpp"
-#include "actor_process/transfer_client.hpp"
 #include "actors/throughput_profile.hpp"
-#include "actors/trial_spec.hpp"
 #include "datasets/batch_stream.hpp"
 #include "datasets/data_source.hpp"
 #include "protocol/protocol.hpp"
+#include "spec/precision.hpp"
+#include "spec/trial_spec.hpp"
 
-namespace packtune::actors {
+namespace packtune::actor_process {
 
 class Actor {
  public:
@@ -117,7 +117,7 @@ class Actor {
   // What the planner needs to know of this actor's memory.
   protocol::Ready memory_figures(const std::string& device, actors::MemoryMeter& meter);
   // Measures the memory of each new shape once (CPU: exact tensor counts), between rounds.
-  void calibrate(const actors::TrialSpec& spec, torch::Device device);
+  void calibrate(const spec::TrialSpec& spec, torch::Device device);
   void queue_profile(const protocol::Profile& request);
   // One piece of profiling work per round of the pack: a memory calibration, or one K of a
   // throughput profile. Returns whether a message went out.
@@ -141,10 +141,10 @@ class Actor {
   protocol::Ready ready_;
   std::string pack_device_ = "cpu";
   std::int64_t retained_heap_bytes_ = 0;  // counted in Ready.base_bytes on a CPU
-  actors::Precision precision_ = actors::Precision::Fp32;  // what the run's precision is on this device
-  actors::InputShape input_;
+  spec::Precision precision_ = spec::Precision::Fp32;  // what the run's precision is on this device
+  spec::InputShape input_;
   std::set<std::string> profiled_;  // shape keys whose memory was measured or queued
-  std::deque<actors::TrialSpec> calibrations_;  // memory calibrations not yet run
+  std::deque<spec::TrialSpec> calibrations_;  // memory calibrations not yet run
   std::deque<ProfileTask> profiles_;  // throughput profiles the driver asked for, in order
   std::deque<PendingSave> saves_;                   // final reports waiting for their file
   std::string local_checkpoints_;  // where save() writes: the store itself, or the work folder
@@ -155,4 +155,4 @@ class Actor {
   std::string owned_work_dir_;     // a temp work folder this actor made, removed at exit
 };
 
-}  // namespace packtune::actors
+}  // namespace packtune::actor_process

@@ -5,15 +5,15 @@
 #include <filesystem>
 #include <fstream>
 
-#include "actors/checkpoint_name.hpp"
 #include "actor_process/logging.hpp"
 #include "packtune/error.hpp"
 #include "packtune/test_hold.hpp"
 #include "protocol/curve_keys.hpp"
 #include "protocol/zmq_channel.hpp"
+#include "spec/checkpoint_name.hpp"
 #include "util/work_folder.hpp"
 
-namespace packtune::actors {
+namespace packtune::actor_process {
 
 namespace proto = protocol;
 
@@ -58,7 +58,7 @@ void Actor::checkpoint_long_jobs(const actors::PackExecutor& pack) {
 }
 
 Actor::Saved Actor::save(const actors::TrialCheckpoint& checkpoint) const {
-  const auto path = actors::checkpoint_path(local_checkpoints_, checkpoint.trial, checkpoint.budget);
+  const auto path = spec::checkpoint_path(local_checkpoints_, checkpoint.trial, checkpoint.budget);
   try {
     const auto start = Clock::now();
     std::filesystem::create_directories(local_checkpoints_);
@@ -232,4 +232,4 @@ Actor::~Actor() {
   if (!owned_work_dir_.empty()) std::filesystem::remove_all(owned_work_dir_, ec);
 }
 
-}  // namespace packtune::actors
+}  // namespace packtune::actor_process

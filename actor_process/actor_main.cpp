@@ -10,11 +10,11 @@
 #include <boost/program_options.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/device.hpp"
 #include "actor_process/actor_process.hpp"
+#include "actors/device.hpp"
 #include "packtune/error.hpp"
-#include "util/subcommand.hpp"
 #include "util/log_pattern.hpp"
+#include "util/subcommand.hpp"
 
 namespace po = boost::program_options;
 
@@ -38,11 +38,11 @@ int actor_command(const std::vector<std::string>& args) {
   if (!command.parse(args)) return 0;
   const auto& vm = command.values();
   if (vm.count("describe-model-plugin")) {
-    packtune::actors::describe_model_plugin(vm["describe-model-plugin"].as<std::string>());
+    packtune::actor_process::describe_model_plugin(vm["describe-model-plugin"].as<std::string>());
     return 0;
   }
   command.require("driver", "--driver ENDPOINT");
-  packtune::actors::ActorOptions actor;
+  packtune::actor_process::ActorOptions actor;
   actor.driver = vm["driver"].as<std::string>();
   actor.threads = vm["threads"].as<int>();
   actor.local_index = vm["local-index"].as<int>();
@@ -55,7 +55,7 @@ int actor_command(const std::vector<std::string>& args) {
   if (vm.count("keys")) actor.keys = vm["keys"].as<std::string>();
   if (vm.count("work-dir")) actor.work_dir = vm["work-dir"].as<std::string>();
   if (actor.threads < 0) throw packtune::InputError("--threads: expected 0 or more");
-  return packtune::actors::run_actor(actor);
+  return packtune::actor_process::run_actor(actor);
 }
 
 }  // namespace

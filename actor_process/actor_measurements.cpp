@@ -1,14 +1,14 @@
 #include "actor_process/actor.hpp"
 
-#include "actors/device.hpp"
-#include "actors/memory_profile.hpp"
 #include "actor_process/logging.hpp"
+#include "actors/device.hpp"
 #include "actors/fused_group.hpp"
+#include "actors/memory_profile.hpp"
 #include "experiment/trial_shape.hpp"
 #include "packtune/error.hpp"
 #include "protocol/zmq_channel.hpp"
 
-namespace packtune::actors {
+namespace packtune::actor_process {
 
 namespace proto = protocol;
 
@@ -33,17 +33,17 @@ proto::Ready Actor::memory_figures(const std::string& device, actors::MemoryMete
   return r;
 }
 
-void Actor::calibrate(const actors::TrialSpec& spec, torch::Device device) {
+void Actor::calibrate(const spec::TrialSpec& spec, torch::Device device) {
   // A plugin family has no formula for the planner to fall back on: a GPU actor measures its
   // tensors on the CPU (advance_profiles), where MemoryMeter counts them.
-  if (!device.is_cpu() && !actors::plugin_family(spec.model)) return;
+  if (!device.is_cpu() && !spec::plugin_family(spec.model)) return;
   if (!profiled_.insert(trial_shape(spec).key).second) return;
   calibrations_.push_back(spec);
 }
 
 void Actor::queue_profile(const proto::Profile& request) {
   try {
-    auto spec = actors::parse_trial_spec(request.config, "profile of shape " + request.key);
+    auto spec = spec::parse_trial_spec(request.config, "profile of shape " + request.key);
     profiles_.push_back({request.key, Clock::now(),
                          std::make_unique<actors::ThroughputProfiler>(
                              spec, request.max_members, input_, torch::Device(pack_device_),
@@ -93,7 +93,7 @@ proto::Tested Actor::run_test(const proto::Test& test) {
     const auto test_set = datasets::load_test_set(data_options());
     if (!test_set) throw InputError("the data set has no test split (docs/data.md)");
     const auto [inputs, labels] = stream_->prepare(*test_set);
-    const auto spec = actors::parse_trial_spec(test.config, "trial " + std::to_string(test.trial));
+    const auto spec = spec::parse_trial_spec(test.config, "trial " + std::to_string(test.trial));
     for (const auto& path : test.checkpoints) {
       try {
         const auto checkpoint = read_from_store(path);
@@ -121,4 +121,4 @@ proto::Tested Actor::run_test(const proto::Test& test) {
   return out;
 }
 
-}  // namespace packtune::actors
+}  // namespace packtune::actor_process

@@ -12,22 +12,22 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actor_process/actor.hpp"
+#include "actor_process/logging.hpp"
 #include "actors/autocast.hpp"
 #include "actors/cuda_step.hpp"
 #include "actors/device.hpp"
-#include "actors/family_json.hpp"
 #include "actors/model_plugins.hpp"
-#include "actor_process/actor.hpp"
-#include "actor_process/logging.hpp"
 #include "actors/throughput_profile.hpp"
 #include "experiment/trial_shape.hpp"
 #include "packtune/error.hpp"
 #include "packtune/test_hold.hpp"
 #include "protocol/curve_keys.hpp"
 #include "protocol/zmq_channel.hpp"
+#include "spec/family_json.hpp"
 #include "util/host_name.hpp"
 
-namespace packtune::actors {
+namespace packtune::actor_process {
 
 namespace proto = protocol;
 
@@ -124,7 +124,7 @@ int Actor::run() {
     } else if (actors::use_cudnn_benchmark(device)) {
       logging::info("actor {}: cuDNN's benchmark mode is on (PACKTUNE_CUDNN_BENCHMARK=1)", id_);
     }
-    precision_ = actors::use_precision(actors::parse_precision(spec_.precision, "precision"), device);
+    precision_ = actors::use_precision(spec::parse_precision(spec_.precision, "precision"), device);
     actors::configure_cpu_threads(threads);
     // Before the data set is loaded: its buffers come from the heap whose trim threshold
     // this sets.
@@ -154,7 +154,7 @@ int Actor::run() {
   input_ = actors::input_shape(*stream);
   ready.device_model = actors::device_model(device, threads);
   // A step's time hangs on the precision as much as on the build: part of the profile's key.
-  ready.build = actors::build_summary(device) + ", precision " + actors::to_string(precision_);
+  ready.build = actors::build_summary(device) + ", precision " + spec::to_string(precision_);
   ready.data_context = actors::profile_data_context(input_, datasets::stream_options_of(data_options()));
   send_message(socket_, ready);
   return serve(pack);
@@ -296,7 +296,7 @@ void Actor::start_trial(actors::PackExecutor& pack, const proto::Assign& assign)
   try {
     actors::PackJob job;
     job.trial = assign.trial;
-    job.spec = actors::parse_trial_spec(assign.config, "trial " + std::to_string(assign.trial));
+    job.spec = spec::parse_trial_spec(assign.config, "trial " + std::to_string(assign.trial));
     job.seed = assign.seed;
     job.budget = assign.budget;
     job.report_every = spec_.report_every;
@@ -383,7 +383,7 @@ int run_actor(const ActorOptions& options) {
 }
 
 void describe_model_plugin(const std::string& path) {
-  std::cout << families_to_json(load_model_plugin(path)).dump() << std::endl;
+  std::cout << spec::families_to_json(actors::load_model_plugin(path)).dump() << std::endl;
 }
 
-}  // namespace packtune::actors
+}  // namespace packtune::actor_process

@@ -2,7 +2,7 @@
 // `packtune actor`: connects to a driver, takes trials and trains them as one pack.
 #include <string>
 
-namespace packtune::actors {
+namespace packtune::actor_process {
 
 struct ActorOptions {
   std::string driver;     // ZeroMQ endpoint of the driver
@@ -27,4 +27,4 @@ int run_actor(const ActorOptions& options);
 // compile beside LibTorch 2.x's fmt. Throws InputError as load_model_plugin does.
 void describe_model_plugin(const std::string& path);
 
-}  // namespace packtune::actors
+}  // namespace packtune::actor_process

@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace packtune::actors::logging {
+namespace packtune::actor_process::logging {
 
 void write(Level level, const std::string& message) {
   switch (level) {
@@ -13,4 +13,4 @@ void write(Level level, const std::string& message) {
   }
 }
 
-}  // namespace packtune::actors::logging
+}  // namespace packtune::actor_process::logging

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-namespace packtune::actors::logging {
+namespace packtune::actor_process::logging {
 
 enum class Level { debug, info, warn, error };
 
@@ -34,4 +34,4 @@ void error(fmt::format_string<Args...> pattern, Args&&... args) {
   write(Level::error, fmt::format(pattern, std::forward<Args>(args)...));
 }
 
-}  // namespace packtune::actors::logging
+}  // namespace packtune::actor_process::logging

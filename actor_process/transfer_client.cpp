@@ -7,7 +7,7 @@
 #include "protocol/interrupted.hpp"
 #include "protocol/zmq_channel.hpp"
 
-namespace packtune::actors {
+namespace packtune::actor_process {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -199,4 +199,4 @@ void TransferClient::tick() {
   }
 }
 
-}  // namespace packtune::actors
+}  // namespace packtune::actor_process

@@ -18,7 +18,7 @@
 #include "protocol/file_transfer.hpp"
 #include "protocol/zmq_channel.hpp"
 
-namespace packtune::actors {
+namespace packtune::actor_process {
 
 class TransferClient {
  public:
@@ -82,4 +82,4 @@ class TransferClient {
   std::thread thread_;
 };
 
-}  // namespace packtune::actors
+}  // namespace packtune::actor_process

@@ -10,32 +10,32 @@ namespace packtune::actors {
 
 namespace {
 
-std::atomic<Precision> precision{Precision::Fp32};
+std::atomic<spec::Precision> precision{spec::Precision::Fp32};
 std::atomic<bool> cpu_too{false};
 
 }  // namespace
 
-Precision use_precision(Precision requested, const std::string& device) {
-  const auto resolved = resolve_precision(requested, device);
+spec::Precision use_precision(spec::Precision requested, const std::string& device) {
+  const auto resolved = spec::resolve_precision(requested, device);
   if (torch::Device(device).is_cuda()) {
     // LibTorch's defaults differ by version (cuDNN's TF32 on, cuBLAS's off): set both.
     auto& context = at::globalContext();
-    context.setAllowTF32CuBLAS(resolved == Precision::Tf32);
-    context.setAllowTF32CuDNN(resolved == Precision::Tf32);
+    context.setAllowTF32CuBLAS(resolved == spec::Precision::Tf32);
+    context.setAllowTF32CuDNN(resolved == spec::Precision::Tf32);
   }
   set_training_precision(resolved);
   return resolved;
 }
 
-void set_training_precision(Precision p, bool on_cpu_too) {
+void set_training_precision(spec::Precision p, bool on_cpu_too) {
   precision = p;
   cpu_too = on_cpu_too;
 }
 
-Precision training_precision() { return precision.load(); }
+spec::Precision training_precision() { return precision.load(); }
 
 Autocast::Autocast(const torch::Device& device) {
-  if (training_precision() != Precision::Bf16 || (!device.is_cuda() && !cpu_too.load())) return;
+  if (training_precision() != spec::Precision::Bf16 || (!device.is_cuda() && !cpu_too.load())) return;
   active_ = true;
   type_ = device.type();
   was_enabled_ = torch_compat::autocast_enabled(type_);

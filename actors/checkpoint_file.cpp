@@ -156,14 +156,6 @@ std::int64_t StoredTensor::elements() const {
   return n;
 }
 
-const std::vector<std::string>& optimizer_slots(const std::string& optimizer) {
-  static const std::vector<std::string> sgd{"momentum_buffer"};
-  static const std::vector<std::string> adam{"exp_avg", "exp_avg_sq"};
-  if (optimizer == "sgd") return sgd;
-  if (optimizer == "adam" || optimizer == "adamw") return adam;
-  throw InputError("optimizer: unknown optimizer \"" + optimizer + "\"; expected sgd, adam or adamw");
-}
-
 const StoredTensor* TrialCheckpoint::find_model(const std::string& name) const {
   for (const auto& t : model) {
     if (t.name == name) return &t;

@@ -45,10 +45,6 @@ struct StoredTensor {
   std::int64_t elements() const;
 };
 
-// The optimizer state slots, per parameter, of an optimizer kind: sgd keeps
-// momentum_buffer, adam and adamw keep exp_avg and exp_avg_sq.
-const std::vector<std::string>& optimizer_slots(const std::string& optimizer);
-
 struct TrialCheckpoint {
   std::int64_t trial = -1;
   double budget = 0;            // the budget reached, in the experiment's unit

@@ -18,7 +18,7 @@ namespace {
 
 }  // namespace
 
-void require_images(const ModelSpec& spec, const InputShape& input) {
+void require_images(const spec::ModelSpec& spec, const spec::InputShape& input) {
   if (!input.images) {
     throw InputError("family: " + spec.family + " convolves images ([N, C, H, W] or [N, H, W] data); these are "
                      "feature rows of " + std::to_string(input.width) + ": use the mlp family or a model plugin");
@@ -28,14 +28,14 @@ void require_images(const ModelSpec& spec, const InputShape& input) {
 namespace {
 
 // Linear, activation and (when it has a rate) dropout: a hidden layer of the MLP, or the CNN's fc.
-std::int64_t add_hidden(layers::Sequential& seq, std::int64_t in, const ModelSpec& spec) {
+std::int64_t add_hidden(layers::Sequential& seq, std::int64_t in, const spec::ModelSpec& spec) {
   seq.emplace<layers::Linear>(in, spec.width);
   seq.emplace<layers::Activation>(spec.activation);
   if (spec.dropout > 0) seq.emplace<layers::Dropout>(spec.dropout);
   return spec.width;
 }
 
-std::shared_ptr<layers::Layer> build_mlp(const ModelSpec& spec, const InputShape& input) {
+std::shared_ptr<layers::Layer> build_mlp(const spec::ModelSpec& spec, const spec::InputShape& input) {
   auto seq = std::make_shared<layers::Sequential>();
   seq->emplace<layers::Flatten>();
   std::int64_t features = std::int64_t{input.channels} * input.height * input.width;
@@ -44,7 +44,7 @@ std::shared_ptr<layers::Layer> build_mlp(const ModelSpec& spec, const InputShape
   return seq;
 }
 
-std::shared_ptr<layers::Layer> build_cnn(const ModelSpec& spec, const InputShape& input) {
+std::shared_ptr<layers::Layer> build_cnn(const spec::ModelSpec& spec, const spec::InputShape& input) {
   require_images(spec, input);
   auto seq = std::make_shared<layers::Sequential>();
   std::int64_t c = input.channels, h = input.height, w = input.width;
@@ -73,7 +73,7 @@ std::shared_ptr<layers::Layer> build_cnn(const ModelSpec& spec, const InputShape
 
 }  // namespace
 
-InputShape input_shape(const datasets::BatchStream& stream) {
+spec::InputShape input_shape(const datasets::BatchStream& stream) {
   const auto sample = stream.sample_shape();
   if (stream.images()) {
     return {static_cast<int>(sample[0]), static_cast<int>(sample[1]), static_cast<int>(sample[2]), stream.outputs(), true,
@@ -82,7 +82,7 @@ InputShape input_shape(const datasets::BatchStream& stream) {
   return {1, 1, static_cast<int>(sample[0]), stream.outputs(), false, stream.task()};
 }
 
-std::shared_ptr<layers::Layer> build_model(const ModelSpec& spec, const InputShape& input) {
+std::shared_ptr<layers::Layer> build_model(const spec::ModelSpec& spec, const spec::InputShape& input) {
   if (spec.family == "mlp") return build_mlp(spec, input);
   if (spec.family == "cnn") return build_cnn(spec, input);
   if (spec.family == "resnet") return build_resnet(spec, input);

@@ -28,7 +28,7 @@ int cuda_device_count() {
 }
 
 std::string resolve_device(const std::string& requested, int actor_index) {
-  check_device_syntax(requested);
+  spec::check_device_syntax(requested);
   if (requested == "cpu") return "cpu";
   const int gpus = cuda_device_count();
   if (requested == "auto") {

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "actors/device_syntax.hpp"
+#include "spec/device_syntax.hpp"
 
 namespace packtune::actors {
 

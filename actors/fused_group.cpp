@@ -6,6 +6,7 @@
 #include "actors/checkpoint_tensors.hpp"
 #include "layers/member_seeds.hpp"
 #include "packtune/error.hpp"
+#include "spec/optimizer_table.hpp"
 
 namespace packtune::actors {
 namespace {
@@ -31,8 +32,8 @@ std::uint64_t step_seed(std::uint64_t trial_seed, std::int64_t step) {
   return mix(trial_seed ^ mix(static_cast<std::uint64_t>(step) + 1));
 }
 
-std::shared_ptr<layers::Layer> build_member_model(const ModelSpec& spec, std::uint64_t trial_seed,
-                                                  const InputShape& input, torch::Device device) {
+std::shared_ptr<layers::Layer> build_member_model(const spec::ModelSpec& spec, std::uint64_t trial_seed,
+                                                  const spec::InputShape& input, torch::Device device) {
   // The global generator is seeded from the trial's own seed right before the model is
   // built, so initialisation does not depend on what else the actor did before.
   torch::manual_seed(init_seed(trial_seed));
@@ -41,8 +42,8 @@ std::shared_ptr<layers::Layer> build_member_model(const ModelSpec& spec, std::ui
   return model;
 }
 
-FusedGroup::FusedGroup(const TrialSpec& spec, const InputShape& input, torch::Device device, CpuStep cpu_step)
-    : key_(fusion_key(spec)), input_(input), device_(device), optimizer_(device, cpu_step) {}
+FusedGroup::FusedGroup(const spec::TrialSpec& spec, const spec::InputShape& input, torch::Device device, CpuStep cpu_step)
+    : key_(spec::fusion_key(spec)), input_(input), device_(device), optimizer_(device, cpu_step) {}
 
 bool FusedGroup::contains(tuners::TrialId trial) const { return index_of(trial) >= 0; }
 
@@ -65,9 +66,9 @@ void FusedGroup::refresh_parameters() {
   for (const auto& p : params_) param_tensors_.push_back(p.tensor);
 }
 
-void FusedGroup::add(tuners::TrialId trial, const TrialSpec& spec, std::uint64_t seed,
-                     const TrialCheckpoint* resume, const ScheduleSteps& schedule) {
-  if (fusion_key(spec) != key_) throw Error("trial " + std::to_string(trial) + " cannot join fused group " + key_);
+void FusedGroup::add(tuners::TrialId trial, const spec::TrialSpec& spec, std::uint64_t seed,
+                     const TrialCheckpoint* resume, const spec::ScheduleSteps& schedule) {
+  if (spec::fusion_key(spec) != key_) throw Error("trial " + std::to_string(trial) + " cannot join fused group " + key_);
   if (contains(trial)) throw Error("trial " + std::to_string(trial) + " is already in this fused group");
   torch::NoGradGuard no_grad;
   // Everything that can fail (a checkpoint of another architecture) happens before the
@@ -83,7 +84,7 @@ void FusedGroup::add(tuners::TrialId trial, const TrialSpec& spec, std::uint64_t
     load_member_state(*solo, *resume);
     // Step 0 has no optimizer state yet; the member starts from zeros like a new one.
     if (resume->optimizer_steps > 0) {
-      for (const auto& slot : optimizer_slots(spec.optimizer.name)) {
+      for (const auto& slot : spec::optimizer_row(spec.optimizer.name).slots) {
         std::vector<torch::Tensor> tensors;
         for (const auto& p : solo_params) {
           const auto like = layers::Layer::solo_view(p, p.tensor.detach()[0], 0);
@@ -123,14 +124,14 @@ void FusedGroup::add(tuners::TrialId trial, const TrialSpec& spec, std::uint64_t
   loss_count_.push_back(resume ? resume->train_loss_count : 0);
 }
 
-void FusedGroup::exploit(tuners::TrialId trial, tuners::TrialId from, const TrialSpec& spec) {
+void FusedGroup::exploit(tuners::TrialId trial, tuners::TrialId from, const spec::TrialSpec& spec) {
   const auto to = index_of(trial), source = index_of(from);
   if (to < 0 || source < 0 || to == source) {
     throw Error("exploit: trials " + std::to_string(trial) + " and " + std::to_string(from) +
                 " must be two members of this fused group");
   }
   const auto& donor = members_[static_cast<std::size_t>(source)];
-  if (shape_key(spec) != shape_key(donor.spec) || spec.optimizer.name != donor.spec.optimizer.name) {
+  if (spec::shape_key(spec) != spec::shape_key(donor.spec) || spec.optimizer.name != donor.spec.optimizer.name) {
     throw InputError("trial " + std::to_string(trial) + " cannot take trial " + std::to_string(from) +
                      "'s weights: its config changes the architecture or the optimizer");
   }
@@ -302,7 +303,7 @@ FusedGroup::Scores FusedGroup::score(const torch::Tensor& inputs, const torch::T
   auto second = torch::zeros({k}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   // Each member evaluates as many examples at once as it would alone: the K-fold chunk is
   // what the memory model charges a fused group.
-  const std::int64_t chunk = evaluation_chunk(members_.front().spec.batch_size);
+  const std::int64_t chunk = spec::evaluation_chunk(members_.front().spec.batch_size);
   for (std::int64_t begin = 0; begin < n; begin += chunk) {
     const auto len = std::min(chunk, n - begin);
     auto sizes = inputs.sizes().vec();
@@ -390,7 +391,7 @@ void FusedGroup::capture(tuners::TrialId trial, TrialCheckpoint& c) const {
   torch::NoGradGuard no_grad;
   for (const auto& [name, tensor] : model_->member_tensors(k)) c.model.push_back(to_stored(name, tensor));
   const auto& member = members_[static_cast<std::size_t>(k)];
-  const auto slots = optimizer_slots(member.spec.optimizer.name);
+  const auto& slots = spec::optimizer_row(member.spec.optimizer.name).slots;
   const auto state = optimizer_.member_state(k);
   for (std::size_t i = 0; i < params_.size(); ++i) {
     for (std::size_t s = 0; s < slots.size(); ++s) {

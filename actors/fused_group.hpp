@@ -36,14 +36,14 @@ std::uint64_t init_seed(std::uint64_t trial_seed);
 std::uint64_t step_seed(std::uint64_t trial_seed, std::int64_t step);
 
 // The trial's freshly initialised model (K = 1) on `device`.
-std::shared_ptr<layers::Layer> build_member_model(const ModelSpec& spec, std::uint64_t trial_seed,
-                                                  const InputShape& input, torch::Device device);
+std::shared_ptr<layers::Layer> build_member_model(const spec::ModelSpec& spec, std::uint64_t trial_seed,
+                                                  const spec::InputShape& input, torch::Device device);
 
 class FusedGroup {
  public:
   // `cpu_step`: how the optimizer steps on a CPU (CpuStep::TensorForm for a memory figure that
   // stands for a GPU's).
-  FusedGroup(const TrialSpec& spec, const InputShape& input, torch::Device device,
+  FusedGroup(const spec::TrialSpec& spec, const spec::InputShape& input, torch::Device device,
              CpuStep cpu_step = CpuStep::OnePass);
 
   const std::string& key() const { return key_; }
@@ -54,8 +54,8 @@ class FusedGroup {
   // continuing from that checkpoint at its step with its optimizer state. Throws
   // InputError when the checkpoint does not fit this group's architecture or optimizer.
   // `schedule`: its learning-rate schedule's lengths in steps (PackExecutor::schedule_steps).
-  void add(tuners::TrialId trial, const TrialSpec& spec, std::uint64_t seed,
-           const TrialCheckpoint* resume = nullptr, const ScheduleSteps& schedule = {});
+  void add(tuners::TrialId trial, const spec::TrialSpec& spec, std::uint64_t seed,
+           const TrialCheckpoint* resume = nullptr, const spec::ScheduleSteps& schedule = {});
   void remove(tuners::TrialId trial);
   // Population-based training's exploit inside the unit: member `trial` goes on from member
   // `from`'s weights, buffers, optimizer state, step and train-loss tally, with `spec`'s
@@ -64,7 +64,7 @@ class FusedGroup {
   // rebuilt from `from`'s captured state instead (the checkpoint's path, on the host): the
   // same numbers either way. Throws InputError when `spec` is of another architecture or
   // optimizer than `from`.
-  void exploit(tuners::TrialId trial, tuners::TrialId from, const TrialSpec& spec);
+  void exploit(tuners::TrialId trial, tuners::TrialId from, const spec::TrialSpec& spec);
 
   // Decodes the batches the next train_step() reads (they are cached for the round).
   void prefetch(datasets::BatchStream& stream) const;
@@ -91,7 +91,7 @@ class FusedGroup {
  private:
   struct Member {
     tuners::TrialId trial;
-    TrialSpec spec;
+    spec::TrialSpec spec;
     std::uint64_t seed;
     std::int64_t step = 0;
   };
@@ -120,7 +120,7 @@ class FusedGroup {
   void refresh_parameters();
 
   std::string key_;
-  InputShape input_;
+  spec::InputShape input_;
   torch::Device device_;
   std::shared_ptr<layers::Layer> model_;    // null while the group has no member
   std::vector<layers::Layer::Stacked> params_;

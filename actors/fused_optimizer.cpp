@@ -8,6 +8,7 @@
 
 #include "layers/layer.hpp"
 #include "packtune/error.hpp"
+#include "spec/optimizer_table.hpp"
 
 namespace packtune::actors {
 
@@ -21,33 +22,47 @@ torch::Tensor FusedOptimizer::column(const std::vector<double>& values, torch::D
       .to(device_);
 }
 
-void FusedOptimizer::append_member(const OptimizerSpec& spec,
+FusedOptimizer::Present& FusedOptimizer::present(spec::OptimizerKind kind,
+                                                 const std::vector<torch::Tensor>& member_shapes) {
+  auto it = std::find_if(present_.begin(), present_.end(), [&](const Present& p) { return p.kind == kind; });
+  if (it != present_.end()) return *it;
+  Present p;
+  p.kind = kind;
+  p.step = make_optimizer_step(kind);
+  // The rows already there get zeros: their own optimizer never reads these.
+  const auto k = static_cast<std::int64_t>(hyper_.size());
+  p.slots.resize(spec::optimizer_row(kind).slots.size());
+  for (auto& slot : p.slots) {
+    for (const auto& shape : member_shapes) {
+      auto sizes = shape.sizes().vec();
+      sizes.insert(sizes.begin(), k);
+      slot.push_back(k > 0 ? torch::zeros(sizes, shape.options()) : torch::Tensor());
+    }
+  }
+  // In the table's order, whatever order members come in.
+  it = std::find_if(present_.begin(), present_.end(), [&](const Present& q) { return q.kind > kind; });
+  return *present_.insert(it, std::move(p));
+}
+
+void FusedOptimizer::append_member(const spec::OptimizerSpec& spec,
                                    const std::vector<torch::Tensor>& member_shapes,
                                    const std::vector<std::vector<torch::Tensor>>& state, std::int64_t steps,
-                                   const ScheduleSteps& schedule) {
-  if (spec.name != "sgd" && spec.name != "adam" && spec.name != "adamw") {
-    throw InputError("optimizer: unknown optimizer \"" + spec.name + "\"; expected sgd, adam or adamw");
+                                   const spec::ScheduleSteps& schedule) {
+  const auto& row = spec::optimizer_row(spec.name);
+  if (!state.empty() && state.size() != row.slots.size()) {
+    throw Error("a " + spec.name + " member needs " + std::to_string(row.slots.size()) + " optimizer state slots");
   }
-  const bool adaptive = spec.name != "sgd";
-  const std::size_t slots = adaptive ? 2 : 1;
-  if (!state.empty() && state.size() != slots) {
-    throw Error("a " + spec.name + " member needs " + std::to_string(slots) + " optimizer state slots");
-  }
-  const auto k = static_cast<std::int64_t>(hyper_.size());
-  // The first Adam member of a group brings slot 1, zero for the members already there.
-  if (adaptive && slots_[1].empty() && k > 0) {
-    for (const auto& t : slots_[0]) slots_[1].push_back(torch::zeros_like(t));
-  }
-  for (std::size_t s = 0; s < 2; ++s) {
-    auto& slot = slots_[s];
-    if (s == 1 && slot.empty() && !adaptive) continue;
-    if (slot.empty()) slot.resize(member_shapes.size());
-    for (std::size_t i = 0; i < member_shapes.size(); ++i) {
-      auto value = (s >= slots || state.empty()
-                        ? torch::zeros_like(member_shapes[i])
-                        : state[s][i].to(member_shapes[i].options()).reshape(member_shapes[i].sizes()))
-                       .unsqueeze(0);
-      slot[i] = slot[i].defined() ? torch::cat({slot[i], value}) : value.clone();
+  present(row.kind, member_shapes);
+  for (auto& p : present_) {
+    const bool own = p.kind == row.kind && !state.empty();
+    for (std::size_t s = 0; s < p.slots.size(); ++s) {
+      auto& slot = p.slots[s];
+      for (std::size_t i = 0; i < member_shapes.size(); ++i) {
+        auto value = (own ? state[s][i].to(member_shapes[i].options()).reshape(member_shapes[i].sizes())
+                          : torch::zeros_like(member_shapes[i]))
+                         .unsqueeze(0);
+        slot[i] = slot[i].defined() ? torch::cat({slot[i], value}) : value.clone();
+      }
     }
   }
   hyper_.push_back(spec);
@@ -57,9 +72,9 @@ void FusedOptimizer::append_member(const OptimizerSpec& spec,
 }
 
 void FusedOptimizer::keep_members(const std::vector<std::int64_t>& keep) {
-  std::vector<OptimizerSpec> hyper;
+  std::vector<spec::OptimizerSpec> hyper;
   std::vector<std::int64_t> steps;
-  std::vector<ScheduleSteps> schedules;
+  std::vector<spec::ScheduleSteps> schedules;
   for (auto k : keep) {
     hyper.push_back(hyper_[static_cast<std::size_t>(k)]);
     steps.push_back(steps_[static_cast<std::size_t>(k)]);
@@ -68,27 +83,27 @@ void FusedOptimizer::keep_members(const std::vector<std::int64_t>& keep) {
   hyper_ = std::move(hyper);
   steps_ = std::move(steps);
   schedules_ = std::move(schedules);
-  if (keep.empty()) {
-    for (auto& slot : slots_) slot.clear();
-    refresh();
-    return;
+  if (!keep.empty()) {
+    auto index = torch::tensor(keep, torch::kInt64).to(device_);
+    for (auto& p : present_) {
+      for (auto& slot : p.slots) {
+        for (auto& t : slot) t = t.index_select(0, index);
+      }
+    }
   }
-  auto index = torch::tensor(keep, torch::kInt64).to(device_);
-  for (auto& slot : slots_) {
-    for (auto& t : slot) t = t.index_select(0, index);
-  }
-  refresh();
-  if (!has_adaptive_) slots_[1].clear();  // the last Adam member left
+  refresh();  // drops the optimizers whose last member left
 }
 
-void FusedOptimizer::copy_member(std::int64_t from, std::int64_t to, const OptimizerSpec& spec) {
+void FusedOptimizer::copy_member(std::int64_t from, std::int64_t to, const spec::OptimizerSpec& spec) {
   const auto f = static_cast<std::size_t>(from), t = static_cast<std::size_t>(to);
   if (hyper_[f].name != spec.name) {
     throw Error("optimizer " + spec.name + " cannot take the state of a " + hyper_[f].name + " member");
   }
   torch::NoGradGuard no_grad;
-  for (auto& slot : slots_) {
-    for (auto& state : slot) state[to].copy_(state[from]);
+  for (auto& p : present_) {
+    for (auto& slot : p.slots) {
+      for (auto& state : slot) state[to].copy_(state[from]);
+    }
   }
   steps_[t] = steps_[f];
   hyper_[t] = spec;
@@ -96,93 +111,95 @@ void FusedOptimizer::copy_member(std::int64_t from, std::int64_t to, const Optim
 }
 
 void FusedOptimizer::resize(const std::vector<std::vector<std::int64_t>>& shapes) {
-  for (auto& slot : slots_) {
-    for (std::size_t i = 0; i < slot.size(); ++i) slot[i] = layers::fit_to(slot[i], shapes[i]);
+  for (auto& p : present_) {
+    for (auto& slot : p.slots) {
+      for (std::size_t i = 0; i < slot.size(); ++i) slot[i] = layers::fit_to(slot[i], shapes[i]);
+    }
   }
 }
 
+double FusedOptimizer::decay_factor(std::size_t m, double rate) const {
+  const auto& h = hyper_[m];
+  return spec::optimizer_row(h.name).decay == spec::WeightDecay::Decoupled ? 1 - rate * h.weight_decay : 1.0;
+}
+
 void FusedOptimizer::refresh() {
-  has_sgd_ = has_adaptive_ = has_l2_ = has_decoupled_ = has_nesterov_ = false;
+  has_l2_ = has_decoupled_ = false;
   scheduled_ = clipped_ = false;
-  cpu_members_.clear();
+  cpu_rates_.clear();
+  owner_.clear();
+  rates_.clear();
+  // An optimizer whose last member left goes, with its state.
+  present_.erase(std::remove_if(present_.begin(), present_.end(),
+                                [&](const Present& p) {
+                                  return std::none_of(hyper_.begin(), hyper_.end(), [&](const spec::OptimizerSpec& h) {
+                                    return spec::optimizer_row(h.name).kind == p.kind;
+                                  });
+                                }),
+                 present_.end());
   if (hyper_.empty()) return;
-  std::vector<double> lr, l2, decay, c0, c1, b2, omb2, nesterov, adaptive, b1_64, b2_64, steps, clip;
+  std::vector<double> l2, decay, steps, clip;
   for (std::size_t m = 0; m < hyper_.size(); ++m) {
     const auto& h = hyper_[m];
+    const auto& row = spec::optimizer_row(h.name);
+    const bool decoupled = row.decay == spec::WeightDecay::Decoupled;
     scheduled_ |= !h.schedule.constant();
     clipped_ |= h.grad_clip_norm > 0;
     clip.push_back(h.grad_clip_norm > 0 ? h.grad_clip_norm : std::numeric_limits<double>::infinity());
-    const bool adam = h.name != "sgd";
-    const bool adamw = h.name == "adamw";
-    has_sgd_ |= !adam;
-    has_adaptive_ |= adam;
-    has_nesterov_ |= !adam && h.nesterov;
-    has_l2_ |= !adamw && h.weight_decay != 0;
-    has_decoupled_ |= adamw && h.weight_decay != 0;
-    lr.push_back(h.lr);
-    l2.push_back(adamw ? 0.0 : h.weight_decay);
-    decay.push_back(adamw ? 1 - h.lr * h.weight_decay : 1.0);
-    c0.push_back(adam ? h.beta1 : h.momentum);
-    c1.push_back(adam ? 1 - h.beta1 : 1.0);
-    b2.push_back(adam ? h.beta2 : 1.0);
-    omb2.push_back(adam ? 1 - h.beta2 : 0.0);
-    nesterov.push_back(!adam && h.nesterov ? 1.0 : 0.0);
-    adaptive.push_back(adam ? 1.0 : 0.0);
-    // Rounded to float from the same doubles as the columns, as LibTorch rounds a Scalar.
-    MemberStep s;
-    s.adam = adam;
-    s.nesterov = nesterov.back() != 0;
-    s.rate = static_cast<float>(lr.back());
-    s.l2 = static_cast<float>(l2.back());
-    s.decay = static_cast<float>(decay.back());
-    s.c0 = static_cast<float>(c0.back());
-    s.c1 = static_cast<float>(c1.back());
-    s.b2 = static_cast<float>(b2.back());
-    s.omb2 = static_cast<float>(omb2.back());
-    cpu_members_.push_back(s);
-    b1_64.push_back(adam ? h.beta1 : 0.0);
-    b2_64.push_back(adam ? h.beta2 : 0.0);
+    has_l2_ |= !decoupled && h.weight_decay != 0;
+    has_decoupled_ |= decoupled && h.weight_decay != 0;
+    rates_.push_back(h.lr);
+    l2.push_back(decoupled ? 0.0 : h.weight_decay);
+    decay.push_back(decay_factor(m, h.lr));
     steps.push_back(static_cast<double>(steps_[m]));
+    // Rounded to float from the same doubles as the columns, as LibTorch rounds a Scalar.
+    cpu_rates_.push_back({static_cast<float>(h.lr), static_cast<float>(l2.back()), static_cast<float>(decay.back())});
+    owner_.push_back(static_cast<std::size_t>(
+        std::find_if(present_.begin(), present_.end(), [&](const Present& p) { return p.kind == row.kind; }) -
+        present_.begin()));
   }
-  lr_ = column(lr);
+  columns_.lr = column(rates_);
+  columns_.lr64 = column(rates_, torch::kFloat64);
+  columns_.steps64 = column(steps, torch::kFloat64);
   l2_ = column(l2);
   decay_ = column(decay);
-  c0_ = column(c0);
-  c1_ = column(c1);
-  b2_ = column(b2);
-  omb2_ = column(omb2);
-  nesterov_ = column(nesterov, torch::kBool);
-  adaptive_ = column(adaptive, torch::kBool);
-  lr64_ = column(lr, torch::kFloat64);
-  b1_64_ = column(b1_64, torch::kFloat64);
-  b2_64_ = column(b2_64, torch::kFloat64);
-  steps64_ = column(steps, torch::kFloat64);
   clip_norm_ = column(clip);
+  const MakeColumn make = [this](const std::vector<double>& values, at::ScalarType dtype) {
+    return column(values, dtype);
+  };
+  for (std::size_t o = 0; o < present_.size(); ++o) {
+    std::vector<bool> own;
+    std::vector<double> mask;
+    for (auto owner : owner_) {
+      own.push_back(owner == o);
+      mask.push_back(owner == o ? 1.0 : 0.0);
+    }
+    present_[o].mask = column(mask, torch::kBool);
+    present_[o].step->refresh(hyper_, own, make);
+  }
   // The columns hold the base rates; the step's own come with its schedule_step().
 }
 
 double FusedOptimizer::scheduled_lr(std::int64_t k) const {
   const auto m = static_cast<std::size_t>(k);
   const auto& h = hyper_[m];
-  return h.schedule.constant() ? h.lr : h.lr * lr_factor(h.schedule, schedules_[m], steps_[m]);
+  return h.schedule.constant() ? h.lr : h.lr * spec::lr_factor(h.schedule, schedules_[m], steps_[m]);
 }
 
 void FusedOptimizer::schedule_step() {
   if (!scheduled_) return;
-  std::vector<double> lr, decay;
+  std::vector<double> decay;
   for (std::size_t m = 0; m < hyper_.size(); ++m) {
-    const auto& h = hyper_[m];
-    lr.push_back(scheduled_lr(static_cast<std::int64_t>(m)));
-    // AdamW decays by the step's rate, as torch's scheduler sets the group's lr.
-    decay.push_back(h.name == "adamw" ? 1 - lr.back() * h.weight_decay : 1.0);
-    cpu_members_[m].decay = static_cast<float>(decay.back());
-    if (!cpu_members_[m].adam) cpu_members_[m].rate = static_cast<float>(lr.back());
+    rates_[m] = scheduled_lr(static_cast<std::int64_t>(m));
+    // A decoupled decay follows the step's rate, as torch's scheduler sets the group's lr.
+    decay.push_back(decay_factor(m, rates_[m]));
+    cpu_rates_[m].rate = static_cast<float>(rates_[m]);
+    cpu_rates_[m].decay = static_cast<float>(decay.back());
   }
-  rates_ = lr;
   torch::NoGradGuard no_grad;
   // In place: a captured step reads these tensors where they are.
-  lr_.copy_(column(lr));
-  lr64_.copy_(column(lr, torch::kFloat64));
+  columns_.lr.copy_(column(rates_));
+  columns_.lr64.copy_(column(rates_, torch::kFloat64));
   decay_.copy_(column(decay));
 }
 
@@ -242,38 +259,39 @@ bool FusedOptimizer::cpu_step(const std::vector<torch::Tensor>& params) {
       return t.defined() && t.scalar_type() == torch::kFloat32 && t.is_contiguous() && t.numel() == params[i].numel();
     };
     if (params[i].dim() == 0 || params[i].size(0) != k) return false;
-    if (!usable(params[i]) || !usable(params[i].grad()) || !usable(slots_[0][i])) return false;
-    if (has_adaptive_ && !usable(slots_[1][i])) return false;
+    if (!usable(params[i]) || !usable(params[i].grad())) return false;
+    for (const auto& p : present_) {
+      for (const auto& slot : p.slots) {
+        if (!usable(slot[i])) return false;
+      }
+    }
   }
-  // Adam's bias corrections in double, as torch::optim::Adam computes them. The step count
-  // is the device-side one the tensor form keeps (step() and FusedGroup call count_step()
-  // and device_step() in either order); only Adam rows read it.
-  steps64_.add_(1);
-  const auto counts = steps64_.accessor<double, 2>();
-  // In place: only Adam rows' rate and bias2 change from step to step, and both are set here.
-  auto& members = cpu_members_;
-  for (std::size_t m = 0; m < members.size(); ++m) {
-    if (!members[m].adam) continue;
-    const auto& h = hyper_[m];
-    const auto step = counts[static_cast<std::int64_t>(m)][0];
-    const double lr = scheduled_ ? rates_[m] : h.lr;
-    members[m].rate = static_cast<float>(lr / (1 - std::pow(h.beta1, step)));
-    members[m].bias2 = static_cast<float>(std::sqrt(1 - std::pow(h.beta2, step)));
-  }
+  // The step count is the device-side one the tensor form keeps (step() and FusedGroup call
+  // count_step() and device_step() in either order).
+  columns_.steps64.add_(1);
+  const double* counts = columns_.steps64.data_ptr<double>();
+  for (auto& p : present_) p.step->begin_rows(rates_, counts);
   // Elementwise, so any split over threads gives the same numbers.
   constexpr std::int64_t kGrain = 1 << 15;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const auto row = params[i].numel() / k;
     float* w = params[i].data_ptr<float>();
     const float* g = params[i].grad().data_ptr<float>();
-    float* s0 = slots_[0][i].data_ptr<float>();
-    float* s1 = has_adaptive_ ? slots_[1][i].data_ptr<float>() : nullptr;
+    std::vector<std::vector<float*>> slots;  // optimizer -> slot -> its [K, ...] data
+    for (const auto& p : present_) {
+      slots.emplace_back();
+      for (const auto& slot : p.slots) slots.back().push_back(slot[i].data_ptr<float>());
+    }
     at::parallel_for(0, k * row, kGrain, [&](std::int64_t begin, std::int64_t end) {
+      std::vector<float*> at_member;
       while (begin < end) {
         const auto m = begin / row;
         const auto stop = std::min(end, (m + 1) * row);
-        member_step(members[static_cast<std::size_t>(m)], w + begin, g + begin, s0 + begin,
-                    s1 ? s1 + begin : nullptr, stop - begin);
+        const auto o = owner_[static_cast<std::size_t>(m)];
+        at_member.clear();
+        for (float* slot : slots[o]) at_member.push_back(slot + begin);
+        present_[o].step->rows(static_cast<std::size_t>(m), cpu_rates_[static_cast<std::size_t>(m)], w + begin,
+                               g + begin, at_member.data(), stop - begin);
         begin = stop;
       }
     });
@@ -287,43 +305,31 @@ void FusedOptimizer::device_step(const std::vector<torch::Tensor>& params) {
   if (k == 0) return;
   if (clipped_) clip(params);
   if (device_.is_cpu() && cpu_step_ == CpuStep::OnePass && cpu_step(params)) return;
-  torch::Tensor step_size, bias2;
-  if (has_adaptive_) {
-    // torch computes 1 - beta^step in double on the host; the same double arithmetic here
-    // runs on the device, so the step needs no host copy.
-    steps64_.add_(1);
-    step_size = (lr64_ / (1 - b1_64_.pow(steps64_))).to(torch::kFloat32);
-    bias2 = (1 - b2_64_.pow(steps64_)).sqrt().to(torch::kFloat32);
-  }
-  constexpr double eps = 1e-8;  // torch::optim::AdamOptions' default
+  columns_.steps64.add_(1);
+  for (auto& p : present_) p.step->begin(columns_);
   for (std::size_t i = 0; i < params.size(); ++i) {
     auto p = params[i].view({k, -1});
     auto grad = params[i].grad().view({k, -1});
-    // L2 decay joins the gradient (SGD, Adam); AdamW decays the weights before its update.
+    // L2 decay joins the gradient; a decoupled decay shrinks the weights before the update.
     // One pass instead of two. Every member's arithmetic must be the same whatever else is in
     // its group (a member trains bitwise alike in a unit of any size): addcmul may fuse the
     // multiply-add, so it serves every member or none; a member without decay adds p * 0.
     if (has_l2_) grad = torch::addcmul(grad, p, l2_);
     if (has_decoupled_) p.mul_(decay_);
-    // Slot 0: momentum buffer (SGD) or exp_avg (Adam). A zero buffer times momentum plus
-    // the gradient is the gradient exactly: torch's first-step clone.
-    auto s0 = slots_[0][i].view({k, -1});
-    if (has_adaptive_) {
-      s0.mul_(c0_).add_(grad * c1_);
-    } else {
-      s0.mul_(c0_).add_(grad);
-    }
     // Every member's step is p - rate * direction, in one op whatever else its group holds:
-    // SGD's direction is its (Nesterov) momentum at rate lr, Adam's exp_avg / denom at its
-    // bias-corrected step size. One pass over the weights and no temporary for the update.
-    torch::Tensor direction, rate = lr_;
-    if (has_sgd_) direction = has_nesterov_ ? torch::where(nesterov_, grad + s0 * c0_, s0) : s0;
-    if (has_adaptive_) {
-      auto s1 = slots_[1][i].view({k, -1});
-      s1.mul_(b2_).add_(grad * grad * omb2_);
-      auto adam = s0 / (s1.sqrt() / bias2).add_(eps);
-      direction = has_sgd_ ? torch::where(adaptive_, adam, direction) : adam;
-      rate = has_sgd_ ? torch::where(adaptive_, step_size, lr_) : step_size;
+    // one pass over the weights and no temporary for the update.
+    torch::Tensor direction, rate;
+    for (auto& o : present_) {
+      std::vector<torch::Tensor> slots;
+      for (const auto& slot : o.slots) slots.push_back(slot[i].view({k, -1}));
+      auto update = o.step->update(grad, slots, columns_);
+      if (!direction.defined()) {
+        direction = std::move(update.direction);
+        rate = std::move(update.rate);
+      } else {
+        direction = torch::where(o.mask, update.direction, direction);
+        rate = torch::where(o.mask, update.rate, rate);
+      }
     }
     p.addcmul_(direction, rate, -1);
   }
@@ -331,10 +337,9 @@ void FusedOptimizer::device_step(const std::vector<torch::Tensor>& params) {
 
 std::vector<std::vector<torch::Tensor>> FusedOptimizer::member_state(std::int64_t k) const {
   std::vector<std::vector<torch::Tensor>> out;
-  const std::size_t slots = kind(k) == "sgd" ? 1 : 2;
-  for (std::size_t s = 0; s < slots; ++s) {
+  for (const auto& slot : owner(k).slots) {
     std::vector<torch::Tensor> tensors;
-    for (const auto& t : slots_[s]) tensors.push_back(t.select(0, k));
+    for (const auto& t : slot) tensors.push_back(t.select(0, k));
     out.push_back(std::move(tensors));
   }
   return out;

@@ -10,7 +10,7 @@ namespace {
 
 // Data of the input's kind (uint8 images or float rows; labels or regression targets) from a
 // xorshift: what the profiles train on never touches the pack's stream.
-datasets::Dataset random_data(std::uint32_t count, const InputShape& input, std::uint32_t salt) {
+datasets::Dataset random_data(std::uint32_t count, const spec::InputShape& input, std::uint32_t salt) {
   datasets::Dataset d;
   d.count = count;
   if (input.images) {
@@ -48,11 +48,11 @@ datasets::Dataset random_data(std::uint32_t count, const InputShape& input, std:
 
 }  // namespace
 
-datasets::DataSplit synthetic_split(const InputShape& input, std::uint32_t train, std::uint32_t validation) {
+datasets::DataSplit synthetic_split(const spec::InputShape& input, std::uint32_t train, std::uint32_t validation) {
   return {random_data(train, input, 1), random_data(validation, input, 2)};
 }
 
-std::int64_t measure_peak_bytes(const TrialSpec& spec, int members, const InputShape& input,
+std::int64_t measure_peak_bytes(const spec::TrialSpec& spec, int members, const spec::InputShape& input,
                                 torch::Device device, int steps, torch::Device trains_on,
                                 const datasets::StreamOptions& stream) {
   if (!device.is_cpu()) {
@@ -62,7 +62,7 @@ std::int64_t measure_peak_bytes(const TrialSpec& spec, int members, const InputS
   if (members < 1 || steps < 1) throw Error("memory profiling needs at least one member and one step");
   const auto batch = static_cast<std::uint32_t>(spec.batch_size);
   // One evaluation chunk of validation data, so the evaluation peak is part of the figure.
-  const auto validation = static_cast<std::uint32_t>(evaluation_chunk(spec.batch_size));
+  const auto validation = static_cast<std::uint32_t>(spec::evaluation_chunk(spec.batch_size));
   const auto split = synthetic_split(input, batch * static_cast<std::uint32_t>(steps), validation);
   datasets::BatchStream batches(split, device, 0, stream);
 

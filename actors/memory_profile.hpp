@@ -8,22 +8,22 @@
 #include <torch/torch.h>
 
 #include "actors/classifier.hpp"
-#include "actors/trial_spec.hpp"
 #include "datasets/batch_stream.hpp"
 #include "datasets/data_source.hpp"
+#include "spec/trial_spec.hpp"
 
 namespace packtune::actors {
 
 // Random images and labels of the experiment's input shape, for profiles that must not
 // depend on (or disturb) the data a pack trains on.
-datasets::DataSplit synthetic_split(const InputShape& input, std::uint32_t train, std::uint32_t validation);
+datasets::DataSplit synthetic_split(const spec::InputShape& input, std::uint32_t train, std::uint32_t validation);
 
 // Peak bytes of training `members` trials of `spec` (fused when members > 1) for `steps`
 // steps and one evaluation pass. CPU only: the figure comes from MemoryMeter. `trains_on`:
 // the device the figure stands for; for a GPU the optimizer steps as it does there
 // (CpuStep::TensorForm), with its temporaries. `stream`: how the run reads its batches (with
 // a per-trial order or augmentation each member holds a batch of its own).
-std::int64_t measure_peak_bytes(const TrialSpec& spec, int members, const InputShape& input,
+std::int64_t measure_peak_bytes(const spec::TrialSpec& spec, int members, const spec::InputShape& input,
                                 torch::Device device, int steps = 2,
                                 torch::Device trains_on = torch::Device(torch::kCPU),
                                 const datasets::StreamOptions& stream = {});

@@ -6,10 +6,10 @@
 
 #include <torch/torch.h>
 
-#include "actors/declared_families.hpp"
 #include "actors/pack_executor.hpp"
 #include "layers/model_plugin_loader.hpp"
 #include "packtune/error.hpp"
+#include "spec/declared_families.hpp"
 
 namespace packtune::actors {
 namespace {
@@ -38,11 +38,11 @@ std::string sizes_text(at::IntArrayRef sizes) {
 }  // namespace
 
 std::vector<layers::FamilyDeclaration> load_model_plugin(const std::string& path) {
-  const auto names = layers::load_model_plugin(path, builtin_families(), check_declaration);
+  const auto names = layers::load_model_plugin(path, spec::builtin_families(), spec::check_declaration);
   std::vector<layers::FamilyDeclaration> families;
   for (const auto& name : names) {
     const auto& declaration = layers::ModelRegistry::instance().find(name)->declaration;
-    DeclaredFamilies::instance().add(declaration);
+    spec::DeclaredFamilies::instance().add(declaration);
     families.push_back(declaration);
     std::lock_guard<std::mutex> lock(plugin_paths_mutex);
     plugin_paths()[name] = path;

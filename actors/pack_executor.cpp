@@ -33,7 +33,7 @@ std::int64_t PackExecutor::steps_for(double budget, int batch_size) const {
   return std::max<std::int64_t>(1, std::llround(steps));
 }
 
-ScheduleSteps PackExecutor::schedule_steps(const PackJob& job) const {
+spec::ScheduleSteps PackExecutor::schedule_steps(const PackJob& job) const {
   const auto& s = job.spec.optimizer.schedule;
   if (s.constant()) return {};
   const int batch = job.spec.batch_size;
@@ -70,7 +70,7 @@ void PackExecutor::add(const PackJob& job) {
     // A trial alone trains as a fused group of one: the same batched kernels as a member of a
     // unit of its widths, so its numbers do not depend on whether, or with whom, it is packed.
     // With fuse off, every trial is alone.
-    const auto key = fusion_key(job.spec);
+    const auto key = spec::fusion_key(job.spec);
     auto it = groups_.end();
     if (job.max_fused == 1 || !fuse_) {
       m.group = "solo:" + std::to_string(job.trial);
@@ -150,7 +150,7 @@ bool PackExecutor::continue_parked(const PackJob& job, tuners::TrialId from, dou
   const std::string named = group_of(job);
   const std::string group = named.empty() ? m->group : named;
   auto& fused = *groups_.at(m->group);
-  bool fits = group == m->group && fusion_key(job.spec) == fused.key() && (from < 0 || from != job.trial);
+  bool fits = group == m->group && spec::fusion_key(job.spec) == fused.key() && (from < 0 || from != job.trial);
   const Member* donor = nullptr;
   if (fits && from >= 0) {
     for (const auto& d : members_) {

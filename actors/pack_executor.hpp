@@ -36,7 +36,7 @@ std::string error_message(const std::exception& e);
 
 struct PackJob {
   tuners::TrialId trial = -1;
-  TrialSpec spec;
+  spec::TrialSpec spec;
   std::uint64_t seed = 0;
   double budget = 1;        // train until this budget is reached
   double report_every = 0;  // report at each multiple of this budget (0: only at the end)
@@ -112,7 +112,7 @@ class PackExecutor {
   std::int64_t steps_for(double budget, int batch_size) const;
   // The job's learning-rate schedule in the trial's steps: over max_budget, whatever the
   // job's own budget, so that a promoted trial follows the curve of one trained to the end.
-  ScheduleSteps schedule_steps(const PackJob& job) const;
+  spec::ScheduleSteps schedule_steps(const PackJob& job) const;
 
   // A checkpoint of the member as it is now, between rounds (checkpoint_every): its budget is
   // the steps it took in the experiment's unit, a fraction of an epoch as often as not. A

@@ -15,13 +15,13 @@ namespace {
 
 // A convolution and, with batch norm, its norm, appended to `seq`. A bias before batch norm
 // is cancelled by its mean subtraction (and Adam would amplify its rounding-noise gradient).
-void add_conv(layers::Sequential& seq, const ModelSpec& spec, std::int64_t in, std::int64_t out,
+void add_conv(layers::Sequential& seq, const spec::ModelSpec& spec, std::int64_t in, std::int64_t out,
               std::int64_t kernel, std::int64_t stride) {
   seq.emplace<layers::Conv2d>(in, out, kernel, stride, kernel / 2, !spec.batch_norm);
   if (spec.batch_norm) seq.add(layers::batch_norm_2d(out));
 }
 
-std::shared_ptr<layers::Layer> basic_block(const ModelSpec& spec, std::int64_t in, std::int64_t out,
+std::shared_ptr<layers::Layer> basic_block(const spec::ModelSpec& spec, std::int64_t in, std::int64_t out,
                                            std::int64_t stride) {
   auto body = std::make_shared<layers::Sequential>();
   add_conv(*body, spec, in, out, 3, stride);
@@ -37,7 +37,7 @@ std::shared_ptr<layers::Layer> basic_block(const ModelSpec& spec, std::int64_t i
 
 }  // namespace
 
-std::shared_ptr<layers::Layer> build_resnet(const ModelSpec& spec, const InputShape& input) {
+std::shared_ptr<layers::Layer> build_resnet(const spec::ModelSpec& spec, const spec::InputShape& input) {
   require_images(spec, input);
   auto model = std::make_shared<layers::Sequential>();
   std::int64_t channels = spec.channels;

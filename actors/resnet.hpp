@@ -16,6 +16,6 @@ namespace packtune::actors {
 // spec.channels << s channels. Convolutions carry a bias only without batch norm.
 // model_shape() counts this model; its state-dict names are those of the same network in
 // torch::nn modules (a Sequential whose residual blocks hold "body" and "shortcut").
-std::shared_ptr<layers::Layer> build_resnet(const ModelSpec& spec, const InputShape& input);
+std::shared_ptr<layers::Layer> build_resnet(const spec::ModelSpec& spec, const spec::InputShape& input);
 
 }  // namespace packtune::actors

@@ -35,7 +35,7 @@ constexpr int kStreamBatches = 8;
 
 }  // namespace
 
-std::string profile_data_context(const InputShape& input, const datasets::StreamOptions& stream) {
+std::string profile_data_context(const spec::InputShape& input, const datasets::StreamOptions& stream) {
   std::string text = input.images ? "images " + std::to_string(input.channels) + "x" + std::to_string(input.height) +
                                         "x" + std::to_string(input.width)
                                   : std::to_string(input.channels * input.height * input.width) + " features";
@@ -57,7 +57,7 @@ bool doubling_pays(int k0, double t0, double spread0, int k1, double t1, double 
   return gain >= std::max(min_gain, std::max(spread0, spread1));
 }
 
-ThroughputProfiler::ThroughputProfiler(TrialSpec spec, int max_members, const InputShape& input,
+ThroughputProfiler::ThroughputProfiler(spec::TrialSpec spec, int max_members, const spec::InputShape& input,
                                        torch::Device device, datasets::StreamOptions stream, double min_gain)
     : spec_(std::move(spec)), max_members_(std::max(1, max_members)), input_(input), device_(device),
       min_gain_(min_gain) {
@@ -72,7 +72,7 @@ ThroughputProfiler::ThroughputProfiler(TrialSpec spec, int max_members, const In
 // ready to time windows of steps.
 class ThroughputProfiler::StepTimer {
  public:
-  StepTimer(const TrialSpec& spec, const InputShape& input, torch::Device device, int members,
+  StepTimer(const spec::TrialSpec& spec, const spec::InputShape& input, torch::Device device, int members,
             datasets::BatchStream& stream)
       : stream_(stream), device_(device) {
     group_ = std::make_unique<FusedGroup>(spec, input, device);

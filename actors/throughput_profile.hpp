@@ -14,8 +14,8 @@
 #include <torch/torch.h>
 
 #include "actors/classifier.hpp"
-#include "actors/trial_spec.hpp"
 #include "datasets/batch_stream.hpp"
+#include "spec/trial_spec.hpp"
 
 namespace packtune::actors {
 
@@ -26,13 +26,13 @@ bool doubling_pays(int k0, double t0, double spread0, int k1, double t1, double 
 
 // The data as the profile cache keys it (protocol::Ready::data_context): what a model reads per
 // sample and how the stream makes each member's batch, which take from a step's time too.
-std::string profile_data_context(const InputShape& input, const datasets::StreamOptions& stream);
+std::string profile_data_context(const spec::InputShape& input, const datasets::StreamOptions& stream);
 
 class ThroughputProfiler {
  public:
   // `stream` as the run's data block sets it: with a per-trial order or per-trial augmentation
   // each member decodes its own batch, which takes from what fusing gains.
-  ThroughputProfiler(TrialSpec spec, int max_members, const InputShape& input, torch::Device device,
+  ThroughputProfiler(spec::TrialSpec spec, int max_members, const spec::InputShape& input, torch::Device device,
                      datasets::StreamOptions stream = {}, double min_gain = 0.05);
 
   // Times the next K. Returns false once the profile is complete (then points() holds it).
@@ -56,9 +56,9 @@ class ThroughputProfiler {
     double spread() const { return slowest / fastest - 1; }  // the slowest over the fastest, less 1
   };
 
-  TrialSpec spec_;
+  spec::TrialSpec spec_;
   int max_members_;
-  InputShape input_;
+  spec::InputShape input_;
   torch::Device device_;
   double min_gain_;
   std::unique_ptr<datasets::BatchStream> stream_;

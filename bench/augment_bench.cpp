@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   }
   torch::set_num_threads(1);
   const torch::Device device(device_name);
-  const actors::InputShape input{1, 28, 28, 10};
+  const spec::InputShape input{1, 28, 28, 10};
   const auto split = actors::synthetic_split(input, 8192, 16);
   const datasets::Augment crops{2, true, true};
   auto shared = crops;
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
             ", \"per_trial_ms\": " + std::to_string(1e3 * round_seconds(each, members, rounds, device)) + "}";
   }
   // The step the batches feed: the example's ResNet (3 stages of 1 block, 16 channels) alone.
-  const auto spec = actors::parse_trial_spec({{"family", std::string("resnet")}, {"batch_size", std::int64_t{128}},
+  const auto spec = spec::parse_trial_spec({{"family", std::string("resnet")}, {"batch_size", std::int64_t{128}},
                                               {"optimizer", std::string("sgd")}, {"momentum", 0.9}});
   datasets::BatchStream stream(split, device, 1, {true, crops});
   actors::FusedGroup group(spec, actors::input_shape(stream), device);

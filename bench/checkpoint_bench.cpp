@@ -20,12 +20,12 @@
 
 #include "actor_process/transfer_client.hpp"
 #include "actors/checkpoint_file.hpp"
-#include "driver/checkpoint_store.hpp"
-#include "protocol/zmq_channel.hpp"
 #include "actors/fused_group.hpp"
 #include "actors/memory_profile.hpp"
-#include "actors/trial_spec.hpp"
 #include "datasets/batch_stream.hpp"
+#include "driver/checkpoint_store.hpp"
+#include "protocol/zmq_channel.hpp"
+#include "spec/trial_spec.hpp"
 
 namespace {
 
@@ -110,7 +110,7 @@ double transfer(const std::string& store_dir, const std::string& actor_dir, cons
   const std::string endpoint = router.get(zmq::sockopt::last_endpoint);
   const std::string into = upload ? store_dir + "/in" : store_dir;
   CheckpointStore store(into, TransferOptions{}, {});
-  actors::TransferClient client(endpoint, nullptr, TransferOptions{});
+  actor_process::TransferClient client(endpoint, nullptr, TransferOptions{});
   const auto start = Clock::now();
   auto done = upload ? client.upload(actor_dir + "/" + name, name) : client.fetch(name, actor_dir + "/fetched.h5");
   while (done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
 
   // 784 -> 3072 -> 3072 -> 10 with SGD momentum: 11.9 M parameters, 95 MB with the buffers.
   packtune::datasets::BatchStream stream(packtune::actors::synthetic_split({1, 28, 28, 10}, 16, 16), torch::kCPU, 1);
-  const auto spec = packtune::actors::parse_trial_spec(
+  const auto spec = packtune::spec::parse_trial_spec(
       {{"depth", std::int64_t{2}}, {"width", std::int64_t{3072}}, {"optimizer", std::string("sgd")},
        {"momentum", 0.9}, {"batch_size", std::int64_t{16}}});
   packtune::actors::FusedGroup runner(spec, {1, 28, 28, 10}, torch::kCPU);

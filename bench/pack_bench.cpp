@@ -57,7 +57,7 @@ int run(const Options& o) {
   const double timing = o.smoke ? 0.1 : o.quick ? 0.5 : 1.5;
   const double peak = peak_flops(device, timing);
   std::fprintf(stderr, "sgemm peak on %s: %.1f GFLOP/s\n", resolved.c_str(), peak / 1e9);
-  const actors::InputShape input;
+  const spec::InputShape input;
   std::vector<Row> rows;
   for (const auto& model : o.models) {
     for (int k : pack_sizes(o, device)) {

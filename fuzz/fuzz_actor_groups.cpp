@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "actors/device_syntax.hpp"
 #include "experiment/actor_groups.hpp"
 #include "packtune/error.hpp"
+#include "spec/device_syntax.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::int64_t total = 0;
     for (const auto& g : packtune::parse_actor_groups(text)) {
       if (g.count < 1 || g.capacity_bytes < 0) std::abort();
-      if (!g.device.empty()) packtune::actors::check_device_syntax(g.device);  // must not throw
+      if (!g.device.empty()) packtune::spec::check_device_syntax(g.device);  // must not throw
       total += g.count;
     }
     if (total > packtune::kMaxPlannedActors) std::abort();

@@ -1,13 +1,13 @@
 #include "reference/classifier.hpp"
 
+#include "packtune/error.hpp"
 #include "reference/member_dropout.hpp"
 #include "reference/resnet.hpp"
-#include "packtune/error.hpp"
 
 namespace packtune::reference {
 
-using actors::InputShape;
-using actors::ModelSpec;
+using spec::InputShape;
+using spec::ModelSpec;
 
 void add_activation(torch::nn::Sequential& seq, const std::string& name) {
   if (name == "relu") seq->push_back(torch::nn::ReLU());

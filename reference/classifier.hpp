@@ -6,12 +6,12 @@
 #include <torch/torch.h>
 
 #include "actors/classifier.hpp"
-#include "actors/trial_spec.hpp"
+#include "spec/trial_spec.hpp"
 
 namespace packtune::reference {
 
 // Child names ("1.weight", ...) equal those of actors::build_model's model for the same spec.
-torch::nn::Sequential build_classifier(const actors::ModelSpec& spec, const actors::InputShape& input);
+torch::nn::Sequential build_classifier(const spec::ModelSpec& spec, const spec::InputShape& input);
 
 // Appends the activation `name` (relu, tanh, gelu or sigmoid) as a module; InputError otherwise.
 void add_activation(torch::nn::Sequential& seq, const std::string& name);

@@ -3,6 +3,7 @@
 #include "actors/checkpoint_tensors.hpp"
 #include "actors/torch_compat.hpp"
 #include "packtune/error.hpp"
+#include "spec/optimizer_table.hpp"
 
 namespace packtune::reference {
 
@@ -12,28 +13,28 @@ namespace torch_compat = actors::torch_compat;
 
 namespace {
 
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const actors::OptimizerSpec& o,
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const spec::OptimizerSpec& o,
                                                         std::vector<torch::Tensor> params) {
-  if (o.name == "sgd") {
-    return std::make_unique<torch::optim::SGD>(
-        params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).nesterov(o.nesterov).weight_decay(
-                    o.weight_decay));
+  switch (spec::optimizer_row(o.name).kind) {
+    case spec::OptimizerKind::Sgd:
+      return std::make_unique<torch::optim::SGD>(
+          params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).nesterov(o.nesterov).weight_decay(o.weight_decay));
+    case spec::OptimizerKind::Adam:
+      return std::make_unique<torch::optim::Adam>(
+          params, torch::optim::AdamOptions(o.lr).betas({o.beta1, o.beta2}).weight_decay(o.weight_decay));
+    case spec::OptimizerKind::AdamW:
+      return std::make_unique<torch::optim::AdamW>(
+          params, torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).weight_decay(o.weight_decay));
+    default:
+      // An optimizer's own test holds it against torch::optim (tests/actors/optimizers/).
+      throw InputError("optimizer: the reference trainer has no torch::optim for \"" + o.name + "\"");
   }
-  if (o.name == "adam") {
-    return std::make_unique<torch::optim::Adam>(
-        params, torch::optim::AdamOptions(o.lr).betas({o.beta1, o.beta2}).weight_decay(o.weight_decay));
-  }
-  if (o.name == "adamw") {
-    return std::make_unique<torch::optim::AdamW>(
-        params, torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).weight_decay(o.weight_decay));
-  }
-  throw InputError("optimizer: unknown optimizer \"" + o.name + "\"; expected sgd, adam or adamw");
 }
 
 }  // namespace
 
-torch::nn::Sequential build_reference_model(const actors::ModelSpec& spec, std::uint64_t trial_seed,
-                                         const actors::InputShape& input, torch::Device device) {
+torch::nn::Sequential build_reference_model(const spec::ModelSpec& spec, std::uint64_t trial_seed,
+                                         const spec::InputShape& input, torch::Device device) {
   // The global generator is seeded from the trial's own seed right before the model is
   // built, so initialisation does not depend on what else the actor did before.
   torch::manual_seed(actors::init_seed(trial_seed));
@@ -43,7 +44,7 @@ torch::nn::Sequential build_reference_model(const actors::ModelSpec& spec, std::
 }
 
 ReferenceTrainer::ReferenceTrainer(tuners::TrialId id, const TrialSpec& spec, std::uint64_t seed,
-                         const datasets::BatchStream& stream, const actors::ScheduleSteps& schedule)
+                         const datasets::BatchStream& stream, const spec::ScheduleSteps& schedule)
     : id_(id), spec_(spec), seed_(seed), schedule_(schedule) {
   const auto shape = actors::input_shape(stream);
   model_ = build_reference_model(spec_.model, seed_, shape, stream.device());
@@ -61,7 +62,7 @@ void ReferenceTrainer::train_step(datasets::BatchStream& stream) {
   const auto& o = spec_.optimizer;
   if (!o.schedule.constant()) {
     // What torch.optim.lr_scheduler does between steps: the group's lr for the next one.
-    const double lr = o.lr * actors::lr_factor(o.schedule, schedule_, step_);
+    const double lr = o.lr * spec::lr_factor(o.schedule, schedule_, step_);
     for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
   }
   auto loss = torch::nn::functional::cross_entropy(
@@ -92,7 +93,7 @@ Metrics ReferenceTrainer::evaluate_on(const torch::Tensor& inputs, const torch::
   const std::int64_t n = inputs.size(0);
   auto loss = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(inputs.device()));
   auto correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kInt64).device(inputs.device()));
-  const std::int64_t chunk = actors::evaluation_chunk(spec_.batch_size);
+  const std::int64_t chunk = spec::evaluation_chunk(spec_.batch_size);
   for (std::int64_t begin = 0; begin < n; begin += chunk) {
     const auto len = std::min(chunk, n - begin);
     auto logits = model_->forward(inputs.narrow(0, begin, len));
@@ -142,13 +143,13 @@ void ReferenceTrainer::capture(TrialCheckpoint& c) const {
   torch::NoGradGuard no_grad;
   for (const auto& p : model_->named_parameters()) c.model.push_back(to_stored(p.key(), p.value()));
   for (const auto& b : model_->named_buffers()) c.model.push_back(to_stored(b.key(), b.value()));
-  const auto& kind = spec_.optimizer.name;
-  c.optimizer = kind;
+  const auto kind = spec::optimizer_row(spec_.optimizer.name).kind;
+  c.optimizer = spec_.optimizer.name;
   c.optimizer_steps = step_;
   for (const auto& p : model_->named_parameters()) {
-    if (kind == "adam") {
+    if (kind == spec::OptimizerKind::Adam) {
       c.optimizer_steps = capture_adam_state<torch::optim::AdamParamState>(*optimizer_, p.key(), p.value(), c);
-    } else if (kind == "adamw") {
+    } else if (kind == spec::OptimizerKind::AdamW) {
       c.optimizer_steps = capture_adam_state<torch::optim::AdamWParamState>(*optimizer_, p.key(), p.value(), c);
     } else {
       // Without momentum torch keeps no buffer; a zero buffer is equivalent.
@@ -165,20 +166,20 @@ void ReferenceTrainer::capture(TrialCheckpoint& c) const {
 }
 
 void ReferenceTrainer::restore(const TrialCheckpoint& c) {
-  const auto& kind = spec_.optimizer.name;
-  if (c.optimizer != kind) {
+  if (c.optimizer != spec_.optimizer.name) {
     throw InputError("checkpoint of trial " + std::to_string(c.trial) + ": written for optimizer " + c.optimizer +
-                     ", but the trial uses " + kind);
+                     ", but the trial uses " + spec_.optimizer.name);
   }
+  const auto kind = spec::optimizer_row(spec_.optimizer.name).kind;
   actors::load_model_state(*model_, c);
   auto& optimizer = *optimizer_;
   optimizer.state().clear();
   // Step 0 has no state yet: torch creates it on the first step, as for a fresh trial.
   if (c.optimizer_steps > 0) {
     for (const auto& p : model_->named_parameters()) {
-      if (kind == "adam") {
+      if (kind == spec::OptimizerKind::Adam) {
         restore_adam_state<torch::optim::AdamParamState>(optimizer, p.key(), p.value(), c);
-      } else if (kind == "adamw") {
+      } else if (kind == spec::OptimizerKind::AdamW) {
         restore_adam_state<torch::optim::AdamWParamState>(optimizer, p.key(), p.value(), c);
       } else if (spec_.optimizer.momentum != 0) {
         auto state = std::make_unique<torch::optim::SGDParamState>();

@@ -11,27 +11,27 @@
 
 #include "actors/checkpoint_file.hpp"
 #include "actors/fused_group.hpp"
-#include "actors/trial_spec.hpp"
 #include "datasets/batch_stream.hpp"
 #include "reference/classifier.hpp"
+#include "spec/trial_spec.hpp"
 #include "tuners/trial_config.hpp"
 
 namespace packtune::reference {
 
 using actors::Metrics;
 using actors::TrialCheckpoint;
-using actors::TrialSpec;
+using spec::TrialSpec;
 
 // The trial's freshly initialised reference model on `device`, seeded as the engine seeds its
 // own (actors::init_seed), so both start from the same weights.
-torch::nn::Sequential build_reference_model(const actors::ModelSpec& spec, std::uint64_t trial_seed,
-                                            const actors::InputShape& input, torch::Device device);
+torch::nn::Sequential build_reference_model(const spec::ModelSpec& spec, std::uint64_t trial_seed,
+                                            const spec::InputShape& input, torch::Device device);
 
 class ReferenceTrainer {
  public:
   // `schedule`: the lengths of the spec's learning-rate schedule in steps (over budget.max).
   ReferenceTrainer(tuners::TrialId id, const TrialSpec& spec, std::uint64_t seed,
-              const datasets::BatchStream& stream, const actors::ScheduleSteps& schedule = {});
+              const datasets::BatchStream& stream, const spec::ScheduleSteps& schedule = {});
 
   // One optimizer step on the stream's batch for this trial's next step.
   void train_step(datasets::BatchStream& stream);
@@ -63,7 +63,7 @@ class ReferenceTrainer {
   std::uint64_t seed_;
   torch::nn::Sequential model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
-  actors::ScheduleSteps schedule_;
+  spec::ScheduleSteps schedule_;
   std::int64_t step_ = 0;
   torch::Tensor loss_sum_;  // on the device, so training never waits for a host copy
   std::int64_t loss_count_ = 0;

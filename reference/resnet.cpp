@@ -14,7 +14,7 @@ torch::Tensor ResidualImpl::forward(const torch::Tensor& x) {
   return body_->forward(x) + (shortcut_ ? shortcut_->forward(x) : x);
 }
 
-torch::nn::Sequential build_resnet(const actors::ModelSpec& spec, const actors::InputShape& input) {
+torch::nn::Sequential build_resnet(const spec::ModelSpec& spec, const spec::InputShape& input) {
   auto activation = [&spec](torch::nn::Sequential& seq) { add_activation(seq, spec.activation); };
   auto conv = [&spec](torch::nn::Sequential& seq, std::int64_t in, std::int64_t out, std::int64_t kernel,
                       std::int64_t stride) {

@@ -23,6 +23,6 @@ TORCH_MODULE(Residual);
 
 // Inputs [B, C, H, W], outputs [B, classes]; state-dict names equal those of
 // actors::build_resnet's model for the same spec, so weights copy by name.
-torch::nn::Sequential build_resnet(const actors::ModelSpec& spec, const actors::InputShape& input);
+torch::nn::Sequential build_resnet(const spec::ModelSpec& spec, const spec::InputShape& input);
 
 }  // namespace packtune::reference

@@ -3,7 +3,7 @@
 
 Every `#include "..."` of a C++ file in a folder of code (ROOTS: every top folder that holds
 C++, the benchmarks, fuzz targets and examples included) is an arrow from the file's module to
-the included file's module. A module is a top folder (tuners, packing, datasets, layers,
+the included file's module. A module is a top folder (tuners, packing, datasets, layers, spec,
 actors, actor_process, ...), or one folder below src/ (src/driver); a file directly in src/
 belongs to src.
 
@@ -26,7 +26,7 @@ import sys
 from collections import defaultdict
 
 ROOTS = [
-    "tuners", "packing", "datasets", "layers", "actors", "actor_process", "reference", "src", "include",
+    "tuners", "packing", "datasets", "layers", "spec", "actors", "actor_process", "reference", "src", "include",
     "bench", "fuzz", "examples",
 ]
 SPLIT = {"src"}  # its subfolders are modules of their own

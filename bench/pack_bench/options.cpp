@@ -6,9 +6,10 @@
 
 #include <torch/version.h>
 
-#include "actors/device_syntax.hpp"
-#include "actors/precision.hpp"
 #include "packtune/error.hpp"
+#include "spec/device_syntax.hpp"
+#include "spec/optimizer_table.hpp"
+#include "spec/precision.hpp"
 
 namespace packtune::bench {
 
@@ -41,7 +42,7 @@ shape); members differ in learning rate, momentum, weight decay and seed.
   --seconds S        timed seconds per mode and K (default 3)
   --batch N          batch size of every member (default 128)
   --width N          hidden units of the MLP, fc units of the CNN (default 256)
-  --optimizer NAME   sgd | adam | adamw (default sgd, with momentum)
+  --optimizer NAME   sgd, adam, ... (docs/config.md#optimizers; default sgd, with momentum)
   --precision P      auto | fp32 | tf32 | bf16, as the config's precision (default auto: tf32
                      on a GPU, fp32 on a CPU; bf16 on a CPU runs LibTorch's CPU autocast)
   --help             this text
@@ -111,7 +112,7 @@ Options parse_options(int argc, char** argv) {
     else if (a == "--blocks") o.blocks = parse_int(a, value(), 1);
     else if (a == "--precision") {
       o.precision = value();
-      actors::parse_precision(o.precision, "--precision");
+      spec::parse_precision(o.precision, "--precision");
     }
     else if (a == "--seconds") { o.seconds = parse_seconds(value()); seconds_given = true; }
     else if (a == "--k") {
@@ -140,10 +141,8 @@ Options parse_options(int argc, char** argv) {
     } else if (a == "--member") o.member = parse_int(a, value(), 0);
     else throw InputError("unknown option \"" + a + "\"; see --help");
   }
-  if (o.optimizer != "sgd" && o.optimizer != "adam" && o.optimizer != "adamw") {
-    throw InputError("--optimizer: expected sgd, adam or adamw, got \"" + o.optimizer + "\"");
-  }
-  actors::check_device_syntax(o.device);
+  spec::optimizer_row(o.optimizer, "--optimizer");
+  spec::check_device_syntax(o.device);
   // Explicit --k and --seconds win over the presets.
   if (o.smoke) {
     if (!o.ks_given) o.ks = {1, 2};

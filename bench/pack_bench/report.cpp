@@ -16,13 +16,13 @@ std::string omp_wait_policy() {
 }  // namespace
 
 nlohmann::json to_json(const Row& r, double peak, int threads, const std::string& device, int batch,
-                       actors::Precision precision, bool cudnn_benchmark) {
+                       spec::Precision precision, bool cudnn_benchmark) {
   auto share = [&](double rate) { return peak > 0 ? rate * r.flops_per_sample / peak : 0.0; };
   return {{"model", r.model},
           {"k", r.k},
           {"batch", batch},
           {"device", device},
-          {"precision", actors::to_string(precision)},
+          {"precision", spec::to_string(precision)},
           {"cudnn_benchmark", cudnn_benchmark},
           {"threads", threads},
           {"process_threads", r.process_threads},
@@ -49,9 +49,9 @@ nlohmann::json to_json(const Row& r, double peak, int threads, const std::string
 }
 
 void print_table(const std::vector<Row>& rows, double peak, int threads, const std::string& device,
-                 const Options& o, actors::Precision precision, bool cudnn_benchmark) {
+                 const Options& o, spec::Precision precision, bool cudnn_benchmark) {
   std::printf("device %s, %d thread(s) for fused and sequential; batch %d, width %d, %s, precision %s%s\n",
-              device.c_str(), threads, o.batch, o.width, o.optimizer.c_str(), actors::to_string(precision).c_str(),
+              device.c_str(), threads, o.batch, o.width, o.optimizer.c_str(), spec::to_string(precision).c_str(),
               cudnn_benchmark ? ", cuDNN benchmark mode" : "");
   std::printf("sgemm peak: %.1f GFLOP/s; member-samples/s, and %% of the peak in brackets\n\n", peak / 1e9);
   std::printf("%-5s %4s %17s %17s %17s %17s %9s %9s %5s %10s\n", "model", "K", "fused", "sequential",

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/precision.hpp"
 #include "bench/pack_bench/options.hpp"
+#include "spec/precision.hpp"
 
 namespace packtune::bench {
 
@@ -29,10 +29,10 @@ struct Row {
 
 // One --json object: the row's rates, with the run's settings, FLOPs and shares of `peak`.
 nlohmann::json to_json(const Row& r, double peak, int threads, const std::string& device, int batch,
-                       actors::Precision precision, bool cudnn_benchmark);
+                       spec::Precision precision, bool cudnn_benchmark);
 
 // The table printed without --json, with a header that says what the run was.
 void print_table(const std::vector<Row>& rows, double peak, int threads, const std::string& device,
-                 const Options& o, actors::Precision precision, bool cudnn_benchmark);
+                 const Options& o, spec::Precision precision, bool cudnn_benchmark);
 
 }  // namespace packtune::bench

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "reference/classifier.hpp"
+#include "spec/optimizer_table.hpp"
 
 namespace packtune::bench {
 namespace {
@@ -15,10 +16,10 @@ namespace {
 // Multiply-adds counted twice, for the layers that do the arithmetic (Linear, Conv2d);
 // activations, pooling, batch norm and the optimizer are left out, so shares are a lower
 // bound of the work done.
-double forward_flops_per_sample(const actors::ModelSpec& spec, const actors::InputShape& input) {
+double forward_flops_per_sample(const spec::ModelSpec& spec, const spec::InputShape& input) {
   // The ResNet's convolutions nest in residual blocks; model_shape counts them the same way.
   if (spec.family == "resnet") {
-    return static_cast<double>(actors::model_shape(spec, input.channels, input.height, input.width, input.outputs)
+    return static_cast<double>(spec::model_shape(spec, input.channels, input.height, input.width, input.outputs)
                                    .flops_per_sample);
   }
   auto model = reference::build_classifier(spec, input);
@@ -43,17 +44,17 @@ double forward_flops_per_sample(const actors::ModelSpec& spec, const actors::Inp
 
 }  // namespace
 
-actors::Precision use_precision(const Options& o, const std::string& device) {
-  const auto requested = actors::parse_precision(o.precision, "--precision");
-  if (requested == actors::Precision::Bf16 && device == "cpu") {
+spec::Precision use_precision(const Options& o, const std::string& device) {
+  const auto requested = spec::parse_precision(o.precision, "--precision");
+  if (requested == spec::Precision::Bf16 && device == "cpu") {
     actors::set_training_precision(requested, /*on_cpu_too=*/true);
     return requested;
   }
   return actors::use_precision(requested, device);
 }
 
-actors::TrialSpec member_spec(const Options& o, const std::string& model, int member) {
-  actors::TrialSpec spec;
+spec::TrialSpec member_spec(const Options& o, const std::string& model, int member) {
+  spec::TrialSpec spec;
   spec.model.family = model;
   spec.model.depth = 2;
   spec.model.width = o.width;
@@ -63,7 +64,7 @@ actors::TrialSpec member_spec(const Options& o, const std::string& model, int me
   spec.batch_size = o.batch;
   spec.optimizer.name = o.optimizer;
   // A spread a random search would draw; only the values differ, never the shapes.
-  spec.optimizer.lr = (o.optimizer == "sgd" ? 0.003 : 0.0003) * std::pow(1.5, member % 8);
+  spec.optimizer.lr = (spec::optimizer_row(o.optimizer).adaptive ? 0.0003 : 0.003) * std::pow(1.5, member % 8);
   spec.optimizer.momentum = member % 2 == 0 ? 0.9 : 0.5;
   spec.optimizer.weight_decay = member % 3 == 0 ? 1e-4 : 0.0;
   return spec;
@@ -75,7 +76,7 @@ std::vector<int> member_ids(int k) {
   return ids;
 }
 
-double train_flops_per_sample(const actors::ModelSpec& spec, const actors::InputShape& input) {
+double train_flops_per_sample(const spec::ModelSpec& spec, const spec::InputShape& input) {
   return 3.0 * forward_flops_per_sample(spec, input);
 }
 

@@ -17,10 +17,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/declared_families.hpp"
-#include "actors/family_json.hpp"
 #include "node/actor_supervisor.hpp"
 #include "packtune/error.hpp"
+#include "spec/declared_families.hpp"
+#include "spec/family_json.hpp"
 #include "util/child_process.hpp"
 #include "util/printable.hpp"
 #include "util/work_folder.hpp"
@@ -140,8 +140,8 @@ void declare_model_plugin(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw Error("model plugin " + absolute + ": its description is not JSON: " + e.what());
   }
-  for (const auto& family : actors::families_from_json(description, "model plugin " + absolute)) {
-    actors::DeclaredFamilies::instance().add(family);
+  for (const auto& family : spec::families_from_json(description, "model plugin " + absolute)) {
+    spec::DeclaredFamilies::instance().add(family);
   }
 }
 

@@ -20,7 +20,7 @@ std::string actor_executable();
 
 // Learns a model plugin's families without loading LibTorch here: `packtune-actor
 // --describe-model-plugin PATH` loads it and prints their declarations, which go into
-// actors::DeclaredFamilies, so that the config's model and space are checked against them.
+// spec::DeclaredFamilies, so that the config's model and space are checked against them.
 // The actor's one-line error (a missing file, symbol, wrong version...) is thrown as it
 // said it: InputError for its exit code 2, Error for any other failure. A plugin whose loading
 // does not end (a static constructor that blocks) is an Error naming it after

@@ -11,16 +11,16 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli/actor_launch.hpp"
 #include "experiment/actor_groups.hpp"
 #include "experiment/experiment_config.hpp"
 #include "experiment/planner_setup.hpp"
-#include "packing/planner.hpp"
-#include "cli/actor_launch.hpp"
-#include "packtune/error.hpp"
-#include "util/subcommand.hpp"
 #include "experiment/trial_shape.hpp"
+#include "packing/planner.hpp"
+#include "packtune/error.hpp"
 #include "tuners/plugins/plugin_loader.hpp"
 #include "tuners/tuner_registry.hpp"
+#include "util/subcommand.hpp"
 
 namespace packtune::cli {
 
@@ -52,7 +52,7 @@ int run_plan_command(const std::vector<std::string>& args) {
   validate(config);
   const auto setup = planner_setup(config);
 
-  const actors::InputShape dims = input_dims(config);
+  const spec::InputShape dims = input_dims(config);
   // From the data files' headers: data sets other than Fashion-MNIST's 60,000 images plan right.
   const std::int64_t train = datasets::train_examples(config.data);
   const auto actors = planned_actors(
@@ -72,7 +72,7 @@ int run_plan_command(const std::vector<std::string>& args) {
     auto full = config.model;
     for (const auto& [k, v] : job.config) full[k] = v;
     try {
-      const auto spec = actors::parse_trial_spec(full, "trial");
+      const auto spec = spec::parse_trial_spec(full, "trial");
       trials.push_back({job.trial, trial_shape(spec, dims, fuse_pads_widths(config)), job_steps(config, train, job.budget, spec.batch_size)});
     } catch (const InputError& e) {
       packing::Unplaced u;

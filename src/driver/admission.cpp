@@ -5,8 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/checkpoint_name.hpp"
 #include "protocol/metric_names.hpp"
+#include "spec/checkpoint_name.hpp"
 #include "util/printable.hpp"
 
 namespace packtune {
@@ -39,7 +39,7 @@ std::string Admission::budget_refusal(double budget, const Held& held) {
 }
 
 std::string Admission::offer_refusal(const protocol::Offer& offer, const Held& held, bool inside_jobs) {
-  const auto parsed = actors::parse_checkpoint_name(offer.name);
+  const auto parsed = spec::parse_checkpoint_name(offer.name);
   if (!parsed) return "not a checkpoint name: " + printable(offer.name);
   if (parsed->trial != held.trial) {
     return "trial " + std::to_string(parsed->trial) + " is not a trial this actor trains";

@@ -13,11 +13,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/checkpoint_name.hpp"
 #include "packtune/error.hpp"
 #include "packtune/test_hold.hpp"
-#include "util/random_token.hpp"
 #include "protocol/zmq_channel.hpp"
+#include "spec/checkpoint_name.hpp"
+#include "util/random_token.hpp"
 
 namespace packtune {
 namespace {
@@ -257,7 +257,7 @@ void CheckpointStore::recover(const std::vector<Recorded>& recorded,
   std::vector<Recorded> newer;
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {
     const auto name = entry.path().filename().string();
-    const auto parsed = actors::parse_checkpoint_name(name);
+    const auto parsed = spec::parse_checkpoint_name(name);
     if (!parsed || !is_transfer_name(name)) continue;
     const auto [trial, budget] = *parsed;
     if (has(trial) && budget <= newest_budget(trial) * (1 + 1e-9)) continue;

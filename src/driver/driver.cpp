@@ -103,8 +103,7 @@ constexpr auto kCommitInterval = std::chrono::milliseconds(10);
 
 // The loop around the driver's core: the router socket (driver_socket.hpp), the checkpoint
 // transfers, the driver's own actors (node 0, local_actors.hpp), the folder's lock, the display
-// and the live report. What to do
-// with a message is the core's business (driver_core.hpp).
+// and the live report. What to do with a message is the core's business (driver_core.hpp).
 class Driver {
  public:
   Driver(const ExperimentConfig& config, const DriverOptions& options)

@@ -8,8 +8,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/checkpoint_name.hpp"
 #include "driver/driver_core.hpp"
+#include "spec/checkpoint_name.hpp"
 
 namespace packtune {
 
@@ -21,7 +21,7 @@ namespace proto = protocol;
 void DriverCore::record_checkpoint(TrialId trial, const std::string& path, double budget) {
   // The store deletes a trial's older files: a report naming another trial's file would
   // delete that one.
-  const auto named = actors::parse_checkpoint_name(std::filesystem::path(path).filename().string());
+  const auto named = spec::parse_checkpoint_name(std::filesystem::path(path).filename().string());
   if (!named || named->trial != trial) {
     admission_.refused(fmt::format("trial {}'s checkpoint {}: not a file of that trial", trial,
                                    Admission::printable(path)),
@@ -103,7 +103,7 @@ bool DriverCore::admit_transfer(const std::string& identity, const proto::Messag
 }
 
 std::string DriverCore::offer_refusal(const ActorState& actor, const proto::Offer& offer) {
-  const auto named = actors::parse_checkpoint_name(offer.name);
+  const auto named = spec::parse_checkpoint_name(offer.name);
   if (!named) return "not a checkpoint name: " + Admission::printable(offer.name);
   const TrialState* trial = book_.running_on(named->trial, actor.id);
   if (!trial) return fmt::format("trial {} is not a trial this actor trains", named->trial);
@@ -113,7 +113,7 @@ std::string DriverCore::offer_refusal(const ActorState& actor, const proto::Offe
 
 // A fetch is a resume's (the trial's checkpoints, named in its Assign) or the test's.
 std::string DriverCore::fetch_refusal(const ActorState& actor, const proto::FetchChunk& fetch) {
-  const auto named = actors::parse_checkpoint_name(fetch.name);
+  const auto named = spec::parse_checkpoint_name(fetch.name);
   if (!named) return "not a checkpoint name: " + Admission::printable(fetch.name);
   const bool tests = testing_ && testing_->actor == actor.id && testing_->trial == named->trial;
   if (!tests && !book_.running_on(named->trial, actor.id)) {

@@ -9,10 +9,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/trial_spec.hpp"
 #include "experiment/trial_shape.hpp"
 #include "packtune/error.hpp"
 #include "packtune/test_hold.hpp"
+#include "spec/trial_spec.hpp"
 #include "tuners/tuner_registry.hpp"
 #include "util/random_token.hpp"
 
@@ -42,7 +42,7 @@ DriverCore::DriverCore(const ExperimentConfig& config, Options options, Send sen
                                             options_.fresh_profiles}),
       book_(config.model, config.seed,
             [padded = fuse_pads_widths(config), input = options.input](const tuners::TrialConfig& full) {
-              return trial_shape(actors::parse_trial_spec(full, "trial"), input, padded);
+              return trial_shape(spec::parse_trial_spec(full, "trial"), input, padded);
             }),
       start_(now),
       last_heartbeat_(now) {

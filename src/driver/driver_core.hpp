@@ -47,7 +47,7 @@ class DriverCore {
     std::int64_t train_images = 0;  // an epoch's images (training_images(config))
     // The log of the driver's own actor in slot i (node 0).
     std::function<std::string(int)> local_log_path = [](int) { return std::string(); };
-    actors::InputShape input;  // the data as a model sees it (input_dims(config))
+    spec::InputShape input;  // the data as a model sees it (input_dims(config))
     std::string profile_cache_dir;  // throughput profiles kept across runs; empty: none
     bool fresh_profiles = false;    // keep profiles there, but take none from it
   };

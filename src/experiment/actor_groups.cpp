@@ -2,10 +2,10 @@
 
 #include <cctype>
 
-#include "actors/device_syntax.hpp"
+#include "packtune/error.hpp"
+#include "spec/device_syntax.hpp"
 #include "util/byte_size.hpp"
 #include "util/printable.hpp"
-#include "packtune/error.hpp"
 
 namespace packtune {
 namespace {
@@ -41,7 +41,7 @@ std::string parse_device(const std::string& text, const std::string& group) {
   // The planner sizes actors by what they are; "auto" says which only where an actor starts.
   if (text == "auto") throw refused(group, "DEVICE auto is decided where an actor starts; name cpu, cuda or cuda:N");
   try {
-    actors::check_device_syntax(text);
+    spec::check_device_syntax(text);
   } catch (const InputError&) {
     throw refused(group, "unknown DEVICE \"" + shown(text) + "\"");
   }

@@ -8,6 +8,7 @@
 #include "experiment/config_fields.hpp"
 #include "experiment/config_keys.hpp"
 #include "experiment/experiment_config.hpp"
+#include "spec/optimizer_table.hpp"
 
 namespace packtune::config_table {
 namespace {
@@ -109,6 +110,38 @@ std::string markdown() {
     out += "| `" + std::string(k.name) + "` | " + k.type + " | " + cell(k.default_doc) + " | " + cell(k.limits_doc) +
            " | " + cell(k.flag) + " | " + (k.resume == Resume::MayChange ? "may change" : "fixed") + " | " +
            cell(k.doc) + " |\n";
+  }
+  out +=
+      "\n"
+      "## Optimizers\n"
+      "\n"
+      "<!-- From spec/optimizers.def. -->\n"
+      "\n"
+      "The optimizers' hyper-parameters, which every family takes in `model` or `space` (an\n"
+      "optimizer ignores the ones it does not read); `pbt` may perturb those marked so:\n"
+      "\n"
+      "| key | type | default | range | pbt may perturb | meaning |\n"
+      "|---|---|---|---|---|---|\n";
+  for (const auto& key : spec::optimizer_keys()) {
+    const bool flag = key.type == "flag";
+    out += "| `" + key.name + "` | " + (flag ? "boolean" : "number") + " | " +
+           (flag ? (key.default_value != 0 ? "true" : "false") : number_text(key.default_value)) + " | " +
+           (flag ? "" : number_text(key.low) + " to " + number_text(key.high)) + " | " +
+           (key.perturbable ? "yes" : "no") + " | " + cell(key.doc) + " |\n";
+  }
+  out +=
+      "\n"
+      "A trial's `optimizer`, in `model` or sampled in `space`, is one of these. Members of a fused\n"
+      "unit may differ in it; each steps as its own optimizer would alone.\n"
+      "\n"
+      "| optimizer | steps as, reading | state per parameter (checkpoints) | weight decay |\n"
+      "|---|---|---|---|\n";
+  for (const auto& row : spec::optimizer_rows()) {
+    std::string slots;
+    for (const auto& slot : row.slots) slots += (slots.empty() ? "`" : ", `") + slot + "`";
+    out += "| `" + row.name + "` | " + cell(row.doc) + " | " + slots + " | " +
+           (row.decay == spec::WeightDecay::L2 ? "joins the gradient (L2)" : "decoupled: w shrinks by lr x wd") +
+           " |\n";
   }
   return out;
 }

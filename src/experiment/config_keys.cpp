@@ -8,12 +8,12 @@
 #include <filesystem>
 #include <type_traits>
 
-#include "actors/device_syntax.hpp"
-#include "actors/precision.hpp"
 #include "experiment/config_blocks.hpp"
 #include "experiment/config_fields.hpp"
 #include "experiment/experiment_config.hpp"
 #include "packtune/error.hpp"
+#include "spec/device_syntax.hpp"
+#include "spec/precision.hpp"
 #include "util/byte_size.hpp"
 
 namespace packtune {
@@ -101,9 +101,9 @@ void resolve_tuner_plugin(ExperimentConfig& c, const std::string& path) { resolv
 
 void resolve_model_plugin(ExperimentConfig& c, const std::string& path) { resolve_beside_config(c.model_plugin, path); }
 
-void check_device(ExperimentConfig& c, const std::string&) { actors::check_device_syntax(c.device); }
+void check_device(ExperimentConfig& c, const std::string&) { spec::check_device_syntax(c.device); }
 
-void check_precision(ExperimentConfig& c, const std::string&) { actors::parse_precision(c.precision, "precision"); }
+void check_precision(ExperimentConfig& c, const std::string&) { spec::parse_precision(c.precision, "precision"); }
 
 void check_actor_timeout(ExperimentConfig& c, const std::string&) {
   // Heartbeats are late by a scheduling hiccup now and then: one missed must not retire an actor.

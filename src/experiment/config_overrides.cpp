@@ -5,11 +5,11 @@
 #include <set>
 #include <type_traits>
 
-#include "actors/device_syntax.hpp"
-#include "actors/precision.hpp"
 #include "experiment/config_keys.hpp"
 #include "experiment/experiment_config.hpp"
 #include "packtune/error.hpp"
+#include "spec/device_syntax.hpp"
+#include "spec/precision.hpp"
 
 namespace packtune {
 namespace {
@@ -40,8 +40,8 @@ void assign(Member& member, const Value& value, const std::string& flag) {
 
 void apply_one(ExperimentConfig& c, std::string ExperimentConfig::*member, const std::string& value,
                const std::string& flag) {
-  if (member == &ExperimentConfig::device) actors::check_device_syntax(value);
-  if (member == &ExperimentConfig::precision) actors::parse_precision(value, flag);
+  if (member == &ExperimentConfig::device) spec::check_device_syntax(value);
+  if (member == &ExperimentConfig::precision) spec::parse_precision(value, flag);
   if (member == &ExperimentConfig::listen) check_listen_syntax(value, flag);
   if (member == &ExperimentConfig::tuner && value != c.tuner && !c.tuner_settings.empty()) c.settings_tuner = c.tuner;
   c.*member = value;

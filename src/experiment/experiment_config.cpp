@@ -20,11 +20,11 @@
 
 #include <fmt/format.h>
 
-#include "actors/device_syntax.hpp"
-#include "actors/precision.hpp"
-#include "actors/trial_spec.hpp"
-#include "packtune/error.hpp"
 #include "experiment/trial_shape.hpp"
+#include "packtune/error.hpp"
+#include "spec/device_syntax.hpp"
+#include "spec/precision.hpp"
+#include "spec/trial_spec.hpp"
 #include "tuners/tuner_registry.hpp"
 
 namespace packtune {
@@ -187,7 +187,7 @@ void check_data_fits(const ExperimentConfig& c, const datasets::DataShape& shape
 // perturbed dropout that reached 0, or left it, would change the layers a checkpoint holds.
 // A trial's training recipe against the experiment: smoothing needs classes, and a warmup
 // longer than budget.max would never reach the base rate.
-void check_recipe(const actors::TrialSpec& spec, const ExperimentConfig& c, const std::string& where) {
+void check_recipe(const spec::TrialSpec& spec, const ExperimentConfig& c, const std::string& where) {
   if (spec.label_smoothing > 0 && c.data.task == datasets::Task::Regression) {
     throw InputError(where + ".label_smoothing: label smoothing is for classification, and data.task is regression");
   }
@@ -219,7 +219,7 @@ void validate(const ExperimentConfig& c) {
   // Here, not in the keys' own checks: --device, --precision and --mixed-packs may change them
   // after the config was read. A device resolved only on the actor (auto, a node's GPUs) is
   // checked there.
-  if (c.device == "cpu") actors::resolve_precision(actors::parse_precision(c.precision, "precision"), c.device);
+  if (c.device == "cpu") spec::resolve_precision(spec::parse_precision(c.precision, "precision"), c.device);
   if (c.deterministic && c.mixed_packs == packing::MixedPacks::Always) {
     throw InputError("deterministic: true trains one unit at a time per actor (units side by side on one GPU do "
                      "not repeat bit for bit); mixed_packs \"always\" contradicts it: give auto or never");
@@ -250,7 +250,7 @@ void validate(const ExperimentConfig& c) {
   // Population-based training hands a member its donor's checkpoint with the explored
   // config: a perturbed value the checkpoint's shapes or optimizer state depend on would not fit.
   if (c.tuner == "pbt") {
-    const auto& allowed = actors::perturbable_hyperparameters();
+    const auto& allowed = spec::perturbable_hyperparameters();
     for (const auto& name : c.tuner_settings.value("perturb", json::array())) {
       if (name == "dropout") check_dropout_perturbable(c.space);
       if (!name.is_string() || std::find(allowed.begin(), allowed.end(), name.get<std::string>()) != allowed.end()) {
@@ -265,7 +265,7 @@ void validate(const ExperimentConfig& c) {
   // The fixed values alone, then each end of every range and each choice on top of them:
   // every config the space can produce is then a valid trial.
   auto fixed = c.model;
-  const auto fixed_spec = actors::parse_trial_spec(fixed, "model");
+  const auto fixed_spec = spec::parse_trial_spec(fixed, "model");
   check_recipe(fixed_spec, c, "model");
   int largest_batch = fixed_spec.batch_size, smallest_batch = fixed_spec.batch_size;
   // With the family fixed to mlp, a convolution's hyper-parameters would only be recorded in
@@ -293,7 +293,7 @@ void validate(const ExperimentConfig& c) {
     for (const auto& v : probes) {
       auto trial = fixed;
       trial[p.name] = v;
-      const auto spec = actors::parse_trial_spec(trial, "space");
+      const auto spec = spec::parse_trial_spec(trial, "space");
       check_recipe(spec, c, "space");
       const int batch = spec.batch_size;
       largest_batch = std::max(largest_batch, batch);

@@ -4,15 +4,16 @@
 #include <cmath>
 #include <fstream>
 
-#include "actors/declared_families.hpp"
 #include "packtune/error.hpp"
+#include "spec/declared_families.hpp"
+#include "spec/optimizer_table.hpp"
 
 namespace packtune {
 
-actors::InputShape input_dims(const ExperimentConfig& config) {
+spec::InputShape input_dims(const ExperimentConfig& config) {
   const auto data = datasets::data_shape(config.data);
   const auto& s = data.sample_shape;
-  actors::InputShape dims;
+  spec::InputShape dims;
   dims.outputs = static_cast<int>(data.outputs);
   dims.task = config.data.task;
   dims.images = s.size() == 3;
@@ -30,11 +31,11 @@ actors::InputShape input_dims(const ExperimentConfig& config) {
 
 bool fuse_pads_widths(const ExperimentConfig& config) { return config.fuse == packing::FuseMode::Always; }
 
-packing::TrialShape trial_shape(const actors::TrialSpec& spec, const actors::InputShape& input, bool padded) {
-  const auto m = actors::model_shape(spec.model, input.channels, input.height, input.width, input.outputs);
+packing::TrialShape trial_shape(const spec::TrialSpec& spec, const spec::InputShape& input, bool padded) {
+  const auto m = spec::model_shape(spec.model, input.channels, input.height, input.width, input.outputs);
   packing::TrialShape s;
-  s.key = actors::shape_key(spec);
-  s.fusion = padded ? actors::fusion_key(spec) : actors::unpadded_fusion_key(spec);
+  s.key = spec::shape_key(spec);
+  s.fusion = padded ? spec::fusion_key(spec) : spec::unpadded_fusion_key(spec);
   s.parameters = m.parameters;
   s.largest_parameter = m.largest_parameter;
   s.activations_per_sample = m.activations_per_sample;
@@ -43,15 +44,19 @@ packing::TrialShape trial_shape(const actors::TrialSpec& spec, const actors::Inp
   if (input.own_batches) {
     s.own_batch_values = std::int64_t{spec.batch_size} * input.channels * input.height * input.width;
   }
-  s.adaptive = spec.optimizer.name != "sgd";
+  const auto& optimizer = spec::optimizer_row(spec.optimizer.name);
+  s.adaptive = optimizer.adaptive;
   s.weight_decay = spec.optimizer.weight_decay != 0;
-  s.optimizer_slots = s.adaptive ? 2 : (spec.optimizer.momentum > 0 ? 1 : 0);
-  if (actors::plugin_family(spec.model)) {
+  // As torch::optim keeps them: no momentum buffer without momentum.
+  s.optimizer_slots = static_cast<int>(std::count_if(optimizer.slots.begin(), optimizer.slots.end(), [&](const std::string& slot) {
+    return slot != "momentum_buffer" || spec.optimizer.momentum > 0;
+  }));
+  if (spec::plugin_family(spec.model)) {
     // No formula: the planner waits for an actor's measurement, and orders the shapes of
     // one fusion key by the product of their numeric widths.
     s.memory_unknown = true;
     s.width_rank = 1;
-    if (const auto* family = actors::DeclaredFamilies::instance().find(spec.model.family)) {
+    if (const auto* family = spec::DeclaredFamilies::instance().find(spec.model.family)) {
       for (const auto& p : family->hyperparameters) {
         auto it = spec.model.params.find(p.name);
         if (p.role != layers::HyperParameter::Role::Width || it == spec.model.params.end()) continue;

@@ -1,21 +1,21 @@
 #pragma once
 // A trial as the planner sees it: its memory shape and fusion key, from its hyper-parameters
 // alone (no LibTorch), for the driver and `packtune plan`.
-#include "actors/input_shape.hpp"
-#include "actors/trial_spec.hpp"
 #include "experiment/experiment_config.hpp"
 #include "packing/memory_model.hpp"
+#include "spec/input_shape.hpp"
+#include "spec/trial_spec.hpp"
 
 namespace packtune {
 
 // The config's data as a model sees it, from the data files' headers (and labels), and
 // whether its members read batches of their own.
-actors::InputShape input_dims(const ExperimentConfig& config);
+spec::InputShape input_dims(const ExperimentConfig& config);
 
 // `padded`: the fusion key lets trials of other widths share a unit, padded to the widest
 // (`"fuse": "always"`); otherwise only trials of the same widths do, so that packing never
 // changes a trial's numbers (fuse_pads_widths).
-packing::TrialShape trial_shape(const actors::TrialSpec& spec, const actors::InputShape& input = {}, bool padded = false);
+packing::TrialShape trial_shape(const spec::TrialSpec& spec, const spec::InputShape& input = {}, bool padded = false);
 // Whether the config's fuse mode lets trials of unlike widths share a fused unit.
 bool fuse_pads_widths(const ExperimentConfig& config);
 

@@ -36,8 +36,8 @@ struct ExperimentSpec {
   // The config's "deterministic": a GPU actor takes LibTorch's deterministic settings
   // (actors::make_deterministic).
   bool deterministic = false;
-  std::string precision = "auto";  // the config's (actors/precision.hpp)
-  // budget.max: learning-rate schedules run over it (actors/lr_schedule.hpp).
+  std::string precision = "auto";  // the config's (spec/precision.hpp)
+  // budget.max: learning-rate schedules run over it (spec/lr_schedule.hpp).
   double max_budget = 0;
 
   template <class Archive>

@@ -6,6 +6,7 @@
 
 using namespace packtune;
 using namespace packtune::actors;
+using namespace packtune::spec;
 
 namespace {
 

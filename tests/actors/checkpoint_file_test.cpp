@@ -7,14 +7,15 @@
 
 #include <hdf5.h>
 
+#include "../temp_dir.hpp"
 #include "actors/checkpoint_file.hpp"
-#include "actors/checkpoint_name.hpp"
 #include "actors/checkpoint_verify.hpp"
 #include "packtune/error.hpp"
-#include "../temp_dir.hpp"
+#include "spec/checkpoint_name.hpp"
 
 using namespace packtune;
 using namespace packtune::actors;
+using namespace packtune::spec;
 using packtune::testing::TempDir;
 
 namespace {

@@ -4,17 +4,18 @@
 
 #include "../temp_dir.hpp"
 #include "actors/checkpoint_file.hpp"
-#include "actors/checkpoint_name.hpp"
 #include "actors/checkpoint_tensors.hpp"
 #include "actors/pack_executor.hpp"
 #include "layers/linear.hpp"
 #include "layers/sequential.hpp"
 #include "layers/transformer_encoder_layer.hpp"
 #include "packtune/error.hpp"
+#include "spec/checkpoint_name.hpp"
 #include "synthetic_data.hpp"
 
 using namespace packtune;
 using namespace packtune::actors;
+using namespace packtune::spec;
 using packtune::testing::synthetic_split;
 using packtune::testing::TempDir;
 

@@ -10,6 +10,7 @@
 
 using namespace packtune;
 using namespace packtune::actors;
+using namespace packtune::spec;
 
 namespace {
 

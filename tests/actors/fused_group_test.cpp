@@ -12,6 +12,7 @@
 
 using namespace packtune;
 using namespace packtune::actors;
+using namespace packtune::spec;
 using packtune::testing::synthetic_split;
 
 namespace {

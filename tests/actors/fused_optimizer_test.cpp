@@ -10,8 +10,8 @@ using namespace packtune;
 
 namespace {
 
-std::vector<actors::OptimizerSpec> members() {
-  actors::OptimizerSpec sgd, nesterov, adam, adamw;
+std::vector<spec::OptimizerSpec> members() {
+  spec::OptimizerSpec sgd, nesterov, adam, adamw;
   sgd.lr = 0.05;
   sgd.momentum = 0.9;
   sgd.weight_decay = 1e-3;
@@ -52,7 +52,7 @@ Draws draws() {
 
 // The same members with a learning-rate schedule each (over 8 steps) and unlike clipping: one
 // clips at every step, one never, two now and then.
-std::vector<actors::OptimizerSpec> recipe_members() {
+std::vector<spec::OptimizerSpec> recipe_members() {
   auto specs = members();
   const std::vector<std::string> names = {"cosine", "step", "one_cycle", "linear"};
   const std::vector<double> clips = {40.0, 0.0, 500.0, 1e9};
@@ -65,7 +65,7 @@ std::vector<actors::OptimizerSpec> recipe_members() {
   return specs;
 }
 
-actors::ScheduleSteps schedule_steps(const actors::OptimizerSpec& spec) {
+spec::ScheduleSteps schedule_steps(const spec::OptimizerSpec& spec) {
   return {8, spec.schedule.warmup > 0 ? 2 : 0, 3};
 }
 
@@ -135,7 +135,7 @@ std::vector<torch::Tensor> torch_alone(std::int64_t m) {
   }
   for (int step = 0; step < kSteps; ++step) {
     for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = d.grads[step][i][m].clone();
-    const double lr = spec.lr * actors::lr_factor(spec.schedule, schedule_steps(spec), step);
+    const double lr = spec.lr * spec::lr_factor(spec.schedule, schedule_steps(spec), step);
     for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
     if (spec.grad_clip_norm > 0) torch::nn::utils::clip_grad_norm_(params, spec.grad_clip_norm);
     optimizer->step();

@@ -4,19 +4,20 @@
 #include <stdexcept>
 
 #include "actors/classifier.hpp"
-#include "actors/declared_families.hpp"
 #include "actors/pack_executor.hpp"
-#include "actors/trial_spec.hpp"
 #include "layers/flatten.hpp"
 #include "layers/linear.hpp"
 #include "layers/model_registry.hpp"
 #include "layers/sequential.hpp"
 #include "packtune/error.hpp"
+#include "spec/declared_families.hpp"
+#include "spec/trial_spec.hpp"
 #include "synthetic_data.hpp"
 #include "test_device.hpp"
 
 using namespace packtune;
 using namespace packtune::actors;
+using namespace packtune::spec;
 using packtune::testing::synthetic_split;
 // On $PACKTUNE_TEST_DEVICE: on a GPU the units of a mixed pack step on CUDA streams of their own.
 

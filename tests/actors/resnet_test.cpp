@@ -14,6 +14,7 @@
 
 using namespace packtune;
 using namespace packtune::actors;
+using namespace packtune::spec;
 
 namespace {
 

@@ -5,6 +5,7 @@
 #include "test_device.hpp"
 
 using namespace packtune::actors;
+using namespace packtune::spec;
 using packtune::testing::test_device;
 
 TEST_CASE("a doubling pays only beyond min_gain and the timing's own spread") {

@@ -10,15 +10,15 @@
 #include <tuple>
 #include <vector>
 
-#include "packtune/error.hpp"
 #include "experiment/trial_shape.hpp"
+#include "packtune/error.hpp"
 
 using namespace packtune;
 
 namespace {
 
-actors::TrialSpec spec_of(const std::string& family, int batch, const std::string& optimizer) {
-  actors::TrialSpec s;
+spec::TrialSpec spec_of(const std::string& family, int batch, const std::string& optimizer) {
+  spec::TrialSpec s;
   s.model.family = family;
   s.model.depth = 2;
   s.model.width = family == "mlp" ? 256 : 64;
@@ -55,8 +55,8 @@ TEST_CASE("the memory estimate is within 15% of the measured peak for MLPs and C
     // The fit is to the GPU's path (whole-tensor optimizer steps, with their temporaries),
     // measured here on the CPU; the CPU's own one-pass step needs less, never more.
     const auto measured =
-        actors::measure_peak_bytes(spec, c.members, actors::InputShape{}, torch::kCPU, 2, torch::Device(torch::kCUDA));
-    const auto on_cpu = actors::measure_peak_bytes(spec, c.members, actors::InputShape{}, torch::kCPU);
+        actors::measure_peak_bytes(spec, c.members, spec::InputShape{}, torch::kCPU, 2, torch::Device(torch::kCUDA));
+    const auto on_cpu = actors::measure_peak_bytes(spec, c.members, spec::InputShape{}, torch::kCPU);
     const double ratio = static_cast<double>(estimated) / static_cast<double>(measured);
     INFO(c.family << " batch " << c.batch << " " << c.optimizer << " x" << c.members << " wd " << c.weight_decay << ": estimated "
                   << (estimated >> 10) << " KiB, measured " << (measured >> 10) << " KiB (the CPU's path "
@@ -86,11 +86,11 @@ TEST_CASE("with a per-trial order or augmentation the estimate counts each membe
   for (const auto& [stream, what, members] : cases) {
     auto spec = spec_of("mlp", 512, "sgd");
     spec.model.width = 32;
-    actors::InputShape own;
+    spec::InputShape own;
     own.own_batches = true;
     const auto estimated = model.estimate(trial_shape(spec, own), members).peak();
     const auto shared = model.estimate(trial_shape(spec), members).peak();
-    const auto measured = actors::measure_peak_bytes(spec, members, actors::InputShape{}, torch::kCPU, 2,
+    const auto measured = actors::measure_peak_bytes(spec, members, spec::InputShape{}, torch::kCPU, 2,
                                                      torch::Device(torch::kCUDA), stream);
     const double ratio = static_cast<double>(estimated) / static_cast<double>(measured);
     INFO(what << " x" << members << ": estimated " << (estimated >> 10) << " KiB (shared batches "

@@ -89,7 +89,7 @@ TEST_CASE("an actor's checkpoint reaches the store over tcp and comes back, veri
     if (read_file(path).rfind("CKPT", 0) != 0) throw InputError(path + ": not a checkpoint");
   };
   DriverSide driver(driver_dir.file("checkpoints"), options, verify);
-  actors::TransferClient client(driver.endpoint, nullptr, options);
+  actor_process::TransferClient client(driver.endpoint, nullptr, options);
 
   const auto bytes = "CKPT" + random_bytes(100'000, 4);
   const auto local = actor_dir.file("trial-1-budget-0.5.h5");
@@ -208,7 +208,7 @@ TEST_CASE("the store verifies uploads off the loop: a stalled verification holds
     }
     ~Release() { (*this)(); }
   } release{mutex, released_cv, released};
-  actors::TransferClient client(driver.endpoint, nullptr, {});
+  actor_process::TransferClient client(driver.endpoint, nullptr, {});
 
   const auto hostile = actor_dir.file("trial-1-budget-1.h5");
   const auto honest = actor_dir.file("trial-2-budget-1.h5");

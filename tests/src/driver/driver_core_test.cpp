@@ -14,11 +14,11 @@
 #include <optional>
 #include <set>
 
+#include "../../temp_dir.hpp"
 #include "actors/checkpoint_file.hpp"
-#include "actors/checkpoint_name.hpp"
 #include "driver/driver_core.hpp"
 #include "driver/journal.hpp"
-#include "../../temp_dir.hpp"
+#include "spec/checkpoint_name.hpp"
 
 using namespace packtune;
 namespace proto = packtune::protocol;

@@ -11,9 +11,9 @@
 #include <catch2/catch.hpp>
 
 #include "../../temp_dir.hpp"
-#include "actors/device_syntax.hpp"
 #include "experiment/experiment_config.hpp"
 #include "packtune/error.hpp"
+#include "spec/device_syntax.hpp"
 
 using packtune::InputError;
 using packtune::parse_config;
@@ -202,9 +202,9 @@ TEST_CASE("bad configs name the field and what is expected") {
 }
 
 TEST_CASE("a device index is at most 9 digits, so that it fits the int the actor makes of it") {
-  CHECK_NOTHROW(packtune::actors::check_device_syntax("cuda:123456789"));
-  CHECK_THROWS_AS(packtune::actors::check_device_syntax("cuda:1234567890"), InputError);
-  CHECK_THROWS_AS(packtune::actors::check_device_syntax("cuda:"), InputError);
+  CHECK_NOTHROW(packtune::spec::check_device_syntax("cuda:123456789"));
+  CHECK_THROWS_AS(packtune::spec::check_device_syntax("cuda:1234567890"), InputError);
+  CHECK_THROWS_AS(packtune::spec::check_device_syntax("cuda:"), InputError);
 }
 
 TEST_CASE("missing and malformed config files are input errors") {

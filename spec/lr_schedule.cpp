@@ -1,9 +1,9 @@
-#include "actors/lr_schedule.hpp"
+#include "spec/lr_schedule.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-namespace packtune::actors {
+namespace packtune::spec {
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
@@ -45,4 +45,4 @@ double lr_factor(const LrSchedule& schedule, const ScheduleSteps& steps, std::in
   return 1;
 }
 
-}  // namespace packtune::actors
+}  // namespace packtune::spec

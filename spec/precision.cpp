@@ -1,8 +1,8 @@
-#include "actors/precision.hpp"
+#include "spec/precision.hpp"
 
 #include "packtune/error.hpp"
 
-namespace packtune::actors {
+namespace packtune::spec {
 
 std::string to_string(Precision precision) {
   switch (precision) {
@@ -35,4 +35,4 @@ Precision resolve_precision(Precision precision, const std::string& device) {
   return precision;
 }
 
-}  // namespace packtune::actors
+}  // namespace packtune::spec

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace packtune::actors {
+namespace packtune::spec {
 
 struct LrSchedule {
   std::string name = "constant";  // constant | cosine | linear | step | one_cycle
@@ -46,4 +46,4 @@ constexpr double kOneCycleRise = 0.3, kOneCycleDiv = 25, kOneCycleFinalDiv = 1e4
 // Past `total` the schedule stays at its end.
 double lr_factor(const LrSchedule& schedule, const ScheduleSteps& steps, std::int64_t step);
 
-}  // namespace packtune::actors
+}  // namespace packtune::spec

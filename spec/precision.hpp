@@ -11,7 +11,7 @@
 //   auto  tf32 on a GPU, fp32 on a CPU (which has no TF32 units, so there the two are the same)
 #include <string>
 
-namespace packtune::actors {
+namespace packtune::spec {
 
 enum class Precision { Auto, Fp32, Tf32, Bf16 };
 
@@ -22,4 +22,4 @@ Precision parse_precision(const std::string& text, const std::string& where);
 // CPU, where a CPU actor cannot honour it.
 Precision resolve_precision(Precision precision, const std::string& device);
 
-}  // namespace packtune::actors
+}  // namespace packtune::spec

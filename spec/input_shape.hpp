@@ -6,7 +6,7 @@
 // is Fashion-MNIST's: 1 x 28 x 28, 10 classes.
 #include "datasets/dataset.hpp"
 
-namespace packtune::actors {
+namespace packtune::spec {
 
 struct InputShape {
   int channels = 1;
@@ -20,4 +20,4 @@ struct InputShape {
   bool own_batches = false;
 };
 
-}  // namespace packtune::actors
+}  // namespace packtune::spec

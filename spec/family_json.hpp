@@ -8,10 +8,10 @@
 
 #include "layers/family_declaration.hpp"
 
-namespace packtune::actors {
+namespace packtune::spec {
 
 nlohmann::json families_to_json(const std::vector<layers::FamilyDeclaration>& families);
 // Throws InputError, prefixed with `where`, for JSON that is not what families_to_json writes.
 std::vector<layers::FamilyDeclaration> families_from_json(const nlohmann::json& json, const std::string& where);
 
-}  // namespace packtune::actors
+}  // namespace packtune::spec

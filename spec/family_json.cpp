@@ -1,8 +1,8 @@
-#include "actors/family_json.hpp"
+#include "spec/family_json.hpp"
 
 #include "packtune/error.hpp"
 
-namespace packtune::actors {
+namespace packtune::spec {
 namespace {
 
 using layers::HyperParameter;
@@ -96,4 +96,4 @@ std::vector<layers::FamilyDeclaration> families_from_json(const json& in, const 
   return out;
 }
 
-}  // namespace packtune::actors
+}  // namespace packtune::spec

@@ -9,7 +9,7 @@
 
 #include "layers/family_declaration.hpp"
 
-namespace packtune::actors {
+namespace packtune::spec {
 
 class DeclaredFamilies {
  public:
@@ -44,4 +44,4 @@ tuners::ParamValue declared_value(const layers::HyperParameter& parameter, const
 // range or choices.
 void check_declaration(const layers::FamilyDeclaration& family);
 
-}  // namespace packtune::actors
+}  // namespace packtune::spec

@@ -1,9 +1,9 @@
 #include <catch2/catch.hpp>
 
-#include "actors/trial_spec.hpp"
 #include "packtune/error.hpp"
+#include "spec/trial_spec.hpp"
 
-using namespace packtune::actors;
+using namespace packtune::spec;
 using packtune::tuners::TrialConfig;
 
 TEST_CASE("a trial config parses into model and optimizer specs") {

@@ -1,4 +1,4 @@
-#include "actors/checkpoint_name.hpp"
+#include "spec/checkpoint_name.hpp"
 
 #include <algorithm>
 #include <cinttypes>
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-namespace packtune::actors {
+namespace packtune::spec {
 
 namespace fs = std::filesystem;
 
@@ -43,4 +43,4 @@ std::optional<CheckpointName> parse_checkpoint_name(const std::string& file_name
   return parsed;
 }
 
-}  // namespace packtune::actors
+}  // namespace packtune::spec

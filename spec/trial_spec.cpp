@@ -1,13 +1,14 @@
-#include "actors/trial_spec.hpp"
+#include "spec/trial_spec.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 
-#include "actors/declared_families.hpp"
 #include "packtune/error.hpp"
+#include "spec/declared_families.hpp"
+#include "spec/optimizer_table.hpp"
 
-namespace packtune::actors {
+namespace packtune::spec {
 namespace {
 
 using tuners::ParamValue;
@@ -55,6 +56,10 @@ bool as_bool(const ParamValue& v, const std::string& at) {
   if (const auto* b = std::get_if<bool>(&v)) return *b;
   throw InputError(at + ": expected true or false, got " + tuners::to_string(v));
 }
+
+// The readers of spec/optimizers.def's key types.
+double read_real(const ParamValue& v, const std::string& at, double low, double high) { return as_real(v, at, low, high); }
+bool read_flag(const ParamValue& v, const std::string& at, double, double) { return as_bool(v, at); }
 
 std::string as_enum(const ParamValue& v, const std::string& at,
                     const std::vector<std::string>& options) {
@@ -119,13 +124,10 @@ const std::vector<TrainingKey>& training_keys() {
   using V = const ParamValue&;
   using A = const std::string&;
   static const std::vector<TrainingKey> keys = {
-      {"optimizer", false, [](V v, A at, TrialSpec& s) { s.optimizer.name = as_enum(v, at, {"sgd", "adam", "adamw"}); }},
-      {"lr", true, [](V v, A at, TrialSpec& s) { s.optimizer.lr = as_real(v, at, 1e-12, 100.0); }},
-      {"momentum", true, [](V v, A at, TrialSpec& s) { s.optimizer.momentum = as_real(v, at, 0.0, 0.9999); }},
-      {"nesterov", true, [](V v, A at, TrialSpec& s) { s.optimizer.nesterov = as_bool(v, at); }},
-      {"weight_decay", true, [](V v, A at, TrialSpec& s) { s.optimizer.weight_decay = as_real(v, at, 0.0, 10.0); }},
-      {"beta1", true, [](V v, A at, TrialSpec& s) { s.optimizer.beta1 = as_real(v, at, 0.0, 0.9999); }},
-      {"beta2", true, [](V v, A at, TrialSpec& s) { s.optimizer.beta2 = as_real(v, at, 0.0, 0.99999); }},
+      {"optimizer", false, [](V v, A at, TrialSpec& s) { s.optimizer.name = as_enum(v, at, optimizer_names()); }},
+#define OPTIMIZER_KEY(field, type, default_value, low, high, perturbable, doc) \
+  {#field, perturbable, [](V v, A at, TrialSpec& s) { s.optimizer.field = read_##type(v, at, low, high); }},
+#include "spec/optimizers.def"
       {"lr_schedule", false,
        [](V v, A at, TrialSpec& s) { s.optimizer.schedule.name = as_enum(v, at, schedule_names()); }},
       {"lr_warmup", false, [](V v, A at, TrialSpec& s) { s.optimizer.schedule.warmup = as_real(v, at, 0.0, 1e9); }},
@@ -151,7 +153,7 @@ bool parse_common(const std::string& key, const ParamValue& value, const std::st
 }
 
 void check_optimizer(const OptimizerSpec& o, const std::string& where) {
-  if (o.nesterov && o.name == "sgd" && o.momentum <= 0) {
+  if (o.nesterov && optimizer_row(o.name, where + ".optimizer").kind == OptimizerKind::Sgd && o.momentum <= 0) {
     throw InputError(where + ".nesterov: Nesterov momentum needs momentum > 0");
   }
   if (o.schedule.name == "step" && !(o.schedule.step_every > 0)) {
@@ -405,4 +407,4 @@ std::int64_t evaluation_chunk(int batch_size) {
   return std::clamp<std::int64_t>(batch_size, 64, 1024);
 }
 
-}  // namespace packtune::actors
+}  // namespace packtune::spec

@@ -1,10 +1,10 @@
-#include "actors/device_syntax.hpp"
+#include "spec/device_syntax.hpp"
 
 #include <regex>
 
 #include "packtune/error.hpp"
 
-namespace packtune::actors {
+namespace packtune::spec {
 
 void check_device_syntax(const std::string& device) {
   // At most 9 digits: resolve_device turns N into an int, and a longer one ("cuda:99999999999")
@@ -15,4 +15,4 @@ void check_device_syntax(const std::string& device) {
   }
 }
 
-}  // namespace packtune::actors
+}  // namespace packtune::spec

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "actors/lr_schedule.hpp"
+#include "spec/lr_schedule.hpp"
 #include "tuners/trial_config.hpp"
 
-namespace packtune::actors {
+namespace packtune::spec {
 
 struct ModelSpec {
   std::string family = "mlp";  // "mlp" | "cnn" | "resnet" | a model plugin's family
@@ -23,20 +23,22 @@ struct ModelSpec {
   int stages = 3;              // resnet: stages of basic blocks, each after the first halves the image
   int blocks = 1;              // resnet: basic blocks per stage
   // A model plugin's family: its own hyper-parameters, every declared one with its default
-  // filled in (actors/declared_families.hpp); empty for the built-in families.
+  // filled in (spec/declared_families.hpp); empty for the built-in families.
   tuners::TrialConfig params;
 
   bool operator==(const ModelSpec& o) const;
 };
 
+namespace optimizer_key {  // the types of spec/optimizers.def's keys
+using real = double;
+using flag = bool;
+}  // namespace optimizer_key
+
 struct OptimizerSpec {
-  std::string name = "sgd";  // sgd | adam | adamw
-  double lr = 0.01;          // the base rate, which the schedule scales
-  double momentum = 0.0;
-  bool nesterov = false;
-  double weight_decay = 0.0;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
+  std::string name = "sgd";  // a row of spec/optimizers.def (spec/optimizer_table.hpp)
+  // lr (the base rate, which the schedule scales), momentum, ...: one field per key of the table.
+#define OPTIMIZER_KEY(field, type, default_value, low, high, perturbable, doc) optimizer_key::type field = default_value;
+#include "spec/optimizers.def"
   LrSchedule schedule;
   double grad_clip_norm = 0;  // > 0: the member's gradients are scaled to at most this norm
 };
@@ -96,4 +98,4 @@ std::string shape_key(const TrialSpec& spec);
 // evaluation (which keeps no activations for backward) needs less memory than a step.
 std::int64_t evaluation_chunk(int batch_size);
 
-}  // namespace packtune::actors
+}  // namespace packtune::spec

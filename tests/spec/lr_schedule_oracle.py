@@ -2,7 +2,7 @@
 oracle of lr_schedule_test.cpp. Run with a Python that has torch (Debian's python3-torch,
 which scripts/setup.sh installs):
 
-    /usr/bin/python3 tests/actors/lr_schedule_oracle.py > tests/actors/lr_schedule_oracle.json
+    /usr/bin/python3 tests/spec/lr_schedule_oracle.py > tests/spec/lr_schedule_oracle.json
 
 Each case steps an optimizer of base rate 1 through `total` steps and records the rate before
 each step, as a training loop that calls scheduler.step() after optimizer.step() sees it."""

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-namespace packtune::actors {
+namespace packtune::spec {
 
 // `DIR/trial-<trial>-budget-<budget>.h5`.
 std::string checkpoint_path(const std::string& dir, std::int64_t trial, double budget);
@@ -18,4 +18,4 @@ struct CheckpointName {
 };
 std::optional<CheckpointName> parse_checkpoint_name(const std::string& file_name);
 
-}  // namespace packtune::actors
+}  // namespace packtune::spec

@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/lr_schedule.hpp"
+#include "spec/lr_schedule.hpp"
 
-using namespace packtune::actors;
+using namespace packtune::spec;
 
 TEST_CASE("every schedule's rate at every step is PyTorch's") {
   std::ifstream in(PACKTUNE_LR_ORACLE);

@@ -1,9 +1,9 @@
 #include <catch2/catch.hpp>
 
-#include "actors/precision.hpp"
 #include "packtune/error.hpp"
+#include "spec/precision.hpp"
 
-using namespace packtune::actors;
+using namespace packtune::spec;
 
 TEST_CASE("precision words parse and print back, and anything else names where it came from") {
   for (auto p : {Precision::Auto, Precision::Fp32, Precision::Tf32, Precision::Bf16}) {

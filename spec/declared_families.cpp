@@ -1,13 +1,13 @@
-#include "actors/declared_families.hpp"
+#include "spec/declared_families.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <set>
 
-#include "actors/trial_spec.hpp"
 #include "packtune/error.hpp"
+#include "spec/trial_spec.hpp"
 
-namespace packtune::actors {
+namespace packtune::spec {
 
 DeclaredFamilies& DeclaredFamilies::instance() {
   static DeclaredFamilies families;
@@ -99,4 +99,4 @@ void check_declaration(const layers::FamilyDeclaration& family) {
   }
 }
 
-}  // namespace packtune::actors
+}  // namespace packtune::spec

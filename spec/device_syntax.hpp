@@ -3,9 +3,9 @@
 // checks it without linking the training engine.
 #include <string>
 
-namespace packtune::actors {
+namespace packtune::spec {
 
 // Checks the syntax of a device string: cpu, cuda, cuda:N or auto. Throws InputError.
 void check_device_syntax(const std::string& device);
 
-}  // namespace packtune::actors
+}  // namespace packtune::spec

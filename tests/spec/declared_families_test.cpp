@@ -2,12 +2,12 @@
 // defaults, fusion keys from roles, declarations through JSON. Plain C++, no LibTorch.
 #include <catch2/catch.hpp>
 
-#include "actors/declared_families.hpp"
-#include "actors/family_json.hpp"
-#include "actors/trial_spec.hpp"
 #include "packtune/error.hpp"
+#include "spec/declared_families.hpp"
+#include "spec/family_json.hpp"
+#include "spec/trial_spec.hpp"
 
-using namespace packtune::actors;
+using namespace packtune::spec;
 using packtune::layers::FamilyDeclaration;
 using packtune::layers::HyperParameter;
 using packtune::tuners::TrialConfig;
