@@ -91,7 +91,8 @@ class FusedOptimizer {
   // The per-member columns, rebuilt when the membership changes, never per step.
   void refresh();
   torch::Tensor column(const std::vector<double>& values, torch::Dtype dtype = torch::kFloat32) const;
-  // Each member's rate at this step, and its decoupled decay factor (1 - rate * wd, or 1).
+  // Member m's weight factor before an update at `rate`: 1 - rate * wd when its optimizer's
+  // decay is decoupled, else 1.
   double decay_factor(std::size_t m, double rate) const;
 
   torch::Device device_;
