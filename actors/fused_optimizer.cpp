@@ -1,6 +1,7 @@
 #include "actors/fused_optimizer.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -119,8 +120,7 @@ void FusedOptimizer::resize(const std::vector<std::vector<std::int64_t>>& shapes
 }
 
 double FusedOptimizer::decay_factor(std::size_t m, double rate) const {
-  const auto& h = hyper_[m];
-  return spec::optimizer_row(h.name).decay == spec::WeightDecay::Decoupled ? 1 - rate * h.weight_decay : 1.0;
+  return decoupled_[m] ? 1 - rate * hyper_[m].weight_decay : 1.0;
 }
 
 void FusedOptimizer::refresh() {
@@ -129,20 +129,24 @@ void FusedOptimizer::refresh() {
   cpu_rates_.clear();
   owner_.clear();
   rates_.clear();
+  decoupled_.clear();
+  std::vector<spec::OptimizerKind> kinds;
+  for (const auto& h : hyper_) {
+    const auto& row = spec::optimizer_row(h.name);
+    kinds.push_back(row.kind);
+    decoupled_.push_back(row.decay == spec::WeightDecay::Decoupled);
+  }
   // An optimizer whose last member left goes, with its state.
   present_.erase(std::remove_if(present_.begin(), present_.end(),
                                 [&](const Present& p) {
-                                  return std::none_of(hyper_.begin(), hyper_.end(), [&](const spec::OptimizerSpec& h) {
-                                    return spec::optimizer_row(h.name).kind == p.kind;
-                                  });
+                                  return std::find(kinds.begin(), kinds.end(), p.kind) == kinds.end();
                                 }),
                  present_.end());
   if (hyper_.empty()) return;
   std::vector<double> l2, decay, steps, clip;
   for (std::size_t m = 0; m < hyper_.size(); ++m) {
     const auto& h = hyper_[m];
-    const auto& row = spec::optimizer_row(h.name);
-    const bool decoupled = row.decay == spec::WeightDecay::Decoupled;
+    const bool decoupled = decoupled_[m];
     scheduled_ |= !h.schedule.constant();
     clipped_ |= h.grad_clip_norm > 0;
     clip.push_back(h.grad_clip_norm > 0 ? h.grad_clip_norm : std::numeric_limits<double>::infinity());
@@ -155,7 +159,7 @@ void FusedOptimizer::refresh() {
     // Rounded to float from the same doubles as the columns, as LibTorch rounds a Scalar.
     cpu_rates_.push_back({static_cast<float>(h.lr), static_cast<float>(l2.back()), static_cast<float>(decay.back())});
     owner_.push_back(static_cast<std::size_t>(
-        std::find_if(present_.begin(), present_.end(), [&](const Present& p) { return p.kind == row.kind; }) -
+        std::find_if(present_.begin(), present_.end(), [&](const Present& p) { return p.kind == kinds[m]; }) -
         present_.begin()));
   }
   columns_.lr = column(rates_);
@@ -164,6 +168,11 @@ void FusedOptimizer::refresh() {
   l2_ = column(l2);
   decay_ = column(decay);
   clip_norm_ = column(clip);
+  if (device_.is_cpu()) {
+    host_ = {columns_.lr, columns_.lr64, decay_};
+  } else if (scheduled_) {
+    host_ = {columns_.lr.cpu(), columns_.lr64.cpu(), decay_.cpu()};
+  }
   const MakeColumn make = [this](const std::vector<double>& values, at::ScalarType dtype) {
     return column(values, dtype);
   };
@@ -188,19 +197,25 @@ double FusedOptimizer::scheduled_lr(std::int64_t k) const {
 
 void FusedOptimizer::schedule_step() {
   if (!scheduled_) return;
-  std::vector<double> decay;
+  // Written on the host into tensors made once per membership (refresh), then copied in place:
+  // a captured step reads the device columns where they are. A double rounds to float here as
+  // LibTorch's .to(kFloat32) rounds it, so the columns hold what column() would have made.
+  auto* lr = host_.lr.data_ptr<float>();
+  auto* lr64 = host_.lr64.data_ptr<double>();
+  auto* decay = host_.decay.data_ptr<float>();
   for (std::size_t m = 0; m < hyper_.size(); ++m) {
     rates_[m] = scheduled_lr(static_cast<std::int64_t>(m));
     // A decoupled decay follows the step's rate, as torch's scheduler sets the group's lr.
-    decay.push_back(decay_factor(m, rates_[m]));
-    cpu_rates_[m].rate = static_cast<float>(rates_[m]);
-    cpu_rates_[m].decay = static_cast<float>(decay.back());
+    const double factor = decay_factor(m, rates_[m]);
+    lr[m] = cpu_rates_[m].rate = static_cast<float>(rates_[m]);
+    lr64[m] = rates_[m];
+    decay[m] = cpu_rates_[m].decay = static_cast<float>(factor);
   }
+  if (host_.lr.data_ptr() == columns_.lr.data_ptr()) return;  // on a CPU they are the columns
   torch::NoGradGuard no_grad;
-  // In place: a captured step reads these tensors where they are.
-  columns_.lr.copy_(column(rates_));
-  columns_.lr64.copy_(column(rates_, torch::kFloat64));
-  decay_.copy_(column(decay));
+  columns_.lr.copy_(host_.lr);
+  columns_.lr64.copy_(host_.lr64);
+  decay_.copy_(host_.decay);
 }
 
 void FusedOptimizer::count_step() {
@@ -283,13 +298,12 @@ bool FusedOptimizer::cpu_step(const std::vector<torch::Tensor>& params) {
       for (const auto& slot : p.slots) slots.back().push_back(slot[i].data_ptr<float>());
     }
     at::parallel_for(0, k * row, kGrain, [&](std::int64_t begin, std::int64_t end) {
-      std::vector<float*> at_member;
+      std::array<float*, kMaxSlots> at_member{};
       while (begin < end) {
         const auto m = begin / row;
         const auto stop = std::min(end, (m + 1) * row);
         const auto o = owner_[static_cast<std::size_t>(m)];
-        at_member.clear();
-        for (float* slot : slots[o]) at_member.push_back(slot + begin);
+        for (std::size_t s = 0; s < slots[o].size(); ++s) at_member[s] = slots[o][s] + begin;
         present_[o].step->rows(static_cast<std::size_t>(m), cpu_rates_[static_cast<std::size_t>(m)], w + begin,
                                g + begin, at_member.data(), stop - begin);
         begin = stop;

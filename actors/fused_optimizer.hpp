@@ -110,11 +110,17 @@ class FusedOptimizer {
   bool clipped_ = false;    // a member clips its gradients
   torch::Tensor clip_norm_;  // [K, 1] float32: grad_clip_norm, or infinity for none
   std::vector<double> rates_;  // each member's rate at this step (its base rate when none is scheduled)
+  std::vector<bool> decoupled_;  // each member's optimizer decouples its weight decay
   bool has_l2_ = false, has_decoupled_ = false;
   // [K, 1]: the rates (float32 and float64), L2 weight decay (0 for a decoupled optimizer's
   // members), the decoupled decay factor (1 for the others), the step counts (float64).
   StepColumns columns_;
   torch::Tensor l2_, decay_;
+  // Where schedule_step() writes a step's rates and decay factors on the host: the columns
+  // themselves on a CPU, copies on the host for a GPU's.
+  struct HostColumns {
+    torch::Tensor lr, lr64, decay;
+  } host_;
   // The same per member for the CPU's one pass.
   std::vector<MemberRate> cpu_rates_;
 };

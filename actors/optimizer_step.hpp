@@ -72,7 +72,29 @@ class OptimizerStep {
                     std::int64_t n) const = 0;
 };
 
-// Each optimizer's step, defined in its file of actors/optimizers/.
+// torch::optim's default eps for Adam, AdamW and RMSprop. On the CPU it is added in float, as
+// LibTorch adds a Scalar to a float tensor.
+constexpr double kTorchEps = 1e-8;
+
+// The most state slots an optimizer keeps per parameter: the CPU's one pass hands a member's
+// slots over as a fixed array.
+constexpr std::size_t kMaxSlots = 4;
+
+constexpr std::size_t count_words(const char* text) {
+  std::size_t n = 0;
+  for (bool in_word = false; *text; ++text) {
+    const bool letter = *text != ' ';
+    n += letter && !in_word;
+    in_word = letter;
+  }
+  return n;
+}
+#define OPTIMIZER(kind, name, slots, decay, adaptive, doc) \
+  static_assert(count_words(slots) <= kMaxSlots, name " keeps more state slots than kMaxSlots");
+#include "spec/optimizers.def"
+
+// Each optimizer's step, defined in its file of actors/optimizers/ with
+// PACKTUNE_OPTIMIZER_STEP(Kind, ItsStepClass).
 template <spec::OptimizerKind Kind>
 std::unique_ptr<OptimizerStep> make_optimizer_step();
 #define OPTIMIZER(kind, name, slots, decay, adaptive, doc) \
@@ -83,3 +105,10 @@ std::unique_ptr<OptimizerStep> make_optimizer_step();
 std::unique_ptr<OptimizerStep> make_optimizer_step(spec::OptimizerKind kind);
 
 }  // namespace packtune::actors
+
+// In namespace packtune::actors: the step of optimizer `Kind` (spec/optimizers.def) is `Step`.
+#define PACKTUNE_OPTIMIZER_STEP(Kind, Step)                                     \
+  template <>                                                                  \
+  std::unique_ptr<OptimizerStep> make_optimizer_step<spec::OptimizerKind::Kind>() { \
+    return std::make_unique<Step>();                                           \
+  }

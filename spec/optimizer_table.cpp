@@ -42,6 +42,12 @@ std::vector<std::string> optimizer_names() {
   return names;
 }
 
+int kept_slots(const OptimizerRow& row, double momentum) {
+  int kept = 0;
+  for (const auto& slot : row.slots) kept += slot != "momentum_buffer" || momentum > 0;
+  return kept;
+}
+
 const std::vector<OptimizerKeyRow>& optimizer_keys() {
   static const std::vector<OptimizerKeyRow> rows = {
 #define OPTIMIZER_KEY(field, type, default_value, low, high, perturbable, doc) \

@@ -10,10 +10,6 @@
 namespace packtune::actors {
 namespace {
 
-// torch::optim::AdamOptions' default; on the CPU added in float, as LibTorch adds a Scalar to a
-// float tensor.
-constexpr double kEps = 1e-8;
-
 class AdamStep final : public OptimizerStep {
  public:
   void refresh(const std::vector<spec::OptimizerSpec>& members, const std::vector<bool>&,
@@ -55,7 +51,7 @@ class AdamStep final : public OptimizerStep {
     const auto& exp_avg_sq = slots[1];
     exp_avg.mul_(b1_).add_(grad * omb1_);
     exp_avg_sq.mul_(b2_).add_(grad * grad * omb2_);
-    return {exp_avg / (exp_avg_sq.sqrt() / bias2_).add_(kEps), step_size_};
+    return {exp_avg / (exp_avg_sq.sqrt() / bias2_).add_(kTorchEps), step_size_};
   }
 
   void begin_rows(const std::vector<double>& rates, const double* steps) override {
@@ -71,7 +67,7 @@ class AdamStep final : public OptimizerStep {
     const auto& row = cpu_[m];
     float* __restrict exp_avg = slots[0];
     float* __restrict exp_avg_sq = slots[1];
-    const auto eps = static_cast<float>(kEps);
+    const auto eps = static_cast<float>(kTorchEps);
     for (std::int64_t j = 0; j < n; ++j) {
       float grad = g[j];
       if (r.l2 != 0) grad = grad + w[j] * r.l2;
@@ -97,14 +93,7 @@ class AdamStep final : public OptimizerStep {
 
 }  // namespace
 
-template <>
-std::unique_ptr<OptimizerStep> make_optimizer_step<spec::OptimizerKind::Adam>() {
-  return std::make_unique<AdamStep>();
-}
-
-template <>
-std::unique_ptr<OptimizerStep> make_optimizer_step<spec::OptimizerKind::AdamW>() {
-  return std::make_unique<AdamStep>();
-}
+PACKTUNE_OPTIMIZER_STEP(Adam, AdamStep)
+PACKTUNE_OPTIMIZER_STEP(AdamW, AdamStep)
 
 }  // namespace packtune::actors

@@ -8,10 +8,6 @@
 namespace packtune::actors {
 namespace {
 
-// torch::optim::RMSpropOptions' default eps; on the CPU added in float, as LibTorch adds a
-// Scalar to a float tensor.
-constexpr double kEps = 1e-8;
-
 class RmsPropStep final : public OptimizerStep {
  public:
   void refresh(const std::vector<spec::OptimizerSpec>& members, const std::vector<bool>&,
@@ -36,7 +32,7 @@ class RmsPropStep final : public OptimizerStep {
     square_avg.mul_(alpha_).add_(grad * grad * one_minus_alpha_);
     // Without momentum torch steps by grad / avg; a zero momentum times the buffer plus that
     // quotient is the quotient exactly, so one form serves every member.
-    buffer.mul_(momentum_).add_(grad / square_avg.sqrt().add_(kEps));
+    buffer.mul_(momentum_).add_(grad / square_avg.sqrt().add_(kTorchEps));
     return {buffer, columns.lr};
   }
 
@@ -45,7 +41,7 @@ class RmsPropStep final : public OptimizerStep {
     const auto& row = cpu_[m];
     float* __restrict square_avg = slots[0];
     float* __restrict buffer = slots[1];
-    const auto eps = static_cast<float>(kEps);
+    const auto eps = static_cast<float>(kTorchEps);
     for (std::int64_t j = 0; j < n; ++j) {
       float grad = g[j];
       if (r.l2 != 0) grad = grad + w[j] * r.l2;
@@ -65,9 +61,6 @@ class RmsPropStep final : public OptimizerStep {
 
 }  // namespace
 
-template <>
-std::unique_ptr<OptimizerStep> make_optimizer_step<spec::OptimizerKind::RmsProp>() {
-  return std::make_unique<RmsPropStep>();
-}
+PACKTUNE_OPTIMIZER_STEP(RmsProp, RmsPropStep)
 
 }  // namespace packtune::actors

@@ -59,9 +59,6 @@ class SgdStep final : public OptimizerStep {
 
 }  // namespace
 
-template <>
-std::unique_ptr<OptimizerStep> make_optimizer_step<spec::OptimizerKind::Sgd>() {
-  return std::make_unique<SgdStep>();
-}
+PACKTUNE_OPTIMIZER_STEP(Sgd, SgdStep)
 
 }  // namespace packtune::actors

@@ -47,10 +47,7 @@ packing::TrialShape trial_shape(const spec::TrialSpec& spec, const spec::InputSh
   const auto& optimizer = spec::optimizer_row(spec.optimizer.name);
   s.adaptive = optimizer.adaptive;
   s.weight_decay = spec.optimizer.weight_decay != 0;
-  // As torch::optim keeps them: no momentum buffer without momentum.
-  s.optimizer_slots = static_cast<int>(std::count_if(optimizer.slots.begin(), optimizer.slots.end(), [&](const std::string& slot) {
-    return slot != "momentum_buffer" || spec.optimizer.momentum > 0;
-  }));
+  s.optimizer_slots = spec::kept_slots(optimizer, spec.optimizer.momentum);
   if (spec::plugin_family(spec.model)) {
     // No formula: the planner waits for an actor's measurement, and orders the shapes of
     // one fusion key by the product of their numeric widths.

@@ -1,10 +1,9 @@
-// The CPU's one-pass optimizer step (member_step.hpp) against the whole-tensor form a GPU
+// The CPU's one-pass optimizer step (optimizer_step.hpp) against the whole-tensor form a GPU
 // runs, on one group of SGD with and without Nesterov momentum, Adam with L2 decay and AdamW,
 // over steps whose gradients change, on three threads whose chunks start inside members.
 // LibTorch first: its logging header defines a CHECK macro that Catch's must replace.
-#include "actors/fused_optimizer.hpp"
-
-#include <catch2/catch.hpp>
+#include "optimizers/optimizer_check.hpp"
+#include "spec/optimizer_table.hpp"
 
 using namespace packtune;
 
@@ -33,22 +32,7 @@ constexpr int kSteps = 6;
 
 // Three parameters of the four members and their gradients at each step. The largest,
 // 90,300 per member, splits over three threads at 120,400: inside member 1.
-struct Draws {
-  std::vector<torch::Tensor> start;
-  std::vector<std::vector<torch::Tensor>> grads;
-};
-
-Draws draws() {
-  torch::manual_seed(5);
-  Draws d;
-  const std::vector<std::vector<std::int64_t>> shapes = {{4, 300, 7}, {4, 7}, {4, 300, 301}};
-  for (const auto& shape : shapes) d.start.push_back(torch::randn(shape));
-  for (int s = 0; s < kSteps; ++s) {
-    d.grads.emplace_back();
-    for (const auto& shape : shapes) d.grads.back().push_back(torch::randn(shape) * (s + 1));
-  }
-  return d;
-}
+optimizer_check::Draws draws() { return optimizer_check::draws(5, {{4, 300, 7}, {4, 7}, {4, 300, 301}}, kSteps); }
 
 // The same members with a learning-rate schedule each (over 8 steps) and unlike clipping: one
 // clips at every step, one never, two now and then.
@@ -69,29 +53,10 @@ spec::ScheduleSteps schedule_steps(const spec::OptimizerSpec& spec) {
   return {8, spec.schedule.warmup > 0 ? 2 : 0, 3};
 }
 
-// The members `rows` of the draws trained as one group under `mode`.
+// The members `rows` of the draws trained as one group under `mode`, on three threads.
 std::vector<torch::Tensor> train(const std::vector<std::int64_t>& rows, actors::CpuStep mode,
                                  bool recipes = false) {
-  const auto d = draws();
-  const auto specs = recipes ? recipe_members() : members();
-  const auto index = torch::tensor(rows);
-  std::vector<torch::Tensor> params;
-  for (const auto& p : d.start) params.push_back(p.index_select(0, index));
-  actors::FusedOptimizer optimizer(torch::kCPU, mode);
-  std::vector<torch::Tensor> member_shapes;
-  for (const auto& p : params) member_shapes.push_back(torch::zeros_like(p[0]));
-  for (const auto r : rows) {
-    const auto& spec = specs[static_cast<std::size_t>(r)];
-    optimizer.append_member(spec, member_shapes, {}, 0, schedule_steps(spec));
-  }
-  const auto threads = at::get_num_threads();
-  at::set_num_threads(3);
-  for (const auto& grads : d.grads) {
-    for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = grads[i].index_select(0, index);
-    optimizer.step(params);
-  }
-  at::set_num_threads(threads);
-  return params;
+  return optimizer_check::train(draws(), recipes ? recipe_members() : members(), rows, mode, schedule_steps, 3).params;
 }
 
 }  // namespace
@@ -122,16 +87,20 @@ std::vector<torch::Tensor> torch_alone(std::int64_t m) {
   std::vector<torch::Tensor> params;
   for (const auto& p : d.start) params.push_back(p[m].clone().requires_grad_(true));
   std::unique_ptr<torch::optim::Optimizer> optimizer;
-  if (spec.name == "sgd") {
-    optimizer = std::make_unique<torch::optim::SGD>(
-        params, torch::optim::SGDOptions(spec.lr).momentum(spec.momentum).nesterov(spec.nesterov).weight_decay(
-                    spec.weight_decay));
-  } else if (spec.name == "adam") {
-    optimizer = std::make_unique<torch::optim::Adam>(
-        params, torch::optim::AdamOptions(spec.lr).betas({spec.beta1, spec.beta2}).weight_decay(spec.weight_decay));
-  } else {
-    optimizer = std::make_unique<torch::optim::AdamW>(
-        params, torch::optim::AdamWOptions(spec.lr).betas({spec.beta1, spec.beta2}).weight_decay(spec.weight_decay));
+  switch (spec::optimizer_row(spec.name).kind) {
+    case spec::OptimizerKind::Sgd:
+      optimizer = std::make_unique<torch::optim::SGD>(
+          params, torch::optim::SGDOptions(spec.lr).momentum(spec.momentum).nesterov(spec.nesterov).weight_decay(
+                      spec.weight_decay));
+      break;
+    case spec::OptimizerKind::Adam:
+      optimizer = std::make_unique<torch::optim::Adam>(
+          params, torch::optim::AdamOptions(spec.lr).betas({spec.beta1, spec.beta2}).weight_decay(spec.weight_decay));
+      break;
+    default:
+      REQUIRE(spec.name == "adamw");
+      optimizer = std::make_unique<torch::optim::AdamW>(
+          params, torch::optim::AdamWOptions(spec.lr).betas({spec.beta1, spec.beta2}).weight_decay(spec.weight_decay));
   }
   for (int step = 0; step < kSteps; ++step) {
     for (std::size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = d.grads[step][i][m].clone();

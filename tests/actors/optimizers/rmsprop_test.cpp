@@ -2,9 +2,7 @@
 // fused with SGD and Adam members steps as it does alone, bit for bit on the CPU's one pass,
 // and as LibTorch's RMSprop to rounding, in both forms; its checkpoint slots are torch's state.
 // LibTorch first: its logging header defines a CHECK macro that Catch's must replace.
-#include "actors/fused_optimizer.hpp"
-
-#include <catch2/catch.hpp>
+#include "optimizer_check.hpp"
 
 #include "actors/torch_compat.hpp"
 #include "spec/optimizer_table.hpp"
@@ -25,44 +23,10 @@ std::vector<spec::OptimizerSpec> members() {
   };
 }
 
-struct Draws {
-  std::vector<torch::Tensor> start;
-  std::vector<std::vector<torch::Tensor>> grads;
-};
+optimizer_check::Draws draws() { return optimizer_check::draws(11, {{4, 50, 7}, {4, 7}}, kSteps); }
 
-Draws draws() {
-  torch::manual_seed(11);
-  Draws d;
-  const std::vector<std::vector<std::int64_t>> shapes = {{4, 50, 7}, {4, 7}};
-  for (const auto& shape : shapes) d.start.push_back(torch::randn(shape));
-  for (int s = 0; s < kSteps; ++s) {
-    d.grads.emplace_back();
-    for (const auto& shape : shapes) d.grads.back().push_back(torch::randn(shape) * (s + 1));
-  }
-  return d;
-}
-
-struct Trained {
-  std::vector<torch::Tensor> params;
-  std::vector<std::vector<std::vector<torch::Tensor>>> state;  // member -> slot -> parameter
-};
-
-Trained train(const std::vector<std::int64_t>& rows, actors::CpuStep mode) {
-  const auto d = draws();
-  const auto specs = members();
-  const auto index = torch::tensor(rows);
-  Trained t;
-  for (const auto& p : d.start) t.params.push_back(p.index_select(0, index));
-  actors::FusedOptimizer optimizer(torch::kCPU, mode);
-  std::vector<torch::Tensor> member_shapes;
-  for (const auto& p : t.params) member_shapes.push_back(torch::zeros_like(p[0]));
-  for (const auto r : rows) optimizer.append_member(specs[static_cast<std::size_t>(r)], member_shapes);
-  for (const auto& grads : d.grads) {
-    for (std::size_t i = 0; i < t.params.size(); ++i) t.params[i].mutable_grad() = grads[i].index_select(0, index);
-    optimizer.step(t.params);
-  }
-  for (std::size_t k = 0; k < rows.size(); ++k) t.state.push_back(optimizer.member_state(static_cast<std::int64_t>(k)));
-  return t;
+optimizer_check::Trained train(const std::vector<std::int64_t>& rows, actors::CpuStep mode) {
+  return optimizer_check::train(draws(), members(), rows, mode);
 }
 
 // LibTorch's RMSprop over member m alone.
@@ -81,10 +45,7 @@ std::pair<std::vector<torch::Tensor>, std::unique_ptr<torch::optim::RMSprop>> to
   return {params, std::move(optimizer)};
 }
 
-void check_close(const torch::Tensor& ours, const torch::Tensor& theirs) {
-  const auto scale = theirs.abs().max().item<double>();
-  CHECK((ours - theirs).abs().max().item<double>() <= 1e-5 * scale);
-}
+using optimizer_check::check_close;
 
 }  // namespace
 
