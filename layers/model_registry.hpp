@@ -4,13 +4,13 @@
 // that makes one trial's model, with the layer library, from the trial's model hyper-parameters
 // (every declared one present, defaults filled in, checked against the declaration).
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "layers/family_declaration.hpp"
 #include "layers/layer.hpp"
+#include "packtune/named_table.hpp"
 
 namespace packtune::layers {
 
@@ -36,11 +36,11 @@ class ModelRegistry {
   // Throws InputError when the name is taken.
   void add(ModelFamily family);
   // nullptr when no family has that name.
-  const ModelFamily* find(const std::string& name) const;
-  std::vector<std::string> names() const;
+  const ModelFamily* find(const std::string& name) const { return families_.find(name); }
+  std::vector<std::string> names() const { return families_.names(); }
 
  private:
-  std::map<std::string, ModelFamily> families_;
+  NamedTable<ModelFamily> families_;
 };
 
 }  // namespace packtune::layers

@@ -43,23 +43,11 @@ void DeclaredFamilies::add(const layers::FamilyDeclaration& family) {
   if (std::find(builtin.begin(), builtin.end(), family.name) != builtin.end()) {
     throw InputError("model family \"" + family.name + "\" is packtune's own; give the plugin's family another name");
   }
-  auto it = families_.find(family.name);
-  if (it != families_.end()) {
-    if (same(it->second, family)) return;
+  if (const auto* known = families_.find(family.name)) {
+    if (same(*known, family)) return;
     throw InputError("model family \"" + family.name + "\" is declared twice, differently");
   }
-  families_.emplace(family.name, family);
-}
-
-const layers::FamilyDeclaration* DeclaredFamilies::find(const std::string& name) const {
-  auto it = families_.find(name);
-  return it == families_.end() ? nullptr : &it->second;
-}
-
-std::vector<std::string> DeclaredFamilies::names() const {
-  std::vector<std::string> out;
-  for (const auto& [name, family] : families_) out.push_back(name);
-  return out;
+  families_.insert(family.name, family);
 }
 
 const std::vector<std::string>& builtin_families() {

@@ -3,11 +3,11 @@
 // the model plugins an actor loaded, or that `packtune-actor --describe-model-plugin` told the
 // driver about. parse_trial_spec checks a plugin family's hyper-parameters against them, and
 // the fusion keys read their roles, without LibTorch.
-#include <map>
 #include <string>
 #include <vector>
 
 #include "layers/family_declaration.hpp"
+#include "packtune/named_table.hpp"
 
 namespace packtune::spec {
 
@@ -20,11 +20,11 @@ class DeclaredFamilies {
   // contradicts itself (check_declaration).
   void add(const layers::FamilyDeclaration& family);
   // nullptr when no plugin declared that name.
-  const layers::FamilyDeclaration* find(const std::string& name) const;
-  std::vector<std::string> names() const;
+  const layers::FamilyDeclaration* find(const std::string& name) const { return families_.find(name); }
+  std::vector<std::string> names() const { return families_.names(); }
 
  private:
-  std::map<std::string, layers::FamilyDeclaration> families_;
+  NamedTable<layers::FamilyDeclaration> families_;
 };
 
 // The families packtune builds itself: no plugin may take their names.
