@@ -97,31 +97,6 @@ auto out_of_memory_guard(const DataOptions& options, Load load) {
 
 }  // namespace
 
-const char* to_string(DataFormat format) {
-  switch (format) {
-    case DataFormat::Idx: return "idx";
-    case DataFormat::Hdf5: return "hdf5";
-    case DataFormat::Npy: return "npy";
-  }
-  return "?";
-}
-
-DataFormat parse_data_format(const std::string& word, const std::string& where) {
-  for (const auto format : {DataFormat::Idx, DataFormat::Hdf5, DataFormat::Npy}) {
-    if (word == to_string(format)) return format;
-  }
-  throw InputError(where + ": unknown format \"" + word + "\"; expected idx, hdf5 or npy");
-}
-
-const char* order_name(bool per_trial) { return per_trial ? "per_trial" : "shared"; }
-
-bool parse_data_order(const std::string& word, const std::string& where) {
-  if (word != "shared" && word != "per_trial") {
-    throw InputError(where + ": unknown order \"" + word + "\"; expected shared or per_trial");
-  }
-  return word == "per_trial";
-}
-
 std::vector<std::string> data_files(const DataOptions& options) {
   switch (options.format) {
     case DataFormat::Idx:

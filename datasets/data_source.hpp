@@ -9,67 +9,10 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
+#include "datasets/data_options.hpp"
 #include "datasets/dataset.hpp"
 
 namespace packtune::datasets {
-
-enum class DataFormat { Idx, Hdf5, Npy };
-const char* to_string(DataFormat format);
-// "idx", "hdf5" or "npy"; anything else is an InputError "WHERE: unknown format ...".
-DataFormat parse_data_format(const std::string& word, const std::string& where);
-// DataOptions::order_per_trial as its config word ("shared" or "per_trial"), and back; another
-// word is an InputError "WHERE: unknown order ...".
-const char* order_name(bool per_trial);
-bool parse_data_order(const std::string& word, const std::string& where);
-
-// Random crops (after zero padding) and horizontal flips of training images, drawn per trial
-// and step from the trial's seed (batch_stream.hpp).
-struct Augment {
-  int crop_padding = 0;  // pixels of zeros on each side before a random crop; 0: no crop
-  bool flip = false;     // mirror half the images left to right
-  // Each trial draws its own crops and flips from its seed; off, every trial of the run sees
-  // the same draws (from the experiment's seed), made once per pack.
-  bool per_trial = true;
-  bool any() const { return crop_padding > 0 || flip; }
-};
-
-struct DataOptions {
-  DataFormat format = DataFormat::Idx;
-  Task task = Task::Classification;
-  // idx: a data set's name (fashion-mnist, mnist, idx) and the folder of its files.
-  std::string name = "fashion-mnist";
-  std::string dir = "/usr/share/datasets/fashion-mnist";
-  // hdf5: the file and the names of its two datasets. npy: x and y are the two files.
-  std::string path;
-  std::string x = "x";
-  std::string y = "y";
-  // The test split, if any: hdf5 another file with the same dataset names; npy two files.
-  std::string test_path;
-  std::string test_x;
-  std::string test_y;
-  std::uint32_t train_size = 0;  // examples used for training, 0 = all that remain
-  // Held out from the end of the training data. 0: 10,000 for idx, a tenth of the examples
-  // (at least 1, at most 10,000) otherwise.
-  std::uint32_t validation_size = 0;
-  // Per-channel (images) or per-feature (rows) standardisation with the training split's
-  // statistics. Regression targets are never normalised: val_mse is in the targets' units.
-  bool normalize = true;
-  Augment augment;
-  // "order": shared (every trial of the run reads the training set in one order per epoch,
-  // from the experiment's seed) or per_trial (each trial its own order, from its seed, as
-  // independent trainings shuffle). Shared order makes the trials' comparisons fairer and
-  // decodes each batch once per pack; it also shares the order's luck among all trials
-  // (docs/data.md#data-order).
-  bool order_per_trial = false;
-};
-
-// All of the options as JSON (what the driver sends its actors, and the config as run's data
-// block with every default spelled out), and back: an unknown format or task, a missing key or
-// a wrong type is an InputError naming "data".
-void to_json(nlohmann::json& j, const DataOptions& options);
-void from_json(const nlohmann::json& j, DataOptions& options);
 
 // What the planner and the model builder need, from the files' headers (and, for a
 // classification task of HDF5 or NumPy files, the training labels, whose largest says how many

@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <limits>
 
 #include "packtune/error.hpp"
 
@@ -20,18 +19,46 @@ std::string beside_config(const std::string& file, const std::string& config_pat
   return (std::filesystem::absolute(config_path).parent_path() / file).lexically_normal().string();
 }
 
-// The keys of the data block each format reads; the others are refused for it, so that a key
-// meant for another format does not go unnoticed.
-const char* data_keys(datasets::DataFormat format) {
-  switch (format) {
-    case datasets::DataFormat::Idx:
-      return "format, name, dir, train_size, validation_size, normalize, augment, order";
-    case datasets::DataFormat::Hdf5:
-      return "format, path, x, y, test_path, train_size, validation_size, normalize, augment, order";
-    case datasets::DataFormat::Npy:
-      return "format, x, y, test_x, test_y, train_size, validation_size, normalize, augment, order";
-  }
-  return "";
+void read_augment_key(Fields& a, const char* key, bool& out, std::int64_t) { a.boolean(key, out); }
+void read_augment_key(Fields& a, const char* key, int& out, std::int64_t high) { a.integer(key, out, 0, high); }
+
+// A data key that names a file or folder, beside the config; the others are no paths.
+void resolve_path(std::string& file, const std::string& config_path) { file = beside_config(file, config_path); }
+template <class T>
+void resolve_path(T&, const std::string&) {}
+
+// One key of the data block, read as its codec (data_keys.def) says; `high` bounds an integer.
+void read_data_key(Fields& d, const char* key, std::string& out, datasets::data_codecs::Plain, std::int64_t) {
+  d.string(key, out);
+}
+void read_data_key(Fields& d, const char* key, bool& out, datasets::data_codecs::Plain, std::int64_t) {
+  d.boolean(key, out);
+}
+void read_data_key(Fields& d, const char* key, std::uint32_t& out, datasets::data_codecs::Plain, std::int64_t high) {
+  d.integer(key, out, 0, high);
+}
+void read_data_key(Fields& d, const char* key, datasets::DataFormat& out, datasets::data_codecs::FormatWord,
+                   std::int64_t) {
+  std::string word = datasets::to_string(out);
+  d.string(key, word);
+  out = datasets::parse_data_format(word, std::string("data.") + key);
+}
+void read_data_key(Fields& d, const char* key, bool& out, datasets::data_codecs::OrderWord, std::int64_t) {
+  std::string word = datasets::order_name(out);
+  d.string(key, word);
+  out = datasets::parse_data_order(word, std::string("data.") + key);
+}
+void read_data_key(Fields& d, const char* key, datasets::Augment& out, datasets::data_codecs::AugmentBlock,
+                   std::int64_t) {
+  if (!d.has(key)) return;
+  Fields a(d.object(key), std::string("data.") + key);
+  std::string keys;
+#define DATA_AUGMENT_KEY(key, Type, default_value, high, doc) keys += std::string(keys.empty() ? "" : ", ") + #key;
+#include "datasets/data_keys.def"
+  a.allow(keys);
+#define DATA_AUGMENT_KEY(key, Type, default_value, high, doc) read_augment_key(a, #key, out.key, high);
+#include "datasets/data_keys.def"
+  a.finish();
 }
 
 }  // namespace
@@ -92,26 +119,23 @@ void read_data(Fields& top, ExperimentConfig& c, const std::string& path) {
   if (!top.has("data")) return;
   const auto& block = top.object("data");
   Fields d(block, "data");
-  std::string format = "idx";
-  d.string("format", format);
-  data.format = datasets::parse_data_format(format, "data.format");
-  d.allow(data_keys(data.format));
-  const std::string keys = data_keys(data.format);
-  for (const auto& [key, _] : block.items()) {
-    const bool known = key == "name" || key == "dir" || key == "path" || key == "x" || key == "y" ||
-                       key == "test_path" || key == "test_x" || key == "test_y";
-    if (known && (", " + keys + ",").find(", " + key + ",") == std::string::npos) {
-      throw InputError("data." + key + ": not read by format " + format + "; its keys are " + keys);
+  // The format first: it says which keys the block may hold.
+  read_data_key(d, "format", data.format, datasets::data_codecs::FormatWord{}, 0);
+  const std::string keys = datasets::data_keys(data.format);
+  d.allow(keys);
+  for (const auto& row : datasets::data_key_rows()) {
+    if (block.contains(row.key) && !(row.formats & datasets::format_bit(data.format))) {
+      throw InputError("data." + row.key + ": not read by format " + datasets::to_string(data.format) +
+                       "; its keys are " + keys);
     }
   }
-  d.string("name", data.name);
-  d.string("dir", data.dir);
-  d.string("path", data.path);
-  d.string("x", data.x);
-  d.string("y", data.y);
-  d.string("test_path", data.test_path);
-  d.string("test_x", data.test_x);
-  d.string("test_y", data.test_y);
+  using namespace datasets::data_formats;
+  const unsigned format = datasets::format_bit(data.format);
+#define DATA_KEY(key, member, Type, default_value, codec, formats, paths, high, doc) \
+  if (std::string(#key) != "format" && ((formats) & format)) {                        \
+    read_data_key(d, #key, data.member, datasets::data_codecs::codec{}, high);        \
+  }
+#include "datasets/data_keys.def"
   if (data.format == DataFormat::Hdf5 && data.path.empty()) {
     throw InputError("data.path: format hdf5 needs the HDF5 file of the training data");
   }
@@ -125,34 +149,17 @@ void read_data(Fields& top, ExperimentConfig& c, const std::string& path) {
                        ": the test split needs both test_x and test_y");
     }
   }
-  for (auto* file : {&data.dir, &data.path, &data.test_path, &data.test_x, &data.test_y}) {
-    *file = beside_config(*file, path);
-  }
-  if (data.format == DataFormat::Npy) {
-    data.x = beside_config(data.x, path);
-    data.y = beside_config(data.y, path);
-  }
-  d.integer("train_size", data.train_size, 0, std::numeric_limits<std::uint32_t>::max());
-  d.integer("validation_size", data.validation_size, 0, std::numeric_limits<std::uint32_t>::max());
-  d.boolean("normalize", data.normalize);
-  std::string order = datasets::order_name(data.order_per_trial);
-  d.string("order", order);
-  data.order_per_trial = datasets::parse_data_order(order, "data.order");
-  if (d.has("augment")) {
-    Fields a(d.object("augment"), "data.augment");
-    a.allow("crop_padding, flip, per_trial");
-    a.integer("crop_padding", data.augment.crop_padding, 0, 64);
-    a.boolean("flip", data.augment.flip);
-    a.boolean("per_trial", data.augment.per_trial);
-    a.finish();
-  }
+  // Paths beside the config; dir's default is absolute already, and an empty one stays empty.
+#define DATA_KEY(key, member, Type, default_value, codec, formats, paths, high, doc) \
+  if ((paths) & format) resolve_path(data.member, path);
+#include "datasets/data_keys.def"
   d.finish();
 }
 
 json data_as_run(const datasets::DataOptions& data) {
   json all = data;
   json out = json::object();
-  const std::string keys = std::string(", ") + data_keys(data.format) + ",";
+  const std::string keys = ", " + datasets::data_keys(data.format) + ",";
   for (const auto& [key, value] : all.items()) {
     const bool empty_test = (key == "test_path" || key == "test_x" || key == "test_y") && value == "";
     if (keys.find(", " + key + ",") != std::string::npos && !empty_test) out[key] = value;

@@ -5,6 +5,7 @@
 #include <string>
 #include <type_traits>
 
+#include "datasets/data_options.hpp"
 #include "experiment/config_fields.hpp"
 #include "experiment/config_keys.hpp"
 #include "experiment/experiment_config.hpp"
@@ -110,6 +111,28 @@ std::string markdown() {
     out += "| `" + std::string(k.name) + "` | " + k.type + " | " + cell(k.default_doc) + " | " + cell(k.limits_doc) +
            " | " + cell(k.flag) + " | " + (k.resume == Resume::MayChange ? "may change" : "fixed") + " | " +
            cell(k.doc) + " |\n";
+  }
+  out +=
+      "\n"
+      "## The data block\n"
+      "\n"
+      "<!-- From datasets/data_keys.def. -->\n"
+      "\n"
+      "The keys of `data` ([data.md](data.md)). Each format reads its own and refuses the others';\n"
+      "a path is relative to the config file's folder, and the config as run records it absolute.\n"
+      "\n"
+      "| key | type | default | range | formats | meaning |\n"
+      "|---|---|---|---|---|---|\n";
+  for (const auto& row : datasets::data_key_rows()) {
+    std::string formats;
+    for (const auto format : {datasets::DataFormat::Idx, datasets::DataFormat::Hdf5, datasets::DataFormat::Npy}) {
+      if (row.formats & datasets::format_bit(format)) {
+        formats += std::string(formats.empty() ? "" : ", ") + datasets::to_string(format);
+      }
+    }
+    out += "| `" + row.key + "` | " + row.type + " | " + cell(row.default_text) + " | " +
+           (row.high > 0 ? "0 to " + number_text(static_cast<double>(row.high)) : std::string()) + " | " + formats +
+           " | " + cell(row.doc) + " |\n";
   }
   out +=
       "\n"
