@@ -43,7 +43,7 @@ void Actor::calibrate(const spec::TrialSpec& spec, torch::Device device) {
 
 void Actor::queue_profile(const proto::Profile& request) {
   try {
-    auto spec = spec::parse_trial_spec(request.config, "profile of shape " + request.key);
+    auto spec = request.spec;
     profiles_.push_back({request.key, Clock::now(),
                          std::make_unique<actors::ThroughputProfiler>(
                              spec, request.max_members, input_, torch::Device(pack_device_),
@@ -93,7 +93,7 @@ proto::Tested Actor::run_test(const proto::Test& test) {
     const auto test_set = datasets::load_test_set(data_options());
     if (!test_set) throw InputError("the data set has no test split (docs/data.md)");
     const auto [inputs, labels] = stream_->prepare(*test_set);
-    const auto spec = spec::parse_trial_spec(test.config, "trial " + std::to_string(test.trial));
+    const auto& spec = test.spec;
     for (const auto& path : test.checkpoints) {
       try {
         const auto checkpoint = read_from_store(path);

@@ -296,7 +296,7 @@ void Actor::start_trial(actors::PackExecutor& pack, const proto::Assign& assign)
   try {
     actors::PackJob job;
     job.trial = assign.trial;
-    job.spec = spec::parse_trial_spec(assign.config, "trial " + std::to_string(assign.trial));
+    job.spec = assign.spec;
     job.seed = assign.seed;
     job.budget = assign.budget;
     job.report_every = spec_.report_every;

@@ -115,7 +115,7 @@ std::string DriverCore::offer_refusal(const ActorState& actor, const proto::Offe
 std::string DriverCore::fetch_refusal(const ActorState& actor, const proto::FetchChunk& fetch) {
   const auto named = spec::parse_checkpoint_name(fetch.name);
   if (!named) return "not a checkpoint name: " + Admission::printable(fetch.name);
-  const bool tests = testing_ && testing_->actor == actor.id && testing_->trial == named->trial;
+  const bool tests = final_test_.tests(actor.id, named->trial);
   if (!tests && !book_.running_on(named->trial, actor.id)) {
     return fmt::format("trial {} is not a trial this actor trains or tests", named->trial);
   }

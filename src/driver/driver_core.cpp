@@ -42,7 +42,9 @@ DriverCore::DriverCore(const ExperimentConfig& config, Options options, Send sen
                                             options_.fresh_profiles}),
       book_(config.model, config.seed,
             [padded = fuse_pads_widths(config), input = options.input](const tuners::TrialConfig& full) {
-              return trial_shape(spec::parse_trial_spec(full, "trial"), input, padded);
+              auto spec = spec::parse_trial_spec(full, "trial");
+              auto shape = trial_shape(spec, input, padded);
+              return TrialBook::Described{std::move(spec), std::move(shape)};
             }),
       start_(now),
       last_heartbeat_(now) {
@@ -193,7 +195,7 @@ void DriverCore::on_actor_message(ActorState& actor, const proto::Message& messa
         } else if constexpr (std::is_same_v<T, proto::Profiled>) {
           release(profiles_.on_profiled(actor.id, m));
         } else if constexpr (std::is_same_v<T, proto::Tested>) {
-          if (testing_ && testing_->actor == actor.id && m.trial == testing_->trial) {
+          if (final_test_.tests(actor.id, m.trial)) {
             auto answer = m;
             auto why = Admission::metrics_refusal(m.metrics, true);
             if (why.empty() && !std::isfinite(m.budget)) why = "its budget is not a number";
@@ -202,7 +204,7 @@ void DriverCore::on_actor_message(ActorState& actor, const proto::Message& messa
               answer.metrics.clear();
               answer.error = "its answer was refused: " + why;
             }
-            testing_->answer = std::move(answer);
+            final_test_.answer(std::move(answer));
           }
         } else if constexpr (std::is_same_v<T, proto::Heartbeat>) {
         } else {

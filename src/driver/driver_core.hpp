@@ -20,6 +20,7 @@
 #include "driver/actor_registry.hpp"
 #include "driver/admission.hpp"
 #include "driver/checkpoint_store.hpp"
+#include "driver/final_test.hpp"
 #include "driver/journal.hpp"
 #include "driver/profile_gate.hpp"
 #include "driver/status_view.hpp"
@@ -110,7 +111,7 @@ class DriverCore {
   bool test_wanted();
   // Sends the test to the next ready actor not asked yet; false when none is left.
   bool ask_next_tester(Clock::time_point now);
-  bool test_answered() const { return testing_ && testing_->answer.has_value(); }
+  bool test_answered() const { return final_test_.answered(); }
   bool tester_lost() const;
   // Records the answer for best.json; the run's exit code (0).
   int record_test();
@@ -227,13 +228,7 @@ class DriverCore {
   std::map<int, std::vector<protocol::Assign>> assigns_;  // this dispatch's jobs by actor, sent at its end
 
   std::vector<TrialId> best_finished_;  // trials keeping their final models, best first
-  struct Testing {
-    TrialId trial = -1;
-    int actor = -1;
-    std::optional<protocol::Tested> answer;
-  };
-  std::optional<Testing> testing_;  // the test of the best trial, while it runs
-  std::set<int> testers_asked_;     // actors asked to run it, who died or hung
+  FinalTest final_test_;  // the test of the best trial's final model
   std::vector<std::string> actor_failures_;
   bool actor_input_error_ = false;  // an actor process exited with code 2 (bad input)
   std::string actor_said_;          // the last ActorFailed message

@@ -198,6 +198,7 @@ void DriverCore::start_next_job(int actor_id, TrialState& trial) {
 // The Assign of a job; a promotion or a restart names the trial's checkpoints, newest first.
 proto::Assign DriverCore::make_assign(const Job& job, TrialState& trial) {
   proto::Assign assign{job.trial, trial.full, job.budget, trial.seed};
+  assign.spec = trial.spec;
   assign.lease = trial.lease;
   assign.resume_from = store_->newest_first(job.trial);
   // An exploit goes on from its donor's weights or fails: never from the member's own older ones.
@@ -275,7 +276,7 @@ void DriverCore::start_rung(Job first) {
 
 // Whether the job waits in the gate for its shape's profile; sends the request it asks for.
 bool DriverCore::hold_for_profile(const Job& job, const TrialState& trial) {
-  auto admission = profiles_.admit(job, trial.shape, trial.full, now_);
+  auto admission = profiles_.admit(job, trial.shape, trial.full, trial.spec, now_);
   if (admission.ask) send(*registry_.actor_by_id(admission.ask->actor), admission.ask->profile);
   return admission.held;
 }

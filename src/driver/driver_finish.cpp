@@ -114,25 +114,18 @@ bool DriverCore::ask_next_tester(Clock::time_point now) {
   now_ = now;
   const auto& best = results_->best();
   const TrialState& trial = book_.at(best->trial);
-  for (auto& [identity, actor] : registry_.actors()) {
-    if (actor.dead || !actor.ready || !testers_asked_.insert(actor.id).second) continue;
-    testing_ = Testing{best->trial, actor.id, std::nullopt};
-    send(actor, proto::Test{best->trial, trial.full, trial.seed, store_->newest_first(best->trial)});
-    spdlog::info("actor {} evaluates trial {}'s final model on the test split", actor.id, best->trial);
-    return true;
-  }
-  return false;
+  const auto tester = final_test_.ask_next(registry_, best->trial);
+  if (!tester) return false;
+  send(*registry_.actor_by_id(*tester),
+       proto::Test{best->trial, trial.full, trial.seed, store_->newest_first(best->trial), trial.spec});
+  spdlog::info("actor {} evaluates trial {}'s final model on the test split", *tester, best->trial);
+  return true;
 }
 
-bool DriverCore::tester_lost() const {
-  if (!testing_) return true;
-  const auto* actor = registry_.actor_by_id(testing_->actor);
-  return !actor || actor->dead;
-}
+bool DriverCore::tester_lost() const { return final_test_.lost(registry_); }
 
 int DriverCore::record_test() {
-  const auto answer = std::move(*testing_->answer);
-  testing_.reset();
+  const auto answer = final_test_.take_answer();
   if (!answer.error.empty()) {
     spdlog::warn("no test accuracy for trial {}: {}", answer.trial, answer.error);
     return 0;
@@ -145,7 +138,7 @@ int DriverCore::record_test() {
 
 // The checkpoint stays, and --resume runs the test again.
 int DriverCore::test_unanswered(bool interrupted) {
-  testing_.reset();
+  final_test_.give_up();
   const auto trial = results_->best()->trial;
   if (interrupted) {
     spdlog::warn("interrupted during the test of trial {}: every job is done, only the test remains; run it "

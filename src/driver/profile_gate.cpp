@@ -54,7 +54,8 @@ void ProfileGate::take_from_cache(const packing::TrialShape& shape) {
 }
 
 ProfileGate::Admission ProfileGate::admit(const tuners::Job& job, const packing::TrialShape& shape,
-                                          const tuners::TrialConfig& full, Clock::time_point now) {
+                                          const tuners::TrialConfig& full, const spec::TrialSpec& spec,
+                                          Clock::time_point now) {
   Admission admission;
   if (!options_.enabled) return admission;
   take_from_cache(shape);
@@ -75,7 +76,7 @@ ProfileGate::Admission ProfileGate::admit(const tuners::Job& job, const packing:
         skipped_[key] = plan_.actors.size();
       } else {
         skipped_.erase(key);
-        admission.ask = request(shape, full, now);
+        admission.ask = request(shape, full, spec, now);
       }
     }
   }
@@ -116,7 +117,8 @@ bool ProfileGate::ruled_out(const packing::TrialShape& shape) const {
 }
 
 std::optional<ProfileGate::Ask> ProfileGate::request(const packing::TrialShape& shape,
-                                                     const tuners::TrialConfig& full, Clock::time_point now) {
+                                                     const tuners::TrialConfig& full,
+                                                     const spec::TrialSpec& spec, Clock::time_point now) {
   const ActorState* best = nullptr;
   double best_load = 0;
   for (const auto& a : plan_.actors) {
@@ -130,7 +132,7 @@ std::optional<ProfileGate::Ask> ProfileGate::request(const packing::TrialShape& 
   if (!best) return std::nullopt;
   requests_[shape.key] = {best->id, now, shape};
   spdlog::debug("actor {} profiles the throughput of shape {}", best->id, shape.key);
-  return Ask{best->id, protocol::Profile{shape.key, full, options_.max_pack}};
+  return Ask{best->id, protocol::Profile{shape.key, full, options_.max_pack, spec}};
 }
 
 std::vector<tuners::Job> ProfileGate::on_profiled(int actor, const protocol::Profiled& m) {

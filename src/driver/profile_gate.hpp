@@ -59,9 +59,9 @@ class ProfileGate {
     bool held = false;  // the job waits in the gate; the caller drops it from its queue
     std::optional<Ask> ask;
   };
-  // A job of a trial of `shape` (its full config `full`) is about to be placed.
+  // A job of a trial of `shape` (its full config `full`, parsed as `spec`) is about to be placed.
   Admission admit(const tuners::Job& job, const packing::TrialShape& shape, const tuners::TrialConfig& full,
-                  Clock::time_point now);
+                  const spec::TrialSpec& spec, Clock::time_point now);
 
   // An actor's answer: recorded in the planner (an error or no step time leaves the shape to
   // the prior). Returns the jobs that no longer wait, in trial order.
@@ -81,7 +81,7 @@ class ProfileGate {
 
  private:
   std::optional<Ask> request(const packing::TrialShape& shape, const tuners::TrialConfig& full,
-                             Clock::time_point now);
+                             const spec::TrialSpec& spec, Clock::time_point now);
   std::vector<tuners::Job> release();
   // Files the cache's profiles of `shape` for the device kinds of live actors that have none.
   void take_from_cache(const packing::TrialShape& shape);

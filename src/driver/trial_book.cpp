@@ -19,8 +19,8 @@ std::uint64_t trial_seed(std::uint64_t experiment_seed, tuners::TrialId trial) {
 
 }  // namespace
 
-TrialBook::TrialBook(tuners::TrialConfig model, std::uint64_t seed, ShapeOf shape_of, Limits limits)
-    : model_(std::move(model)), seed_(seed), shape_of_(std::move(shape_of)), limits_(limits) {}
+TrialBook::TrialBook(tuners::TrialConfig model, std::uint64_t seed, Describe describe, Limits limits)
+    : model_(std::move(model)), seed_(seed), describe_(std::move(describe)), limits_(limits) {}
 
 bool TrialBook::move_to_front(const std::set<TrialId>& trials) {
   const auto chosen = [&](const Job& job) { return trials.count(job.trial) > 0; };
@@ -49,7 +49,9 @@ bool TrialBook::configure(TrialState& trial, const tuners::TrialConfig& config, 
   auto full = model_;
   for (const auto& [k, v] : config) full[k] = v;
   try {
-    trial.shape = shape_of_(full);
+    auto described = describe_(full);
+    trial.spec = std::move(described.spec);
+    trial.shape = std::move(described.shape);
   } catch (const InputError& e) {
     why = std::string("has an invalid config: ") + e.what();
     return false;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "packing/memory_model.hpp"
+#include "spec/trial_spec.hpp"
 #include "tuners/tuner.hpp"
 
 namespace packtune {
@@ -22,6 +23,7 @@ namespace packtune {
 struct TrialState {
   tuners::TrialConfig sampled;  // what the tuner chose
   tuners::TrialConfig full;     // fixed model values overlaid with the sample
+  spec::TrialSpec spec;         // `full` parsed, once: what its actor trains
   std::uint64_t seed = 0;
   packing::TrialShape shape;  // what the planner knows of it
   int out_of_memory = 0;      // how often its unit ran out of memory
@@ -52,14 +54,19 @@ class TrialBook {
     int max_restarts = 2;       // a trial restarted more often after its actor died fails
     int max_out_of_memory = 3;  // a trial whose unit ran out of memory more often fails
   };
-  // A trial's shape from its full config; throws InputError for a config that is no model.
-  using ShapeOf = std::function<packing::TrialShape(const tuners::TrialConfig& full)>;
+  // A trial's spec and shape from its full config, which is parsed here and nowhere else;
+  // throws InputError for a config that is no model.
+  struct Described {
+    spec::TrialSpec spec;
+    packing::TrialShape shape;
+  };
+  using Describe = std::function<Described(const tuners::TrialConfig& full)>;
 
   // `model`: the fixed hyper-parameters every sample is overlaid on; `seed`: the
   // experiment's, from which each trial's own is derived.
-  TrialBook(tuners::TrialConfig model, std::uint64_t seed, ShapeOf shape_of, Limits limits);
-  TrialBook(tuners::TrialConfig model, std::uint64_t seed, ShapeOf shape_of)
-      : TrialBook(std::move(model), seed, std::move(shape_of), Limits{}) {}
+  TrialBook(tuners::TrialConfig model, std::uint64_t seed, Describe describe, Limits limits);
+  TrialBook(tuners::TrialConfig model, std::uint64_t seed, Describe describe)
+      : TrialBook(std::move(model), seed, std::move(describe), Limits{}) {}
 
   const Limits& limits() const { return limits_; }
 
@@ -145,7 +152,7 @@ class TrialBook {
 
   tuners::TrialConfig model_;
   std::uint64_t seed_;
-  ShapeOf shape_of_;
+  Describe describe_;
   Limits limits_;
   std::map<TrialId, TrialState> trials_;
   std::deque<Job> queue_;

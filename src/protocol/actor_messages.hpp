@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "protocol/protocol_version.hpp"
+#include "protocol/trial_spec_wire.hpp"
 #include "tuners/trial_config.hpp"
 
 namespace packtune::protocol {
@@ -149,11 +150,13 @@ struct Assign {
   // More Assigns of the same dispatch follow: the actor takes them all before it trains on, so
   // that the jobs the driver placed together start together (a unit's members at one step).
   bool more = false;
+  // `config` as the driver parsed it when it first saw the trial: what the actor trains.
+  spec::TrialSpec spec;
 
   template <class Archive>
   void serialize(Archive& ar) {
     ar(trial, config, budget, seed, max_fused, resume_from, unit, checkpoint, lease, park, exploit_from,
-       resume_budget, more);
+       resume_budget, more, spec);
   }
 };
 
@@ -164,9 +167,10 @@ struct Profile {
   std::string key;  // the shape key the driver files the answer under
   tuners::TrialConfig config;
   std::int32_t max_members = 1;
+  spec::TrialSpec spec;  // `config` parsed, as in an Assign
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(key, config, max_members); }
+  void serialize(Archive& ar) { ar(key, config, max_members, spec); }
 };
 
 // actor -> driver: seconds of one step for each measured K (K = 1: a plain model), or why
@@ -251,9 +255,10 @@ struct Test {
   tuners::TrialConfig config;  // the full hyper-parameters, as in its Assign
   std::uint64_t seed = 0;
   std::vector<std::string> checkpoints;
+  spec::TrialSpec spec;  // `config` parsed, as in its Assign
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(trial, config, seed, checkpoints); }
+  void serialize(Archive& ar) { ar(trial, config, seed, checkpoints, spec); }
 };
 
 // actor -> driver: the test metrics (test_accuracy, test_loss) of the checkpoint at `budget`,

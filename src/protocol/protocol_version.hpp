@@ -8,6 +8,7 @@ namespace packtune::protocol {
 // 13: Ready.device_model, build and data_context (the key of the throughput profile cache);
 //     ExperimentSpec.deterministic and precision.
 // 14: KillActor (driver -> node: a hung actor); ExperimentSpec.max_budget.
-constexpr std::uint32_t kProtocolVersion = 14;
+// 15: Assign, Profile and Test carry the trial's parsed spec (spec::TrialSpec).
+constexpr std::uint32_t kProtocolVersion = 15;
 
 }  // namespace packtune::protocol

@@ -41,7 +41,7 @@ struct Fixture {
   }
 
   ProfileGate::Admission admit(tuners::TrialId trial, const packing::TrialShape& shape, Clock::time_point now) {
-    return gate.admit(Job::start(trial, {}, 1), shape, {}, now);
+    return gate.admit(Job::start(trial, {}, 1), shape, {}, {}, now);
   }
 };
 
@@ -224,11 +224,11 @@ TEST_CASE("where the prior fuses nothing, jobs go on while the profile is taken"
   packing::Planner planner({}, options);
   ProfileGate gate(planner, f.plan, f.registry, {true, 4, 120});
   const auto shape = mlp_shape(256);
-  auto first = gate.admit(Job::start(0, {}, 1), shape, {}, f.t0);
+  auto first = gate.admit(Job::start(0, {}, 1), shape, {}, {}, f.t0);
   CHECK_FALSE(first.held);
   REQUIRE(first.ask);  // the units after it are sized by the answer
   CHECK(first.ask->profile.key == shape.key);
-  CHECK_FALSE(gate.admit(Job::start(1, {}, 1), shape, {}, f.t0).held);
+  CHECK_FALSE(gate.admit(Job::start(1, {}, 1), shape, {}, {}, f.t0).held);
   CHECK(gate.held_jobs() == 0);
   // The same shape on a device whose prior fuses (the default overhead) waits.
   CHECK(f.admit(2, shape, f.t0).held);
@@ -237,7 +237,7 @@ TEST_CASE("where the prior fuses nothing, jobs go on while the profile is taken"
 TEST_CASE("with fuse other than auto, or one trial per actor, the gate is open") {
   Fixture f;
   ProfileGate open(f.planner, f.plan, f.registry, {false, 1, 120});
-  auto admission = open.admit(Job::start(0, {}, 1), mlp_shape(256), {}, f.t0);
+  auto admission = open.admit(Job::start(0, {}, 1), mlp_shape(256), {}, {}, f.t0);
   CHECK_FALSE(admission.held);
   CHECK_FALSE(admission.ask);
 }
@@ -281,7 +281,7 @@ struct CachedFixture {
     gate = std::make_unique<ProfileGate>(planner, plan, registry, options);
   }
   ProfileGate::Admission admit(tuners::TrialId trial, const packing::TrialShape& shape) {
-    return gate->admit(Job::start(trial, {}, 1), shape, {}, t0);
+    return gate->admit(Job::start(trial, {}, 1), shape, {}, {}, t0);
   }
 };
 

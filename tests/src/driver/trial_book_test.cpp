@@ -11,12 +11,12 @@ using tuners::Job;
 namespace {
 
 // A shape named by the config's width; a config without one is no model.
-packing::TrialShape shape_of(const tuners::TrialConfig& full) {
+TrialBook::Described shape_of(const tuners::TrialConfig& full) {
   auto width = full.find("width");
   if (width == full.end()) throw InputError("trial: no width");
   packing::TrialShape s;
   s.key = "mlp-" + tuners::to_string(width->second);
-  return s;
+  return {{}, s};
 }
 
 TrialBook book(TrialBook::Limits limits = TrialBook::Limits{2, 3}) {

@@ -115,6 +115,32 @@ TEST_CASE("every verb survives a round trip") {
   CHECK(a.exploit_from == 3);
   CHECK(a.resume_budget == 1.25);
   CHECK(a.more);
+  // The parsed spec it carries (trial_spec_wire.hpp), every field unlike its default.
+  auto& spec = assign.spec;
+  spec.model = {"cnn", 3, 64, "gelu", 0.25, 32, 5, false, 2, 3, {{"extra", std::int64_t{4}}}};
+  spec.optimizer.name = "rmsprop";
+  spec.optimizer.lr = 0.02;
+  spec.optimizer.momentum = 0.5;
+  spec.optimizer.nesterov = true;
+  spec.optimizer.weight_decay = 1e-4;
+  spec.optimizer.beta1 = 0.8;
+  spec.optimizer.beta2 = 0.95;
+  spec.optimizer.alpha = 0.9;
+  spec.optimizer.schedule = {"step", 1.5, 2.0, 0.5};
+  spec.optimizer.grad_clip_norm = 3;
+  spec.batch_size = 96;
+  spec.label_smoothing = 0.1;
+  const auto carried = round_trip(assign).spec;
+  CHECK(carried.model == spec.model);
+  CHECK(carried.optimizer.name == "rmsprop");
+#define OPTIMIZER_KEY(field, type, default_value, low, high, perturbable, doc) \
+  CHECK(carried.optimizer.field == spec.optimizer.field);                         \
+  CHECK(carried.optimizer.field != packtune::spec::OptimizerSpec{}.field);
+#include "spec/optimizers.def"
+  CHECK(carried.optimizer.schedule == spec.optimizer.schedule);
+  CHECK(carried.optimizer.grad_clip_norm == 3);
+  CHECK(carried.batch_size == 96);
+  CHECK(carried.label_smoothing == 0.1);
 
   Report report{17, 1.5, {{"val_accuracy", 0.875}, {"val_loss", 0.31}}, true, 12.5};
   report.unit_size = 12;
@@ -129,6 +155,8 @@ TEST_CASE("every verb survives a round trip") {
   CHECK(p.key == "mlp-256");
   CHECK(p.config == assign.config);
   CHECK(p.max_members == 64);
+  profile.spec = spec;
+  CHECK(round_trip(profile).spec.model == spec.model);
   Profiled profiled{"mlp-256", "cuda:0", {1, 2, 4}, {1e-3, 1.1e-3, 1.3e-3}, ""};
   auto q = round_trip(profiled);
   CHECK(q.members == profiled.members);
