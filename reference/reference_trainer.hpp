@@ -1,5 +1,5 @@
 #pragma once
-// One trial trained with LibTorch's own modules (reference/classifier.hpp) and optimizers
+// One trial trained with LibTorch's own modules (reference/torch_classifier.hpp) and optimizers
 // (torch::optim): the oracle that packtune's engine (actors/fused_group.hpp) is tested
 // against, and the "plain LibTorch" of the benchmarks. Its checkpoints use the engine's names,
 // so either can continue the other's.
@@ -12,7 +12,7 @@
 #include "actors/checkpoint_file.hpp"
 #include "actors/fused_group.hpp"
 #include "datasets/batch_stream.hpp"
-#include "reference/classifier.hpp"
+#include "reference/torch_classifier.hpp"
 #include "spec/trial_spec.hpp"
 #include "tuners/trial_config.hpp"
 

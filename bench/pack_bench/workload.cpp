@@ -7,7 +7,7 @@
 
 #include <torch/torch.h>
 
-#include "reference/classifier.hpp"
+#include "reference/torch_classifier.hpp"
 #include "spec/optimizer_table.hpp"
 
 namespace packtune::bench {

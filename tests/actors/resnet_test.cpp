@@ -9,7 +9,7 @@
 
 #include "actors/resnet.hpp"
 #include "layers/member_seeds.hpp"
-#include "reference/resnet.hpp"
+#include "reference/torch_resnet.hpp"
 #include "test_device.hpp"
 
 using namespace packtune;

@@ -1,8 +1,8 @@
-#include "reference/classifier.hpp"
+#include "reference/torch_classifier.hpp"
 
 #include "packtune/error.hpp"
 #include "reference/member_dropout.hpp"
-#include "reference/resnet.hpp"
+#include "reference/torch_resnet.hpp"
 
 namespace packtune::reference {
 

@@ -1,5 +1,5 @@
 #pragma once
-// The built-in MLP, CNN and ResNet (reference/resnet.hpp) written with LibTorch's own modules,
+// The built-in MLP, CNN and ResNet (reference/torch_resnet.hpp) written with LibTorch's own modules,
 // as plain torch::nn::Sequential: the reference that tests check packtune's layer-library
 // models against, and the "plain LibTorch" baseline of the benchmarks. The actor never trains
 // these.

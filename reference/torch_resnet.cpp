@@ -1,6 +1,6 @@
-#include "reference/resnet.hpp"
+#include "reference/torch_resnet.hpp"
 
-#include "reference/classifier.hpp"
+#include "reference/torch_classifier.hpp"
 #include "reference/member_dropout.hpp"
 
 namespace packtune::reference {
