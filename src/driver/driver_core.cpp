@@ -284,7 +284,7 @@ void DriverCore::on_report(ActorState& actor, const proto::Report& report) {
   }
   if (report.final) {
     if (!report.checkpoint.empty()) record_checkpoint(report.trial, report.checkpoint, report.budget);
-    finish_job(actor, report.trial, false, row, parking_.count(report.trial) > 0);
+    finish_job(actor, report.trial, false, row, parked_.parks(report.trial));
     if (!report.checkpoint.empty()) on_final_checkpoint(report.trial, report.budget);
     return;
   }
@@ -324,12 +324,9 @@ ReportRow DriverCore::report_row(const ActorState& actor, const TrialState& tria
 void DriverCore::finish_job(ActorState& actor, TrialId id, bool failed, const nlohmann::json& row, bool parks) {
   const TrialState& trial = book_.finish(id, failed);
   actor.running.erase(id);
-  parking_.erase(id);
-  if (parks && !failed && !actor.dead) {
-    parked_[id] = actor.id;
-  } else {
-    planner_.remove(plan_, id);
-  }
+  const bool parked = parks && !failed && !actor.dead;
+  parked_.ended(id, parked ? std::optional<int>(actor.id) : std::nullopt);
+  if (!parked) planner_.remove(plan_, id);
   if (job_lines_) {
     const auto& best = results_->best();
     spdlog::info("trial {:>3} reached budget {:g}: {} {:.4f} | best {:.4f} (trial {}) | {} jobs done, {} running", id,

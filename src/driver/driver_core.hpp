@@ -21,6 +21,7 @@
 #include "driver/admission.hpp"
 #include "driver/checkpoint_store.hpp"
 #include "driver/final_test.hpp"
+#include "driver/parked_trials.hpp"
 #include "driver/journal.hpp"
 #include "driver/profile_gate.hpp"
 #include "driver/status_view.hpp"
@@ -222,8 +223,7 @@ class DriverCore {
   std::unique_ptr<ResultsWriter> results_;
   std::unique_ptr<CheckpointStore> store_;
 
-  std::set<TrialId> parking_;          // running jobs whose Assign had park set
-  std::map<TrialId, int> parked_;      // parked trials and their actors
+  ParkedTrials parked_;  // pbt's trials kept in their units between jobs
   std::set<std::pair<int, std::string>> units_started_;  // (actor, unit) given a job in this dispatch
   std::map<int, std::vector<protocol::Assign>> assigns_;  // this dispatch's jobs by actor, sent at its end
 

@@ -186,11 +186,7 @@ void DriverCore::start_next_job(int actor_id, TrialState& trial) {
   // pbt's next generation goes on from where this one ends: in the unit, when it can.
   assign.park = config_.tuner == "pbt" && started.budget < config_.max_budget * (1 - 1e-9);
   assign.exploit_from = trial.exploited_from;
-  if (assign.park) {
-    parking_.insert(started.trial);
-  } else {
-    parking_.erase(started.trial);
-  }
+  parked_.assigned(started.trial, assign.park);
   units_started_.insert({actor->id, assign.unit});
   assigns_[actor->id].push_back(std::move(assign));
 }
