@@ -15,6 +15,7 @@
 #include "actors/checkpoint_file.hpp"
 #include "fuzz/records.hpp"
 #include "protocol/protocol.hpp"
+#include "spec/trial_spec.hpp"
 
 namespace {
 
@@ -32,8 +33,17 @@ void write(const fs::path& path, const std::string& bytes) {
 }
 
 std::vector<proto::Message> messages() {
-  const packtune::tuners::TrialConfig config{
-      {"lr", 0.003}, {"width", std::int64_t{256}}, {"optimizer", std::string("adam")}, {"nesterov", true}};
+  const packtune::tuners::TrialConfig config{{"lr", 0.003},
+                                             {"width", std::int64_t{256}},
+                                             {"optimizer", std::string("adam")},
+                                             {"nesterov", true},
+                                             {"lr_schedule", std::string("cosine")},
+                                             {"lr_warmup", 0.5},
+                                             {"label_smoothing", 0.1},
+                                             {"grad_clip_norm", 1.0},
+                                             {"batch_size", std::int64_t{64}}};
+  // As the driver parses it: the fuzzer starts from specs of unlike values, not defaults.
+  const auto spec = packtune::spec::parse_trial_spec(config, "seed");
   proto::Hello hello;
   hello.host = "node-7";
   hello.pid = 4242;
@@ -56,6 +66,7 @@ std::vector<proto::Message> messages() {
   assign.resume_from = {"/runs/x/checkpoints/trial-17-budget-0.5.h5"};
   assign.max_fused = 4;
   assign.unit = "u7";
+  assign.spec = spec;
   proto::NodeHello node;
   node.host = "dgx-3";
   node.cores = 224;
@@ -76,7 +87,7 @@ std::vector<proto::Message> messages() {
           proto::Shutdown{},
           proto::Measured{"mlp-784-256-10", 4, std::int64_t{300} << 20},
           proto::OutOfMemory{{1, 2, 3}, "CUDA out of memory"},
-          proto::Profile{"mlp-784-256-10", config, 64},
+          proto::Profile{"mlp-784-256-10", config, 64, spec},
           proto::Profiled{"mlp-784-256-10", "cuda:0", {1, 2, 4}, {1e-3, 1.1e-3, 1.3e-3}, ""},
           node,
           proto::NodeWelcome{proto::kProtocolVersion, 3, 0.5},
@@ -85,7 +96,7 @@ std::vector<proto::Message> messages() {
           proto::Chunk{5, 1 << 20, 3 << 20, ""},
           proto::Offer{6, "trial-17-budget-1.5.h5", 3 << 20},
           proto::Stored{6, "/runs/x/checkpoints/trial-17-budget-1.5.h5", ""},
-          proto::Test{17, config, 99, {"/runs/x/checkpoints/trial-17-budget-2.5.h5"}},
+          proto::Test{17, config, 99, {"/runs/x/checkpoints/trial-17-budget-2.5.h5"}, spec},
           proto::Tested{17, 2.5, {{"test_accuracy", 0.8512}, {"test_loss", 0.41}}, ""}};
 }
 
