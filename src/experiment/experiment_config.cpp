@@ -345,6 +345,15 @@ void validate(const ExperimentConfig& c) {
     context.step_budget = 1 / fewest_steps;
     context.step_note = epoch_text(largest_batch);
     build_tuner(context);
+    // A job trains at least a step, as for a budget in steps above: a budget below a step of
+    // the largest batch would be reported as reached by a job that trained more.
+    for (const auto& [key, value] : {std::pair{"budget.max", c.max_budget}, std::pair{"budget.min", c.min_budget}}) {
+      if (value * fewest_steps < 1) {
+        throw InputError(std::string(key) + ": " + json(value).dump() + " epochs is less than a step (" +
+                         epoch_text(largest_batch) + "), the least a job trains; use at least " +
+                         json(1 / fewest_steps).dump());
+      }
+    }
   }
 }
 

@@ -5,7 +5,7 @@ source "$(dirname "$0")/prelude.sh" "$@"
 failures=0
 passed=0
 
-good='{"budget": {"max": 0.1}, "tuner": {"name": "random", "trials": 1}, "actors": 1,
+good='{"budget": {"max": 1}, "tuner": {"name": "random", "trials": 1}, "actors": 1,
        "data": {"train_size": 200, "validation_size": 50},
        "space": {"lr": {"type": "loguniform", "low": 0.001, "high": 0.1}}}'
 

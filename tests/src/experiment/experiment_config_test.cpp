@@ -413,6 +413,13 @@ TEST_CASE("budget settings of a tuner and budget.min: at least a step, in either
   CHECK(steps({{"unit", "steps"}, {"max", 1e-300}}) ==
         "budget.max: 1e-300 steps is less than a step, the least a job trains; use at least 1");
   CHECK(steps({{"unit", "steps"}, {"min", 1}, {"max", 10}}) == "no error");
+  CHECK(steps({{"unit", "epochs"}, {"min", 0.05}, {"max", 1}}) ==
+        "budget.min: 0.05 epochs is less than a step (10 steps an epoch with batch_size 100 on 1000 examples), the "
+        "least a job trains; use at least 0.1");
+  CHECK(steps({{"unit", "epochs"}, {"max", 0.01}}) ==
+        "budget.max: 0.01 epochs is less than a step (10 steps an epoch with batch_size 100 on 1000 examples), the "
+        "least a job trains; use at least 0.1");
+  CHECK(steps({{"unit", "epochs"}, {"min", 0.1}, {"max", 1}}) == "no error");
 }
 
 namespace {
