@@ -55,18 +55,21 @@ json write(const Augment& a, AugmentBlock) {
   return out;
 }
 
+// Key `key` of the options' JSON `j`; a key missing is an error, but order (below).
 template <class T>
-void read(const json& j, T& out, Plain, const std::string&) {
-  out = j.get<T>();
+void read(const json& j, const char* key, T& out, Plain) {
+  out = j.at(key).get<T>();
 }
-void read(const json& j, DataFormat& out, FormatWord, const std::string& where) {
-  out = parse_data_format(j.get<std::string>(), where);
+void read(const json& j, const char* key, DataFormat& out, FormatWord) {
+  out = parse_data_format(j.at(key).get<std::string>(), std::string("data.") + key);
 }
-void read(const json& j, bool& out, OrderWord, const std::string& where) {
-  out = parse_data_order(j.get<std::string>(), where);
+// A run recorded before the key existed lacks it: its order was shared.
+void read(const json& j, const char* key, bool& out, OrderWord) {
+  out = parse_data_order(j.value(key, std::string(order_name(false))), std::string("data.") + key);
 }
-void read(const json& j, Augment& out, AugmentBlock, const std::string&) {
-#define DATA_AUGMENT_KEY(key, Type, default_value, high, doc) out.key = j.at(#key).get<Type>();
+void read(const json& j, const char* key, Augment& out, AugmentBlock) {
+  const auto& block = j.at(key);
+#define DATA_AUGMENT_KEY(key, Type, default_value, high, doc) out.key = block.at(#key).get<Type>();
 #include "datasets/data_keys.def"
 }
 
@@ -123,10 +126,7 @@ void from_json(const json& j, DataOptions& o) {
       throw InputError("data.task: unknown task \"" + task + "\"; expected classification or regression");
     }
     o.task = task == "classification" ? Task::Classification : Task::Regression;
-    // Every key must be there but order, which a run recorded before it existed lacks.
-#define DATA_KEY(key, member, Type, default_value, codec, formats, paths, high, doc)              \
-  if (std::string(#key) != "order" || j.contains(#key)) read(j.at(#key), o.member, codec{}, "data." #key); \
-  else o.member = default_value;
+#define DATA_KEY(key, member, Type, default_value, codec, formats, paths, high, doc) read(j, #key, o.member, codec{});
 #include "datasets/data_keys.def"
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("data: malformed data options (") + e.what() + ")");
