@@ -34,10 +34,9 @@ DriverCore::DriverCore(const ExperimentConfig& config, Options options, Send sen
       now_(now),
       tuner_(tuners::TunerRegistry::instance().create(config.tuner, tuner_context(config))),
       tuning_(*tuner_, nullptr),
-      setup_(planner_setup(config)),
-      planner_(make_planner(config, setup_)),
+      placement_(config),
       registry_({config.actor_timeout_seconds, config.actor_timeout_seconds}),
-      profiles_(planner_, plan_, registry_, {config.fuse == packing::FuseMode::Auto && config.max_pack > 1, config.max_pack,
+      profiles_(placement_.planner(), placement_.plan(), registry_, {config.fuse == packing::FuseMode::Auto && config.max_pack > 1, config.max_pack,
                                             config.profile_timeout_seconds, options_.profile_cache_dir,
                                             options_.fresh_profiles}),
       book_(config.model, config.seed,
@@ -170,9 +169,9 @@ void DriverCore::on_actor_message(ActorState& actor, const proto::Message& messa
           registry_.mark_ready(actor, m);
           // Once per batch, before the next dispatch: 1,000 actors say Ready at once, and each
           // update goes over every actor.
-          capacities_stale_ = true;
+          placement_.actors_changed();
           spdlog::debug("actor {} ready on {}", actor.id, m.device);
-          explain_units(m.device);
+          if (const auto line = placement_.explain_units(m.device); !line.empty()) spdlog::debug("{}", line);
         } else if constexpr (std::is_same_v<T, proto::Report>) {
           on_report(actor, m);
         } else if constexpr (std::is_same_v<T, proto::TrialFailed>) {
@@ -284,7 +283,7 @@ void DriverCore::on_report(ActorState& actor, const proto::Report& report) {
   }
   if (report.final) {
     if (!report.checkpoint.empty()) record_checkpoint(report.trial, report.checkpoint, report.budget);
-    finish_job(actor, report.trial, false, row, parked_.parks(report.trial));
+    finish_job(actor, report.trial, false, row, placement_.parks(report.trial));
     if (!report.checkpoint.empty()) on_final_checkpoint(report.trial, report.budget);
     return;
   }
@@ -325,8 +324,7 @@ void DriverCore::finish_job(ActorState& actor, TrialId id, bool failed, const nl
   const TrialState& trial = book_.finish(id, failed);
   actor.running.erase(id);
   const bool parked = parks && !failed && !actor.dead;
-  parked_.ended(id, parked ? std::optional<int>(actor.id) : std::nullopt);
-  if (!parked) planner_.remove(plan_, id);
+  placement_.ended(id, parked ? std::optional<int>(actor.id) : std::nullopt);
   if (job_lines_) {
     const auto& best = results_->best();
     spdlog::info("trial {:>3} reached budget {:g}: {} {:.4f} | best {:.4f} (trial {}) | {} jobs done, {} running", id,

@@ -21,17 +21,15 @@
 #include "driver/admission.hpp"
 #include "driver/checkpoint_store.hpp"
 #include "driver/final_test.hpp"
-#include "driver/parked_trials.hpp"
 #include "driver/journal.hpp"
+#include "driver/placement.hpp"
 #include "driver/profile_gate.hpp"
 #include "driver/status_view.hpp"
 #include "driver/trial_book.hpp"
 #include "driver/tuner_journal.hpp"
 #include "experiment/experiment_config.hpp"
-#include "experiment/planner_setup.hpp"
 #include "experiment/results_writer.hpp"
 #include "experiment/trial_shape.hpp"
-#include "packing/planner.hpp"
 #include "protocol/protocol.hpp"
 #include "tuners/tuner.hpp"
 
@@ -129,7 +127,7 @@ class DriverCore {
   // What the unit tests look at.
   const TrialBook& book() const { return book_; }
   const ActorRegistry& registry() const { return registry_; }
-  const packing::Plan& plan() const { return plan_; }
+  const packing::Plan& plan() const { return placement_.plan(); }
   std::int64_t refused_reports() const { return refused_reports_; }
   const Admission& admission() const { return admission_; }
 
@@ -183,8 +181,6 @@ class DriverCore {
   protocol::Assign make_assign(const Job& job, TrialState& trial);
   bool hold_for_profile(const Job& job, const TrialState& trial);
   void release(const std::vector<Job>& jobs) { book_.put_back(jobs); }
-  void explain_units(const std::string& device);
-  void update_capacities();
   void on_measured(const ActorState& actor, const protocol::Measured& m);
   void on_out_of_memory(ActorState& actor, const protocol::OutOfMemory& m);
   bool local_actors_settled();
@@ -198,8 +194,7 @@ class DriverCore {
   // went on without them.
   std::optional<int> take_parked(TrialId id);
   bool release_parked_for_room();
-  void release_parked_left_behind();
-  void release_parked(TrialId id, int actor_id);
+  void stop_parked(const Placement::Released& released);
 
   // The end (driver_finish.cpp).
   void finish_checkpoints(bool finished);
@@ -213,9 +208,7 @@ class DriverCore {
   Clock::time_point now_;  // the time of the call being handled
   std::unique_ptr<tuners::Tuner> tuner_;
   TunerJournal tuning_;
-  PlannerSetup setup_;  // the planner's options and actors' limits, as `packtune plan` has them
-  packing::Planner planner_;
-  packing::Plan plan_;  // the live actors and the units they train now
+  Placement placement_;  // the planner, the plan and the parked trials
   ActorRegistry registry_;
   ProfileGate profiles_;  // jobs waiting for their shape's throughput profile
   TrialBook book_;        // the queue of jobs and the state of every trial
@@ -223,8 +216,6 @@ class DriverCore {
   std::unique_ptr<ResultsWriter> results_;
   std::unique_ptr<CheckpointStore> store_;
 
-  ParkedTrials parked_;  // pbt's trials kept in their units between jobs
-  std::set<std::pair<int, std::string>> units_started_;  // (actor, unit) given a job in this dispatch
   std::map<int, std::vector<protocol::Assign>> assigns_;  // this dispatch's jobs by actor, sent at its end
 
   std::vector<TrialId> best_finished_;  // trials keeping their final models, best first
@@ -236,8 +227,6 @@ class DriverCore {
   std::set<std::string> asked_to_hello_;  // unknown peers told to join again (Rejoin), once each
   Admission admission_;  // the refusals of what peers may not say, and their bounded log
   bool settled_ = false;
-  std::set<std::string> explained_;  // device kinds explain_units spoke of
-  bool capacities_stale_ = false;  // an actor got ready since the plan's actors were updated
   Clock::time_point start_;
   Clock::time_point next_silence_check_;
   Clock::time_point last_heartbeat_;

@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include "driver/driver_core.hpp"
-#include "driver/rung_replan.hpp"
 #include "experiment/trial_shape.hpp"
 #include "node/actor_supervisor.hpp"
 #include "packing/memory_model.hpp"
@@ -30,7 +29,7 @@ bool DriverCore::local_actors_settled() {
 
 // Hands out work while actors have room. Returns true when the experiment is over.
 bool DriverCore::dispatch() {
-  units_started_.clear();
+  placement_.begin_pass();
   bool over = false;
   try {
     over = dispatch_jobs();
@@ -39,7 +38,9 @@ bool DriverCore::dispatch() {
     throw;
   }
   send_assigns();
-  release_parked_left_behind();
+  // A unit steps only once none of its members is parked (pack_executor.hpp); a parked trial
+  // whose own job comes later resumes from its checkpoint.
+  stop_parked(placement_.end_pass());
   return over;
 }
 
@@ -56,16 +57,9 @@ void DriverCore::send_assigns() {
 }
 
 bool DriverCore::dispatch_jobs() {
-  if (capacities_stale_) update_capacities();
+  placement_.catch_up(registry_);
   while (local_actors_settled()) {
-    // Trials the actors could start now: member slots, as far as their unit slots allow, and
-    // the parked trials' places, which their next jobs take or which are freed for others.
-    auto free = static_cast<std::int64_t>(parked_.size());
-    for (const auto& a : plan_.actors) {
-      if (!planner_.takes_more(a)) continue;
-      const int units_left = std::max(1, a.actor.max_units - static_cast<int>(a.units.size()));
-      free += std::min(a.actor.max_members - a.members(), units_left);
-    }
+    const auto free = placement_.free_slots();
     if (free == 0) break;
     if (book_.queue_empty()) {
       // Jobs held for a profile wait a second or two; drawing more than the actors could
@@ -103,7 +97,7 @@ bool DriverCore::dispatch_jobs() {
     }
     packing::Unplaced why;
     const double steps = job_steps(config_, options_.train_images, job.budget, trial.shape.batch_size);
-    auto target = planner_.place(plan_, {job.trial, trial.shape, steps}, &why);
+    auto target = placement_.place({job.trial, trial.shape, steps}, &why);
     if (!target) {
       if (!why.waits) {
         const auto id = book_.take_next().trial;
@@ -174,20 +168,18 @@ void DriverCore::start_next_job(int actor_id, TrialState& trial) {
   const Job started = book_.start_next(actor->id);
   actor->running.insert(started.trial);
   auto assign = make_assign(started, trial);
-  const auto* unit = planner_.unit_of(plan_, started.trial);
-  assign.unit = "u" + std::to_string(unit->id);
+  // pbt's next generation goes on from where this one ends: in the unit, when it can.
+  assign.park = config_.tuner == "pbt" && started.budget < config_.max_budget * (1 - 1e-9);
+  const auto placed = placement_.start(actor->id, started.trial, assign.park);
+  assign.unit = placed.unit;
   trial.unit = assign.unit;
   trial.job_start = seconds_since_start();
-  assign.max_fused = unit->solo ? 1 : 0;
+  assign.max_fused = placed.solo ? 1 : 0;
   // Nothing can resume a job at the largest budget: its checkpoint would only be deleted.
   // The final model too when the best trial's is tested at the end (on_final_checkpoint keeps few).
   assign.checkpoint = config_.keep_checkpoints == KeepCheckpoints::All || config_.evaluate_test ||
                       started.budget < config_.max_budget * (1 - 1e-9);
-  // pbt's next generation goes on from where this one ends: in the unit, when it can.
-  assign.park = config_.tuner == "pbt" && started.budget < config_.max_budget * (1 - 1e-9);
   assign.exploit_from = trial.exploited_from;
-  parked_.assigned(started.trial, assign.park);
-  units_started_.insert({actor->id, assign.unit});
   assigns_[actor->id].push_back(std::move(assign));
 }
 
@@ -251,7 +243,7 @@ void DriverCore::start_rung(Job first) {
         {job.trial, trial.shape, job_steps(config_, options_.train_images, job.budget, trial.shape.batch_size)});
     jobs.emplace(job.trial, std::move(job));
   }
-  const auto placement = replan_rung(planner_, plan_, demands);
+  const auto placement = placement_.replan_rung(demands);
   for (const auto& p : placement.placed) book_.enqueue(jobs.at(p.trial));
   for (auto& job : unknown) book_.enqueue(std::move(job));
   for (const auto id : placement.waiting) book_.enqueue(jobs.at(id));
@@ -277,44 +269,12 @@ bool DriverCore::hold_for_profile(const Job& job, const TrialState& trial) {
   return admission.held;
 }
 
-// Says once per kind of device when its actors train one unit at a time although max_pack
-// allows more: otherwise a user who asked for packs of 8 sees one trial per actor and
-// cannot tell why.
-void DriverCore::explain_units(const std::string& device) {
-  const auto kind = packing::device_class(device);
-  if (config_.max_pack <= 1 || !explained_.insert(kind).second) return;
-  if (packing::units_per_actor(setup_.mixed_packs, device) > 1) return;
-  spdlog::debug("{} actors train one unit (a model, or trials fused into one) at a time, as mixed_packs {} says{}; "
-               "\"mixed_packs\": \"always\" packs units side by side",
-               kind, to_string(config_.mixed_packs),
-               setup_.mixed_packs == packing::MixedPacks::Auto
-                   ? " (units on a CPU take turns on its cores: a second one adds no throughput and delays the first)"
-                   : "");
-}
-
-// The planner's view of the live actors (ActorRegistry::capacities); an actor keeps the
-// units it trains now.
-void DriverCore::update_capacities() {
-  capacities_stale_ = false;
-  std::map<int, packing::ActorPlan> previous;
-  for (auto& a : plan_.actors) previous[a.actor.id] = std::move(a);
-  plan_.actors.clear();
-  for (const auto& spec : registry_.capacities(setup_.max_members, setup_.mixed_packs)) {
-    packing::ActorPlan a = previous.count(spec.id) ? std::move(previous[spec.id]) : packing::ActorPlan{};
-    a.actor = spec;
-    planner_.refresh(a);
-    plan_.actors.push_back(std::move(a));
-  }
-}
-
 void DriverCore::on_measured(const ActorState& actor, const proto::Measured& m) {
   for (const auto& [id, trial] : book_.trials()) {
     if (trial.shape.key != m.key) continue;
-    const auto before = planner_.memory_model().estimate(trial.shape, m.members).peak();
-    planner_.memory_model().record_measurement(trial.shape, m.members, m.peak_bytes);
+    const auto before = placement_.record_measurement(trial.shape, m.members, m.peak_bytes);
     spdlog::debug("actor {} measured {} MiB for {} trial(s) of shape {} (the model said {} MiB)", actor.id,
                  m.peak_bytes >> 20, m.members, m.key, before >> 20);
-    for (auto& a : plan_.actors) planner_.refresh(a);
     return;
   }
 }
@@ -323,23 +283,23 @@ void DriverCore::on_measured(const ActorState& actor, const proto::Measured& m) 
 // queue, to be placed with the new figure (in smaller units or on other actors). Their
 // last checkpoint, if any, is where they resume.
 void DriverCore::on_out_of_memory(ActorState& actor, const proto::OutOfMemory& m) {
-  bool corrected = false;
-  for (std::size_t i = 0; i < m.trials.size(); ++i) {
-    const auto id = m.trials[i];
-    const TrialState* trial = i < m.leases.size() ? book_.running_on(id, actor.id, m.leases[i]) : nullptr;
+  std::vector<TrialId> lost;
+  const TrialState* first = nullptr;
+  for (std::size_t i = 0; i < m.trials.size() && i < m.leases.size(); ++i) {
+    const TrialState* trial = book_.running_on(m.trials[i], actor.id, m.leases[i]);
     if (!trial) continue;
-    if (!corrected) {
-      planner_.memory_model().correct_upward(trial->shape.key, 2.0);
-      corrected = true;
-      spdlog::warn("actor {}: {} trial(s) of shape {} ran out of memory ({}); the memory model's figure for "
-                   "that shape doubles and the pack is split",
-                   actor.id, m.trials.size(), trial->shape.key, m.message);
-    }
+    if (!first) first = trial;
+    lost.push_back(m.trials[i]);
+  }
+  if (!first) return;
+  spdlog::warn("actor {}: {} trial(s) of shape {} ran out of memory ({}); the memory model's figure for "
+               "that shape doubles and the pack is split",
+               actor.id, m.trials.size(), first->shape.key, m.message);
+  placement_.out_of_memory(first->shape.key, lost);
+  for (const auto id : lost) {
     actor.running.erase(id);
-    planner_.remove(plan_, id);
     tell_failed(book_.out_of_memory(id, checkpoint_of(id)));
   }
-  for (auto& a : plan_.actors) planner_.refresh(a);
 }
 
 }  // namespace packtune

@@ -57,7 +57,7 @@ StatusSnapshot DriverCore::status(Clock::time_point now) const {
     s.best = StatusSnapshot::Best{best->trial, best->value, best->budget, tuners::to_json(best->config).dump()};
   }
   std::map<int, const packing::ActorPlan*> plans;
-  for (const auto& a : plan_.actors) plans[a.actor.id] = &a;
+  for (const auto& a : placement_.plan().actors) plans[a.actor.id] = &a;
   for (const auto& [identity, actor] : registry_.actors()) {
     StatusSnapshot::Actor a;
     a.id = actor.id;

@@ -68,7 +68,7 @@ void DriverCore::retire(ActorState& actor, const std::string& why) {
   registry_.mark_dead(actor);
   for (const auto id : actor.running) tell_failed(book_.lost_actor(id, checkpoint_of(id)));
   actor.running.clear();
-  update_capacities();
+  placement_.update_actors(registry_);
   spdlog::warn("actor {} is out of service: {}", actor.id, why);
 }
 
