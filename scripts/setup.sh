@@ -6,18 +6,25 @@
 # needs NVIDIA's CUDA toolkit 13 in /usr/local/cuda, which Debian does not package.
 # --minimal: only what building and running packtune needs (the README's Quick start): no
 # second LibTorch, and none of the tools of the test suite, fuzzing and benchmarks.
+# --python (with --minimal): the Python package's needs too (python/, docs/python.md): Debian's
+# pandas, matplotlib, tqdm and pytest, and PyPI's MLflow and TensorBoard, which Debian lacks,
+# in a virtual environment at $PACKTUNE_PYTHON_VENV (default ~/.cache/packtune/python-venv) that
+# sees Debian's packages. The full install always makes it: the test suite needs it.
 # Idempotent: when everything is installed it only checks and exits.
 set -euo pipefail
 
 with_torch2=1
 minimal=0
+with_python=1
 for arg in "$@"; do
   case "$arg" in
     --no-torch2) with_torch2=0 ;;
     --minimal) minimal=1; with_torch2=0 ;;
-    *) echo "usage: scripts/setup.sh [--no-torch2 | --minimal]" >&2; exit 2 ;;
+    --python) with_python=2 ;;
+    *) echo "usage: scripts/setup.sh [--no-torch2 | --minimal [--python]]" >&2; exit 2 ;;
   esac
 done
+if [ "$minimal" -eq 1 ] && [ "$with_python" -eq 1 ]; then with_python=0; fi
 
 # Building and running packtune.
 packages=(
@@ -52,7 +59,10 @@ test_packages+=("${daemon_packages[@]}" slurm-client openssh-client iproute2)
 # The fault tests (label faults): inotifywait kills a driver the moment a checkpoint is being
 # written; util-linux's unshare/mount give a small tmpfs for a disk that fills.
 test_packages+=(inotify-tools util-linux)
+# The Python package (python/) and its tests; its virtual environment is made below.
+python_packages=(python3-pandas python3-matplotlib python3-tqdm python3-pytest python3-venv)
 if [ "$minimal" -eq 0 ]; then packages+=("${test_packages[@]}"); else daemon_packages=(); fi
+if [ "$with_python" -ne 0 ]; then packages+=("${python_packages[@]}"); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -109,6 +119,27 @@ else
   if [ -e "$arch_lib/openblas-pthread/libblas.so.3" ]; then
     $sudo update-alternatives --set "libblas.so.3-$(basename "$arch_lib")" "$arch_lib/openblas-pthread/libblas.so.3" >/dev/null 2>&1 || true
     $sudo update-alternatives --set "liblapack.so.3-$(basename "$arch_lib")" "$arch_lib/openblas-pthread/liblapack.so.3" >/dev/null 2>&1 || true
+  fi
+fi
+
+# MLflow and TensorBoard for `packtune export --mlflow/--tensorboard` and the Python package:
+# from PyPI (Debian has neither), in a virtual environment, since Debian's pip refuses to
+# install into the system's Python (PEP 668). --system-site-packages: Debian's pandas,
+# matplotlib, tqdm and pytest are used as they are.
+mlflow_version=3.17.2
+tensorboard_version=2.21.0
+if [ "$with_python" -ne 0 ]; then
+  py_venv="${PACKTUNE_PYTHON_VENV:-$HOME/.cache/packtune/python-venv}"
+  py_marker="$py_venv/.packtune-mlflow-$mlflow_version-tensorboard-$tensorboard_version"
+  if [ -e "$py_marker" ]; then
+    echo "setup: MLflow $mlflow_version and TensorBoard $tensorboard_version already in $py_venv"
+  else
+    echo "setup: installing PyPI's mlflow $mlflow_version and tensorboard $tensorboard_version into $py_venv"
+    rm -rf "$py_venv"
+    /usr/bin/python3 -m venv --system-site-packages "$py_venv"
+    "$py_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+      "mlflow==$mlflow_version" "tensorboard==$tensorboard_version"
+    touch "$py_marker"
   fi
 fi
 

@@ -1,0 +1,71 @@
+"""``python -m packtune.trackers mlflow DIR [--uri URI]`` and ``... tensorboard DIR --out OUT``:
+what ``packtune export DIR --mlflow/--tensorboard`` runs. Errors are one line, as the CLI's:
+exit 2 for bad input (no results folder, an output folder in use), 1 for anything else (the
+tracker's library missing or failing)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+from ..experiment import load
+
+_SETUP = ("run scripts/setup.sh, which installs it in ~/.cache/packtune/python-venv, "
+          "or set PACKTUNE_PYTHON to a python that has it")
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"packtune: error: {message}", file=sys.stderr)
+    return code
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m packtune.trackers")
+    kinds = parser.add_subparsers(dest="tracker", required=True)
+    mlflow = kinds.add_parser("mlflow", help="one MLflow run per trial, under a parent run")
+    mlflow.add_argument("dir")
+    mlflow.add_argument("--uri", help="tracking URI (default: a local store in ./mlruns)")
+    tensorboard = kinds.add_parser("tensorboard", help="one TensorBoard event file per trial")
+    tensorboard.add_argument("dir")
+    tensorboard.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    option = f"--{args.tracker}"
+    try:
+        run = load(args.dir)
+    except FileNotFoundError as e:
+        return _fail(str(e), 2)
+    try:
+        trials = len({report["trial"] for report in run.reports()})
+        if args.tracker == "mlflow":
+            import mlflow  # noqa: F401 -- it sets its loggers up on import; quieted below
+
+            from .mlflow_export import default_uri, export_mlflow
+
+            # MLflow's and Alembic's info lines (creating the database) are not the user's business.
+            for name in ("mlflow", "alembic"):
+                logging.getLogger(name).setLevel(logging.WARNING)
+            parent = export_mlflow(run, args.uri)
+            uri = args.uri or default_uri()
+            print(f"exported {trials} trials of {run.name} to MLflow at {uri}: "
+                  f"experiment {run.name}, parent run {parent}")
+        else:
+            from .tensorboard_export import export_tensorboard
+
+            out = export_tensorboard(run, Path(args.out))
+            print(f"exported {trials} trials of {run.name} to TensorBoard event files in {out}; "
+                  f"view them with: tensorboard --logdir {out}")
+    except ModuleNotFoundError as e:
+        return _fail(f"{option} needs the Python package {e.name} in {sys.executable}; {_SETUP}", 1)
+    except FileExistsError as e:
+        return _fail(f"{option}: {e}", 2)
+    except Exception as e:  # noqa: BLE001 -- one line, as every packtune error
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        return _fail(f"{option}: {type(e).__name__}: {first}", 1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
