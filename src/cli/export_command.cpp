@@ -9,6 +9,7 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli/tracker_export.hpp"
 #include "util/subcommand.hpp"
 #include "packtune/error.hpp"
 
@@ -132,13 +133,34 @@ void write_results_csv(std::istream& jsonl, const std::string& source, std::ostr
 }
 
 int run_export_command(const std::vector<std::string>& args) {
-  util::Subcommand command("export", "packtune export DIR [--csv] [--output FILE]");
+  util::Subcommand command("export",
+                           "packtune export DIR [--csv] [--output FILE] | DIR --mlflow [URI] | DIR --tensorboard OUT");
   command.positional("dir", "DIR", "an experiment's --out", "the --out of a packtune run");
-  command.options()("csv", "CSV, one row per report (the default and, for now, the only format)")(
-      "output,o", po::value<std::string>(), "write to FILE instead of stdout");
-  if (!command.parse(args)) return 0;
+  command.options()("csv", "CSV, one row per report (the default)")(
+      "output,o", po::value<std::string>(), "write the CSV to FILE instead of stdout")(
+      "mlflow", po::value<std::string>()->implicit_value(""),
+      "to MLflow: one run per trial under a parent run, at tracking URI (default: a local store in ./mlruns)")(
+      "tensorboard", po::value<std::string>(), "to TensorBoard: one event file per trial in folder OUT");
+  if (!command.parse(join_optional_value(args, "--mlflow", {"--output", "-o", "--tensorboard", "--dir"}))) return 0;
   const auto& vm = command.values();
   const auto dir = command.argument();
+  const bool to_tracker = vm.count("mlflow") || vm.count("tensorboard");
+  if (to_tracker && (vm.count("csv") || vm.count("output"))) {
+    throw InputError("export: --csv and --output are for the CSV; --mlflow and --tensorboard write elsewhere");
+  }
+  if (to_tracker) {
+    int status = 0;
+    if (vm.count("mlflow")) {
+      const auto uri = vm["mlflow"].as<std::string>();
+      std::vector<std::string> where;
+      if (!uri.empty()) where = {"--uri", uri};
+      status = run_tracker_export("mlflow", dir, where);
+    }
+    if (status == 0 && vm.count("tensorboard")) {
+      status = run_tracker_export("tensorboard", dir, {"--out", vm["tensorboard"].as<std::string>()});
+    }
+    return status;
+  }
   const auto path = (fs::path(dir) / "results.jsonl").string();
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot read it; is " + dir + " the --out of a packtune run?");

@@ -1,7 +1,8 @@
 #pragma once
 // `packtune export DIR [--csv] [--output FILE]`: an experiment's results.jsonl as CSV, one row
 // per report, each metric a column and the trial's config flattened into `config.NAME`
-// columns, ready for pandas (`pd.read_csv`) or a spreadsheet.
+// columns, ready for pandas (`pd.read_csv`) or a spreadsheet. With `--mlflow [URI]` or
+// `--tensorboard OUT`, the experiment goes to a tracker instead (cli/tracker_export.hpp).
 #include <istream>
 #include <ostream>
 #include <string>
