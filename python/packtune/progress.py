@@ -75,6 +75,8 @@ class Bar(Progress):
         self.bar.set_postfix_str(", ".join(part for part in (self.best, self.left) if part))
 
     def close(self) -> None:
+        # The time left was an estimate of the last status line; at the end it is stale.
+        self.bar.set_postfix_str(self.best)
         self.bar.close()
 
 
