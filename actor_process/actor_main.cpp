@@ -34,11 +34,24 @@ int actor_command(const std::vector<std::string>& args) {
       ("work-dir", po::value<std::string>(), "where to keep checkpoints on their way to or from a driver on another "
                                              "machine (default: a fresh folder in the temp folder)")
       ("describe-model-plugin", po::value<std::string>(), "load a model plugin, print its families' declarations as "
-                                                         "JSON and exit (how the driver learns them without LibTorch)");
+                                                         "JSON and exit (how the driver learns them without LibTorch)")
+      ("check-torchscript", po::value<std::vector<std::string>>()->multitoken(),
+       "load TorchScript files, check each against the data (--input, --outputs) and exit: how the driver refuses a "
+       "bad file before any actor trains")
+      ("input", po::value<std::string>()->default_value("1,28,28"),
+       "with --check-torchscript: the data's examples, C,H,W images or D features")
+      ("outputs", po::value<int>()->default_value(10), "with --check-torchscript: classes or regression targets")
+      ("regression", po::bool_switch(), "with --check-torchscript: the data's task is regression");
   if (!command.parse(args)) return 0;
   const auto& vm = command.values();
   if (vm.count("describe-model-plugin")) {
     packtune::actor_process::describe_model_plugin(vm["describe-model-plugin"].as<std::string>());
+    return 0;
+  }
+  if (vm.count("check-torchscript")) {
+    packtune::actor_process::check_torchscript_files(vm["check-torchscript"].as<std::vector<std::string>>(),
+                                                     vm["input"].as<std::string>(), vm["outputs"].as<int>(),
+                                                     vm["regression"].as<bool>());
     return 0;
   }
   command.require("driver", "--driver ENDPOINT");

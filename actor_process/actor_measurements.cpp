@@ -34,9 +34,9 @@ proto::Ready Actor::memory_figures(const std::string& device, actors::MemoryMete
 }
 
 void Actor::calibrate(const spec::TrialSpec& spec, torch::Device device) {
-  // A plugin family has no formula for the planner to fall back on: a GPU actor measures its
-  // tensors on the CPU (advance_profiles), where MemoryMeter counts them.
-  if (!device.is_cpu() && !spec::plugin_family(spec.model)) return;
+  // A plugin family or a TorchScript module has no formula for the planner to fall back on: a
+  // GPU actor measures its tensors on the CPU (advance_profiles), where MemoryMeter counts them.
+  if (!device.is_cpu() && !spec::measured_family(spec.model)) return;
   if (!profiled_.insert(trial_shape(spec).key).second) return;
   calibrations_.push_back(spec);
 }

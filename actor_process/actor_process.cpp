@@ -2,12 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <condition_variable>
 #include <filesystem>
 #include <iostream>
 #include <limits>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +21,7 @@
 #include "actors/device.hpp"
 #include "actors/model_plugins.hpp"
 #include "actors/throughput_profile.hpp"
+#include "actors/torchscript_file.hpp"
 #include "experiment/trial_shape.hpp"
 #include "packtune/error.hpp"
 #include "packtune/test_hold.hpp"
@@ -384,6 +387,35 @@ int run_actor(const ActorOptions& options) {
 
 void describe_model_plugin(const std::string& path) {
   std::cout << spec::families_to_json(actors::load_model_plugin(path)).dump() << std::endl;
+}
+
+void check_torchscript_files(const std::vector<std::string>& paths, const std::string& input, int outputs,
+                             bool regression) {
+  spec::InputShape shape;
+  std::vector<int> sizes;
+  std::stringstream text(input);
+  for (std::string part; std::getline(text, part, ',');) {
+    try {
+      sizes.push_back(std::stoi(part));
+    } catch (const std::exception&) {
+      sizes.clear();
+      break;
+    }
+  }
+  const bool positive = std::all_of(sizes.begin(), sizes.end(), [](int n) { return n > 0; });
+  if ((sizes.size() != 1 && sizes.size() != 3) || !positive || outputs < 1) {
+    throw InputError("--input: expected C,H,W or D, sizes of at least 1, and --outputs at least 1");
+  }
+  shape.images = sizes.size() == 3;
+  shape.channels = shape.images ? sizes[0] : 1;
+  shape.height = shape.images ? sizes[1] : 1;
+  shape.width = sizes.back();
+  shape.outputs = outputs;
+  shape.task = regression ? datasets::Task::Regression : datasets::Task::Classification;
+  for (const auto& path : paths) {
+    actors::load_torchscript(path, shape, torch::kCPU);
+    std::cout << "ok " << path << std::endl;
+  }
 }
 
 }  // namespace packtune::actor_process

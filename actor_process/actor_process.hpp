@@ -1,6 +1,7 @@
 #pragma once
 // `packtune actor`: connects to a driver, takes trials and trains them as one pack.
 #include <string>
+#include <vector>
 
 namespace packtune::actor_process {
 
@@ -26,5 +27,12 @@ int run_actor(const ActorOptions& options);
 // Here, not in actor_main.cpp, which must not see LibTorch's headers: spdlog there does not
 // compile beside LibTorch 2.x's fmt. Throws InputError as load_model_plugin does.
 void describe_model_plugin(const std::string& path);
+
+// `packtune-actor --check-torchscript PATH...`: loads each TorchScript file and checks it
+// against the data (`input`: "C,H,W" images or "D" features; `outputs`: classes or regression
+// targets), printing "ok PATH" for each. Throws InputError, one line, for the first bad one
+// (actors/torchscript_file.hpp): the driver's refusal before any actor trains.
+void check_torchscript_files(const std::vector<std::string>& paths, const std::string& input, int outputs,
+                             bool regression);
 
 }  // namespace packtune::actor_process

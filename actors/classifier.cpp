@@ -2,6 +2,7 @@
 
 #include "actors/model_plugins.hpp"
 #include "actors/resnet.hpp"
+#include "actors/torchscript_model.hpp"
 #include "layers/activation.hpp"
 #include "layers/batch_norm.hpp"
 #include "layers/conv2d.hpp"
@@ -86,12 +87,13 @@ std::shared_ptr<layers::Layer> build_model(const spec::ModelSpec& spec, const sp
   if (spec.family == "mlp") return build_mlp(spec, input);
   if (spec.family == "cnn") return build_cnn(spec, input);
   if (spec.family == "resnet") return build_resnet(spec, input);
+  if (spec::torchscript_family(spec)) return build_torchscript_model(spec::torchscript_path(spec), input, torch::kCPU);
   // A model plugin's family: its declared hyper-parameters, checked and with defaults.
   if (const auto* plugin = layers::ModelRegistry::instance().find(spec.family)) {
     return build_plugin_model(*plugin, spec.params,
                               layers::ModelInput{input.channels, input.height, input.width, input.outputs}, input.images);
   }
-  throw InputError("family: unknown model family \"" + spec.family + "\"; expected mlp, cnn, resnet or a model plugin's family");
+  throw InputError("family: unknown model family \"" + spec.family + "\"; expected mlp, cnn, resnet, torchscript or a model plugin's family");
 }
 
 }  // namespace packtune::actors

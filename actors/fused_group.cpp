@@ -4,6 +4,7 @@
 
 #include "actors/autocast.hpp"
 #include "actors/checkpoint_tensors.hpp"
+#include "actors/torchscript_model.hpp"
 #include "layers/member_seeds.hpp"
 #include "packtune/error.hpp"
 #include "spec/optimizer_table.hpp"
@@ -37,6 +38,9 @@ std::shared_ptr<layers::Layer> build_member_model(const spec::ModelSpec& spec, s
   // The global generator is seeded from the trial's own seed right before the model is
   // built, so initialisation does not depend on what else the actor did before.
   torch::manual_seed(init_seed(trial_seed));
+  // A TorchScript file is loaded straight onto the device: its constants are not parameters,
+  // which to() would move.
+  if (spec::torchscript_family(spec)) return build_torchscript_model(spec::torchscript_path(spec), input, device);
   auto model = build_model(spec, input);
   model->to(device);
   return model;
@@ -218,11 +222,17 @@ void FusedGroup::train_step(datasets::BatchStream& stream) {
   std::vector<torch::Tensor> step_inputs{stack_members(inputs), stack_members(labels), seed_tensor};
   optimizer_.schedule_step();
   update_smoothing();
-  graph_.run(
-      step_inputs, [this](const std::vector<torch::Tensor>& in) { device_step(in); },
-      [this] {
-        for (auto& p : param_tensors_) p.mutable_grad() = torch::Tensor();
-      });
+  if (spec::torchscript_family(members_.front().spec.model)) {
+    // Never captured: a TorchScript module's forward does host work at every step (it binds
+    // its slots and seeds its draws), which a replayed graph would skip.
+    device_step(step_inputs);
+  } else {
+    graph_.run(
+        step_inputs, [this](const std::vector<torch::Tensor>& in) { device_step(in); },
+        [this] {
+          for (auto& p : param_tensors_) p.mutable_grad() = torch::Tensor();
+        });
+  }
   optimizer_.count_step();
   for (std::size_t i = 0; i < members_.size(); ++i) {
     ++members_[i].step;

@@ -69,10 +69,10 @@ void PackExecutor::add(const PackJob& job) {
   {
     // A trial alone trains as a fused group of one: the same batched kernels as a member of a
     // unit of its widths, so its numbers do not depend on whether, or with whom, it is packed.
-    // With fuse off, every trial is alone.
+    // With fuse off, every trial is alone, as is every trial of a model that never fuses.
     const auto key = spec::fusion_key(job.spec);
     auto it = groups_.end();
-    if (job.max_fused == 1 || !fuse_) {
+    if (job.max_fused == 1 || !fuse_ || !spec::fuses(job.spec.model)) {
       m.group = "solo:" + std::to_string(job.trial);
     } else if (!job.unit.empty()) {
       m.group = "unit:" + job.unit;
@@ -186,7 +186,7 @@ bool PackExecutor::continue_parked(const PackJob& job, tuners::TrialId from, dou
 }
 
 std::string PackExecutor::group_of(const PackJob& job) const {
-  if (job.max_fused == 1 || !fuse_) return "solo:" + std::to_string(job.trial);
+  if (job.max_fused == 1 || !fuse_ || !spec::fuses(job.spec.model)) return "solo:" + std::to_string(job.trial);
   return job.unit.empty() ? std::string() : "unit:" + job.unit;
 }
 

@@ -59,7 +59,9 @@ bool doubling_pays(int k0, double t0, double spread0, int k1, double t1, double 
 
 ThroughputProfiler::ThroughputProfiler(spec::TrialSpec spec, int max_members, const spec::InputShape& input,
                                        torch::Device device, datasets::StreamOptions stream, double min_gain)
-    : spec_(std::move(spec)), max_members_(std::max(1, max_members)), input_(input), device_(device),
+    // Members of a shape that never fuses train as units of their own: K = 1 is all there is.
+    : spec_(std::move(spec)), max_members_(spec::fuses(spec_.model) ? std::max(1, max_members) : 1), input_(input),
+      device_(device),
       min_gain_(min_gain) {
   // Synthetic images of the experiment's shape: the profile never touches the pack's stream.
   stream_ = std::make_unique<datasets::BatchStream>(

@@ -41,6 +41,9 @@ struct TrialShape {
   // memory_unknown: orders the shapes of one fusion key by size (their widths), so that a
   // padded unit takes its widest member's figure; the formula's shapes order by parameters.
   std::int64_t width_rank = 0;
+  // False: trials of this shape never fuse, whatever the fuse mode: each trains as a unit of
+  // its own, its members packed beside others (a TorchScript module, which cannot be stacked).
+  bool fuses = true;
 };
 
 struct UnitEstimate {

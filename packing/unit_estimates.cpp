@@ -57,7 +57,7 @@ double Planner::step_seconds(const TrialShape& shape, int members, const std::st
 }
 
 int Planner::useful_members(const TrialShape& shape, const std::string& device) const {
-  if (options_.fuse == FuseMode::Never) return 1;
+  if (options_.fuse == FuseMode::Never || !shape.fuses) return 1;
   // Until an actor measured it, nothing says what two members would need.
   if (model_.unmeasured(shape)) return 1;
   if (options_.fuse == FuseMode::Always) return 4096;

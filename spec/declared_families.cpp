@@ -51,7 +51,7 @@ void DeclaredFamilies::add(const layers::FamilyDeclaration& family) {
 }
 
 const std::vector<std::string>& builtin_families() {
-  static const std::vector<std::string> names = {"mlp", "cnn", "resnet"};
+  static const std::vector<std::string> names = {"mlp", "cnn", "resnet", "torchscript"};
   return names;
 }
 

@@ -194,6 +194,31 @@ TrialSpec parse_plugin_spec(const tuners::TrialConfig& config, const std::string
   return spec;
 }
 
+// A TorchScript module's keys: its file and the common ones. The module itself (its forward,
+// its outputs) is checked where LibTorch is, by the actor (actors/torchscript_model.hpp).
+TrialSpec parse_torchscript_spec(const tuners::TrialConfig& config, const std::string& where) {
+  TrialSpec spec;
+  spec.model.family = "torchscript";
+  for (const auto& [key, value] : config) {
+    const std::string at = where + "." + key;
+    if (key == "family" || parse_common(key, value, at, spec)) continue;
+    if (key != "path") {
+      throw InputError(at + ": not a hyper-parameter of model family torchscript; expected path or one of " +
+                       expected_list(training_hyperparameters()));
+    }
+    const auto* path = std::get_if<std::string>(&value);
+    if (!path || path->empty()) {
+      throw InputError(at + ": expected the path of a TorchScript file (.pt), got " + tuners::to_string(value));
+    }
+    spec.model.params["path"] = *path;
+  }
+  if (!spec.model.params.count("path")) {
+    throw InputError(where + ".path: model family torchscript needs the path of a TorchScript file "
+                     "(torch.jit.script(model).save(\"net.pt\")), in model or space");
+  }
+  return spec;
+}
+
 // The plugin family's values of the roles asked for, in declaration order: "/name=value".
 std::string role_values(const ModelSpec& m, bool structure, bool width) {
   const auto* family = DeclaredFamilies::instance().find(m.family);
@@ -226,6 +251,19 @@ bool plugin_family(const ModelSpec& spec) {
   const auto& builtin = builtin_families();
   return std::find(builtin.begin(), builtin.end(), spec.family) == builtin.end();
 }
+
+bool torchscript_family(const ModelSpec& spec) { return spec.family == "torchscript"; }
+
+const std::string& torchscript_path(const ModelSpec& spec) {
+  const auto it = spec.params.find("path");
+  const auto* path = it == spec.params.end() ? nullptr : std::get_if<std::string>(&it->second);
+  if (!torchscript_family(spec) || !path) throw Error("model family " + spec.family + " has no TorchScript path");
+  return *path;
+}
+
+bool measured_family(const ModelSpec& spec) { return plugin_family(spec) || torchscript_family(spec); }
+
+bool fuses(const ModelSpec& spec) { return !torchscript_family(spec); }
 
 bool ModelSpec::operator==(const ModelSpec& o) const {
   return family == o.family && depth == o.depth && width == o.width &&
@@ -269,6 +307,11 @@ TrialSpec parse_trial_spec(const tuners::TrialConfig& config, const std::string&
   // The family first: a plugin family's keys are its own.
   if (auto family = config.find("family"); family != config.end()) {
     const auto name = as_family(family->second, where + ".family");
+    if (name == "torchscript") {
+      auto spec = parse_torchscript_spec(config, where);
+      check_optimizer(spec.optimizer, where);
+      return spec;
+    }
     if (const auto* declared = DeclaredFamilies::instance().find(name)) {
       auto spec = parse_plugin_spec(config, where, *declared);
       check_optimizer(spec.optimizer, where);
@@ -311,7 +354,7 @@ TrialSpec parse_trial_spec(const tuners::TrialConfig& config, const std::string&
 
 ModelShape model_shape(const ModelSpec& spec, int channels, int height, int width, int classes) {
   ModelShape s;
-  if (plugin_family(spec)) return s;
+  if (measured_family(spec)) return s;
   // Per layer: parameters, and the activations autograd keeps (input, pre- and post-activation).
   auto linear = [&](std::int64_t in, std::int64_t out) {
     s.parameters += in * out + out;
@@ -356,6 +399,10 @@ ModelShape model_shape(const ModelSpec& spec, int channels, int height, int widt
 std::string fusion_key(const TrialSpec& s) {
   const auto& m = s.model;
   std::ostringstream key;
+  if (torchscript_family(m)) {
+    key << "torchscript/" << torchscript_path(m) << "/b" << s.batch_size;
+    return key.str();
+  }
   if (plugin_family(m)) {
     key << m.family << role_values(m, true, false) << "/b" << s.batch_size;
     return key.str();
@@ -375,6 +422,7 @@ std::string fusion_key(const TrialSpec& s) {
 
 std::string unpadded_fusion_key(const TrialSpec& s) {
   std::ostringstream key;
+  if (torchscript_family(s.model)) return fusion_key(s);  // a file is one shape: nothing to pad
   if (plugin_family(s.model)) {
     key << s.model.family << role_values(s.model, true, true) << "/b" << s.batch_size;
     return key.str();
@@ -388,6 +436,10 @@ std::string unpadded_fusion_key(const TrialSpec& s) {
 std::string shape_key(const TrialSpec& s) {
   const auto& m = s.model;
   std::ostringstream key;
+  if (torchscript_family(m)) {
+    key << fusion_key(s) << "/" << s.optimizer.name;
+    return key.str();
+  }
   if (plugin_family(m)) {
     key << m.family << role_values(m, true, true) << "/b" << s.batch_size << "/" << s.optimizer.name;
     return key.str();

@@ -12,7 +12,7 @@
 namespace packtune::spec {
 
 struct ModelSpec {
-  std::string family = "mlp";  // "mlp" | "cnn" | "resnet" | a model plugin's family
+  std::string family = "mlp";  // "mlp" | "cnn" | "resnet" | "torchscript" | a model plugin's family
   int depth = 2;               // hidden layers (mlp) or conv blocks (cnn)
   int width = 256;             // hidden units (mlp) or the fc layer after the convs (cnn; 0 = none)
   std::string activation = "relu";  // relu | tanh | gelu | sigmoid
@@ -23,7 +23,8 @@ struct ModelSpec {
   int stages = 3;              // resnet: stages of basic blocks, each after the first halves the image
   int blocks = 1;              // resnet: basic blocks per stage
   // A model plugin's family: its own hyper-parameters, every declared one with its default
-  // filled in (spec/declared_families.hpp); empty for the built-in families.
+  // filled in (spec/declared_families.hpp). "torchscript": its "path", the .pt file's absolute
+  // path (the config's is resolved beside it). Empty for the other built-in families.
   tuners::TrialConfig params;
 
   bool operator==(const ModelSpec& o) const;
@@ -74,8 +75,18 @@ struct ModelShape {
 };
 // A plugin family's shape is unknown (all zero): its memory is what an actor measures.
 ModelShape model_shape(const ModelSpec& spec, int channels, int height, int width, int classes);
-// Whether the family is a model plugin's (no formula knows its shape).
+// Whether the family is a model plugin's.
 bool plugin_family(const ModelSpec& spec);
+// Whether the model is a TorchScript module loaded from the file params["path"].
+bool torchscript_family(const ModelSpec& spec);
+// The .pt file of a torchscript model; throws Error for another family.
+const std::string& torchscript_path(const ModelSpec& spec);
+// Whether no formula knows the model's shape (a plugin's family, a TorchScript module): the
+// planner then waits for what an actor measures.
+bool measured_family(const ModelSpec& spec);
+// Whether trials of the model may train fused as one model. A TorchScript module may not: its
+// members are separate modules that share the pack's data stream (packed, not fused).
+bool fuses(const ModelSpec& spec);
 
 // Trials with equal keys can train in one fused model: everything that changes the layer
 // sequence (family, depth, activation, whether dropout layers exist; a CNN's kernel, batch

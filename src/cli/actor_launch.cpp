@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "experiment/trial_shape.hpp"
 #include "node/actor_supervisor.hpp"
 #include "packtune/error.hpp"
 #include "spec/declared_families.hpp"
@@ -80,11 +81,24 @@ void exec_actor(const std::string& argv0, const std::vector<std::string>& args) 
               " (packtune-actor is built and installed beside packtune)");
 }
 
-void declare_model_plugin(const std::string& path) {
+namespace {
+
+// What a packtune-actor run for the driver said: its exit code (-1: no exit), the line of its
+// output that starts with `prefix` (empty if none), and its error line, if any.
+struct ActorAnswer {
+  int status = 0;
+  int code = -1;
+  std::string line;
+  std::string error;
+};
+
+// Runs `packtune-actor ARGS` in a process group of its own (whatever it starts must not outlive
+// it) for at most `timeout` seconds. Throws Error when it cannot be started, or when it does not
+// end in time (its group killed), saying "WHAT: no AWAITED within N s (...)HINT".
+ActorAnswer ask_actor(const std::vector<std::string>& args, double timeout, const std::string& what,
+                      const std::string& prefix, const std::string& awaited, const std::string& hint) {
   namespace fs = std::filesystem;
-  const auto absolute = fs::absolute(path).lexically_normal().string();
-  // start_child_process sends both of the child's streams to one file: the description is its
-  // line that starts with "{", an error the line exit_code_of printed.
+  // start_child_process sends both of the child's streams to one file.
   const fs::path folder = util::fresh_work_dir("describe");
   struct Remove {
     fs::path folder;
@@ -95,45 +109,55 @@ void declare_model_plugin(const std::string& path) {
   } remove{folder};
   const auto output = (folder / "output").string();
   const auto executable = actor_executable();
-  const double timeout = model_plugin_timeout();
-  // In a process group of its own: a plugin that started processes of its own while it
-  // loaded must not leave them behind when the group is killed.
-  const int pid = util::start_child_process({executable, "--describe-model-plugin", absolute}, {}, output, false,
-                                            /*own_group=*/true);
+  std::vector<std::string> command{executable};
+  command.insert(command.end(), args.begin(), args.end());
+  const int pid = util::start_child_process(command, {}, output, false, /*own_group=*/true);
   if (pid < 0) throw Error("cannot start " + executable + ": " + std::strerror(-pid));
-  int status = 0;
-  if (!exited_within(pid, timeout, status)) {
+  ActorAnswer answer;
+  if (!exited_within(pid, timeout, answer.status)) {
     ::kill(-pid, SIGKILL);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    while (waitpid(pid, &answer.status, 0) < 0 && errno == EINTR) {
     }
     std::ostringstream seconds;
     seconds << timeout;
-    throw Error("model plugin " + absolute + ": no description within " + seconds.str() + " s (" +
-                kTimeoutVariable + "); does loading it block, in a static constructor say? " + executable +
-                " --describe-model-plugin was killed");
+    throw Error(what + ": no " + awaited + " within " + seconds.str() + " s (" + kTimeoutVariable + ")" + (hint.empty() ? "; " : hint + " ") +
+                executable + " " + args.front() + " was killed");
   }
   std::ifstream in(output);
-  std::string line, json_line, error_line;
-  const std::string prefix = "packtune: error: ";
+  std::string line;
+  const std::string error_prefix = "packtune: error: ";
   while (std::getline(in, line)) {
-    if (line.rfind("{", 0) == 0) json_line = line;
-    if (auto at = line.find(prefix); at != std::string::npos) error_line = line.substr(at + prefix.size());
+    if (line.rfind(prefix, 0) == 0) answer.line = line;
+    if (auto at = line.find(error_prefix); at != std::string::npos) answer.error = line.substr(at + error_prefix.size());
   }
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (code != 0 || json_line.empty()) {
-    if (code == 2 && !error_line.empty()) throw InputError(error_line);
-    std::string why;
-    if (!error_line.empty()) {
-      why = ": " + error_line;
-    } else if (WIFSIGNALED(status)) {
-      // A plugin linked against another LibTorch than the actor's crashes on load or first call.
-      why = std::string(": it died of ") + strsignal(WTERMSIG(status)) +
-            " (is the plugin built against the LibTorch packtune was built with?)";
-    } else if (code == 127) {
-      why = ": it cannot be started";
-    }
-    throw Error("model plugin " + absolute + ": " + executable + " --describe-model-plugin failed" + why);
+  answer.code = WIFEXITED(answer.status) ? WEXITSTATUS(answer.status) : -1;
+  return answer;
+}
+
+// Why packtune-actor failed, after ": ", for a failure that is not bad input.
+std::string failure_reason(const ActorAnswer& answer, const char* mismatch) {
+  if (!answer.error.empty()) return ": " + answer.error;
+  // A library linked against another LibTorch than the actor's crashes on load or first call.
+  if (WIFSIGNALED(answer.status)) return std::string(": it died of ") + strsignal(WTERMSIG(answer.status)) + mismatch;
+  if (answer.code == 127) return ": it cannot be started";
+  return "";
+}
+
+}  // namespace
+
+void declare_model_plugin(const std::string& path) {
+  namespace fs = std::filesystem;
+  const auto absolute = fs::absolute(path).lexically_normal().string();
+  // The description is its line that starts with "{".
+  const auto answer =
+      ask_actor({"--describe-model-plugin", absolute}, model_plugin_timeout(), "model plugin " + absolute, "{",
+                "description", "; does loading it block, in a static constructor say?");
+  if (answer.code != 0 || answer.line.empty()) {
+    if (answer.code == 2 && !answer.error.empty()) throw InputError(answer.error);
+    throw Error("model plugin " + absolute + ": " + actor_executable() + " --describe-model-plugin failed" +
+                failure_reason(answer, " (is the plugin built against the LibTorch packtune was built with?)"));
   }
+  const auto& json_line = answer.line;
   nlohmann::json description;
   try {
     description = nlohmann::json::parse(json_line);
@@ -143,6 +167,41 @@ void declare_model_plugin(const std::string& path) {
   for (const auto& family : spec::families_from_json(description, "model plugin " + absolute)) {
     spec::DeclaredFamilies::instance().add(family);
   }
+}
+
+void check_torchscript_files(const std::vector<std::string>& paths, const spec::InputShape& input) {
+  if (paths.empty()) return;
+  std::vector<std::string> args{"--check-torchscript"};
+  args.insert(args.end(), paths.begin(), paths.end());
+  args.push_back("--input");
+  args.push_back(input.images ? std::to_string(input.channels) + "," + std::to_string(input.height) + "," +
+                                    std::to_string(input.width)
+                              : std::to_string(input.width));
+  args.push_back("--outputs");
+  args.push_back(std::to_string(input.outputs));
+  if (input.task == datasets::Task::Regression) args.push_back("--regression");
+  const auto what = "model.path " + paths.front() + (paths.size() > 1 ? " and the others" : "");
+  const auto answer = ask_actor(args, model_plugin_timeout(), what, "ok ", "answer", "");
+  if (answer.code == 0) return;
+  if (answer.code == 2 && !answer.error.empty()) throw InputError(answer.error);
+  throw Error(what + ": " + actor_executable() + " --check-torchscript failed" +
+              failure_reason(answer, " (in LibTorch, loading or running the module)"));
+}
+
+void check_torchscript_models(const ExperimentConfig& config) {
+  const auto family = config.model.find("family");
+  if (family == config.model.end() || family->second != tuners::ParamValue(std::string("torchscript"))) return;
+  std::vector<std::string> paths;
+  const auto add = [&paths](const tuners::ParamValue& value) {
+    const auto* path = std::get_if<std::string>(&value);
+    if (path && std::find(paths.begin(), paths.end(), *path) == paths.end()) paths.push_back(*path);
+  };
+  if (auto fixed = config.model.find("path"); fixed != config.model.end()) add(fixed->second);
+  for (const auto& p : config.space.params()) {
+    if (p.name != "path") continue;
+    for (const auto& value : p.values) add(value);
+  }
+  check_torchscript_files(paths, input_dims(config));
 }
 
 }  // namespace packtune::cli

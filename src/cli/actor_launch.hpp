@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "experiment/experiment_config.hpp"
+#include "spec/input_shape.hpp"
+
 namespace packtune::cli {
 
 // Where `packtune-actor` is: beside the running executable (/proc/self/exe, links resolved), as
@@ -26,5 +29,15 @@ std::string actor_executable();
 // does not end (a static constructor that blocks) is an Error naming it after
 // $PACKTUNE_MODEL_PLUGIN_TIMEOUT seconds (default 60), its process group killed.
 void declare_model_plugin(const std::string& path);
+
+// Checks TorchScript files (model family torchscript) against the data without loading
+// LibTorch here: `packtune-actor --check-torchscript PATH...` loads each and runs its forward on
+// a batch of `input`'s shape (actors/torchscript_file.hpp). Its one-line refusal is thrown as an
+// InputError, so a bad file ends `packtune run` with exit 2 before any actor trains; any other
+// failure is an Error. Limited by $PACKTUNE_MODEL_PLUGIN_TIMEOUT as declare_model_plugin is.
+void check_torchscript_files(const std::vector<std::string>& paths, const spec::InputShape& input);
+// The config's TorchScript files (model.path, and the choices of space.path) checked so, when
+// model.family is torchscript.
+void check_torchscript_models(const ExperimentConfig& config);
 
 }  // namespace packtune::cli

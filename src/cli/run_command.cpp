@@ -181,6 +181,7 @@ int run_run_command(const std::vector<std::string>& args) {
   if (!config.tuner_plugin.empty()) tuners::load_tuner_plugin(config.tuner_plugin);
   if (!config.model_plugin.empty()) declare_model_plugin(config.model_plugin);
   validate(config);
+  check_torchscript_models(config);
   // After validate read the data in full: what the run starts on, for its journal's header.
   if (!resume) driver.data_files = datasets::fingerprint_data(config.data);
   // The driver checks --out is fresh once it holds the folder's lock: a check here could

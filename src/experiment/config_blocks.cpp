@@ -167,15 +167,43 @@ json data_as_run(const datasets::DataOptions& data) {
   return out;
 }
 
-void read_model(Fields& top, ExperimentConfig& c, const std::string&) {
+namespace {
+
+// A TorchScript model's "path" (docs/models.md): a file beside the config, like model_plugin.
+// Resolved in the config as run too, so --resume finds the files from the results folder.
+bool torchscript_model(const ExperimentConfig& c) {
+  const auto it = c.model.find("family");
+  return it != c.model.end() && it->second == tuners::ParamValue(std::string("torchscript"));
+}
+
+void resolve_torchscript_path(json& value, const std::string& config_path) {
+  if (value.is_string()) value = beside_config(value.get<std::string>(), config_path);
+}
+
+}  // namespace
+
+void read_model(Fields& top, ExperimentConfig& c, const std::string& path) {
   if (!top.has("model")) return;
-  for (const auto& [key, value] : top.object("model").items()) {
+  auto model = top.object("model");
+  for (const auto& [key, value] : model.items()) {
     c.model[key] = tuners::param_from_json(value, "model." + key);
+  }
+  if (torchscript_model(c) && model.contains("path")) {
+    resolve_torchscript_path(model["path"], path);
+    c.model["path"] = tuners::param_from_json(model["path"], "model.path");
+    c.source["model"] = model;
   }
 }
 
-void read_space(Fields& top, ExperimentConfig& c, const std::string&) {
-  if (top.has("space")) c.space = tuners::SearchSpace::from_json(top.object("space"), "space");
+void read_space(Fields& top, ExperimentConfig& c, const std::string& path) {
+  if (!top.has("space")) return;
+  auto space = top.object("space");
+  if (torchscript_model(c) && space.contains("path") && space["path"].is_object() &&
+      space["path"].contains("values") && space["path"]["values"].is_array()) {
+    for (auto& value : space["path"]["values"]) resolve_torchscript_path(value, path);
+    c.source["space"] = space;
+  }
+  c.space = tuners::SearchSpace::from_json(space, "space");
 }
 
 }  // namespace packtune::config_table

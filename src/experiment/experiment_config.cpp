@@ -265,6 +265,10 @@ void validate(const ExperimentConfig& c) {
   // The fixed values alone, then each end of every range and each choice on top of them:
   // every config the space can produce is then a valid trial.
   auto fixed = c.model;
+  // A torchscript model's file may be the space's choice alone: its first stands in for it.
+  for (const auto& p : c.space.params()) {
+    if (p.name == "path" && !fixed.count("path") && !p.values.empty()) fixed["path"] = p.values.front();
+  }
   const auto fixed_spec = spec::parse_trial_spec(fixed, "model");
   check_recipe(fixed_spec, c, "model");
   int largest_batch = fixed_spec.batch_size, smallest_batch = fixed_spec.batch_size;

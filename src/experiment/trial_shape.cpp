@@ -48,7 +48,8 @@ packing::TrialShape trial_shape(const spec::TrialSpec& spec, const spec::InputSh
   s.adaptive = optimizer.adaptive;
   s.weight_decay = spec.optimizer.weight_decay != 0;
   s.optimizer_slots = spec::kept_slots(optimizer, spec.optimizer.momentum);
-  if (spec::plugin_family(spec.model)) {
+  s.fuses = spec::fuses(spec.model);
+  if (spec::measured_family(spec.model)) {
     // No formula: the planner waits for an actor's measurement, and orders the shapes of
     // one fusion key by the product of their numeric widths.
     s.memory_unknown = true;

@@ -7,24 +7,6 @@
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh" "$@"
 unversioned="$2" stale="$3" vgg="$4"
-failures=0
-
-# one_line_error NAME EXPECTED_TEXT COMMAND...: COMMAND exits 2 with one stderr line holding
-# EXPECTED_TEXT, and writes no $work/out-NAME.
-one_line_error() {
-  local name="$1" text="$2"
-  shift 2
-  "$@" > "$work/stdout" 2> "$work/stderr"
-  local code=$? lines
-  lines=$(wc -l < "$work/stderr")
-  if [ "$code" -eq 2 ] && [ "$lines" -eq 1 ] && grep -qF -- "$text" "$work/stderr" && [ ! -e "$work/out-$name" ]; then
-    echo "ok   $name: $(cat "$work/stderr")"
-  else
-    echo "FAIL $name: exit $code, $lines stderr line(s)"
-    sed 's/^/    /' "$work/stderr"
-    failures=$((failures + 1))
-  fi
-}
 
 config() {  # config NAME MODEL_JSON [SPACE_JSON]: a small vgg run's config
   local space="${3:-}"
@@ -51,7 +33,7 @@ one_line_error out_of_range "space.blocks: 4 is out of range; expected 1 to 3" \
   "$packtune" run "$work/out_of_range.json" --model-plugin "$vgg" --out "$work/out-out_of_range"
 one_line_error wrong_type "model.dropout: expected a number" \
   "$packtune" run "$work/wrong_type.json" --model-plugin "$vgg" --out "$work/out-wrong_type"
-one_line_error no_family "model.family: \"vgg_nonexistent\" is not allowed; expected one of mlp, cnn, resnet, vgg" \
+one_line_error no_family "model.family: \"vgg_nonexistent\" is not allowed; expected one of mlp, cnn, resnet, torchscript, vgg" \
   "$packtune" run "$work/no_family.json" --model-plugin "$vgg" --out "$work/out-no_family"
 one_line_error two_plugins "--model-plugin: one library per run" \
   "$packtune" run "$work/good.json" --model-plugin "$vgg" --model-plugin "$vgg" --out "$work/out-two_plugins"

@@ -15,7 +15,7 @@
 #              /usr/bin/python3 (not a venv's python3 on PATH), or $PACKTUNE_TEST_PYTHON where the
 #              system has another (the GPU machine's image)
 # and the helpers below: fail, private_net, free_port, wait_held, tiny_config, wait_listening,
-# kill_matching, wait_for.
+# kill_matching, wait_for, one_line_error (which counts in $failures).
 
 packtune="${1:-}"
 if [ -z "$packtune" ] || [ ! -x "$packtune" ]; then
@@ -109,4 +109,22 @@ wait_listening() {
 wait_for() {
   code=0
   wait "$1" || code=$?
+}
+
+# one_line_error NAME EXPECTED_TEXT COMMAND...: COMMAND exits 2 with one stderr line holding
+# EXPECTED_TEXT, and writes no $work/out-NAME; each that does not counts in $failures.
+failures=0
+one_line_error() {
+  local name="$1" text="$2"
+  shift 2
+  "$@" > "$work/stdout" 2> "$work/stderr"
+  local code=$? lines
+  lines=$(wc -l < "$work/stderr")
+  if [ "$code" -eq 2 ] && [ "$lines" -eq 1 ] && grep -qF -- "$text" "$work/stderr" && [ ! -e "$work/out-$name" ]; then
+    echo "ok   $name: $(cat "$work/stderr")"
+  else
+    echo "FAIL $name: exit $code, $lines stderr line(s)"
+    sed 's/^/    /' "$work/stderr"
+    failures=$((failures + 1))
+  fi
 }

@@ -427,3 +427,38 @@ TEST_CASE("an unmeasured shape trains alone on its actor until an actor measured
     for (const auto& a : plan.actors) CHECK(a.estimated_bytes <= a.actor.capacity_bytes);
   }
 }
+
+TEST_CASE("a shape that never fuses trains in units of its own, measured and under fuse always") {
+  // A TorchScript module's trials: separate modules packed beside each other, never stacked.
+  PlanOptions o;
+  o.fuse = FuseMode::Always;
+  o.balance = false;
+  Planner planner({}, o);
+  auto module = plugin_shape("torchscript/small.pt/b64/sgd");
+  module.fusion = "torchscript/small.pt/b64";
+  module.fuses = false;
+  planner.memory_model().record_measurement(module, 1, 100 * MiB);
+  std::vector<ActorSpec> actors{{0, "cuda:0", 4096 * MiB, 0, 8}};
+  CHECK(planner.useful_members(module, "cuda:0") == 1);
+  SECTION("planned") {
+    const auto plan = planner.plan(actors, demands(4, module));
+    REQUIRE(plan.actors[0].units.size() == 4);
+    for (const auto& u : plan.actors[0].units) {
+      CHECK(u.members.size() == 1);
+      CHECK(u.solo);
+    }
+  }
+  SECTION("online") {
+    Plan plan;
+    plan.actors.push_back(ActorPlan{actors[0]});
+    planner.refresh(plan.actors[0]);
+    for (std::int64_t trial = 0; trial < 3; ++trial) REQUIRE(planner.place(plan, {trial, module, 100}) == 0);
+    CHECK(plan.actors[0].units.size() == 3);
+    for (std::int64_t trial = 0; trial < 3; ++trial) CHECK(planner.unit_of(plan, trial)->members.size() == 1);
+  }
+  SECTION("the same shape that fuses forms one unit") {
+    module.fuses = true;
+    const auto plan = planner.plan(actors, demands(4, module));
+    CHECK(plan.actors[0].units.size() == 1);
+  }
+}

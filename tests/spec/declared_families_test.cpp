@@ -84,7 +84,7 @@ TEST_CASE("a plugin family's hyper-parameters are checked, naming model.<key> or
                     Catch::Contains("expected one of max, avg"));
   CHECK_THROWS_WITH(parse_trial_spec(plugin_config({{"nesterov", true}})), Catch::Contains("momentum > 0"));
   CHECK_THROWS_WITH(parse_trial_spec({{"family", std::string("vgg_unknown")}}),
-                    Catch::StartsWith("model.family: \"vgg_unknown\" is not allowed; expected one of mlp, cnn, resnet, "
+                    Catch::StartsWith("model.family: \"vgg_unknown\" is not allowed; expected one of mlp, cnn, resnet, torchscript, "
                                       "test_vgg"));
 }
 

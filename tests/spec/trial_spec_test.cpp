@@ -49,3 +49,36 @@ TEST_CASE("model shapes count parameters exactly") {
   cnn.width = 0;
   CHECK(model_shape(cnn, 1, 28, 28, 10).parameters == (9 * 4 + 4) + (4 * 14 * 14 * 10 + 10));
 }
+
+TEST_CASE("a torchscript trial is its file and the common keys; each file a shape that never fuses") {
+  const TrialConfig c{{"family", std::string("torchscript")}, {"path", std::string("/models/small.pt")},
+                      {"lr", 0.01}, {"optimizer", std::string("adam")}, {"batch_size", std::int64_t{32}}};
+  const auto s = parse_trial_spec(c);
+  CHECK(torchscript_family(s.model));
+  CHECK_FALSE(plugin_family(s.model));
+  CHECK(measured_family(s.model));
+  CHECK_FALSE(fuses(s.model));
+  CHECK(torchscript_path(s.model) == "/models/small.pt");
+  CHECK(s.optimizer.name == "adam");
+  CHECK(s.batch_size == 32);
+  // No formula knows a module's size: the planner waits for an actor's measurement.
+  CHECK(model_shape(s.model, 1, 28, 28, 10).parameters == 0);
+  CHECK(fusion_key(s) == "torchscript//models/small.pt/b32");
+  CHECK(shape_key(s) == "torchscript//models/small.pt/b32/adam");
+  auto wide = c;
+  wide["path"] = std::string("/models/wide.pt");
+  CHECK(shape_key(parse_trial_spec(wide)) != shape_key(s));
+  CHECK(fuses(parse_trial_spec({{"family", std::string("cnn")}}).model));
+
+  auto no_path = c;
+  no_path.erase("path");
+  CHECK_THROWS_WITH(parse_trial_spec(no_path), Catch::StartsWith("model.path: model family torchscript needs the path"));
+  auto dropout = c;
+  dropout["dropout"] = 0.2;
+  CHECK_THROWS_WITH(parse_trial_spec(dropout, "space"),
+                    Catch::StartsWith("space.dropout: not a hyper-parameter of model family torchscript; expected path"));
+  auto number = c;
+  number["path"] = std::int64_t{3};
+  CHECK_THROWS_WITH(parse_trial_spec(number), Catch::StartsWith("model.path: expected the path of a TorchScript file"));
+  CHECK_THROWS_AS(torchscript_path(parse_trial_spec({{"family", std::string("mlp")}}).model), packtune::Error);
+}
