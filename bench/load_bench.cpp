@@ -8,7 +8,7 @@
 //   load_bench [--actors N] [--trials N] [--time-scale X] [--quick] [--eta E]
 //              [--min-budget m] [--max-budget M] [--report-every B] [--objective synthetic|table:FILE]
 //              [--sampler random|tpe] [--seed S] [--heartbeat S] [--driver-quiet] [--packtune PATH]
-//              [--keep DIR]
+//              [--keep DIR] [--driver-open-files N]
 //
 // The minimum the schedule allows (`minimum_seconds`) is the makespan of the same tuner, seed
 // and objective on as many workers as there are actors in tuners::Simulator, which is the
@@ -101,6 +101,10 @@ int run(const Options& o) {
   readings.simulate_seconds = seconds(Clock::now() - simulated_at);
 
   std::vector<std::string> argv = {o.packtune, "run", dir + "/config.json", "--out", dir + "/out"};
+  if (o.driver_open_files > 0) {
+    const auto limit = std::to_string(o.driver_open_files);
+    argv.insert(argv.begin(), {"prlimit", "--nofile=" + limit + ":" + limit, "--"});
+  }
   if (o.driver_quiet) argv.push_back("--quiet");
   readings.load_before = load_average();
   readings.started = Clock::now();

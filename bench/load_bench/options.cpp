@@ -15,7 +15,7 @@ namespace {
                "usage: load_bench [--actors N] [--trials N] [--time-scale X] [--quick] [--eta E] [--min-budget m]\n"
                "                  [--max-budget M] [--report-every B] [--objective synthetic|table:FILE]\n"
                "                  [--sampler random|tpe] [--seed S] [--heartbeat S] [--driver-quiet] [--packtune PATH]\n"
-               "                  [--keep DIR]\n"
+               "                  [--keep DIR] [--driver-open-files N]\n"
                "Without options: 1,000 simulated actors, 100,000 ASHA trials (budgets 1, 3, 9 simulated seconds),\n"
                "time scale 0.25 wall seconds per simulated second. --quick: 50 actors, 1,000 trials, scale 0.02.\n");
   std::exit(2);
@@ -43,6 +43,8 @@ Options parse_options(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--actors") {
       o.actors = static_cast<int>(number(i, 1));
+    } else if (a == "--driver-open-files") {
+      o.driver_open_files = static_cast<int>(number(i, 16));
     } else if (a == "--trials") {
       o.trials = static_cast<std::int64_t>(number(i, 1));
     } else if (a == "--time-scale") {

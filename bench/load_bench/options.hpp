@@ -29,6 +29,10 @@ struct Options {
   bool driver_quiet = false;
   std::string packtune = PACKTUNE_BINARY;
   std::string keep;  // keep the run's folder (config, driver log, results) here
+  // The driver's limit of open files (ulimit -n, soft and hard), which sizes its connection
+  // cap (docs/security.md); 0: this process's. Set with more actors than the cap, the run
+  // measures how the driver degrades: the first ones train and the rest are refused.
+  int driver_open_files = 0;
 };
 
 // Exits with the usage (status 2) on --help and on any option it cannot take.
