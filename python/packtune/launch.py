@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -16,13 +17,14 @@ from pathlib import Path
 from typing import IO, Any, Dict, List, Mapping, Optional, Union
 
 from .binary import find_binary
-from .errors import ConfigError, RunError, error_line
+from .errors import ConfigError, PacktuneError, RunError, error_line
 from .experiment import Run
 from .progress import make_progress
 
 __all__ = ["run", "resume", "override_flags"]
 
 ConfigLike = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+PathLike = Union[str, "os.PathLike[str]"]
 
 # Lines of driver.log a RunError shows.
 _TAIL_LINES = 20
@@ -63,6 +65,8 @@ def run(
     out: Optional[Union[str, "os.PathLike[str]"]] = None,
     binary: Optional[Union[str, "os.PathLike[str]"]] = None,
     progress: Any = "auto",
+    mlflow: Union[None, bool, str] = None,
+    tensorboard: Optional[PathLike] = None,
     **overrides: Any,
 ) -> Run:
     """Run a tuning experiment with ``packtune run`` and return its results once it ends.
@@ -75,6 +79,9 @@ def run(
         binary: the ``packtune`` binary (default: ``$PACKTUNE_BIN``, else ``packtune`` on PATH).
         progress: ``"auto"`` (a tqdm bar where tqdm is installed, else the CLI's status lines),
             ``"bar"``, ``"lines"``, or ``"none"``.
+        mlflow: export to MLflow while it runs, the reports a few seconds behind: a tracking
+            URI, or True for a local store in ``./mlruns`` (as ``packtune export --mlflow``).
+        tensorboard: export to TensorBoard event files in this folder while it runs.
         **overrides: the CLI's options, by name: ``trials``, ``actors``, ``device``, ``seed``,
             ``tuner``, ``max_pack``, ``fuse``, ``precision``, ``keep_checkpoints``, ``quiet``,
             ... (``packtune run --help``).
@@ -103,7 +110,8 @@ def run(
         out = Path("runs") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     args = [str(program), "run", str(config_path)] + (["--out", str(out)] if out is not None else [])
     try:
-        _execute(args + override_flags(overrides), Path(out) if out is not None else None, progress, name)
+        _execute(args + override_flags(overrides), Path(out) if out is not None else None, progress, name,
+                 mlflow, tensorboard)
     finally:
         if temporary is not None:
             temporary.unlink(missing_ok=True)
@@ -116,13 +124,16 @@ def resume(
     *,
     binary: Optional[Union[str, "os.PathLike[str]"]] = None,
     progress: Any = "auto",
+    mlflow: Union[None, bool, str] = None,
+    tensorboard: Optional[PathLike] = None,
     **overrides: Any,
 ) -> Run:
     """Continue the experiment in ``directory`` (``packtune run --resume DIR``); takes
-    :func:`run`'s ``binary``, ``progress`` and overrides, and raises its errors."""
+    :func:`run`'s ``binary``, ``progress``, ``mlflow``, ``tensorboard`` and overrides, and
+    raises its errors. An export goes on in the runs an earlier one made, each report once."""
     program = find_binary(binary)
     args = [str(program), "run", "--resume", str(directory)] + override_flags(overrides)
-    _execute(args, Path(directory), progress, Path(directory).name)
+    _execute(args, Path(directory), progress, Path(directory).name, mlflow, tensorboard)
     return Run(Path(directory), binary=binary)
 
 
@@ -139,7 +150,33 @@ def _write_config(config: Mapping[str, Any]) -> Path:
     raise OSError("cannot write a config file in the current folder or the temporary folder")
 
 
-def _execute(args: List[str], out: Optional[Path], progress: Any, description: str) -> None:
+def _execute(args: List[str], out: Optional[Path], progress: Any, description: str,
+             mlflow: Union[None, bool, str] = None, tensorboard: Optional[PathLike] = None) -> None:
+    follower = None
+    if (mlflow or tensorboard is not None) and out is not None:
+        from .trackers.follow import Follower
+
+        follower = Follower(out, mlflow, tensorboard).start()
+    try:
+        _wait(args, out, progress, description)
+    except BaseException:
+        # The run's own error is the one to see; the stores end with what they have.
+        if follower is not None:
+            with contextlib.suppress(Exception):
+                follower.stop()
+        raise
+    if follower is not None:
+        _stop(follower, out)
+
+
+def _stop(follower: Any, out: Optional[Path]) -> None:
+    try:
+        follower.stop()
+    except Exception as e:  # noqa: BLE001 -- one line saying what became of the run
+        raise PacktuneError(f"{out}: the run's export to the trackers failed: {type(e).__name__}: {e}") from e
+
+
+def _wait(args: List[str], out: Optional[Path], progress: Any, description: str) -> None:
     display = make_progress(progress, description)
     errors: deque = deque(maxlen=200)
     output: deque = deque(maxlen=_TAIL_LINES)

@@ -134,13 +134,15 @@ void write_results_csv(std::istream& jsonl, const std::string& source, std::ostr
 
 int run_export_command(const std::vector<std::string>& args) {
   util::Subcommand command("export",
-                           "packtune export DIR [--csv] [--output FILE] | DIR --mlflow [URI] | DIR --tensorboard OUT");
+                           "packtune export DIR [--csv] [--output FILE] | DIR --mlflow [URI] [--follow] | "
+                           "DIR --tensorboard OUT [--follow]");
   command.positional("dir", "DIR", "an experiment's --out", "the --out of a packtune run");
   command.options()("csv", "CSV, one row per report (the default)")(
       "output,o", po::value<std::string>(), "write the CSV to FILE instead of stdout")(
       "mlflow", po::value<std::string>()->implicit_value(""),
       "to MLflow: one run per trial under a parent run, at tracking URI (default: a local store in ./mlruns)")(
-      "tensorboard", po::value<std::string>(), "to TensorBoard: one event file per trial in folder OUT");
+      "tensorboard", po::value<std::string>(), "to TensorBoard: one event file per trial in folder OUT")(
+      "follow", "with --mlflow or --tensorboard: export the reports as they arrive, until the run finishes");
   if (!command.parse(join_optional_value(args, "--mlflow", {"--output", "-o", "--tensorboard", "--dir"}))) return 0;
   const auto& vm = command.values();
   const auto dir = command.argument();
@@ -148,16 +150,23 @@ int run_export_command(const std::vector<std::string>& args) {
   if (to_tracker && (vm.count("csv") || vm.count("output"))) {
     throw InputError("export: --csv and --output are for the CSV; --mlflow and --tensorboard write elsewhere");
   }
+  if (vm.count("follow") && (!to_tracker || (vm.count("mlflow") && vm.count("tensorboard")))) {
+    throw InputError("export: --follow goes with one of --mlflow and --tensorboard");
+  }
+  std::vector<std::string> follow;
+  if (vm.count("follow")) follow.push_back("--follow");
   if (to_tracker) {
     int status = 0;
     if (vm.count("mlflow")) {
       const auto uri = vm["mlflow"].as<std::string>();
-      std::vector<std::string> where;
-      if (!uri.empty()) where = {"--uri", uri};
+      std::vector<std::string> where = follow;
+      if (!uri.empty()) where.insert(where.end(), {"--uri", uri});
       status = run_tracker_export("mlflow", dir, where);
     }
     if (status == 0 && vm.count("tensorboard")) {
-      status = run_tracker_export("tensorboard", dir, {"--out", vm["tensorboard"].as<std::string>()});
+      std::vector<std::string> where = follow;
+      where.insert(where.end(), {"--out", vm["tensorboard"].as<std::string>()});
+      status = run_tracker_export("tensorboard", dir, where);
     }
     return status;
   }

@@ -11,7 +11,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 venv="${PACKTUNE_PYTHON_VENV:-$HOME/.cache/packtune/python-venv}"
 py=/usr/bin/python3
 [ -x "$venv/bin/python" ] && py="$venv/bin/python"
-export PACKTUNE_BIN="$packtune"
+export PACKTUNE_BIN="$(realpath "$packtune")"  # the tests run in their own folder
 # The package as it is in this tree, not a copy pip may have installed.
 export PYTHONPATH="$here/../../python${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONDONTWRITEBYTECODE=1

@@ -4,6 +4,7 @@ and TensorBoard's event reader."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Dict, List
@@ -71,10 +72,12 @@ def test_mlflow_export_is_read_back_by_mlflow(binary: Path, tiny_run: packtune.R
     best_child = children[children["tags.packtune.best"] == "true"]
     assert best_child["metrics.test_accuracy"].iloc[0] == pytest.approx(best["test"]["test_accuracy"])
 
-    # Again: the earlier export is replaced, not doubled.
+    # Again: the same runs, each step still once.
     again = export(binary, str(tiny_run.dir), "--mlflow", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    assert len(mlflow.search_runs(experiment_names=["tiny"])) == 5
+    assert set(mlflow.search_runs(experiment_names=["tiny"])["run_id"]) == set(frame["run_id"])
+    for run_id in children["run_id"]:
+        assert len(client.get_metric_history(run_id, "val_accuracy")) == 2
 
 
 def test_mlflow_export_to_a_uri(binary: Path, tiny_run: packtune.Run, tmp_path: Path) -> None:
@@ -118,10 +121,17 @@ def test_tensorboard_export_is_read_back_by_tensorboard(binary: Path, tiny_run: 
     assert {"lr", "dropout", "width"} <= {h.name for h in experiment.hparam_infos}
     assert "val_accuracy" in {m.name.tag for m in experiment.metric_infos}
 
-    # An OUT that holds event files already: TensorBoard would show both, so it is refused.
+    # The same run again: nothing is written twice (it would show as a second point).
     again = export(binary, str(tiny_run.dir), "--tensorboard", str(out), cwd=tmp_path)
-    assert again.returncode == 2 and again.stderr.startswith("packtune: error: --tensorboard: ")
-    assert again.stderr.count("\n") == 1
+    assert again.returncode == 0, again.stderr
+    for trial in reports:
+        assert len(list((out / f"trial-{trial}").glob("events.out.tfevents.*"))) == 1
+    # Another run's export into the same OUT: TensorBoard would mix them, so it is refused.
+    other = tmp_path / "other"
+    shutil.copytree(tiny_run.dir, other)
+    refused = export(binary, str(other), "--tensorboard", str(out), cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr.startswith("packtune: error: --tensorboard: ")
+    assert refused.stderr.count("\n") == 1 and "empty folder" in refused.stderr
 
 
 def test_export_errors_are_one_line(binary: Path, tiny_run: packtune.Run, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from ..experiment import load
+from .follow import follow
 
 _SETUP = ("run scripts/setup.sh, which installs it in ~/.cache/packtune/python-venv, "
           "or set PACKTUNE_PYTHON to a python that has it")
@@ -28,9 +29,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     mlflow = kinds.add_parser("mlflow", help="one MLflow run per trial, under a parent run")
     mlflow.add_argument("dir")
     mlflow.add_argument("--uri", help="tracking URI (default: a local store in ./mlruns)")
+    mlflow.add_argument("--follow", action="store_true", help="export as reports arrive, until the run finishes")
     tensorboard = kinds.add_parser("tensorboard", help="one TensorBoard event file per trial")
     tensorboard.add_argument("dir")
     tensorboard.add_argument("--out", required=True)
+    tensorboard.add_argument("--follow", action="store_true", help="export as reports arrive, until the run finishes")
     args = parser.parse_args(argv)
     option = f"--{args.tracker}"
     try:
@@ -47,16 +50,27 @@ def main(argv: Optional[List[str]] = None) -> int:
             # MLflow's and Alembic's info lines (creating the database) are not the user's business.
             for name in ("mlflow", "alembic"):
                 logging.getLogger(name).setLevel(logging.WARNING)
-            parent = export_mlflow(run, args.uri)
+            if args.follow:
+                parent = follow(run.dir, mlflow=args.uri or True).syncs[0].parent_id
+                trials = len({report["trial"] for report in run.reports()})
+            else:
+                parent = export_mlflow(run, args.uri)
             uri = args.uri or default_uri()
             print(f"exported {trials} trials of {run.name} to MLflow at {uri}: "
                   f"experiment {run.name}, parent run {parent}")
         else:
             from .tensorboard_export import export_tensorboard
 
-            out = export_tensorboard(run, Path(args.out))
+            out = Path(args.out)
+            if args.follow:
+                follow(run.dir, tensorboard=out)
+                trials = len({report["trial"] for report in run.reports()})
+            else:
+                export_tensorboard(run, out)
             print(f"exported {trials} trials of {run.name} to TensorBoard event files in {out}; "
                   f"view them with: tensorboard --logdir {out}")
+    except KeyboardInterrupt:
+        return _fail(f"{option} --follow: interrupted; the store keeps what it has, and a later export goes on", 130)
     except ModuleNotFoundError as e:
         return _fail(f"{option} needs the Python package {e.name} in {sys.executable}; {_SETUP}", 1)
     except FileExistsError as e:

@@ -1,20 +1,22 @@
 """A run in MLflow: a parent run for the experiment, one nested run per trial, written with
-MLflow's own client (``MlflowClient``)."""
+MLflow's own client (``MlflowClient``). Written as a sync: what the store has already is not
+written again, so the same folder can be exported while it runs, after a ``--resume``, or
+twice, and each report is one step, once."""
 
 from __future__ import annotations
 
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Set, TypeVar
 
 from ..records import flatten, metric_names
-from .steps import by_trial, numeric_metrics, start_time, step_of, step_scale
+from .steps import by_trial, config_budgets, numeric_metrics, start_time, step_of, step_scale
 
 if TYPE_CHECKING:
     from ..experiment import Run
 
-__all__ = ["export_mlflow", "default_uri"]
+__all__ = ["export_mlflow", "default_uri", "MlflowSync"]
 
 # MLflow's limits on one log_batch call.
 _MAX_METRICS, _MAX_PARAMS = 1000, 100
@@ -36,98 +38,158 @@ def _chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
 
 
 def _param_value(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value)
+    return (value if isinstance(value, str) else json.dumps(value))[:6000]
+
+
+class MlflowSync:
+    """Brings an MLflow store up to date with a results folder.
+
+    The experiment is named after the run's; its parent run (named after the results folder,
+    tagged ``packtune.dir`` with its path) gets the config as params and, once the experiment
+    finished, the best value and test metrics, the best trial's number as the tag
+    ``packtune.best_trial``, and report.html, config.json and best.json as artifacts. Each trial
+    is a run nested under it (``trial N``): its config as params, and every metric of every
+    report at step ``budget × packtune.step_scale`` (a tag of the parent, fixed when it is
+    made), the budget itself as the metric ``budget``. A report whose step the trial's run has
+    already is not logged again.
+    """
+
+    def __init__(self, run: "Run", uri: Optional[str] = None) -> None:
+        from mlflow.tracking import MlflowClient
+
+        self.run = run
+        local = uri is None
+        self.uri = uri or default_uri()
+        self.client = MlflowClient(tracking_uri=self.uri)
+        self.folder = str(run.dir.resolve())
+        self.start = start_time(run)
+        experiment = self.client.get_experiment_by_name(run.name)
+        if experiment is not None:
+            self.experiment_id = experiment.experiment_id
+            if experiment.lifecycle_stage == "deleted":
+                self.client.restore_experiment(self.experiment_id)
+        elif local:
+            # Beside the database, so that ./mlruns holds the whole store.
+            artifacts = Path(self.uri[len("sqlite:///"):]).parent / "artifacts"
+            self.experiment_id = self.client.create_experiment(run.name, artifact_location=artifacts.as_uri())
+        else:
+            self.experiment_id = self.client.create_experiment(run.name)
+        mine = self.client.search_runs([self.experiment_id], filter_string=f"tags.`packtune.dir` = '{self.folder}'")
+        parents = [r for r in mine if "mlflow.parentRunId" not in r.data.tags]
+        if parents:
+            parent = parents[0]
+            self.scale = int(parent.data.tags["packtune.step_scale"])
+        else:
+            self.scale = step_scale(config_budgets(run.config) + [float(r["budget"]) for r in run.reports()])
+            parent = self._create_parent()
+        self.parent_id: str = parent.info.run_id
+        self.children: Dict[int, str] = {}
+        self.steps: Dict[int, Set[int]] = {}
+        for child in mine:
+            if child.data.tags.get("mlflow.parentRunId") == self.parent_id and "packtune.trial" in child.data.tags:
+                trial = int(child.data.tags["packtune.trial"])
+                self.children[trial] = child.info.run_id
+                self.steps[trial] = {m.step for m in self.client.get_metric_history(child.info.run_id, "budget")}
+
+    def _create_parent(self) -> Any:
+        from mlflow.entities import Param
+
+        tags = {"packtune.dir": self.folder, "packtune.step_scale": str(self.scale),
+                "packtune.metric": self.run.metric, "packtune.mode": self.run.mode}
+        parent = self.client.create_run(self.experiment_id, run_name=self.run.dir.name,
+                                        start_time=int(self.start * 1000), tags=tags)
+        params = [Param(k, _param_value(v)) for k, v in flatten(self.run.config).items()]
+        for chunk in _chunks(params, _MAX_PARAMS):
+            self.client.log_batch(parent.info.run_id, params=list(chunk))
+        return parent
+
+    def _child(self, trial: int, reports: List[Dict[str, Any]]) -> str:
+        from mlflow.entities import Param
+
+        if trial in self.children:
+            return self.children[trial]
+        starts = [float(r["job_start"]) for r in reports if isinstance(r.get("job_start"), (int, float))]
+        child = self.client.create_run(
+            self.experiment_id, run_name=f"trial {trial}", start_time=int((self.start + min(starts, default=0.0)) * 1000),
+            tags={"packtune.dir": self.folder, "mlflow.parentRunId": self.parent_id, "packtune.trial": str(trial)})
+        # The config the trial started with: params cannot change (under pbt an exploit does).
+        params = [Param(k, _param_value(v)) for k, v in flatten(reports[0].get("config", {})).items()]
+        for chunk in _chunks(params, _MAX_PARAMS):
+            self.client.log_batch(child.info.run_id, params=list(chunk))
+        self.children[trial] = child.info.run_id
+        self.steps[trial] = set()
+        return str(child.info.run_id)
+
+    def sync(self) -> int:
+        """Logs the reports the store lacks; returns how many."""
+        from mlflow.entities import Metric
+
+        reports = self.run.reports()
+        metrics = metric_names(reports)
+        logged = 0
+        for trial, book in by_trial(reports).items():
+            points: List[Metric] = []
+            new_steps: Set[int] = set()
+            for report in book.reports:
+                step = step_of(float(report["budget"]), self.scale)
+                if step in self.steps.get(trial, set()) or step in new_steps:
+                    continue
+                new_steps.add(step)
+                stamp = int((self.start + float(report.get("wall_time", 0))) * 1000)
+                points.append(Metric("budget", float(report["budget"]), stamp, step))
+                points += [Metric(name, value, stamp, step) for name, value in numeric_metrics(report, metrics).items()]
+            if not points:
+                continue
+            child = self._child(trial, book.reports)
+            for chunk in _chunks(points, _MAX_METRICS):
+                self.client.log_batch(child, metrics=list(chunk))
+            self.steps[trial] |= new_steps
+            logged += len(new_steps)
+        return logged
+
+    def finish(self) -> None:
+        """The experiment's end (or where it stopped): the best trial and its test metrics,
+        the artifacts, and every run ended, FINISHED when the experiment finished, else KILLED
+        (a later sync after ``--resume`` goes on in the same runs)."""
+        from mlflow.entities import Metric, RunTag
+
+        best = self.run.best() or {}
+        now = int(time.time() * 1000)
+        summary: List[Metric] = []
+        if "value" in best:
+            summary.append(Metric(f"best_{best.get('metric', self.run.metric)}", float(best["value"]), now, 0))
+        tests = [Metric(k, float(v), now, 0) for k, v in (best.get("test") or {}).items() if k.startswith("test_")]
+        tags = [RunTag("packtune.best_trial", str(best["trial"]))] if "trial" in best else []
+        self.client.log_batch(self.parent_id, metrics=summary + tests, tags=tags)
+        for trial, child in self.children.items():
+            if trial == best.get("trial"):
+                self.client.log_batch(child, metrics=tests, tags=[RunTag("packtune.best", "true")])
+            elif self._tagged_best(child):
+                self.client.delete_tag(child, "packtune.best")
+        for name in ("report.html", "config.json", "best.json"):
+            if (self.run.dir / name).is_file():
+                self.client.log_artifact(self.parent_id, str(self.run.dir / name))
+        status = "FINISHED" if self.run.finished() else "KILLED"
+        reports = self.run.reports()
+        ends: Dict[int, float] = {}
+        for report in reports:
+            trial = int(report["trial"])
+            ends[trial] = max(ends.get(trial, 0.0), float(report.get("wall_time", 0)))
+        for trial, child in self.children.items():
+            self.client.set_terminated(child, status=status, end_time=int((self.start + ends.get(trial, 0.0)) * 1000))
+        last = max(ends.values(), default=0.0)
+        self.client.set_terminated(self.parent_id, status=status, end_time=int((self.start + last) * 1000))
+
+    def _tagged_best(self, child: str) -> bool:
+        # A trial that was best when an earlier, partial export finished may not be now.
+        return self.client.get_run(child).data.tags.get("packtune.best") == "true"
 
 
 def export_mlflow(run: "Run", uri: Optional[str] = None) -> str:
-    """Write ``run`` to the MLflow tracking store at ``uri`` and return the parent run's id.
-
-    The experiment is named after the run's; its parent run (named after the results folder)
-    gets the config as params, the best value and test metrics, the best trial's number as the
-    tag ``packtune.best_trial``, and report.html, config.json and best.json as artifacts. Each
-    trial is a run nested under it (``trial N``): its config as params, and every metric of
-    every report at step ``budget × packtune.step_scale`` (a tag), the budget itself as the
-    metric ``budget``. The best trial's run is tagged ``packtune.best`` and carries its test
-    metrics. Exporting the same folder again replaces the earlier export (its runs are marked
-    deleted). A run not finished when exported is marked KILLED.
-    """
-    from mlflow.entities import Metric, Param, RunTag
-    from mlflow.tracking import MlflowClient
-
-    local = uri is None
-    uri = uri or default_uri()
-    client = MlflowClient(tracking_uri=uri)
-    folder = str(run.dir.resolve())
-    experiment = client.get_experiment_by_name(run.name)
-    if experiment is not None:
-        experiment_id = experiment.experiment_id
-        if experiment.lifecycle_stage == "deleted":
-            client.restore_experiment(experiment_id)
-    elif local:
-        # Beside the database, so that ./mlruns holds the whole store.
-        artifacts = Path(uri[len("sqlite:///"):]).parent / "artifacts"
-        experiment_id = client.create_experiment(run.name, artifact_location=artifacts.as_uri())
-    else:
-        experiment_id = client.create_experiment(run.name)
-    for old in client.search_runs([experiment_id], filter_string=f"tags.`packtune.dir` = '{folder}'"):
-        client.delete_run(old.info.run_id)
-
-    reports = run.reports()
-    metrics = metric_names(reports)
-    trials = by_trial(reports)
-    scale = step_scale([float(r["budget"]) for r in reports])
-    best = run.best() or {}
-    start = start_time(run)
-    status = "FINISHED" if run.finished() else "KILLED"
-    common = {"packtune.dir": folder, "packtune.step_scale": str(scale)}
-
-    parent = client.create_run(experiment_id, run_name=run.dir.name, start_time=int(start * 1000),
-                               tags={**common, "packtune.metric": run.metric, "packtune.mode": run.mode})
-    parent_id = parent.info.run_id
-    params = [Param(k, _param_value(v)[:6000]) for k, v in flatten(run.config).items()]
-    tags = [RunTag("packtune.best_trial", str(best["trial"]))] if "trial" in best else []
-    summary = []
-    now = int(time.time() * 1000)
-    if "value" in best:
-        summary.append(Metric(f"best_{best.get('metric', run.metric)}", float(best["value"]), now, 0))
-    for key, value in (best.get("test") or {}).items():
-        if key.startswith("test_"):
-            summary.append(Metric(key, float(value), now, 0))
-    for chunk in _chunks(params, _MAX_PARAMS):
-        client.log_batch(parent_id, params=list(chunk))
-    client.log_batch(parent_id, metrics=summary, tags=tags)
-    for name in ("report.html", "config.json", "best.json"):
-        if (run.dir / name).is_file():
-            client.log_artifact(parent_id, str(run.dir / name))
-
-    for trial, book in trials.items():
-        is_best = best.get("trial") == trial
-        child = client.create_run(
-            experiment_id, run_name=f"trial {trial}", start_time=int((start + _job_start(book.reports)) * 1000),
-            tags={**common, "mlflow.parentRunId": parent_id, "packtune.trial": str(trial),
-                  **({"packtune.best": "true"} if is_best else {})})
-        child_id = child.info.run_id
-        trial_params = [Param(k, _param_value(v)[:6000]) for k, v in flatten(book.config).items()]
-        for chunk in _chunks(trial_params, _MAX_PARAMS):
-            client.log_batch(child_id, params=list(chunk))
-        points: List[Metric] = []
-        for report in book.reports:
-            step = step_of(float(report["budget"]), scale)
-            stamp = int((start + float(report.get("wall_time", 0))) * 1000)
-            points.append(Metric("budget", float(report["budget"]), stamp, step))
-            for name, value in numeric_metrics(report, metrics).items():
-                points.append(Metric(name, value, stamp, step))
-        if is_best:
-            points += [Metric(m.key, m.value, m.timestamp, 0) for m in summary if m.key.startswith("test_")]
-        for chunk in _chunks(points, _MAX_METRICS):
-            client.log_batch(child_id, metrics=list(chunk))
-        end = max(float(r.get("wall_time", 0)) for r in book.reports)
-        client.set_terminated(child_id, status=status, end_time=int((start + end) * 1000))
-    last = max((float(r.get("wall_time", 0)) for r in reports), default=0.0)
-    client.set_terminated(parent_id, status=status, end_time=int((start + last) * 1000))
-    return str(parent_id)
-
-
-def _job_start(reports: List[Dict[str, Any]]) -> float:
-    starts = [float(r["job_start"]) for r in reports if isinstance(r.get("job_start"), (int, float))]
-    return min(starts) if starts else 0.0
+    """Write ``run`` to the MLflow tracking store at ``uri`` (default: a local store in
+    ``./mlruns``) as :class:`MlflowSync` describes, and return the parent run's id. What the
+    store has from an earlier export of the same folder is kept and only the rest is added."""
+    sync = MlflowSync(run, uri)
+    sync.sync()
+    sync.finish()
+    return sync.parent_id

@@ -10,7 +10,7 @@ from ..records import metric_names
 if TYPE_CHECKING:
     from ..experiment import Run
 
-__all__ = ["step_scale", "TrialReports", "by_trial", "start_time"]
+__all__ = ["step_scale", "config_budgets", "TrialReports", "by_trial", "start_time"]
 
 
 def step_scale(budgets: Sequence[float]) -> int:
@@ -24,6 +24,14 @@ def step_scale(budgets: Sequence[float]) -> int:
         if all(abs(b * scale - round(b * scale)) < 1e-6 * max(1.0, abs(b) * scale) for b in budgets):
             return scale
     return 10**6
+
+
+def config_budgets(config: Dict[str, Any]) -> List[float]:
+    """The budgets a config names (``budget.min``, ``max`` and ``report_every``): a live export
+    fixes its scale before every budget has been reported, and these are most of them."""
+    budget = config.get("budget", {})
+    values = [budget.get(key) for key in ("min", "max", "report_every")] if isinstance(budget, dict) else []
+    return [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
 
 
 def step_of(budget: float, scale: int) -> int:

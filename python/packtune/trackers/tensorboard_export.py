@@ -1,21 +1,24 @@
 """A run in TensorBoard: one event file per trial, written with TensorBoard's own event writer
-and summary protos (scalars, and hyper-parameters for the HParams plugin)."""
+and summary protos (scalars, and hyper-parameters for the HParams plugin). Written as a sync,
+as the MLflow export: steps already in OUT are not written again."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Set, Union
 
 from ..records import flatten, metric_names
-from .steps import by_trial, numeric_metrics, start_time, step_of, step_scale
+from .steps import by_trial, config_budgets, numeric_metrics, start_time, step_of, step_scale
 
 if TYPE_CHECKING:
     from ..experiment import Run
 
-__all__ = ["export_tensorboard", "trial_folder"]
+__all__ = ["export_tensorboard", "trial_folder", "TensorboardSync"]
 
 HParamValue = Union[bool, float, int, str]
+# OUT's record of what it holds: the results folder and the step scale, fixed by the first sync.
+MARK = "packtune_export.json"
 
 
 def trial_folder(trial: int) -> str:
@@ -30,55 +33,136 @@ def _hparam(value: Any) -> HParamValue:
     return json.dumps(value)
 
 
-def export_tensorboard(run: "Run", out: Path) -> Path:
-    """Write ``run`` as TensorBoard event files under ``out`` and return ``out``.
+def _events(folder: Path) -> List[Path]:
+    return sorted(folder.glob("events.out.tfevents.*")) if folder.is_dir() else []
 
-    ``out/trial-N`` holds trial N's file: its config as the HParams plugin's session (at step
-    0), and each metric of each report as a scalar at step ``budget × scale``, where ``scale``
-    is the smallest power of ten that makes every budget whole (the scalar ``budget`` gives the
-    budget itself). ``out`` itself holds the experiment's HParams configuration: every
-    hyper-parameter and the metrics. ``tensorboard --logdir OUT`` shows them.
+
+class TensorboardSync:
+    """Brings the event files under ``out`` up to date with a results folder.
+
+    ``out/trial-N`` holds trial N's events: its config as the HParams plugin's session (at step
+    0, once), and each metric of each report as a scalar at step ``budget × scale`` (the scalar
+    ``budget`` gives the budget itself), ``scale`` being the smallest power of ten that makes
+    the config's and the reports' budgets whole, kept in ``out/packtune_export.json``. A sync
+    after a ``--resume`` adds a second event file to the trials that went on; TensorBoard reads
+    both as one run. ``out`` itself holds the experiment's HParams configuration, written anew by
+    :meth:`close`.
 
     Raises:
-        FileExistsError: ``out`` holds event files already (TensorBoard would show both).
+        FileExistsError: ``out`` holds event files of something else.
     """
-    from tensorboard.compat.proto.event_pb2 import Event
-    from tensorboard.plugins.hparams import summary_v2 as hp
-    from tensorboard.plugins.scalar.summary_v2 import scalar_pb
-    from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-    if out.exists() and any(out.rglob("events.out.tfevents.*")):
-        raise FileExistsError(f"{out} holds TensorBoard event files already; export into an empty folder")
-    reports = run.reports()
-    metrics = metric_names(reports)
-    scale = step_scale([float(r["budget"]) for r in reports])
-    start = start_time(run)
-    values: Dict[str, List[HParamValue]] = {}
-    for trial, book in by_trial(reports).items():
-        hparams = {k: _hparam(v) for k, v in flatten(book.config).items()}
-        for key, value in hparams.items():
-            values.setdefault(key, []).append(value)
-        writer = EventFileWriter(str(out / trial_folder(trial)))
-        first = min((float(r.get("job_start", 0) or 0) for r in book.reports), default=0.0)
-        session = hp.hparams_pb(hparams, trial_id=trial_folder(trial), start_time_secs=start + first)
-        writer.add_event(Event(wall_time=start + first, step=0, summary=session))
-        for report in book.reports:
-            step = step_of(float(report["budget"]), scale)
-            stamp = start + float(report.get("wall_time", 0))
-            writer.add_event(Event(wall_time=stamp, step=step, summary=scalar_pb("budget", float(report["budget"]))))
-            for name, value in numeric_metrics(report, metrics).items():
-                writer.add_event(Event(wall_time=stamp, step=step, summary=scalar_pb(name, value)))
+    def __init__(self, run: "Run", out: Path) -> None:
+        self.run = run
+        self.out = out
+        self.folder = str(run.dir.resolve())
+        self.start = start_time(run)
+        mark = out / MARK
+        if mark.is_file():
+            record = json.loads(mark.read_text(encoding="utf-8"))
+            if record.get("dir") != self.folder:
+                raise FileExistsError(f"{out} holds the TensorBoard export of {record.get('dir')}; "
+                                      "export into an empty folder")
+            self.scale = int(record["step_scale"])
+        elif out.exists() and any(out.rglob("events.out.tfevents.*")):
+            raise FileExistsError(f"{out} holds TensorBoard event files already; export into an empty folder")
+        else:
+            self.scale = step_scale(config_budgets(run.config) + [float(r["budget"]) for r in run.reports()])
+            out.mkdir(parents=True, exist_ok=True)
+            mark.write_text(json.dumps({"dir": self.folder, "step_scale": self.scale}) + "\n", encoding="utf-8")
+        self.steps: Dict[int, Set[int]] = {}
+        for folder in out.glob("trial-*"):
+            if _events(folder) and folder.name[len("trial-"):].isdigit():
+                self.steps[int(folder.name[len("trial-"):])] = self._steps_in(folder)
+        self.writers: Dict[int, Any] = {}
+
+    @staticmethod
+    def _steps_in(folder: Path) -> Set[int]:
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+        events = EventAccumulator(str(folder))
+        events.Reload()
+        return {e.step for e in events.Tensors("budget")} if "budget" in events.Tags()["tensors"] else set()
+
+    def _writer(self, trial: int, reports: List[Dict[str, Any]]) -> Any:
+        from tensorboard.compat.proto.event_pb2 import Event
+        from tensorboard.plugins.hparams import summary_v2 as hp
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+        if trial in self.writers:
+            return self.writers[trial]
+        writer = EventFileWriter(str(self.out / trial_folder(trial)))
+        if trial not in self.steps:
+            first = min((float(r.get("job_start", 0) or 0) for r in reports), default=0.0)
+            hparams = {k: _hparam(v) for k, v in flatten(reports[0].get("config", {})).items()}
+            session = hp.hparams_pb(hparams, trial_id=trial_folder(trial), start_time_secs=self.start + first)
+            writer.add_event(Event(wall_time=self.start + first, step=0, summary=session))
+            self.steps[trial] = set()
+        self.writers[trial] = writer
+        return writer
+
+    def sync(self) -> int:
+        """Writes the reports ``out`` lacks; returns how many."""
+        from tensorboard.compat.proto.event_pb2 import Event
+        from tensorboard.plugins.scalar.summary_v2 import scalar_pb
+
+        reports = self.run.reports()
+        metrics = metric_names(reports)
+        written = 0
+        for trial, book in by_trial(reports).items():
+            for report in book.reports:
+                step = step_of(float(report["budget"]), self.scale)
+                if step in self.steps.get(trial, set()):
+                    continue
+                writer = self._writer(trial, book.reports)
+                stamp = self.start + float(report.get("wall_time", 0))
+                writer.add_event(Event(wall_time=stamp, step=step, summary=scalar_pb("budget", float(report["budget"]))))
+                for name, value in numeric_metrics(report, metrics).items():
+                    writer.add_event(Event(wall_time=stamp, step=step, summary=scalar_pb(name, value)))
+                self.steps[trial].add(step)
+                written += 1
+        for writer in self.writers.values():
+            writer.flush()
+        return written
+
+    def close(self) -> None:
+        """Closes the trials' files and writes the experiment's HParams configuration: every
+        hyper-parameter of the trials so far, and the metrics."""
+        from tensorboard.compat.proto.event_pb2 import Event
+        from tensorboard.plugins.hparams import summary_v2 as hp
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+        for writer in self.writers.values():
+            writer.close()
+        self.writers.clear()
+        reports = self.run.reports()
+        values: Dict[str, List[HParamValue]] = {}
+        for book in by_trial(reports).values():
+            for key, value in flatten(book.config).items():
+                values.setdefault(key, []).append(_hparam(value))
+        domains = []
+        for key, seen in values.items():
+            kinds = {type(v) for v in seen}
+            # A discrete domain where the values are of one type and few (or not numbers), so
+            # the plugin offers them as choices; sampled numbers keep no domain (it shows their
+            # range).
+            discrete = len(kinds) == 1 and (kinds <= {str} or kinds <= {bool} or len(set(seen)) <= 10)
+            domains.append(hp.HParam(key, hp.Discrete(sorted(set(seen), key=str)) if discrete else None))
+        experiment = hp.hparams_config_pb(
+            hparams=domains, metrics=[hp.Metric(name) for name in metric_names(reports)], time_created_secs=self.start)
+        # Only the latest configuration: an earlier sync's knew fewer trials.
+        for old in _events(self.out):
+            old.unlink()
+        writer = EventFileWriter(str(self.out))
+        writer.add_event(Event(wall_time=self.start, step=0, summary=experiment))
         writer.close()
-    domains = []
-    for key, seen in values.items():
-        kinds = {type(v) for v in seen}
-        # A discrete domain where the values are few or not numbers, so the plugin offers them
-        # as choices; sampled numbers keep no domain (the plugin shows their range).
-        discrete = kinds <= {str} or kinds <= {bool} or len(set(seen)) <= 10
-        domains.append(hp.HParam(key, hp.Discrete(sorted(set(seen), key=str)) if discrete and len(kinds) == 1 else None))
-    experiment = hp.hparams_config_pb(
-        hparams=domains, metrics=[hp.Metric(name) for name in metrics], time_created_secs=start)
-    writer = EventFileWriter(str(out))
-    writer.add_event(Event(wall_time=start, step=0, summary=experiment))
-    writer.close()
+
+
+def export_tensorboard(run: "Run", out: Path) -> Path:
+    """Write ``run`` as TensorBoard event files under ``out`` (see :class:`TensorboardSync`) and
+    return ``out``. Into a folder an earlier export of the same run wrote, only what it lacks
+    is added; a folder with other event files is refused."""
+    sync = TensorboardSync(run, out)
+    sync.sync()
+    sync.close()
     return out
