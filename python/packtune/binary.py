@@ -9,7 +9,7 @@ from typing import Optional, Union
 
 from .errors import BinaryNotFound
 
-__all__ = ["find_binary"]
+__all__ = ["find_binary", "PathLike"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 

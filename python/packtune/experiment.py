@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
+from .binary import PathLike
 from .records import REPORT_FIELDS, flatten, metric_names, read_jsonl
 
 if TYPE_CHECKING:  # pandas is imported when a DataFrame is asked for, not on `import packtune`
@@ -21,7 +22,7 @@ class Run:
     the reports written so far.
     """
 
-    def __init__(self, directory: Union[str, Path], binary: Optional[Union[str, Path]] = None) -> None:
+    def __init__(self, directory: PathLike, binary: Optional[PathLike] = None) -> None:
         self.dir = Path(directory)
         self.binary = binary
 
@@ -31,7 +32,8 @@ class Run:
     @property
     def config(self) -> Dict[str, Any]:
         """The config as run (``config.json``): overrides applied, defaults filled in."""
-        return json.loads((self.dir / "config.json").read_text(encoding="utf-8"))
+        config: Dict[str, Any] = json.loads((self.dir / "config.json").read_text(encoding="utf-8"))
+        return config
 
     @property
     def name(self) -> str:
@@ -146,14 +148,14 @@ class Run:
 
         return export_mlflow(self, uri)
 
-    def to_tensorboard(self, out: Union[str, Path]) -> Path:
+    def to_tensorboard(self, out: PathLike) -> Path:
         """Export to TensorBoard: one event file per trial under ``out``; returns ``out``."""
         from .trackers.tensorboard_export import export_tensorboard
 
         return export_tensorboard(self, Path(out))
 
 
-def load(directory: Union[str, Path], binary: Optional[Union[str, Path]] = None) -> Run:
+def load(directory: PathLike, binary: Optional[PathLike] = None) -> Run:
     """The experiment whose results are in ``directory`` (a ``packtune run``'s ``--out``).
 
     Raises:

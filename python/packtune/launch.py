@@ -14,9 +14,9 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import IO, Any, Dict, List, Mapping, Optional, Union
+from typing import IO, Any, List, Mapping, Optional, Union
 
-from .binary import find_binary
+from .binary import PathLike, find_binary
 from .errors import ConfigError, PacktuneError, RunError, error_line
 from .experiment import Run
 from .progress import make_progress
@@ -24,7 +24,6 @@ from .progress import make_progress
 __all__ = ["run", "resume", "override_flags"]
 
 ConfigLike = Union[str, "os.PathLike[str]", Mapping[str, Any]]
-PathLike = Union[str, "os.PathLike[str]"]
 
 # Lines of driver.log a RunError shows.
 _TAIL_LINES = 20
@@ -178,8 +177,8 @@ def _stop(follower: Any, out: Optional[Path]) -> None:
 
 def _wait(args: List[str], out: Optional[Path], progress: Any, description: str) -> None:
     display = make_progress(progress, description)
-    errors: deque = deque(maxlen=200)
-    output: deque = deque(maxlen=_TAIL_LINES)
+    errors: "deque[str]" = deque(maxlen=200)
+    output: "deque[str]" = deque(maxlen=_TAIL_LINES)
     child = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, bufsize=1, start_new_session=True)
     reader = threading.Thread(target=_collect, args=(child.stderr, errors), daemon=True)
@@ -214,7 +213,7 @@ def _wait(args: List[str], out: Optional[Path], progress: Any, description: str)
     raise RunError(line, tail, code, str(log) if log else None)
 
 
-def _collect(stream: Optional[IO[str]], into: deque) -> None:
+def _collect(stream: Optional[IO[str]], into: "deque[str]") -> None:
     assert stream is not None
     for line in stream:
         into.append(line)

@@ -105,7 +105,7 @@ def simulate(
         child = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  text=True)
         stdout: List[str] = []
-        stderr: deque = deque(maxlen=200)
+        stderr: "deque[str]" = deque(maxlen=200)
         readers = [threading.Thread(target=lambda s=s, into=into: into.extend(s), daemon=True)
                    for s, into in ((child.stdout, stdout), (child.stderr, stderr))]
         for reader in readers:
@@ -144,7 +144,7 @@ def _extra_arguments(objective: Callable[..., Any]) -> List[str]:
     return [p.name for p in parameters if p.name in ("trial", "start")]
 
 
-def _accept(listener: socket.socket, child: subprocess.Popen) -> Optional[socket.socket]:
+def _accept(listener: socket.socket, child: "subprocess.Popen[str]") -> Optional[socket.socket]:
     # packtune starts the relay only once the config is checked: a refused one ends the child
     # first, and nothing will connect.
     listener.settimeout(0.2)

@@ -26,14 +26,14 @@ def _fail(message: str, code: int) -> int:
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m packtune.trackers")
     kinds = parser.add_subparsers(dest="tracker", required=True)
-    mlflow = kinds.add_parser("mlflow", help="one MLflow run per trial, under a parent run")
-    mlflow.add_argument("dir")
-    mlflow.add_argument("--uri", help="tracking URI (default: a local store in ./mlruns)")
-    mlflow.add_argument("--follow", action="store_true", help="export as reports arrive, until the run finishes")
-    tensorboard = kinds.add_parser("tensorboard", help="one TensorBoard event file per trial")
-    tensorboard.add_argument("dir")
-    tensorboard.add_argument("--out", required=True)
-    tensorboard.add_argument("--follow", action="store_true", help="export as reports arrive, until the run finishes")
+    to_mlflow = kinds.add_parser("mlflow", help="one MLflow run per trial, under a parent run")
+    to_mlflow.add_argument("dir")
+    to_mlflow.add_argument("--uri", help="tracking URI (default: a local store in ./mlruns)")
+    to_mlflow.add_argument("--follow", action="store_true", help="export as reports arrive, until the run finishes")
+    to_tensorboard = kinds.add_parser("tensorboard", help="one TensorBoard event file per trial")
+    to_tensorboard.add_argument("dir")
+    to_tensorboard.add_argument("--out", required=True)
+    to_tensorboard.add_argument("--follow", action="store_true", help="export as reports arrive, until the run finishes")
     args = parser.parse_args(argv)
     option = f"--{args.tracker}"
     try:

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any, List, Optional, Union
 
+from ..binary import PathLike
 from ..experiment import Run
 
 __all__ = ["Follower", "follow"]
@@ -24,8 +25,8 @@ class Follower:
         tensorboard: the folder for TensorBoard's event files, or None.
     """
 
-    def __init__(self, directory: Union[str, Path], mlflow: Union[None, bool, str] = None,
-                 tensorboard: Optional[Union[str, Path]] = None, interval: float = 2.0) -> None:
+    def __init__(self, directory: PathLike, mlflow: Union[None, bool, str] = None,
+                 tensorboard: Optional[PathLike] = None, interval: float = 2.0) -> None:
         self.run = Run(Path(directory))
         self.mlflow = mlflow
         self.tensorboard = Path(tensorboard) if tensorboard is not None else None
@@ -90,8 +91,8 @@ class Follower:
                 store.close()
 
 
-def follow(directory: Union[str, Path], mlflow: Union[None, bool, str] = None,
-           tensorboard: Optional[Union[str, Path]] = None, interval: float = 2.0) -> Follower:
+def follow(directory: PathLike, mlflow: Union[None, bool, str] = None,
+           tensorboard: Optional[PathLike] = None, interval: float = 2.0) -> Follower:
     """Exports a running experiment as it goes, until its journal says it finished (or
     KeyboardInterrupt: the stores keep what they have, and a later call goes on); returns the
     Follower, whose ``syncs`` are the stores' (MLflow's first)."""

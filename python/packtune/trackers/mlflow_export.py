@@ -182,7 +182,7 @@ class MlflowSync:
 
     def _tagged_best(self, child: str) -> bool:
         # A trial that was best when an earlier, partial export finished may not be now.
-        return self.client.get_run(child).data.tags.get("packtune.best") == "true"
+        return bool(self.client.get_run(child).data.tags.get("packtune.best") == "true")
 
 
 def export_mlflow(run: "Run", uri: Optional[str] = None) -> str:

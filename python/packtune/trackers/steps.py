@@ -20,7 +20,7 @@ def step_scale(budgets: Sequence[float]) -> int:
     a step is the budget times this scale, so steps keep the budgets' proportions on a chart.
     """
     for exponent in range(7):
-        scale = 10**exponent
+        scale = int(10**exponent)
         if all(abs(b * scale - round(b * scale)) < 1e-6 * max(1.0, abs(b) * scale) for b in budgets):
             return scale
     return 10**6
