@@ -61,8 +61,8 @@ def _default_name(config: Mapping[str, Any], path: Optional[Path]) -> str:
 def run(
     config: ConfigLike,
     *,
-    out: Optional[Union[str, "os.PathLike[str]"]] = None,
-    binary: Optional[Union[str, "os.PathLike[str]"]] = None,
+    out: Optional[PathLike] = None,
+    binary: Optional[PathLike] = None,
     progress: Any = "auto",
     mlflow: Union[None, bool, str] = None,
     tensorboard: Optional[PathLike] = None,
@@ -103,8 +103,8 @@ def run(
         config_path = Path(config)
         try:
             name = _default_name(json.loads(config_path.read_text(encoding="utf-8")), config_path)
-        except (OSError, ValueError):
-            name = ""  # the CLI says what is wrong with the file
+        except (OSError, ValueError, AttributeError):
+            name = ""  # not a JSON object: the CLI says what is wrong with the file
     if out is None and name:
         out = Path("runs") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     args = [str(program), "run", str(config_path)] + (["--out", str(out)] if out is not None else [])
@@ -119,9 +119,9 @@ def run(
 
 
 def resume(
-    directory: Union[str, "os.PathLike[str]"],
+    directory: PathLike,
     *,
-    binary: Optional[Union[str, "os.PathLike[str]"]] = None,
+    binary: Optional[PathLike] = None,
     progress: Any = "auto",
     mlflow: Union[None, bool, str] = None,
     tensorboard: Optional[PathLike] = None,
