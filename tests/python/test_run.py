@@ -4,7 +4,11 @@ the errors with the CLI's line, progress, resume."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -130,3 +134,35 @@ def test_progress_bar_counts_jobs(tmp_path: Path, capsys: pytest.CaptureFixture)
     assert "2job" in captured.err and "val_accuracy" in captured.err
     # The summary is printed above the bar, the info lines are not.
     assert "best trial" in captured.err + captured.out and "driver listening" not in captured.err + captured.out
+
+
+def test_an_interrupt_stops_the_run_and_resume_finishes_it(binary: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    out, hold = tmp_path / "out", tmp_path / "hold"
+    # The driver holds after its second report; then this process gets the Ctrl-C.
+    monkeypatch.setenv("PACKTUNE_TEST_HOLD", f"driver.reported#2:{hold}")
+    forward = subprocess.Popen.send_signal
+
+    def send_signal(child: subprocess.Popen, sig: int) -> None:
+        forward(child, sig)
+        hold.unlink()  # let the driver go on only once it has the interrupt
+
+    monkeypatch.setattr(subprocess.Popen, "send_signal", send_signal)
+
+    def interrupt() -> None:
+        for _ in range(1200):  # a bound on a hung run, not a window the test depends on
+            if hold.exists() and hold.read_text().strip():
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.1)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        packtune.run(tiny_config(name="interrupted"), out=out, trials=4, progress="none")
+    interrupted = packtune.load(out)
+    assert not interrupted.finished() and 2 <= len(interrupted.reports()) < 8
+    monkeypatch.delenv("PACKTUNE_TEST_HOLD")
+    resumed = interrupted.resume(progress="none")
+    assert resumed.finished() and len(resumed.reports()) == 8
+    assert sorted((r["trial"], r["budget"]) for r in resumed.reports()) == [
+        (t, b) for t in range(4) for b in (0.5, 1.0)]
