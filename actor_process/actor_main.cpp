@@ -41,7 +41,10 @@ int actor_command(const std::vector<std::string>& args) {
       ("input", po::value<std::string>()->default_value("1,28,28"),
        "with --check-torchscript: the data's examples, C,H,W images or D features")
       ("outputs", po::value<int>()->default_value(10), "with --check-torchscript: classes or regression targets")
-      ("regression", po::bool_switch(), "with --check-torchscript: the data's task is regression");
+      ("regression", po::bool_switch(), "with --check-torchscript: the data's task is regression")
+      ("attribute", po::value<std::vector<std::string>>()->multitoken(),
+       "with --check-torchscript: KEY=KIND, a module attribute the config sets (model.rate=real; kinds: real, "
+       "integer, bool, string)");
   if (!command.parse(args)) return 0;
   const auto& vm = command.values();
   if (vm.count("describe-model-plugin")) {
@@ -51,7 +54,9 @@ int actor_command(const std::vector<std::string>& args) {
   if (vm.count("check-torchscript")) {
     packtune::actor_process::check_torchscript_files(vm["check-torchscript"].as<std::vector<std::string>>(),
                                                      vm["input"].as<std::string>(), vm["outputs"].as<int>(),
-                                                     vm["regression"].as<bool>());
+                                                     vm["regression"].as<bool>(),
+                                                     vm.count("attribute") ? vm["attribute"].as<std::vector<std::string>>()
+                                                                           : std::vector<std::string>{});
     return 0;
   }
   command.require("driver", "--driver ENDPOINT");

@@ -209,6 +209,8 @@ int Actor::serve(actors::PackExecutor& pack) {
         lease_of(stop->trial, true);
       } else if (auto* rejoin = std::get_if<proto::Rejoin>(&*message)) {
         join_again(pack, rejoin->reason);
+      } else if (auto* welcome = std::get_if<proto::Welcome>(&*message); welcome && welcome->actor_id == id_) {
+        // The answer to a Hello said again while the first answer was on its way (hello_driver).
       } else if (auto* welcome = std::get_if<proto::Welcome>(&*message)) {
         logging::info("actor {}: joined again as actor {}", id_, welcome->actor_id);
         id_ = welcome->actor_id;
@@ -390,7 +392,13 @@ void describe_model_plugin(const std::string& path) {
 }
 
 void check_torchscript_files(const std::vector<std::string>& paths, const std::string& input, int outputs,
-                             bool regression) {
+                             bool regression, const std::vector<std::string>& attributes) {
+  std::vector<actors::AttributeKind> kinds;
+  for (const auto& a : attributes) {
+    const auto equals = a.find('=');
+    if (equals == std::string::npos) throw InputError("--attribute: expected KEY=KIND, got \"" + a + "\"");
+    kinds.push_back({a.substr(0, equals), a.substr(equals + 1)});
+  }
   spec::InputShape shape;
   std::vector<int> sizes;
   std::stringstream text(input);
@@ -413,7 +421,7 @@ void check_torchscript_files(const std::vector<std::string>& paths, const std::s
   shape.outputs = outputs;
   shape.task = regression ? datasets::Task::Regression : datasets::Task::Classification;
   for (const auto& path : paths) {
-    actors::load_torchscript(path, shape, torch::kCPU);
+    actors::check_torchscript_attributes(actors::load_torchscript(path, shape, torch::kCPU), path, kinds);
     std::cout << "ok " << path << std::endl;
   }
 }

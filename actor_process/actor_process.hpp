@@ -30,9 +30,10 @@ void describe_model_plugin(const std::string& path);
 
 // `packtune-actor --check-torchscript PATH...`: loads each TorchScript file and checks it
 // against the data (`input`: "C,H,W" images or "D" features; `outputs`: classes or regression
-// targets), printing "ok PATH" for each. Throws InputError, one line, for the first bad one
+// targets) and the attributes the config sets (`attributes`: "model.rate=real", ...), printing
+// "ok PATH" for each. Throws InputError, one line, for the first bad one
 // (actors/torchscript_file.hpp): the driver's refusal before any actor trains.
 void check_torchscript_files(const std::vector<std::string>& paths, const std::string& input, int outputs,
-                             bool regression);
+                             bool regression, const std::vector<std::string>& attributes);
 
 }  // namespace packtune::actor_process

@@ -87,7 +87,7 @@ std::shared_ptr<layers::Layer> build_model(const spec::ModelSpec& spec, const sp
   if (spec.family == "mlp") return build_mlp(spec, input);
   if (spec.family == "cnn") return build_cnn(spec, input);
   if (spec.family == "resnet") return build_resnet(spec, input);
-  if (spec::torchscript_family(spec)) return build_torchscript_model(spec::torchscript_path(spec), input, torch::kCPU);
+  if (spec::torchscript_family(spec)) return build_torchscript_model(spec, input, torch::kCPU);
   // A model plugin's family: its declared hyper-parameters, checked and with defaults.
   if (const auto* plugin = layers::ModelRegistry::instance().find(spec.family)) {
     return build_plugin_model(*plugin, spec.params,

@@ -40,7 +40,7 @@ std::shared_ptr<layers::Layer> build_member_model(const spec::ModelSpec& spec, s
   torch::manual_seed(init_seed(trial_seed));
   // A TorchScript file is loaded straight onto the device: its constants are not parameters,
   // which to() would move.
-  if (spec::torchscript_family(spec)) return build_torchscript_model(spec::torchscript_path(spec), input, device);
+  if (spec::torchscript_family(spec)) return build_torchscript_model(spec, input, device);
   auto model = build_model(spec, input);
   model->to(device);
   return model;

@@ -11,6 +11,7 @@
 #include <torch/version.h>
 
 #include "packtune/error.hpp"
+#include "spec/trial_spec.hpp"
 
 namespace packtune::actors {
 namespace {
@@ -85,7 +86,77 @@ LoadedModules& loaded_modules() {
   return loaded;
 }
 
+// The type of the module's plain attribute at `at` ("model.rate": the attribute "rate").
+c10::TypePtr attribute_type(const torch::jit::Module& module, const std::string& path, const std::string& at) {
+  const auto name = at.substr(at.find('.') + 1);
+  const auto type = module.type();
+  const std::string of = " of the module at " + path;
+  if (type->hasConstant(name)) {
+    throw InputError(at + ": a constant" + of + " (Final, or in __constants__), which its code has inlined; make it a "
+                     "plain attribute to set it per trial");
+  }
+  const auto slot = type->findAttributeSlot(name);
+  if (slot && (type->is_parameter(*slot) || type->is_buffer(*slot) || type->getAttribute(*slot)->is_module())) {
+    throw InputError(at + ": a parameter, buffer or submodule" + of + "; packtune sets only plain attributes");
+  }
+  if (!slot || name == "training") {
+    std::string plain;
+    for (std::size_t i = 0; i < type->numAttributes(); ++i) {
+      const auto& attribute = type->getAttributeName(i);
+      if (type->is_parameter(i) || type->is_buffer(i) || type->getAttribute(i)->is_module() ||
+          attribute == "training" || attribute.rfind('_', 0) == 0) {
+        continue;
+      }
+      plain += (plain.empty() ? "" : ", ") + attribute;
+    }
+    throw InputError(at + ": neither a training key of model family torchscript nor an attribute" + of +
+                     " (its attributes: " + (plain.empty() ? std::string("none") : plain) + ")");
+  }
+  return type->getAttribute(*slot);
+}
+
+// Whether an attribute of `type` takes a value of `kind`: a float any number, an int an integer.
+bool takes(const c10::TypePtr& type, const std::string& kind) {
+  switch (type->kind()) {
+    case c10::TypeKind::FloatType: return kind == "real" || kind == "integer";
+    case c10::TypeKind::IntType: return kind == "integer";
+    case c10::TypeKind::BoolType: return kind == "bool";
+    case c10::TypeKind::StringType: return kind == "string";
+    default: return false;
+  }
+}
+
+void check_takes(const c10::TypePtr& type, const std::string& kind, const std::string& path, const std::string& at) {
+  if (!takes(type, kind)) {
+    throw InputError(at + ": the module at " + path + " holds a " + type->repr_str() + " there, which takes no " + kind +
+                     " value");
+  }
+}
+
 }  // namespace
+
+void check_torchscript_attributes(const torch::jit::Module& module, const std::string& path,
+                                  const std::vector<AttributeKind>& attributes) {
+  for (const auto& a : attributes) check_takes(attribute_type(module, path, a.at), a.kind, path, a.at);
+}
+
+void set_torchscript_attributes(torch::jit::Module& module, const std::string& path,
+                                const tuners::TrialConfig& values) {
+  for (const auto& [name, value] : values) {
+    const auto at = "model." + name;
+    const auto type = attribute_type(module, path, at);
+    check_takes(type, spec::attribute_kind(value), path, at);
+    if (type->kind() == c10::TypeKind::FloatType) {
+      module.setattr(name, tuners::as_number(value, at));
+    } else if (const auto* i = std::get_if<std::int64_t>(&value)) {
+      module.setattr(name, *i);
+    } else if (const auto* b = std::get_if<bool>(&value)) {
+      module.setattr(name, *b);
+    } else {
+      module.setattr(name, std::get<std::string>(value));
+    }
+  }
+}
 
 std::string torchscript_reader_version() {
   return std::string("LibTorch ") + TORCH_VERSION + " (TorchScript file format versions up to " +

@@ -79,9 +79,12 @@ void TorchScriptModel::check_values(const Layer&) const {
   throw Error("TorchScript module " + path_ + ": does not fuse; each of its trials trains as a unit of its own");
 }
 
-std::shared_ptr<layers::Layer> build_torchscript_model(const std::string& path, const spec::InputShape& input,
+std::shared_ptr<layers::Layer> build_torchscript_model(const spec::ModelSpec& spec, const spec::InputShape& input,
                                                        torch::Device device) {
-  return std::make_shared<TorchScriptModel>(load_torchscript(path, input, device), path);
+  const auto& path = spec::torchscript_path(spec);
+  auto module = load_torchscript(path, input, device);
+  set_torchscript_attributes(module, path, spec::torchscript_attributes(spec));
+  return std::make_shared<TorchScriptModel>(std::move(module), path);
 }
 
 }  // namespace packtune::actors

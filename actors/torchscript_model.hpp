@@ -22,6 +22,7 @@
 
 #include "layers/layer.hpp"
 #include "spec/input_shape.hpp"
+#include "spec/trial_spec.hpp"
 
 namespace packtune::actors {
 
@@ -57,8 +58,9 @@ class TorchScriptModel : public layers::Layer {
   std::vector<Binding> bindings_;
 };
 
-// A fresh model of the module at `path` on `device` (load_torchscript: checked on first load).
-std::shared_ptr<layers::Layer> build_torchscript_model(const std::string& path, const spec::InputShape& input,
+// A fresh model of a torchscript trial's module on `device` (load_torchscript: checked on first
+// load), its attributes set (spec::torchscript_attributes).
+std::shared_ptr<layers::Layer> build_torchscript_model(const spec::ModelSpec& spec, const spec::InputShape& input,
                                                        torch::Device device);
 
 }  // namespace packtune::actors

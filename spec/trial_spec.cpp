@@ -194,8 +194,10 @@ TrialSpec parse_plugin_spec(const tuners::TrialConfig& config, const std::string
   return spec;
 }
 
-// A TorchScript module's keys: its file and the common ones. The module itself (its forward,
-// its outputs) is checked where LibTorch is, by the actor (actors/torchscript_model.hpp).
+// A TorchScript module's keys: its file, the common ones, and attributes of the module to set
+// before it trains (a dropout rate its forward reads as self.rate). The module itself (its
+// forward, its outputs, whether it has those attributes) is checked where LibTorch is, by the
+// actor (actors/torchscript_file.hpp).
 TrialSpec parse_torchscript_spec(const tuners::TrialConfig& config, const std::string& where) {
   TrialSpec spec;
   spec.model.family = "torchscript";
@@ -203,8 +205,8 @@ TrialSpec parse_torchscript_spec(const tuners::TrialConfig& config, const std::s
     const std::string at = where + "." + key;
     if (key == "family" || parse_common(key, value, at, spec)) continue;
     if (key != "path") {
-      throw InputError(at + ": not a hyper-parameter of model family torchscript; expected path or one of " +
-                       expected_list(training_hyperparameters()));
+      spec.model.params[key] = value;
+      continue;
     }
     const auto* path = std::get_if<std::string>(&value);
     if (!path || path->empty()) {
@@ -259,6 +261,19 @@ const std::string& torchscript_path(const ModelSpec& spec) {
   const auto* path = it == spec.params.end() ? nullptr : std::get_if<std::string>(&it->second);
   if (!torchscript_family(spec) || !path) throw Error("model family " + spec.family + " has no TorchScript path");
   return *path;
+}
+
+tuners::TrialConfig torchscript_attributes(const ModelSpec& spec) {
+  auto attributes = spec.params;
+  attributes.erase("path");
+  return attributes;
+}
+
+std::string attribute_kind(const tuners::ParamValue& value) {
+  if (std::holds_alternative<bool>(value)) return "bool";
+  if (std::holds_alternative<std::int64_t>(value)) return "integer";
+  if (std::holds_alternative<double>(value)) return "real";
+  return "string";
 }
 
 bool measured_family(const ModelSpec& spec) { return plugin_family(spec) || torchscript_family(spec); }

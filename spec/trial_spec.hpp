@@ -24,7 +24,8 @@ struct ModelSpec {
   int blocks = 1;              // resnet: basic blocks per stage
   // A model plugin's family: its own hyper-parameters, every declared one with its default
   // filled in (spec/declared_families.hpp). "torchscript": its "path", the .pt file's absolute
-  // path (the config's is resolved beside it). Empty for the other built-in families.
+  // path (the config's is resolved beside it), and the module attributes it sets. Empty for
+  // the other built-in families.
   tuners::TrialConfig params;
 
   bool operator==(const ModelSpec& o) const;
@@ -81,6 +82,12 @@ bool plugin_family(const ModelSpec& spec);
 bool torchscript_family(const ModelSpec& spec);
 // The .pt file of a torchscript model; throws Error for another family.
 const std::string& torchscript_path(const ModelSpec& spec);
+// The module attributes a torchscript trial sets before it trains: every key of its config
+// that is neither "family", "path" nor a training key, with its value.
+tuners::TrialConfig torchscript_attributes(const ModelSpec& spec);
+// A value's kind, as the checks of a module's attributes name it: "bool", "integer", "real" or
+// "string".
+std::string attribute_kind(const tuners::ParamValue& value);
 // Whether no formula knows the model's shape (a plugin's family, a TorchScript module): the
 // planner then waits for what an actor measures.
 bool measured_family(const ModelSpec& spec);

@@ -22,6 +22,7 @@
 #include "packtune/error.hpp"
 #include "spec/declared_families.hpp"
 #include "spec/family_json.hpp"
+#include "spec/trial_spec.hpp"
 #include "util/child_process.hpp"
 #include "util/printable.hpp"
 #include "util/work_folder.hpp"
@@ -169,7 +170,8 @@ void declare_model_plugin(const std::string& path) {
   }
 }
 
-void check_torchscript_files(const std::vector<std::string>& paths, const spec::InputShape& input) {
+void check_torchscript_files(const std::vector<std::string>& paths, const spec::InputShape& input,
+                             const std::vector<std::string>& attributes) {
   if (paths.empty()) return;
   std::vector<std::string> args{"--check-torchscript"};
   args.insert(args.end(), paths.begin(), paths.end());
@@ -180,6 +182,10 @@ void check_torchscript_files(const std::vector<std::string>& paths, const spec::
   args.push_back("--outputs");
   args.push_back(std::to_string(input.outputs));
   if (input.task == datasets::Task::Regression) args.push_back("--regression");
+  if (!attributes.empty()) {
+    args.push_back("--attribute");
+    args.insert(args.end(), attributes.begin(), attributes.end());
+  }
   const auto what = "model.path " + paths.front() + (paths.size() > 1 ? " and the others" : "");
   const auto answer = ask_actor(args, model_plugin_timeout(), what, "ok ", "answer", "");
   if (answer.code == 0) return;
@@ -191,17 +197,31 @@ void check_torchscript_files(const std::vector<std::string>& paths, const spec::
 void check_torchscript_models(const ExperimentConfig& config) {
   const auto family = config.model.find("family");
   if (family == config.model.end() || family->second != tuners::ParamValue(std::string("torchscript"))) return;
-  std::vector<std::string> paths;
-  const auto add = [&paths](const tuners::ParamValue& value) {
-    const auto* path = std::get_if<std::string>(&value);
-    if (path && std::find(paths.begin(), paths.end(), *path) == paths.end()) paths.push_back(*path);
+  std::vector<std::string> paths, attributes;
+  const auto add = [](std::vector<std::string>& list, const std::string& item) {
+    if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
   };
-  if (auto fixed = config.model.find("path"); fixed != config.model.end()) add(fixed->second);
+  // Every key that is no training key names an attribute of the modules, of the kind of each
+  // value the config gives it ("model.rate=real").
+  const auto& training = spec::training_hyperparameters();
+  const auto attribute = [&](const std::string& at, const std::string& name, const tuners::ParamValue& value) {
+    if (name == "family" || std::find(training.begin(), training.end(), name) != training.end()) return;
+    if (name == "path") {
+      if (const auto* path = std::get_if<std::string>(&value)) add(paths, *path);
+      return;
+    }
+    add(attributes, at + "." + name + "=" + spec::attribute_kind(value));
+  };
+  for (const auto& [name, value] : config.model) attribute("model", name, value);
   for (const auto& p : config.space.params()) {
-    if (p.name != "path") continue;
-    for (const auto& value : p.values) add(value);
+    using Kind = tuners::ParamSpec::Kind;
+    if (p.kind == Kind::Choice) {
+      for (const auto& value : p.values) attribute("space", p.name, value);
+    } else {
+      attribute("space", p.name, p.kind == Kind::RandInt ? tuners::ParamValue(std::int64_t{0}) : tuners::ParamValue(0.5));
+    }
   }
-  check_torchscript_files(paths, input_dims(config));
+  check_torchscript_files(paths, input_dims(config), attributes);
 }
 
 }  // namespace packtune::cli

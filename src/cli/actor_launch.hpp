@@ -32,12 +32,14 @@ void declare_model_plugin(const std::string& path);
 
 // Checks TorchScript files (model family torchscript) against the data without loading
 // LibTorch here: `packtune-actor --check-torchscript PATH...` loads each and runs its forward on
-// a batch of `input`'s shape (actors/torchscript_file.hpp). Its one-line refusal is thrown as an
+// a batch of `input`'s shape, and checks that it has the `attributes` the config sets
+// ("model.rate=real", actors/torchscript_file.hpp). Its one-line refusal is thrown as an
 // InputError, so a bad file ends `packtune run` with exit 2 before any actor trains; any other
 // failure is an Error. Limited by $PACKTUNE_MODEL_PLUGIN_TIMEOUT as declare_model_plugin is.
-void check_torchscript_files(const std::vector<std::string>& paths, const spec::InputShape& input);
-// The config's TorchScript files (model.path, and the choices of space.path) checked so, when
-// model.family is torchscript.
+void check_torchscript_files(const std::vector<std::string>& paths, const spec::InputShape& input,
+                             const std::vector<std::string>& attributes = {});
+// The config's TorchScript files (model.path, and the choices of space.path) checked so, with
+// the attributes its other keys set, when model.family is torchscript.
 void check_torchscript_models(const ExperimentConfig& config);
 
 }  // namespace packtune::cli

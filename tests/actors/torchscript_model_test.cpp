@@ -215,3 +215,44 @@ TEST_CASE("a bad TorchScript file is refused with one line that names it and wha
   CHECK_THROWS_AS(group.add(0, spec, 1), InputError);
   CHECK(load_torchscript(module_file("small.pt"), kInput, torch::kCPU).find_method("forward"));
 }
+
+TEST_CASE("a TorchScript trial sets the module attributes its config names before it trains") {
+  torch::set_num_threads(1);
+  const auto split = synthetic_split(320, 40);
+  const auto trained = [&](tuners::TrialConfig attributes) {
+    const auto spec = torchscript_spec("rated.pt", std::move(attributes));
+    datasets::BatchStream stream(split, torch::kCPU, 11);
+    FusedGroup group(spec, kInput, torch::kCPU);
+    group.add(0, spec, 4);
+    for (int s = 0; s < 4; ++s) {
+      stream.begin_round();
+      group.train_step(stream);
+    }
+    return group.member_state(0);
+  };
+  const auto none = trained({});
+  CHECK(max_difference(trained({{"rate", 0.0}}), none) == 0);
+  CHECK(max_difference(trained({{"rate", 0.5}}), none) > 0);
+  // An integer where a float attribute is; a flag and a string of their own types.
+  CHECK(max_difference(trained({{"rate", std::int64_t{0}}, {"flag", true}, {"label", std::string("x")}}), none) == 0);
+
+  const auto module = load_torchscript(module_file("rated.pt"), kInput, torch::kCPU);
+  const auto path = module_file("rated.pt");
+  const std::vector<std::pair<AttributeKind, std::string>> refused{
+      {{"model.missing", "real"}, "model.missing: neither a training key of model family torchscript nor an attribute "
+                                  "of the module at " + path + " (its attributes: rate, flag, label)"},
+      {{"space.rate", "string"}, "space.rate: the module at " + path + " holds a float there, which takes no string"},
+      {{"model.flag", "integer"}, "holds a bool there"},
+      {{"model.k", "real"}, "model.k: a constant of the module at " + path},
+      {{"model.body", "integer"}, "model.body: a parameter, buffer or submodule of the module"},
+      {{"model.training", "bool"}, "model.training: neither a training key"},
+  };
+  for (const auto& [attribute, why] : refused) {
+    INFO(attribute.at);
+    CHECK_THROWS_WITH(check_torchscript_attributes(module, path, {attribute}), Catch::StartsWith(why) || Catch::Contains(why));
+  }
+  CHECK_NOTHROW(check_torchscript_attributes(module, path, {{"model.rate", "integer"}, {"space.label", "string"}}));
+  const auto spec = torchscript_spec("rated.pt", {{"rate", std::string("high")}});
+  FusedGroup group(spec, kInput, torch::kCPU);
+  CHECK_THROWS_WITH(group.add(0, spec, 1), Catch::StartsWith("model.rate: the module at " + path + " holds a float"));
+}

@@ -4,7 +4,8 @@ oracle that trains one with PyTorch itself (Debian's python3-torch).
 
   torchscript_modules.py modules DIR SIDE
       writes into DIR the modules the tests load, for 1 x SIDE x SIDE images and 10 classes: good
-      ones (small.pt, wide.pt, dropout.pt) and one of each kind packtune must refuse.
+      ones (small.pt, wide.pt, dropout.pt, rated.pt with attributes to set) and one of each kind
+      packtune must refuse.
   torchscript_modules.py train MODULE BATCHES OUT [--unfused]
       the oracle: trains MODULE with torch.optim.SGD on the batches in BATCHES (JSON written by
       tests/actors/torchscript_model_test.cpp: the hyper-parameters, and each step's inputs and
@@ -34,6 +35,24 @@ class Small(torch.nn.Module):
 
     def forward(self, x):
         return self.head(self.drop(F.max_pool2d(torch.relu(self.bn(self.conv(x))), 2)))
+
+
+class Rated(torch.nn.Module):
+    """Small with attributes a config may set: the rate of a dropout its forward reads, a flag
+    and a name; and a constant, which TorchScript inlines."""
+
+    __constants__ = ["k"]
+
+    def __init__(self, side: int):
+        super().__init__()
+        self.body = Small(side)
+        self.rate = 0.0
+        self.flag = False
+        self.label = "rated"
+        self.k = 1.0
+
+    def forward(self, x):
+        return F.dropout(self.body(x), self.rate, self.training) * self.k
 
 
 class WrongShape(torch.nn.Module):
@@ -109,6 +128,7 @@ def modules(folder: str, side: int) -> None:
     torch.jit.script(Small(side)).save(f"{folder}/small.pt")
     torch.jit.script(Small(side, channels=8)).save(f"{folder}/wide.pt")
     torch.jit.script(Small(side, dropout=0.3)).save(f"{folder}/dropout.pt")
+    torch.jit.script(Rated(side)).save(f"{folder}/rated.pt")
     torch.jit.script(WrongShape()).save(f"{folder}/wrong_shape.pt")
     torch.jit.script(Throws()).save(f"{folder}/throws.pt")
     torch.jit.script(Float64Output()).save(f"{folder}/float64_output.pt")

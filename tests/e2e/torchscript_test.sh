@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The torchscript family end to end (docs/models.md#torchscript-modules), on .pt files this test
 # writes with Debian's python3-torch (tests/actors/torchscript_modules.py):
-#  - every bad file, and a key the family does not take, is one line on stderr and exit 2 from
+#  - every bad file, and a key that is neither a training key nor an attribute of the module (or
+#    a value the attribute does not take), is one line on stderr and exit 2 from
 #    `packtune run`, before any actor trains, and nothing is written to --out; a file gone bad
 #    before `--resume` is refused the same way and the results folder is left as it was;
 #  - a Hyperband sweep over two files (a `choice` of path, paths beside the config) with dropout
@@ -50,8 +51,12 @@ config "$work/models/bad-choice.json" '{"family": "torchscript", "batch_size": 6
 one_line_error choice "model.path: $work/models/wrong_shape.pt: its forward returns [2, 5]" \
   "$packtune" run "$work/models/bad-choice.json" --out "$work/out-choice"
 config "$work/models/bad-key.json" '{"family": "torchscript", "path": "small.pt", "dropout": 0.2}' "$lr"
-one_line_error key "model.dropout: not a hyper-parameter of model family torchscript; expected path or one of" \
+one_line_error key "model.dropout: neither a training key of model family torchscript nor an attribute of the module at $work/models/small.pt" \
   "$packtune" run "$work/models/bad-key.json" --out "$work/out-key"
+config "$work/models/bad-attribute.json" '{"family": "torchscript", "path": "rated.pt"}' \
+  '{"rate": {"type": "choice", "values": [0.1, "high"]}}'
+one_line_error attribute "space.rate: the module at $work/models/rated.pt holds a float there, which takes no string value" \
+  "$packtune" run "$work/models/bad-attribute.json" --out "$work/out-attribute"
 config "$work/models/bad-nopath.json" '{"family": "torchscript"}' "$lr"
 one_line_error nopath "model.path: model family torchscript needs the path of a TorchScript file" \
   "$packtune" run "$work/models/bad-nopath.json" --out "$work/out-nopath"

@@ -73,10 +73,17 @@ TEST_CASE("a torchscript trial is its file and the common keys; each file a shap
   auto no_path = c;
   no_path.erase("path");
   CHECK_THROWS_WITH(parse_trial_spec(no_path), Catch::StartsWith("model.path: model family torchscript needs the path"));
-  auto dropout = c;
-  dropout["dropout"] = 0.2;
-  CHECK_THROWS_WITH(parse_trial_spec(dropout, "space"),
-                    Catch::StartsWith("space.dropout: not a hyper-parameter of model family torchscript; expected path"));
+  // Any other key is an attribute the module must have (the actor checks that): its value kept.
+  auto rate = c;
+  rate["rate"] = 0.2;
+  rate["label"] = std::string("x");
+  const auto rated = parse_trial_spec(rate);
+  CHECK(torchscript_attributes(rated.model) == TrialConfig{{"rate", 0.2}, {"label", std::string("x")}});
+  CHECK(torchscript_attributes(s.model).empty());
+  CHECK(attribute_kind(0.2) == "real");
+  CHECK(attribute_kind(std::int64_t{2}) == "integer");
+  CHECK(attribute_kind(true) == "bool");
+  CHECK(attribute_kind(std::string("x")) == "string");
   auto number = c;
   number["path"] = std::int64_t{3};
   CHECK_THROWS_WITH(parse_trial_spec(number), Catch::StartsWith("model.path: expected the path of a TorchScript file"));
