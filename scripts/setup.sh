@@ -47,6 +47,7 @@ test_packages=(
   hdf5-tools python3-h5py python3-numpy
   python3-sklearn  # the tabular example writes scikit-learn's digits to HDF5 (examples/digits)
   python3-torch python3-venv
+  python3-torchvision  # examples/torchscript/export.py scripts torchvision's ResNet-18
   clang libclang-rt-14-dev  # the fuzz targets: libFuzzer and the sanitizers' runtimes (fuzz/)
   linux-perf  # profiling the driver under bench/load_bench (docs/benchmarks.md)
   chromium        # cli/report opens a report in headless Chromium (skipped without it)
