@@ -10,7 +10,9 @@
 #    `packtune export` carry the path;
 #  - that sweep killed with -9 right after its first promotion and resumed ends with the reports
 #    of the uninterrupted run bit for bit, and the best trial's final checkpoint holds the same
-#    parameters and buffers.
+#    parameters and buffers;
+#  - pbt exploits between trials of one file (through the checkpoint store: they never share a
+#    unit), with the same reports bit for bit whether the actor packs 4 trials or 1.
 #   torchscript_test.sh PACKTUNE MODULES_SCRIPT
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh" "$@"
@@ -120,3 +122,21 @@ with h5py.File(sys.argv[1] + "/checkpoints/" + name) as a, h5py.File(sys.argv[2]
 print("resumed: the best trial's %s holds the same %d tensors bit for bit" % (name, len(names)))
 PY
 echo "ok   killed after the first promotion and resumed: the same reports and final checkpoint bit for bit"
+
+# pbt: a population of 4, exploiting every quarter epoch, packed 4 to an actor and one at a time.
+"$py" - "$work/models/pbt.json" <<'PY'
+import json, sys
+json.dump({"seed": 5, "budget": {"unit": "epochs", "min": 0.25, "max": 1.25, "report_every": 0.25},
+           "tuner": {"name": "pbt", "population": 4, "interval": 0.25, "perturb": ["lr", "momentum"]},
+           "actors": 1, "threads_per_actor": 2, "data": {"train_size": 2048, "validation_size": 512},
+           "model": {"family": "torchscript", "path": "dropout.pt", "batch_size": 64, "optimizer": "sgd"},
+           "space": {"lr": {"type": "loguniform", "low": 0.002, "high": 0.2},
+                     "momentum": {"type": "uniform", "low": 0.0, "high": 0.9}}}, open(sys.argv[1], "w"))
+PY
+"$packtune" run "$work/models/pbt.json" --out "$work/pbt" --quiet > "$work/pbt.out" 2>&1 || fail "pbt" "$work/pbt.out"
+"$packtune" run "$work/models/pbt.json" --out "$work/pbt1" --max-pack 1 --quiet > "$work/pbt1.out" 2>&1 ||
+  fail "pbt one at a time" "$work/pbt1.out"
+exploits=$(grep -c '"exploit":' "$work/pbt/results.jsonl")
+[ "$exploits" -ge 1 ] || fail "pbt exploited nothing" "$work/pbt/results.jsonl"
+"$py" "$compare" "$work/pbt/results.jsonl" "$work/pbt1/results.jsonl" || fail "pbt packed 4 and 1 differ"
+echo "ok   pbt: $exploits exploits through the checkpoint store, the same reports packed 4 or 1 to an actor"
