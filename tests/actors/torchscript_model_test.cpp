@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -61,9 +62,21 @@ double max_difference(const State& a, const State& b) {
   return most;
 }
 
+// The LibTorch library this process runs on (its CPU kernels), resolved: "" if none is found.
+std::string loaded_libtorch() {
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("libtorch_cpu") == std::string::npos) continue;
+    std::error_code ec;
+    const auto path = std::filesystem::canonical(line.substr(line.find('/')), ec);
+    return ec ? std::string() : path.string();
+  }
+  return {};
+}
+
 }  // namespace
 
-TEST_CASE("a TorchScript module trains as PyTorch trains it in Python: within 1e-6, bit for bit unfused") {
+TEST_CASE("a TorchScript module trains as PyTorch trains it in Python: within 1e-6, bit for bit unfused on its LibTorch") {
   // SGD with momentum and weight decay, 20 steps of the same batches: packtune's engine (the
   // module's forward and backward on its bound parameters and batch-norm buffers, its loss,
   // its fused optimizer) against PyTorch's own training of the same file.
@@ -85,13 +98,16 @@ TEST_CASE("a TorchScript module trains as PyTorch trains it in Python: within 1e
   const packtune::testing::TempDir dir;
   const auto batches = dir.file("batches.json");
   std::ofstream(batches) << run.dump();
+  std::string python_library;
   const auto trained_in_python = [&](const std::string& option) {
     const auto trained = dir.file("trained" + option + ".json");
     const std::string command = std::string(PACKTUNE_REFERENCE_PYTHON) + " " + PACKTUNE_TORCHSCRIPT_SCRIPT +
                                 " train " + module_file("small.pt") + " " + batches + " " + trained + " " + option;
     REQUIRE(std::system(command.c_str()) == 0);
-    nlohmann::json expected;
-    std::ifstream(trained) >> expected;
+    nlohmann::json answer;
+    std::ifstream(trained) >> answer;
+    python_library = answer.at("libtorch").get<std::string>();
+    const auto& expected = answer.at("state");
     State python;
     for (const auto& [name, tensor] : group.member_state(0)) {
       INFO("tensor " << name);
@@ -110,8 +126,14 @@ TEST_CASE("a TorchScript module trains as PyTorch trains it in Python: within 1e
   INFO("largest difference from torch.optim.SGD: " << difference);
   CHECK(difference <= 1e-6);
   // With SGD's step written out as packtune rounds it, everything else is the same, bit for
-  // bit: the forward and backward through the bound tensors, batch norm's statistics, the loss.
-  CHECK(max_difference(group.member_state(0), trained_in_python("--unfused")) == 0);
+  // bit: the forward and backward through the bound tensors, batch norm's statistics, the loss;
+  // when Python's PyTorch runs on the very library packtune links (Debian's 1.13 both). Another
+  // LibTorch (the torch2 build's) has kernels of its own: 2.4e-7 apart there.
+  const double unfused = max_difference(group.member_state(0), trained_in_python("--unfused"));
+  const auto own_library = loaded_libtorch();
+  INFO("packtune's LibTorch: " << own_library << "; Python's: " << python_library);
+  CHECK(unfused <= 1e-6);
+  if (!own_library.empty() && own_library == python_library) CHECK(unfused == 0);
 }
 
 TEST_CASE("a TorchScript member with dropout resumes from its checkpoint bit for bit") {

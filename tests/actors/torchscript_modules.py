@@ -9,7 +9,8 @@ oracle that trains one with PyTorch itself (Debian's python3-torch).
   torchscript_modules.py train MODULE BATCHES OUT [--unfused]
       the oracle: trains MODULE with torch.optim.SGD on the batches in BATCHES (JSON written by
       tests/actors/torchscript_model_test.cpp: the hyper-parameters, and each step's inputs and
-      labels) and writes its parameters and buffers after the last step to OUT (JSON). With
+      labels) and writes its parameters and buffers after the last step to OUT (JSON: "state",
+      and "libtorch", the path of the LibTorch library that computed them). With
       --unfused, SGD's step is written out so that every product is rounded before it is added,
       as packtune's CPU step does (docs/reproducibility.md); torch.optim.SGD's whole-tensor
       kernels fuse some of them into one multiply-add, which rounds once.
@@ -166,8 +167,11 @@ def train(module_path: str, batches_path: str, out_path: str, unfused: bool) -> 
                 buffers[i] = d.clone() if buffers[i] is None else buffers[i] * momentum + d
                 p.sub_(buffers[i] * lr)
     state = {name: t.detach().reshape(-1).tolist() for name, t in module.state_dict().items()}
+    # Which LibTorch ran it: only the same library promises the same kernels as packtune's.
+    with open("/proc/self/maps") as maps:
+        libraries = [line.split()[-1] for line in maps if "libtorch_cpu" in line]
     with open(out_path, "w") as f:
-        json.dump(state, f)
+        json.dump({"state": state, "libtorch": os.path.realpath(libraries[0]) if libraries else ""}, f)
 
 
 def main() -> int:
