@@ -138,6 +138,7 @@ class Actor {
   std::map<tuners::TrialId, std::uint64_t> leases_;  // each job's Assign.lease
   std::map<tuners::TrialId, Clock::time_point> last_saved_;  // checkpoint_every's clock per job
   protocol::Hello hello_;  // said again to rejoin
+  bool rejoining_ = false;  // said Hello again on the driver's Rejoin: its Welcome is awaited
   protocol::Ready ready_;
   std::string pack_device_ = "cpu";
   std::int64_t retained_heap_bytes_ = 0;  // counted in Ready.base_bytes on a CPU

@@ -209,9 +209,10 @@ int Actor::serve(actors::PackExecutor& pack) {
         lease_of(stop->trial, true);
       } else if (auto* rejoin = std::get_if<proto::Rejoin>(&*message)) {
         join_again(pack, rejoin->reason);
-      } else if (auto* welcome = std::get_if<proto::Welcome>(&*message); welcome && welcome->actor_id == id_) {
+      } else if (std::holds_alternative<proto::Welcome>(*message) && !rejoining_) {
         // The answer to a Hello said again while the first answer was on its way (hello_driver).
       } else if (auto* welcome = std::get_if<proto::Welcome>(&*message)) {
+        rejoining_ = false;
         logging::info("actor {}: joined again as actor {}", id_, welcome->actor_id);
         id_ = welcome->actor_id;
         transfer_token_ = welcome->transfer_token;
@@ -292,6 +293,7 @@ void Actor::join_again(actors::PackExecutor& pack, const std::string& reason) {
   resumes_.clear();
   profiles_.clear();
   saves_.clear();  // waits for checkpoints being written; their reports are not sent
+  rejoining_ = true;
   send_message(socket_, hello_);
 }
 

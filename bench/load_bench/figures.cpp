@@ -52,7 +52,7 @@ json figures(const Options& o, const tuners::SimulationSummary& schedule, const 
 
   const double wall = seconds(fleet.shutdown_at() - *fleet.first_assign());
   const double minimum = schedule.time * o.time_scale;
-  const double work_bound = schedule.total_budget * o.time_scale / o.actors;
+  const double work_bound = schedule.total_budget * o.time_scale / fleet.welcomed();
   const double window_cpu = cpu_at_end.total() - fleet.cpu_at_first_assign().total();
   const std::int64_t messages = at_end.total() - fleet.counters_at_first_assign().total();
   const auto& usage = driver.usage();
@@ -66,6 +66,12 @@ json figures(const Options& o, const tuners::SimulationSummary& schedule, const 
 
   json out;
   out["actors"] = o.actors;
+  // Over the driver's connection cap (--driver-open-files): the actors that trained, and those
+  // refused throughout, which the minimum leaves out.
+  out["joined_actors"] = fleet.welcomed();
+  out["refused_actors"] = o.actors - fleet.welcomed();
+  out["rejoins"] = fleet.rejoins();
+  if (o.driver_open_files > 0) out["driver_open_files"] = o.driver_open_files;
   out["trials"] = o.trials;
   out["time_scale"] = o.time_scale;
   out["sampler"] = o.sampler;

@@ -22,7 +22,7 @@ struct RunReadings {
   double load_before = 0;
   Clock::time_point started;  // the driver spawned
   struct rusage self_before {};
-  Clock::time_point joined;  // every actor welcomed
+  Clock::time_point joined;  // every actor welcomed, or as many as the driver's connection cap took
   CpuTimes driver_cpu_at_end;
   Counters counters_at_end;
   struct rusage self_after {};

@@ -44,27 +44,52 @@ void Fleet::join(const std::string& endpoint) {
     actors_.push_back(std::move(a));
     add_fd(actors_.back().socket.get(zmq::sockopt::fd), static_cast<std::uint32_t>(i));
   }
-  for (int i = 0; i < options_.actors; ++i) {
-    proto::Hello hello;
-    hello.host = "load-bench";
-    hello.pid = ::getpid();
-    hello.threads = 1;
-    send(i, hello);
-  }
-  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  hello_.host = "load-bench";
+  hello_.pid = ::getpid();
+  hello_.threads = 1;
+  for (int i = 0; i < options_.actors; ++i) say_hello(i);
+  const auto started = Clock::now();
+  auto last_welcome = started;
+  int welcomed_before = 0;
   while (welcomed_ < options_.actors) {
-    if (Clock::now() > deadline) driver_.fail(std::to_string(welcomed_) + " of the actors were welcomed in 120 s");
+    const auto now = Clock::now();
+    if (welcomed_ > welcomed_before) {
+      welcomed_before = welcomed_;
+      last_welcome = now;
+    }
+    // Over the driver's connection cap the rest are refused for as long as the first stay:
+    // the run goes on with those who joined once no one has for a while.
+    if (options_.driver_open_files > 0 && welcomed_ > 0 && now - last_welcome > std::chrono::seconds(5)) break;
+    if (now - started > std::chrono::seconds(120)) {
+      driver_.fail(std::to_string(welcomed_) + " of the actors were welcomed in 120 s");
+    }
+    resend_hellos(now);
+    heartbeat(now);
     poll_once(std::chrono::milliseconds(100));
   }
 }
 
+// As hello_driver: a Hello the driver dropped with a refused connection is said again.
+void Fleet::say_hello(int i) {
+  auto& a = actors_[static_cast<std::size_t>(i)];
+  send(i, hello_);
+  a.next_hello = a.last_sent + a.hello_interval;
+  a.hello_interval = std::min(a.hello_interval * 2, std::chrono::milliseconds(16000));
+}
+
+void Fleet::resend_hellos(Clock::time_point now) {
+  for (int i = 0; i < options_.actors; ++i) {
+    const auto& a = actors_[static_cast<std::size_t>(i)];
+    if (!a.welcomed && now >= a.next_hello) say_hello(i);
+  }
+}
+
 void Fleet::run() {
-  proto::Ready ready;
-  ready.device = "cpu";
-  ready.capacity_bytes = std::int64_t{16} << 30;
-  ready.capacity_shared = false;
+  const auto ready = this->ready();
   ready_at_ = Clock::now();
-  for (int i = 0; i < options_.actors; ++i) send(i, ready);
+  for (int i = 0; i < options_.actors; ++i) {
+    if (actors_[static_cast<std::size_t>(i)].welcomed) send(i, ready);
+  }
   next_sweep_ = Clock::now();
   while (!shutdown_) {
     fire_due();
@@ -133,10 +158,12 @@ void Fleet::drain(int i) {
 void Fleet::handle(int i, const proto::Message& message) {
   auto& a = actors_[static_cast<std::size_t>(i)];
   if (auto* welcome = std::get_if<proto::Welcome>(&message)) {
+    if (a.welcomed) return;  // the answer to a Hello said again
     a.id = welcome->actor_id;
     a.welcomed = true;
     checkpoint_dir_ = welcome->spec.checkpoint_dir;
     ++welcomed_;
+    if (ready_at_.time_since_epoch().count() != 0) send(i, ready());  // joined after the others
   } else if (auto* assign = std::get_if<proto::Assign>(&message)) {
     on_assign(i, *assign);
   } else if (auto* stop = std::get_if<proto::Stop>(&message)) {
@@ -150,6 +177,16 @@ void Fleet::handle(int i, const proto::Message& message) {
   } else if (auto* profile = std::get_if<proto::Profile>(&message)) {
     // Not asked with fuse "never"; answered so that a driver that asks does not wait.
     send(i, proto::Profiled{profile->key, "cpu", {}, {}, "a simulated actor measures nothing"});
+  } else if (std::holds_alternative<proto::Rejoin>(message)) {
+    // As a real actor: a peer the driver does not know (a connection that went, a new one
+    // that came) drops its jobs and says Hello again.
+    ++rejoins_;
+    if (a.welcomed) --welcomed_;
+    a.welcomed = false;
+    a.jobs.clear();
+    mark_idle(a);
+    a.hello_interval = std::chrono::milliseconds(2000);
+    say_hello(i);
   } else if (auto* reject = std::get_if<proto::Reject>(&message)) {
     driver_.fail("the driver refused a simulated actor: " + reject->reason);
   } else {
@@ -257,16 +294,31 @@ void Fleet::mark_idle(SimActor& a) {
   a.idle_since = Clock::now();
 }
 
-// Heartbeats as a real actor sends them: after heartbeat_seconds without sending anything.
-void Fleet::sweep() {
-  const auto now = Clock::now();
+proto::Ready Fleet::ready() const {
+  proto::Ready ready;
+  ready.device = "cpu";
+  ready.capacity_bytes = std::int64_t{16} << 30;
+  ready.capacity_shared = false;
+  return ready;
+}
+
+// Heartbeats as a real actor sends them once it joined: after heartbeat_seconds without
+// sending anything.
+void Fleet::heartbeat(Clock::time_point now) {
   const auto period = std::chrono::duration<double>(options_.heartbeat_seconds);
   for (int i = 0; i < options_.actors; ++i) {
-    if (now - actors_[static_cast<std::size_t>(i)].last_sent >= period) {
+    const auto& a = actors_[static_cast<std::size_t>(i)];
+    if (a.welcomed && now - a.last_sent >= period) {
       send(i, proto::Heartbeat{});
       ++counters_.heartbeats_sent;
     }
   }
+}
+
+void Fleet::sweep() {
+  const auto now = Clock::now();
+  heartbeat(now);
+  resend_hellos(now);
   if (!driver_.running()) driver_.fail("the driver exited during the run");
   next_sweep_ = now + std::chrono::milliseconds(100);
 }

@@ -41,6 +41,8 @@ struct SimActor {
   zmq::socket_t socket;
   int id = -1;  // the driver's, from Welcome
   bool welcomed = false;
+  Clock::time_point next_hello;  // unwelcomed: when it says Hello again
+  std::chrono::milliseconds hello_interval{2000};
   std::map<tuners::TrialId, Job> jobs;
   Clock::time_point last_sent;
   Clock::time_point idle_since;  // its last job ended, nothing runs: the driver owes it work
@@ -71,14 +73,17 @@ class Fleet {
   Fleet(const Options& options, const tuners::TunerContext& context, DriverProcess& driver);
   ~Fleet();
 
-  // Connects every actor and says Hello; returns once each got its Welcome.
+  // Connects every actor and says Hello; returns once each got its Welcome, or, with
+  // --driver-open-files, once no more join (the driver refuses connections over its cap).
   void join(const std::string& endpoint);
 
-  // Every actor says Ready at once, then trains what it is given until the driver says
-  // Shutdown. Returns when the first Shutdown arrives.
+  // Every actor that joined says Ready at once, then trains what it is given until the driver
+  // says Shutdown; one that joins later says Ready then. Returns when the first Shutdown arrives.
   void run();
 
   const Counters& counters() const { return counters_; }
+  int welcomed() const { return welcomed_; }
+  int rejoins() const { return rejoins_; }  // Rejoins heard: connections the driver lost
   Clock::time_point ready_at() const { return ready_at_; }
   std::optional<Clock::time_point> first_assign() const { return first_assign_; }
   // When the last actor got its first job; nullopt if some never did.
@@ -108,6 +113,10 @@ class Fleet {
   void fire_due();
   void report(int i, Job& job);
   void mark_idle(SimActor& a);
+  void say_hello(int i);
+  void resend_hellos(Clock::time_point now);
+  proto::Ready ready() const;
+  void heartbeat(Clock::time_point now);
   void sweep();
   void arm_timer();
 
@@ -122,7 +131,9 @@ class Fleet {
   std::priority_queue<Wakeup, std::vector<Wakeup>, std::greater<Wakeup>> wakeups_;
   std::map<tuners::TrialId, std::pair<std::string, double>> checkpoints_;  // newest per trial
   std::string checkpoint_dir_;
+  proto::Hello hello_;
   int welcomed_ = 0;
+  int rejoins_ = 0;
   bool shutdown_ = false;
   Counters counters_;
   Counters counters_at_first_assign_;

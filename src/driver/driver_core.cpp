@@ -96,6 +96,12 @@ void DriverCore::on_message(const std::string& identity, const proto::Message& m
   now_ = now;
   if (auto* hello = std::get_if<proto::NodeHello>(&message)) {
     if (refuse(identity, *hello)) return;
+    // A peer says Hello again while no answer came (hello_driver: the connection cap may have
+    // dropped it): a node already joined hears its Welcome again.
+    if (auto* known = registry_.node(identity); known && !known->dead) {
+      send_to(identity, proto::NodeWelcome{proto::kProtocolVersion, known->id, config_.heartbeat_seconds});
+      return;
+    }
     const auto& node = registry_.add_node(identity, *hello, now_);
     send_to(identity, proto::NodeWelcome{proto::kProtocolVersion, node.id, config_.heartbeat_seconds});
     std::string devices;
@@ -121,14 +127,17 @@ void DriverCore::on_message(const std::string& identity, const proto::Message& m
     // rejoins: a Hello again from a live actor means the jobs it held run nowhere. They go back
     // to the queue now, as when an actor is lost. Refusing the Hello instead would leave them
     // assigned for good: the heartbeat check never retires an actor that keeps talking.
-    if (auto* known = registry_.actor(identity); known && !known->dead) retire(*known, "it said Hello again");
+    // An actor not ready yet and holding nothing says it again while no answer came (see
+    // NodeHello above): it hears its Welcome again.
+    ActorState* known = registry_.actor(identity);
+    if (known && !known->dead && !known->ready && known->running.empty()) {
+      send(*known, welcome_of(*known));
+      return;
+    }
+    if (known && !known->dead) retire(*known, "it said Hello again");
     auto& actor = registry_.add_actor(identity, *hello, now_);
     registry_.give_token(actor, util::random_token());
-    proto::Welcome welcome;
-    welcome.actor_id = actor.id;
-    welcome.transfer_token = actor.transfer_token;
-    welcome.spec = experiment_spec();
-    send(actor, welcome);
+    send(actor, welcome_of(actor));
     spdlog::debug("actor {} joined from {} (pid {}{})", actor.id, actor.host, actor.pid,
                  actor.node_id >= 0 ? fmt::format(", node {} slot {}", actor.node_id, actor.local_index) : "");
     return;
@@ -211,6 +220,14 @@ void DriverCore::on_actor_message(ActorState& actor, const proto::Message& messa
         }
       },
       message);
+}
+
+proto::Welcome DriverCore::welcome_of(const ActorState& actor) const {
+  proto::Welcome welcome;
+  welcome.actor_id = actor.id;
+  welcome.transfer_token = actor.transfer_token;
+  welcome.spec = experiment_spec();
+  return welcome;
 }
 
 proto::ExperimentSpec DriverCore::experiment_spec() const {

@@ -141,6 +141,7 @@ class DriverCore {
   bool refuse(const std::string& identity, const FirstMessage& hello);
   void on_actor_message(ActorState& actor, const protocol::Message& message);
   protocol::ExperimentSpec experiment_spec() const;
+  protocol::Welcome welcome_of(const ActorState& actor) const;
   double seconds_since_start() const;
 
   // Reports, results and checkpoints (driver_core.cpp).

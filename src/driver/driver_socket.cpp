@@ -70,4 +70,6 @@ void DriverSocket::bind(const ExperimentConfig& config) {
   if (endpoint_.rfind("ipc://", 0) == 0) ipc_file_ = endpoint_.substr(6);
 }
 
+bool DriverSocket::admits(int source_fd) { return !guard_ || source_fd < 0 || guard_->admits(source_fd); }
+
 }  // namespace packtune

@@ -34,6 +34,9 @@ class DriverSocket {
   const std::string& endpoint() const { return endpoint_; }
   // Peers must speak CURVE with the run's keys.
   bool secure() const { return curve_ != nullptr; }
+  // Whether the connection a message came over (Routed::source_fd) is one the connection cap
+  // holds, not one it refused (protocol/peer_guard.hpp).
+  bool admits(int source_fd);
 
  private:
   zmq::context_t context_;

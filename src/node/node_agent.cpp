@@ -161,8 +161,12 @@ class NodeAgent {
           // A driver resumed after a kill: the node asks for its old id, which its actors'
           // Hello says; they rejoin on their own.
           spdlog::warn("node {}: the driver asks it to join again ({})", node_id_, rejoin->reason);
+          rejoining_ = true;
           send_message(socket_, hello_);
+        } else if (std::holds_alternative<proto::NodeWelcome>(*message) && !rejoining_) {
+          // The answer to a Hello said again while the first answer was on its way (hello_driver).
         } else if (auto* welcome = std::get_if<proto::NodeWelcome>(&*message)) {
+          rejoining_ = false;
           if (welcome->node_id != node_id_) {
             spdlog::warn("node {}: joined again as node {}; its actors still say node {}, so the driver hears of "
                          "their exits only when they go silent", node_id_, welcome->node_id, node_id_);
@@ -245,6 +249,7 @@ class NodeAgent {
   std::unique_ptr<ActorSupervisor> supervisor_;
   int node_id_ = -1;
   proto::NodeHello hello_;  // said again when a resumed driver asks (Rejoin)
+  bool rejoining_ = false;  // said hello_ again on a Rejoin: its NodeWelcome is awaited
   std::set<int> shut_down_;  // slots whose actor exited with code 0: the driver shut it down
   std::chrono::duration<double> heartbeat_{1.0};
 };

@@ -1,5 +1,6 @@
 #include "protocol/peer_guard.hpp"
 
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
@@ -35,6 +36,10 @@ PeerGuard::Limits PeerGuard::raise_fd_limit() {
   return limits;
 }
 
+struct PeerGuard::Logs {
+  RefusalLog too_many, no_fds, failed;
+};
+
 PeerGuard::PeerGuard(zmq::context_t& context, zmq::socket_t& socket, Limits limits, bool curve)
     : limits_(limits), curve_(curve) {
   // Bounds the time a connection holds its slot before it proves to be a packtune peer: idle
@@ -47,10 +52,20 @@ PeerGuard::PeerGuard(zmq::context_t& context, zmq::socket_t& socket, Limits limi
                              ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0) {
     throw Error(std::string("cannot monitor the driver's socket: ") + zmq_strerror(zmq_errno()));
   }
-  auto monitor = std::make_shared<zmq::socket_t>(context, zmq::socket_type::pair);
-  monitor->set(zmq::sockopt::linger, 0);
-  monitor->connect(endpoint);
-  thread_ = std::thread([this, monitor] { watch(*monitor); });
+  monitor_ = std::make_unique<zmq::socket_t>(context, zmq::socket_type::pair);
+  monitor_->set(zmq::sockopt::linger, 0);
+  monitor_->connect(endpoint);
+  logs_ = std::make_unique<Logs>(Logs{
+      RefusalLog("new connection(s): too many connections (at most " + std::to_string(limits_.max_connections) +
+                 " at once, for a file-descriptor limit, ulimit -n, of " + std::to_string(limits_.fd_limit) +
+                 "; the rest is kept for the driver's own files)"),
+      RefusalLog("connection(s): out of file descriptors (the limit, ulimit -n, is " +
+                 std::to_string(limits_.fd_limit) + "); new peers wait until connections close"),
+      // With keys, a key the ZAP handler refused fails the handshake too: counted here as well.
+      RefusalLog(curve_ ? "connection(s) that failed the CURVE handshake (not a packtune actor, or one with "
+                          "another driver's key or an unknown key)"
+                        : "connection(s) that failed the ZeroMQ handshake (not a packtune peer)")});
+  thread_ = std::thread([this] { watch(); });
 }
 
 PeerGuard::~PeerGuard() {
@@ -58,68 +73,72 @@ PeerGuard::~PeerGuard() {
   if (thread_.joinable()) thread_.join();
 }
 
-void PeerGuard::watch(zmq::socket_t& monitor) {
-  using Clock = std::chrono::steady_clock;
-  RefusalLog too_many("new connection(s): too many connections (at most " + std::to_string(limits_.max_connections) +
-                      " at once, for a file-descriptor limit, ulimit -n, of " + std::to_string(limits_.fd_limit) +
-                      "; the rest is kept for the driver's own files)");
-  RefusalLog no_fds("connection(s): out of file descriptors (the limit, ulimit -n, is " +
-                    std::to_string(limits_.fd_limit) + "); new peers wait until connections close");
-  // With keys, a key the ZAP handler refused fails the handshake too: counted here as well.
-  RefusalLog failed(curve_ ? "connection(s) that failed the CURVE handshake (not a packtune actor, or one with "
-                             "another driver's key or an unknown key)"
-                           : "connection(s) that failed the ZeroMQ handshake (not a packtune peer)");
-  std::set<int> open;     // the descriptors of the connections held
-  std::set<int> refused;  // those shut down here, until libzmq reports them gone
-  // A connection shut down in its handshake also fails it, as libzmq sees it: that failure
-  // is not logged a second time.
-  std::size_t own_failures = 0;
+bool PeerGuard::admits(int fd) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  drain(std::chrono::steady_clock::now());
+  return open_.count(fd) > 0;
+}
+
+// The monitor's descriptor is waited on without the lock, so that admits() never waits for a
+// poll; the events are read under it.
+void PeerGuard::watch() {
+  const int fd = monitor_->get(zmq::sockopt::fd);
   while (!stop_) {
-    zmq::pollitem_t item{monitor.handle(), 0, ZMQ_POLLIN, 0};
-    retry_interrupted([&] { return zmq::poll(&item, 1, std::chrono::milliseconds(100)); });
-    const auto now = Clock::now();
-    if (item.revents & ZMQ_POLLIN) {
-      // A monitor event: [16-bit event, 32-bit value], then the endpoint.
-      zmq::message_t event, where;
-      const auto next = [&monitor](zmq::message_t& frame) {
-        return retry_interrupted([&] { return monitor.recv(frame, zmq::recv_flags::none); });
-      };
-      if (!next(event) || !next(where)) return;
-      if (event.size() < 6) continue;
-      std::uint16_t id = 0;
-      std::int32_t value = 0;
-      std::memcpy(&id, event.data(), 2);
-      std::memcpy(&value, static_cast<const char*>(event.data()) + 2, 4);
-      switch (id) {
-        case ZMQ_EVENT_ACCEPTED:
-          if (static_cast<std::int64_t>(open.size()) >= limits_.max_connections) {
-            ::shutdown(value, SHUT_RDWR);
-            refused.insert(value);
-            ++own_failures;
-            too_many.refuse("", now);
-          } else {
-            open.insert(value);
-          }
-          break;
-        case ZMQ_EVENT_DISCONNECTED:
-          open.erase(value);
-          refused.erase(value);
-          own_failures = std::min(own_failures, refused.size());
-          break;
-        case ZMQ_EVENT_ACCEPT_FAILED:
-          if (value == EMFILE || value == ENFILE) no_fds.refuse("", now);
-          break;
-        default:  // the handshake failures
-          if (id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL && own_failures > 0) {
-            --own_failures;
-          } else {
-            failed.refuse("", now);
-          }
+    pollfd item{fd, POLLIN, 0};
+    ::poll(&item, 1, 100);
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto now = std::chrono::steady_clock::now();
+    drain(now);
+    logs_->too_many.flush(now);
+    logs_->no_fds.flush(now);
+    logs_->failed.flush(now);
+  }
+}
+
+void PeerGuard::drain(std::chrono::steady_clock::time_point now) {
+  while (true) {
+    // A monitor event: [16-bit event, 32-bit value], then the endpoint.
+    zmq::message_t event, where;
+    const auto next = [this](zmq::message_t& frame) {
+      return retry_interrupted([&] { return monitor_->recv(frame, zmq::recv_flags::dontwait); });
+    };
+    if (!next(event)) return;
+    if (event.more() && !next(where)) return;
+    if (event.size() < 6) continue;
+    std::uint16_t id = 0;
+    std::int32_t value = 0;
+    std::memcpy(&id, event.data(), 2);
+    std::memcpy(&value, static_cast<const char*>(event.data()) + 2, 4);
+    on_event(id, value, now);
+  }
+}
+
+void PeerGuard::on_event(std::uint16_t id, std::int32_t value, std::chrono::steady_clock::time_point now) {
+  switch (id) {
+    case ZMQ_EVENT_ACCEPTED:
+      if (static_cast<std::int64_t>(open_.size()) >= limits_.max_connections) {
+        ::shutdown(value, SHUT_RDWR);
+        refused_.insert(value);
+        ++own_failures_;
+        logs_->too_many.refuse("", now);
+      } else {
+        open_.insert(value);
       }
-    }
-    too_many.flush(now);
-    no_fds.flush(now);
-    failed.flush(now);
+      break;
+    case ZMQ_EVENT_DISCONNECTED:
+      open_.erase(value);
+      refused_.erase(value);
+      own_failures_ = std::min(own_failures_, refused_.size());
+      break;
+    case ZMQ_EVENT_ACCEPT_FAILED:
+      if (value == EMFILE || value == ENFILE) logs_->no_fds.refuse("", now);
+      break;
+    default:  // the handshake failures
+      if (id == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL && own_failures_ > 0) {
+        --own_failures_;
+      } else {
+        logs_->failed.refuse("", now);
+      }
   }
 }
 

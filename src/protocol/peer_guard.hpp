@@ -13,11 +13,20 @@
 // The cap leaves a reserve of descriptors for the driver's files, local actors and libzmq's
 // own, and the soft RLIMIT_NOFILE is raised to the hard one first.
 //
-// A descriptor the guard shuts down could in principle have been closed by libzmq and reused
-// in between; the only descriptors the driver's socket reuses that way are its own new
-// connections, so the worst case is a peer that connects again.
+// The guard decides after libzmq accepted, on its own thread, so a refused connection may
+// finish its handshake and deliver a message before the guard shuts it down. A peer taken in
+// that way would be registered, welcomed over a connection that is then cut, and never heard
+// again: with more peers than the cap, the driver registered nearly all of them and served
+// none. So the driver asks admits() of every peer's first message (Hello, NodeHello): the
+// connection's ACCEPTED event is queued before any of its messages can arrive, so once the
+// pending events are read, the guard has decided on that connection. A peer whose first
+// message is dropped says it again (hello_driver).
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -49,11 +58,27 @@ class PeerGuard {
   PeerGuard(const PeerGuard&) = delete;
   PeerGuard& operator=(const PeerGuard&) = delete;
 
+  // Whether the connection of descriptor `fd` (ZMQ_SRCFD of a message) is one the guard holds,
+  // after every event queued so far: false for one it refused or one already gone. Any thread.
+  bool admits(int fd);
+
  private:
-  void watch(zmq::socket_t& monitor);
+  struct Logs;
+  void watch();
+  // Reads the queued events without waiting; `mutex_` held.
+  void drain(std::chrono::steady_clock::time_point now);
+  void on_event(std::uint16_t id, std::int32_t value, std::chrono::steady_clock::time_point now);
 
   Limits limits_;
   bool curve_;
+  std::mutex mutex_;  // the monitor socket and the books below: the guard's thread and admits()
+  std::unique_ptr<zmq::socket_t> monitor_;
+  std::unique_ptr<Logs> logs_;
+  std::set<int> open_;     // the descriptors of the connections held
+  std::set<int> refused_;  // those shut down here, until libzmq reports them gone
+  // A connection shut down in its handshake also fails it, as libzmq sees it: that failure
+  // is not logged a second time.
+  std::size_t own_failures_ = 0;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -1,6 +1,9 @@
 #include "protocol/zmq_channel.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <optional>
 #include <vector>
 
 #include "packtune/error.hpp"
@@ -115,13 +118,27 @@ std::optional<Routed> receive_routed(zmq::socket_t& router, long timeout_ms) {
   std::size_t count = 0;
   auto frames = receive_frames(router, 3, count);
   if (count == 0) return std::nullopt;
-  return decode_routed_frames(frames, count);
+  const int fd = zmq_msg_get(frames.front().handle(), ZMQ_SRCFD);
+  auto routed = decode_routed_frames(frames, count);
+  routed.source_fd = fd;
+  return routed;
 }
 
 protocol::Message hello_driver(zmq::socket_t& dealer, const protocol::Message& hello, const std::string& driver,
                                double timeout_seconds, const std::string& peer) {
-  send_message(dealer, hello);
-  auto reply = receive_message(dealer, static_cast<long>(timeout_seconds * 1000));
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(std::max(0.0, timeout_seconds)));
+  std::optional<protocol::Message> reply;
+  auto resend = std::chrono::milliseconds(2000);
+  while (true) {
+    send_message(dealer, hello);
+    const auto left =
+        std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+    reply = receive_message(dealer, static_cast<long>(std::min(left, resend).count()));
+    if (reply || left <= resend) break;
+    resend = std::min(resend * 2, std::chrono::milliseconds(16000));
+  }
   if (!reply) {
     throw Error("no driver answered at " + driver + " within " + std::to_string(static_cast<int>(timeout_seconds)) +
                 " s; is `packtune run` listening there? A driver with CURVE keys admits only " + peer +
