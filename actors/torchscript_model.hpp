@@ -1,7 +1,7 @@
 #pragma once
 // A TorchScript module as one trial's model: a layers::Layer of one member, so that the engine
 // trains it as it trains any model (FusedGroup: the fused optimizer, schedules, losses,
-// checkpoints under state-dict names, resume, pbt's exploit, the final test). Its tree of
+// checkpoints under state-dict names, resume, the final test). Its tree of
 // layers mirrors the module's submodules, each holding its own parameters and buffers as
 // stacked [1, ...] tensors under the module's own names ("layer1.0.conv1.weight"), which is
 // what a checkpoint holds. Before each forward the module's parameter and buffer slots are
