@@ -2,7 +2,7 @@
 # examples/torchscript as its README runs it, cut to a slice: export.py scripts torchvision's
 # ResNet-18 and the small module beside a copy of the example, and its config, with the data cut
 # to 2,000 images and the budgets to 0.25 to 0.75 epochs, trains both files through ASHA to a
-# final test (the whole config takes the better part of 20 minutes: docs/models.md).
+# final test (the whole config, and what it was measured to take: examples/torchscript/README.md).
 #   torchscript_example_test.sh PACKTUNE EXAMPLE_DIR
 set -euo pipefail
 source "$(dirname "$0")/prelude.sh" "$@"
