@@ -11,9 +11,20 @@ here="$(cd "$(dirname "$0")" && pwd)"
 venv="${PACKTUNE_PYTHON_VENV:-$HOME/.cache/packtune/python-venv}"
 py=/usr/bin/python3
 [ -x "$venv/bin/python" ] && py="$venv/bin/python"
-export PACKTUNE_BIN="$(realpath "$packtune")"  # the tests run in their own folder
+export PACKTUNE_BIN="$(realpath "$packtune")"  # the tests run in a folder of their own
 # The package as it is in this tree, not a copy pip may have installed.
 export PYTHONPATH="$here/../../python${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONDONTWRITEBYTECODE=1
-cd "$here"
-exec "$py" -m pytest -q -p no:cacheprovider "$@"
+# In a folder of their own, not the source tree: MLflow puts the artifacts of a store given by
+# URI into ./mlruns.
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+args=()
+for arg in "$@"; do
+  case "$arg" in
+    test_*.py) args+=("$here/$arg") ;;
+    *) args+=("$arg") ;;
+  esac
+done
+"$py" -m pytest -q -p no:cacheprovider --rootdir "$here" "${args[@]}"
