@@ -63,8 +63,7 @@ void Fleet::join(const std::string& endpoint) {
     if (now - started > std::chrono::seconds(120)) {
       driver_.fail(std::to_string(welcomed_) + " of the actors were welcomed in 120 s");
     }
-    resend_hellos(now);
-    heartbeat(now);
+    keep_alive(now);
     poll_once(std::chrono::milliseconds(100));
   }
 }
@@ -75,13 +74,6 @@ void Fleet::say_hello(int i) {
   send(i, hello_);
   a.next_hello = a.last_sent + a.hello_interval;
   a.hello_interval = std::min(a.hello_interval * 2, std::chrono::milliseconds(16000));
-}
-
-void Fleet::resend_hellos(Clock::time_point now) {
-  for (int i = 0; i < options_.actors; ++i) {
-    const auto& a = actors_[static_cast<std::size_t>(i)];
-    if (!a.welcomed && now >= a.next_hello) say_hello(i);
-  }
 }
 
 void Fleet::run() {
@@ -302,13 +294,15 @@ proto::Ready Fleet::ready() const {
   return ready;
 }
 
-// Heartbeats as a real actor sends them once it joined: after heartbeat_seconds without
-// sending anything.
-void Fleet::heartbeat(Clock::time_point now) {
+// As a real actor: a Heartbeat after heartbeat_seconds without sending anything once it
+// joined, and its Hello again while it has not (one pass over the actors for both).
+void Fleet::keep_alive(Clock::time_point now) {
   const auto period = std::chrono::duration<double>(options_.heartbeat_seconds);
   for (int i = 0; i < options_.actors; ++i) {
     const auto& a = actors_[static_cast<std::size_t>(i)];
-    if (a.welcomed && now - a.last_sent >= period) {
+    if (!a.welcomed) {
+      if (now >= a.next_hello) say_hello(i);
+    } else if (now - a.last_sent >= period) {
       send(i, proto::Heartbeat{});
       ++counters_.heartbeats_sent;
     }
@@ -317,8 +311,7 @@ void Fleet::heartbeat(Clock::time_point now) {
 
 void Fleet::sweep() {
   const auto now = Clock::now();
-  heartbeat(now);
-  resend_hellos(now);
+  keep_alive(now);
   if (!driver_.running()) driver_.fail("the driver exited during the run");
   next_sweep_ = now + std::chrono::milliseconds(100);
 }

@@ -114,9 +114,8 @@ class Fleet {
   void report(int i, Job& job);
   void mark_idle(SimActor& a);
   void say_hello(int i);
-  void resend_hellos(Clock::time_point now);
   proto::Ready ready() const;
-  void heartbeat(Clock::time_point now);
+  void keep_alive(Clock::time_point now);
   void sweep();
   void arm_timer();
 
