@@ -108,6 +108,7 @@ int Actor::run() {
 
   std::unique_ptr<datasets::BatchStream> stream;
   std::string device;
+  bool cudnn_benchmark = false;
   proto::Ready& ready = ready_;
   Keepalive keepalive(socket_, spec_.heartbeat_seconds);
   try {
@@ -125,7 +126,8 @@ int Actor::run() {
     if (spec_.deterministic) {
       actors::make_deterministic(device);  // before any cuBLAS or cuDNN call
     } else if (actors::use_cudnn_benchmark(device)) {
-      logging::info("actor {}: cuDNN's benchmark mode is on (PACKTUNE_CUDNN_BENCHMARK=1)", id_);
+      logging::info("actor {}: cuDNN's benchmark mode is on (PACKTUNE_CUDNN_BENCHMARK=0 turns it off)", id_);
+      cudnn_benchmark = true;
     }
     precision_ = actors::use_precision(spec::parse_precision(spec_.precision, "precision"), device);
     actors::configure_cpu_threads(threads);
@@ -157,7 +159,10 @@ int Actor::run() {
   input_ = actors::input_shape(*stream);
   ready.device_model = actors::device_model(device, threads);
   // A step's time hangs on the precision as much as on the build: part of the profile's key.
-  ready.build = actors::build_summary(device) + ", precision " + spec::to_string(precision_);
+  // So are cuDNN's algorithms: chosen by benchmark, or the deterministic ones.
+  ready.build = actors::build_summary(device) + ", precision " + spec::to_string(precision_) +
+                (cudnn_benchmark ? ", cuDNN benchmark" : "") +
+                (spec_.deterministic && torch::Device(device).is_cuda() ? ", deterministic" : "");
   ready.data_context = actors::profile_data_context(input_, datasets::stream_options_of(data_options()));
   send_message(socket_, ready);
   return serve(pack);

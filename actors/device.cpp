@@ -117,7 +117,7 @@ void make_deterministic(const std::string& device) {
 
 bool use_cudnn_benchmark(const std::string& device) {
   const char* value = std::getenv("PACKTUNE_CUDNN_BENCHMARK");
-  const bool on = torch::Device(device).is_cuda() && value != nullptr && std::string(value) == "1";
+  const bool on = torch::Device(device).is_cuda() && !(value != nullptr && std::string(value) == "0");
   if (on) at::globalContext().setBenchmarkCuDNN(true);
   return on;
 }

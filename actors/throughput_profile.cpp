@@ -120,28 +120,37 @@ class ThroughputProfiler::StepTimer {
   std::unique_ptr<FusedGroup> group_;
 };
 
+ThroughputProfiler::~ThroughputProfiler() = default;
+
 bool ThroughputProfiler::advance() {
   if (done_) return false;
   const int k = next_;
   Timing now;
   Timing before;  // the previous K, timed again in windows between this K's
   try {
-    StepTimer timer(spec_, input_, device_, k, *stream_);
-    std::unique_ptr<StepTimer> previous;
-    if (!points_.empty()) previous = std::make_unique<StepTimer>(spec_, input_, device_, points_.back().first, *stream_);
+    auto timer = std::make_unique<StepTimer>(spec_, input_, device_, k, *stream_);
+    std::unique_ptr<StepTimer> previous = std::move(last_timer_);
+    if (!previous && !points_.empty()) {
+      previous = std::make_unique<StepTimer>(spec_, input_, device_, points_.back().first, *stream_);
+    }
     // Interleaved, the two see the same machine: another process that slows the CPU (or the
     // device) for a while slows both K instead of making the one timed then look worse. On a
     // 2-core CPU shared with another actor, timing them one after another made a fused pair
     // look 30-50% faster where it is slower.
     for (int window = 0; window < kTimedWindows; ++window) {
-      now.add(timer.window());
+      now.add(timer->window());
       if (previous) before.add(previous->window());
     }
     stream_->begin_round();
+    // On a GPU a K is built, warmed up for kWarmupSteps and captured before it is timed: kept, the
+    // next K need not repeat that for it. On a CPU that is two steps, and between advances the
+    // actor's memory belongs to the pack it trains.
+    if (device_.is_cuda()) last_timer_ = std::move(timer);
   } catch (const std::exception& e) {
     // The largest K that fits is where the profile ends; a failure at K = 1 is an error.
     if (points_.empty()) error_ = error_message(e);
     done_ = true;
+    last_timer_.reset();
     return false;
   }
   if (!points_.empty()) {
@@ -152,6 +161,7 @@ bool ThroughputProfiler::advance() {
   }
   points_.emplace_back(k, now.fastest);
   if (k * 2 > max_members_) done_ = true;
+  if (done_) last_timer_.reset();  // its memory goes back to the pack
   next_ = k * 2;
   return !done_;
 }

@@ -34,6 +34,9 @@ class ThroughputProfiler {
   // each member decodes its own batch, which takes from what fusing gains.
   ThroughputProfiler(spec::TrialSpec spec, int max_members, const spec::InputShape& input, torch::Device device,
                      datasets::StreamOptions stream = {}, double min_gain = 0.05);
+  ~ThroughputProfiler();
+  ThroughputProfiler(const ThroughputProfiler&) = delete;
+  ThroughputProfiler& operator=(const ThroughputProfiler&) = delete;
 
   // Times the next K. Returns false once the profile is complete (then points() holds it).
   bool advance();
@@ -62,6 +65,9 @@ class ThroughputProfiler {
   torch::Device device_;
   double min_gain_;
   std::unique_ptr<datasets::BatchStream> stream_;
+  // On a GPU, the last K's model, warmed up and captured: the next K times its windows against it
+  // without building, warming up and capturing it again.
+  std::unique_ptr<StepTimer> last_timer_;
   int next_ = 1;
   bool done_ = false;
   std::vector<std::pair<int, double>> points_;

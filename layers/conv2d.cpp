@@ -47,6 +47,10 @@ torch::Tensor Conv2d::forward(const torch::Tensor& x) {
   auto stacked = x.transpose(0, 1).reshape({batch, k * in, x.size(3), x.size(4)});
   auto w = weight_.view({k * weight_.size(1), in, weight_.size(3), weight_.size(4)});
   auto bias = bias_.defined() ? bias_.view({-1}) : torch::Tensor();
+  if (conv_channels_last()) {
+    stacked = stacked.contiguous(torch::MemoryFormat::ChannelsLast);
+    w = w.contiguous(torch::MemoryFormat::ChannelsLast);
+  }
   auto y = torch::conv2d(stacked, w, bias, stride_, padding_, 1, k);  // [B, K*out, H', W']
   return y.view({batch, k, weight_.size(1), y.size(2), y.size(3)}).transpose(0, 1);
 }
