@@ -7,8 +7,7 @@ is found). The walk-through is docs/python.md in the packtune repository.
 
 from .binary import find_binary
 from .errors import BinaryNotFound, ConfigError, PacktuneError, RunError
-from .experiment import Run, load
-from .launch import resume, run
+from .launch import Run, load, resume, run
 from .simulation import Simulation, simulate
 
 __all__ = [

@@ -1,4 +1,6 @@
-"""A results folder read back: its config, reports, trials, best trial and journal."""
+"""A results folder read back: its config, reports, trials, best trial and journal. What runs,
+resumes and exports it (packtune.Run) builds on this in launch.py; the trackers read a run
+through it alone, so that no module here imports one that imports it."""
 
 from __future__ import annotations
 
@@ -12,22 +14,21 @@ from .records import REPORT_FIELDS, flatten, metric_names, read_jsonl
 if TYPE_CHECKING:  # pandas is imported when a DataFrame is asked for, not on `import packtune`
     import pandas
 
-__all__ = ["Run", "load"]
+__all__ = ["RunFolder", "results_folder"]
 
 
-class Run:
+class RunFolder:
     """The results folder of one ``packtune run`` (its ``--out``), finished or not.
 
     Each method reads the folder as it is now, so a Run of an experiment still running shows
     the reports written so far.
     """
 
-    def __init__(self, directory: PathLike, binary: Optional[PathLike] = None) -> None:
+    def __init__(self, directory: PathLike) -> None:
         self.dir = Path(directory)
-        self.binary = binary
 
     def __repr__(self) -> str:
-        return f"packtune.Run({str(self.dir)!r})"
+        return f"packtune.{type(self).__name__}({str(self.dir)!r})"
 
     @property
     def config(self) -> Dict[str, Any]:
@@ -132,31 +133,9 @@ class Run:
         path = self.dir / "journal.jsonl"
         return path.exists() and any("finished" in entry for entry in self.journal()[-1:])
 
-    def resume(self, **overrides: Any) -> "Run":
-        """Continue this experiment (``packtune run --resume DIR``) and return it when done.
 
-        Takes the keyword arguments of :func:`packtune.run` except ``config`` and ``out``.
-        """
-        from .launch import resume
-
-        return resume(self.dir, binary=self.binary, **overrides)
-
-    def to_mlflow(self, uri: Optional[str] = None) -> str:
-        """Export to MLflow: a parent run for the experiment, one nested run per trial; returns
-        the parent run's id. ``uri`` defaults to a local store in ``./mlruns``."""
-        from .trackers.mlflow_export import export_mlflow
-
-        return export_mlflow(self, uri)
-
-    def to_tensorboard(self, out: PathLike) -> Path:
-        """Export to TensorBoard: one event file per trial under ``out``; returns ``out``."""
-        from .trackers.tensorboard_export import export_tensorboard
-
-        return export_tensorboard(self, Path(out))
-
-
-def load(directory: PathLike, binary: Optional[PathLike] = None) -> Run:
-    """The experiment whose results are in ``directory`` (a ``packtune run``'s ``--out``).
+def results_folder(directory: PathLike) -> Path:
+    """``directory`` as a Path, once it is known to hold a run's results.
 
     Raises:
         FileNotFoundError: ``directory`` holds no ``config.json``.
@@ -164,4 +143,4 @@ def load(directory: PathLike, binary: Optional[PathLike] = None) -> Run:
     path = Path(directory)
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"{path / 'config.json'}: no such file; is {path} the --out of a packtune run?")
-    return Run(path, binary=binary)
+    return path

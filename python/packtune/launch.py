@@ -1,8 +1,8 @@
-"""Running ``packtune run`` from Python: the config, the overrides, the progress, the errors."""
+"""Running ``packtune run`` from Python (the config, the overrides, the progress, the errors),
+and :class:`Run`, a results folder that can also be resumed and exported."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -17,16 +17,58 @@ from pathlib import Path
 from typing import IO, Any, List, Mapping, Optional, Union
 
 from .binary import PathLike, find_binary
-from .errors import ConfigError, PacktuneError, RunError, error_line
-from .experiment import Run
+from .errors import ConfigError, RunError, error_line
+from .experiment import RunFolder, results_folder
 from .progress import make_progress
+from .trackers.mlflow_export import export_mlflow
+from .trackers.tensorboard_export import export_tensorboard
 
-__all__ = ["run", "resume", "override_flags"]
+__all__ = ["Run", "load", "run", "resume", "override_flags"]
 
 ConfigLike = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 
 # Lines of driver.log a RunError shows.
 _TAIL_LINES = 20
+
+
+class Run(RunFolder):
+    """The results folder of one ``packtune run`` (its ``--out``), finished or not: what
+    :class:`RunFolder` reads, and what continues and exports it.
+
+    Args:
+        directory: the results folder.
+        binary: the ``packtune`` binary that :meth:`resume` runs (default: as :func:`run`).
+    """
+
+    def __init__(self, directory: PathLike, binary: Optional[PathLike] = None) -> None:
+        super().__init__(directory)
+        self.binary = binary
+
+    def resume(self, **overrides: Any) -> "Run":
+        """Continue this experiment (``packtune run --resume DIR``) and return it when done.
+
+        Takes the keyword arguments of :func:`packtune.run` except ``config`` and ``out``.
+        """
+        return resume(self.dir, binary=self.binary, **overrides)
+
+    def to_mlflow(self, uri: Optional[str] = None) -> str:
+        """Export to MLflow: a parent run for the experiment, one nested run per trial; returns
+        the parent run's id. ``uri``: a tracking URI, or a folder for a local store; default a
+        local store in ``./mlruns``."""
+        return export_mlflow(self, uri)
+
+    def to_tensorboard(self, out: PathLike) -> Path:
+        """Export to TensorBoard: one event file per trial under ``out``; returns ``out``."""
+        return export_tensorboard(self, Path(out))
+
+
+def load(directory: PathLike, binary: Optional[PathLike] = None) -> Run:
+    """The experiment whose results are in ``directory`` (a ``packtune run``'s ``--out``).
+
+    Raises:
+        FileNotFoundError: ``directory`` holds no ``config.json``.
+    """
+    return Run(results_folder(directory), binary=binary)
 
 
 def override_flags(overrides: Mapping[str, Any]) -> List[str]:
@@ -79,15 +121,19 @@ def run(
         progress: ``"auto"`` (a tqdm bar where tqdm is installed, else the CLI's status lines),
             ``"bar"``, ``"lines"``, or ``"none"``.
         mlflow: export to MLflow while it runs, the reports a few seconds behind: a tracking
-            URI, or True for a local store in ``./mlruns`` (as ``packtune export --mlflow``).
-        tensorboard: export to TensorBoard event files in this folder while it runs.
+            URI, a folder for a local store, or True for a local store in ``./mlruns``
+            (``packtune run --mlflow``; it overrides the config's ``export.mlflow``).
+        tensorboard: export to TensorBoard event files in this folder while it runs
+            (``packtune run --tensorboard``).
         **overrides: the CLI's options, by name: ``trials``, ``actors``, ``device``, ``seed``,
             ``tuner``, ``max_pack``, ``fuse``, ``precision``, ``keep_checkpoints``, ``quiet``,
             ... (``packtune run --help``).
 
     Raises:
-        ConfigError: the CLI refused the config or an override (exit 2), with its line.
-        RunError: the run failed (exit 1), with the last lines of its ``driver.log``.
+        ConfigError: the CLI refused the config or an override (exit 2), with its line; an
+            export to a TensorBoard folder that holds another export too.
+        RunError: the run failed (exit 1), with the last lines of its ``driver.log``; or its
+            export did (no MLflow or TensorBoard, a store that does not answer).
         KeyboardInterrupt: interrupted; the run is stopped as by Ctrl-C, and ``resume()``
             continues it.
     """
@@ -109,8 +155,8 @@ def run(
         out = Path("runs") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     args = [str(program), "run", str(config_path)] + (["--out", str(out)] if out is not None else [])
     try:
-        _execute(args + override_flags(overrides), Path(out) if out is not None else None, progress, name,
-                 mlflow, tensorboard)
+        _wait(args + override_flags(overrides) + _export_flags(mlflow, tensorboard),
+              Path(out) if out is not None else None, progress, name)
     finally:
         if temporary is not None:
             temporary.unlink(missing_ok=True)
@@ -132,7 +178,7 @@ def resume(
     raises its errors. An export goes on in the runs an earlier one made, each report once."""
     program = find_binary(binary)
     args = [str(program), "run", "--resume", str(directory)] + override_flags(overrides)
-    _execute(args, Path(directory), progress, Path(directory).name, mlflow, tensorboard)
+    _wait(args + _export_flags(mlflow, tensorboard), Path(directory), progress, Path(directory).name)
     return Run(Path(directory), binary=binary)
 
 
@@ -149,30 +195,11 @@ def _write_config(config: Mapping[str, Any]) -> Path:
     raise OSError("cannot write a config file in the current folder or the temporary folder")
 
 
-def _execute(args: List[str], out: Optional[Path], progress: Any, description: str,
-             mlflow: Union[None, bool, str] = None, tensorboard: Optional[PathLike] = None) -> None:
-    follower = None
-    if (mlflow or tensorboard is not None) and out is not None:
-        from .trackers.follow import Follower
-
-        follower = Follower(out, mlflow, tensorboard).start()
-    try:
-        _wait(args, out, progress, description)
-    except BaseException:
-        # The run's own error is the one to see; the stores end with what they have.
-        if follower is not None:
-            with contextlib.suppress(Exception):
-                follower.stop()
-        raise
-    if follower is not None:
-        _stop(follower, out)
-
-
-def _stop(follower: Any, out: Optional[Path]) -> None:
-    try:
-        follower.stop()
-    except Exception as e:  # noqa: BLE001 -- one line saying what became of the run
-        raise PacktuneError(f"{out}: the run's export to the trackers failed: {type(e).__name__}: {e}") from e
+def _export_flags(mlflow: Union[None, bool, str], tensorboard: Optional[PathLike]) -> List[str]:
+    # --mlflow=URI, never --mlflow URI: the CLI takes a loose word after --mlflow for CONFIG
+    # where the command line has none besides.
+    flags = ["--mlflow"] if mlflow is True else [f"--mlflow={mlflow}"] if mlflow else []
+    return flags + (["--tensorboard", str(tensorboard)] if tensorboard is not None else [])
 
 
 def _wait(args: List[str], out: Optional[Path], progress: Any, description: str) -> None:

@@ -143,7 +143,9 @@ int run_export_command(const std::vector<std::string>& args) {
       "to MLflow: one run per trial under a parent run, at tracking URI (default: a local store in ./mlruns)")(
       "tensorboard", po::value<std::string>(), "to TensorBoard: one event file per trial in folder OUT")(
       "follow", "with --mlflow or --tensorboard: export the reports as they arrive, until the run finishes");
-  if (!command.parse(join_optional_value(args, "--mlflow", {"--output", "-o", "--tensorboard", "--dir"}))) return 0;
+  if (!command.parse(join_optional_value(args, "--mlflow", {"--output", "-o", "--tensorboard", "--dir"}, "--dir"))) {
+    return 0;
+  }
   const auto& vm = command.values();
   const auto dir = command.argument();
   const bool to_tracker = vm.count("mlflow") || vm.count("tensorboard");

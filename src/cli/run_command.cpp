@@ -3,11 +3,14 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <type_traits>
 
 #include <boost/program_options.hpp>
 
 #include "cli/actor_launch.hpp"
+#include "cli/live_export.hpp"
 #include "cli/option_values.hpp"
+#include "cli/tracker_export.hpp"
 #include "util/subcommand.hpp"
 #include "datasets/data_fingerprint.hpp"
 #include "driver/driver.hpp"
@@ -20,6 +23,32 @@ namespace packtune::cli {
 namespace {
 
 namespace po = boost::program_options;
+
+// A flag's value; one whose rule says its value is optional (--mlflow) takes "" without one.
+template <class CliType>
+po::typed_value<CliType>* flag_value(const config_table::FlagRule& rule) {
+  auto* value = po::value<CliType>();
+  if constexpr (std::is_same_v<CliType, std::string>) {
+    if (rule.kind == config_table::FlagRule::Kind::OptionalValue) value->implicit_value("", "./mlruns");
+  }
+  return value;
+}
+
+// The options that take a value, for join_optional_value: the word after --mlflow is its URI
+// only where the command line has CONFIG or --resume DIR besides.
+std::vector<std::string> options_with_values() {
+  std::vector<std::string> out = {"--out", "-o", "--resume"};
+  using namespace config_table;
+#define PACKTUNE_CONFIG_KEY(...)
+#define PACKTUNE_CONFIG_BLOCK(...)
+#define PACKTUNE_CONFIG_FLAG(member, flag, CliType, rule, help) \
+  if ((rule).kind != FlagRule::Kind::OptionalValue) out.push_back("--" flag);
+#include "experiment/config_keys.def"
+#undef PACKTUNE_CONFIG_KEY
+#undef PACKTUNE_CONFIG_BLOCK
+#undef PACKTUNE_CONFIG_FLAG
+  return out;
+}
 
 std::string default_out_dir(const std::string& name) {
   char stamp[32];
@@ -124,21 +153,23 @@ int run_run_command(const std::vector<std::string>& args) {
   add("out,o", po::value<std::string>(), "results directory (default runs/NAME-TIME)")
      ("resume", po::value<std::string>(), "continue the experiment whose results are in DIR (its driver was killed or "
                                           "stopped); CONFIG may be left out");
-  // One option for each override of the config table.
+  {  // One option for each override of the config table, whose rules are config_table's words.
+    using namespace config_table;
 #define PACKTUNE_CONFIG_KEY(...)
 #define PACKTUNE_CONFIG_BLOCK(...)
-#define PACKTUNE_CONFIG_FLAG(member, flag, CliType, rule, help) add(flag, po::value<CliType>(), help);
+#define PACKTUNE_CONFIG_FLAG(member, flag, CliType, rule, help) add(flag, flag_value<CliType>(rule), help);
 #include "experiment/config_keys.def"
 #undef PACKTUNE_CONFIG_KEY
 #undef PACKTUNE_CONFIG_BLOCK
 #undef PACKTUNE_CONFIG_FLAG
+  }
   add("quiet,q", "warnings and the final summary only: no status table or lines");
   add("verbose,v", "the planner's and profiler's workings on the console too (DIR/driver.log always has them)");
   add("allow-changed-data", "with --resume: go on although the data files changed since the experiment ran (the "
                             "journal records which); without it such a resume is refused");
   add("fresh-profiles", "measure every throughput profile again instead of taking the profile cache's (and keep the "
                         "new ones there; `packtune profile` shows the cache)");
-  if (!command.parse(args)) return 0;
+  if (!command.parse(join_optional_value(args, "--mlflow", options_with_values(), "--resume"))) return 0;
   const auto& vm = command.values();
   const bool resume = vm.count("resume") > 0;
   if (!resume) command.argument();  // CONFIG may be left out only with --resume
@@ -186,7 +217,8 @@ int run_run_command(const std::vector<std::string>& args) {
   if (!resume) driver.data_files = datasets::fingerprint_data(config.data);
   // The driver checks --out is fresh once it holds the folder's lock: a check here could
   // pass for two drivers started together.
-  return run_experiment(config, driver);
+  LiveExport export_as_it_runs(config, driver.out_dir, resume);
+  return export_as_it_runs.finish(run_experiment(config, driver));
 }
 
 }  // namespace packtune::cli

@@ -34,6 +34,27 @@ std::string tracker_python() {
   return "python3";
 }
 
+std::string tracker_pythonpath() {
+  // The package beside this binary's sources, not whichever one that Python may have
+  // installed: the exporter and the binary are of one version.
+  std::string path = PACKTUNE_PYTHON_PACKAGE_DIR;
+  if (!fs::exists(fs::path(path) / "packtune" / "trackers" / "__main__.py")) path.clear();
+  if (const auto old = environment("PYTHONPATH"); !old.empty()) path = path.empty() ? old : path + ":" + old;
+  return path;
+}
+
+std::string find_program(const std::string& program) {
+  if (program.find('/') != std::string::npos) return access(program.c_str(), X_OK) == 0 ? program : "";
+  const auto path = environment("PATH");
+  for (std::size_t start = 0; start <= path.size();) {
+    const auto end = std::min(path.find(':', start), path.size());
+    const auto candidate = (end > start ? path.substr(start, end - start) : std::string(".")) + "/" + program;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return "";
+}
+
 int run_tracker_export(const std::string& tracker, const std::string& dir, const std::vector<std::string>& args) {
   const auto python = tracker_python();
   std::vector<std::string> argv = {python, "-m", "packtune.trackers", tracker, dir};
@@ -41,11 +62,7 @@ int run_tracker_export(const std::string& tracker, const std::string& dir, const
   std::vector<char*> pointers;
   for (auto& arg : argv) pointers.push_back(arg.data());
   pointers.push_back(nullptr);
-  // The package beside this binary's sources, not whichever one that Python may have
-  // installed: the exporter and the binary are of one version.
-  std::string path = PACKTUNE_PYTHON_PACKAGE_DIR;
-  if (!fs::exists(fs::path(path) / "packtune" / "trackers" / "__main__.py")) path.clear();
-  if (const auto old = environment("PYTHONPATH"); !old.empty()) path = path.empty() ? old : path + ":" + old;
+  const auto path = tracker_pythonpath();
   const std::string message = "packtune: error: --" + tracker + ": cannot run " + python +
                               " (set PACKTUNE_PYTHON, or run scripts/setup.sh): ";
   const pid_t pid = fork();
@@ -66,7 +83,8 @@ int run_tracker_export(const std::string& tracker, const std::string& dir, const
 }
 
 std::vector<std::string> join_optional_value(const std::vector<std::string>& args, const std::string& option,
-                                             const std::vector<std::string>& options_with_values) {
+                                             const std::vector<std::string>& options_with_values,
+                                             const std::string& positional_option) {
   const auto takes_value = [&](const std::string& word) {
     return std::find(options_with_values.begin(), options_with_values.end(), word) != options_with_values.end();
   };
@@ -74,9 +92,9 @@ std::vector<std::string> join_optional_value(const std::vector<std::string>& arg
   int loose = 0;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (takes_value(args[i])) {
-      if (args[i] == "--dir") ++loose;
+      if (args[i] == positional_option) ++loose;
       ++i;
-    } else if (!is_option(args[i]) || args[i].rfind("--dir=", 0) == 0) {
+    } else if (!is_option(args[i]) || args[i].rfind(positional_option + "=", 0) == 0) {
       ++loose;
     }
   }

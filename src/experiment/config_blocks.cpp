@@ -1,6 +1,8 @@
 // The hand-written readers of the config's blocks (config_blocks.hpp says why they are not rows).
 #include "experiment/config_blocks.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -165,6 +167,53 @@ json data_as_run(const datasets::DataOptions& data) {
     if (keys.find(", " + key + ",") != std::string::npos && !empty_test) out[key] = value;
   }
   return out;
+}
+
+json export_as_run(const ExperimentConfig& c) {
+  if (c.export_mlflow.empty() && c.export_tensorboard.empty()) return nullptr;
+  json out = json::object();
+  if (!c.export_mlflow.empty()) out["mlflow"] = c.export_mlflow;
+  if (!c.export_tensorboard.empty()) out["tensorboard"] = c.export_tensorboard;
+  return out;
+}
+
+std::string folder_against(const std::string& value, const std::filesystem::path& base) {
+  return (std::filesystem::absolute(base) / value).lexically_normal().string();
+}
+
+std::string mlflow_store(const std::string& value, const std::filesystem::path& base) {
+  // RFC 3986's scheme; two characters at least, so that C:\ (a drive) is no scheme.
+  const auto colon = value.find(':');
+  const bool scheme = colon != std::string::npos && colon >= 2 &&
+                      std::all_of(value.begin(), value.begin() + static_cast<std::ptrdiff_t>(colon), [](char ch) {
+                        return std::isalnum(static_cast<unsigned char>(ch)) || ch == '+' || ch == '-' || ch == '.';
+                      }) &&
+                      std::isalpha(static_cast<unsigned char>(value.front()));
+  return scheme ? value : folder_against(value, base);
+}
+
+void read_export(Fields& top, ExperimentConfig& c, const std::string& path) {
+  if (!top.has("export")) return;
+  Fields e(top.object("export"), "export");
+  e.allow("mlflow, tensorboard");
+  const auto folder = std::filesystem::absolute(path).parent_path();
+  if (e.has("mlflow") && e.value("mlflow").is_boolean()) {
+    bool on = false;
+    e.boolean("mlflow", on);
+    c.export_mlflow = on ? mlflow_store("mlruns", folder) : "";
+  } else if (e.has("mlflow")) {
+    const auto& v = e.get("mlflow", json::value_t::string, "true, false, a tracking URI or a folder");
+    if (v.get<std::string>().empty()) {
+      throw InputError("export.mlflow: \"\" names no store; expected true, a tracking URI or a folder");
+    }
+    c.export_mlflow = mlflow_store(v.get<std::string>(), folder);
+  }
+  if (e.has("tensorboard")) {
+    const auto& v = e.get("tensorboard", json::value_t::string, "a folder for the event files");
+    if (v.get<std::string>().empty()) throw InputError("export.tensorboard: \"\" names no folder; expected a folder");
+    c.export_tensorboard = folder_against(v.get<std::string>(), folder);
+  }
+  e.finish();
 }
 
 namespace {

@@ -4,6 +4,7 @@
 // (budget.min defaults to max, data's keys on its format) or belong to another module's
 // parser (the search space, the tuner's own settings), so each has a reader written by hand.
 // The table calls read_<name> for the row of that name.
+#include <filesystem>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -20,8 +21,19 @@ void read_tuner(Fields& top, ExperimentConfig& c, const std::string& path);
 void read_data(Fields& top, ExperimentConfig& c, const std::string& path);
 void read_model(Fields& top, ExperimentConfig& c, const std::string& path);
 void read_space(Fields& top, ExperimentConfig& c, const std::string& path);
+void read_export(Fields& top, ExperimentConfig& c, const std::string& path);
 
 // The data block as the experiment used it: the keys its format reads, paths absolute.
 nlohmann::json data_as_run(const datasets::DataOptions& data);
+// The export block as the experiment used it (absolute stores), or null when it exports nothing.
+nlohmann::json export_as_run(const ExperimentConfig& c);
+
+// An MLflow store as export.mlflow records it: a URI (a scheme and a colon: http://, sqlite://,
+// databricks) as it is, since only MLflow knows what it means; anything else a folder for a
+// local store, made absolute against `base`, so that --resume from another folder writes into
+// the same store.
+std::string mlflow_store(const std::string& value, const std::filesystem::path& base);
+// A folder made absolute against `base`.
+std::string folder_against(const std::string& value, const std::filesystem::path& base);
 
 }  // namespace packtune::config_table

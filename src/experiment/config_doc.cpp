@@ -56,6 +56,7 @@ std::string limits_doc(const Limits& l) {
 // The flag that overrides `key`, or "".
 std::string flag_of(const std::string& key) {
   if (key == "tuner") return "--tuner, --trials";
+  if (key == "export") return "--mlflow, --tensorboard";
 #define PACKTUNE_CONFIG_KEY(...)
 #define PACKTUNE_CONFIG_BLOCK(...)
 #define PACKTUNE_CONFIG_FLAG(member, flag, CliType, rule, help) \

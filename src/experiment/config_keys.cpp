@@ -224,6 +224,11 @@ void record_as_run(ExperimentConfig& config) {
     if (row.write != nullptr) row.write(config, source);
   }
   source["data"] = data_as_run(config.data);
+  if (auto stores = export_as_run(config); stores.is_null()) {
+    source.erase("export");
+  } else {
+    source["export"] = std::move(stores);
+  }
   if (source.contains("tuner") && source["tuner"].is_object()) {
     source["tuner"]["name"] = config.tuner;
     source["tuner"]["trials"] = trial_limit(config);

@@ -134,8 +134,10 @@ constexpr Limits seconds_or_zero() { return {Limits::Kind::Number, 0, 0, 0, fals
 constexpr Limits byte_size() { return {Limits::Kind::ByteSize, 0, 0, 0, false}; }
 
 // What a `packtune run` override checks before its key's own check: "--FLAG: MESSAGE".
+// OptionalValue: the flag may come without its value (`--mlflow` alone: the default store),
+// which then reaches the override as "".
 struct FlagRule {
-  enum class Kind { None, AtLeast, NotEmpty, OneValue } kind = Kind::None;
+  enum class Kind { None, AtLeast, NotEmpty, OneValue, OptionalValue } kind = Kind::None;
   std::int64_t low = 0;
   const char* message = "";
 };
@@ -143,6 +145,7 @@ constexpr FlagRule no_rule() { return {}; }
 constexpr FlagRule at_least(std::int64_t low, const char* message) { return {FlagRule::Kind::AtLeast, low, message}; }
 constexpr FlagRule not_empty(const char* message) { return {FlagRule::Kind::NotEmpty, 0, message}; }
 constexpr FlagRule one_value(const char* message) { return {FlagRule::Kind::OneValue, 0, message}; }
+constexpr FlagRule optional_value() { return {FlagRule::Kind::OptionalValue, 0, ""}; }
 
 // Whether --resume accepts another value than the experiment ran with: where its actors are
 // and how they join may change; anything that can change a trial's numbers may not.

@@ -5,6 +5,7 @@
 #include <set>
 #include <type_traits>
 
+#include "experiment/config_blocks.hpp"
 #include "experiment/config_keys.hpp"
 #include "experiment/experiment_config.hpp"
 #include "packtune/error.hpp"
@@ -44,7 +45,14 @@ void apply_one(ExperimentConfig& c, std::string ExperimentConfig::*member, const
   if (member == &ExperimentConfig::precision) spec::parse_precision(value, flag);
   if (member == &ExperimentConfig::listen) check_listen_syntax(value, flag);
   if (member == &ExperimentConfig::tuner && value != c.tuner && !c.tuner_settings.empty()) c.settings_tuner = c.tuner;
-  c.*member = value;
+  // The export's stores, as --tuner-plugin, are relative to the current folder, not the config's.
+  if (member == &ExperimentConfig::export_mlflow) {
+    c.*member = mlflow_store(value.empty() ? "mlruns" : value, std::filesystem::current_path());
+  } else if (member == &ExperimentConfig::export_tensorboard) {
+    c.*member = folder_against(value, std::filesystem::current_path());
+  } else {
+    c.*member = value;
+  }
 }
 
 template <class Member, class Value>
@@ -111,7 +119,8 @@ std::vector<std::string> resume_differences(const json& ran, const json& now) {
   std::vector<std::string> all, out;
   collect_differences(ran, now, "", all);
   for (const auto& key : all) {
-    if (!may_change.count(key)) out.push_back(key);
+    // A block that may change may change in any of its keys: export.mlflow is export's.
+    if (!may_change.count(key) && !may_change.count(key.substr(0, key.find('.')))) out.push_back(key);
   }
   return out;
 }

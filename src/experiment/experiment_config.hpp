@@ -50,6 +50,10 @@ struct ExperimentConfig {
   nlohmann::json tuner_settings = nlohmann::json::object();
   std::string settings_tuner;  // the tuner the settings were written for, when --tuner replaced it
 
+  // export (config_blocks.hpp): the stores as the config as run records them; "" for none.
+  std::string export_mlflow;       // a tracking URI, or an absolute folder for a local store
+  std::string export_tensorboard;  // an absolute folder
+
   datasets::DataOptions data;
   tuners::TrialConfig model;      // fixed hyper-parameters
   tuners::SearchSpace space;

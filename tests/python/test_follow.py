@@ -1,5 +1,6 @@
-"""Export while a run goes on, and across a kill -9 and --resume: every report once in MLflow
-and in TensorBoard."""
+"""Export while a run goes on (packtune.run's mlflow= and tensorboard=, the Follower, and
+`packtune export --follow`), and across a kill -9 and --resume: every report once in MLflow and
+in TensorBoard."""
 
 from __future__ import annotations
 
@@ -102,14 +103,14 @@ def test_a_killed_run_resumed_has_each_step_once(binary: Path, tmp_path: Path) -
     assert list(parent["status"]) == ["FINISHED"] and len(mlflow.search_runs(experiment_names=["resumed"])) == 5
 
 
-def test_a_failing_export_says_so_after_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # An OUT with another run's event files: the run itself finishes, then the export's error.
+def test_a_refused_export_stops_the_run_before_it_starts(tmp_path: Path) -> None:
+    # An OUT with another run's event files: refused by the run's exporter before anything trains.
     (tmp_path / "tb").mkdir()
     (tmp_path / "tb" / "events.out.tfevents.1.other").write_bytes(b"")
-    with pytest.raises(packtune.PacktuneError, match="export to the trackers failed: FileExistsError"):
+    with pytest.raises(packtune.ConfigError, match="--tensorboard: .* holds TensorBoard event files already"):
         packtune.run(tiny_config(name="refused", data={"train_size": 1000, "validation_size": 500}),
                      out=tmp_path / "out", trials=2, progress="none", tensorboard=tmp_path / "tb")
-    assert packtune.load(tmp_path / "out").finished()
+    assert not (tmp_path / "out").exists()
 
 
 def test_export_follow_on_the_command_line(binary: Path, tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """``python -m packtune.trackers mlflow DIR [--uri URI]`` and ``... tensorboard DIR --out OUT``:
-what ``packtune export DIR --mlflow/--tensorboard`` runs. Errors are one line, as the CLI's:
+what ``packtune export DIR --mlflow/--tensorboard`` runs (``... live DIR``: what ``packtune
+run`` starts to export as it runs, live.py). Errors are one line, as the CLI's:
 exit 2 for bad input (no results folder, an output folder in use), 1 for anything else (the
 tracker's library missing or failing)."""
 
@@ -11,11 +12,10 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from ..experiment import load
+from ..experiment import RunFolder, results_folder
 from .follow import follow
+from .live import SETUP, serve
 
-_SETUP = ("run scripts/setup.sh, which installs it in ~/.cache/packtune/python-venv, "
-          "or set PACKTUNE_PYTHON to a python that has it")
 
 
 def _fail(message: str, code: int) -> int:
@@ -28,16 +28,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     kinds = parser.add_subparsers(dest="tracker", required=True)
     to_mlflow = kinds.add_parser("mlflow", help="one MLflow run per trial, under a parent run")
     to_mlflow.add_argument("dir")
-    to_mlflow.add_argument("--uri", help="tracking URI (default: a local store in ./mlruns)")
+    to_mlflow.add_argument("--uri", help="tracking URI, or a folder for a local store (default: ./mlruns)")
     to_mlflow.add_argument("--follow", action="store_true", help="export as reports arrive, until the run finishes")
     to_tensorboard = kinds.add_parser("tensorboard", help="one TensorBoard event file per trial")
     to_tensorboard.add_argument("dir")
     to_tensorboard.add_argument("--out", required=True)
     to_tensorboard.add_argument("--follow", action="store_true", help="export as reports arrive, until the run finishes")
+    live = kinds.add_parser("live", help="what packtune run starts to export as it runs (stdin and stdout: live.py)")
+    live.add_argument("dir")
+    live.add_argument("--mlflow", help="a tracking URI, or a folder for a local store")
+    live.add_argument("--tensorboard", type=Path, help="the folder for the event files")
     args = parser.parse_args(argv)
+    if args.tracker == "live":
+        return serve(Path(args.dir), args.mlflow, args.tensorboard)
     option = f"--{args.tracker}"
     try:
-        run = load(args.dir)
+        run = RunFolder(results_folder(args.dir))
     except FileNotFoundError as e:
         return _fail(str(e), 2)
     try:
@@ -45,7 +51,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.tracker == "mlflow":
             import mlflow  # noqa: F401 -- it sets its loggers up on import; quieted below
 
-            from .mlflow_export import default_uri, export_mlflow
+            from .mlflow_export import export_mlflow, store_uri
 
             # MLflow's and Alembic's info lines (creating the database) are not the user's business.
             for name in ("mlflow", "alembic"):
@@ -55,7 +61,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 trials = len({report["trial"] for report in run.reports()})
             else:
                 parent = export_mlflow(run, args.uri)
-            uri = args.uri or default_uri()
+            uri = store_uri(args.uri)[0]
             print(f"exported {trials} trials of {run.name} to MLflow at {uri}: "
                   f"experiment {run.name}, parent run {parent}")
         else:
@@ -72,7 +78,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         return _fail(f"{option} --follow: interrupted; the store keeps what it has, and a later export goes on", 130)
     except ModuleNotFoundError as e:
-        return _fail(f"{option} needs the Python package {e.name} in {sys.executable}; {_SETUP}", 1)
+        return _fail(f"{option} needs the Python package {e.name} in {sys.executable}; {SETUP}", 1)
     except FileExistsError as e:
         return _fail(f"{option}: {e}", 2)
     except Exception as e:  # noqa: BLE001 -- one line, as every packtune error

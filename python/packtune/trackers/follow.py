@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, List, Optional, Union
 
 from ..binary import PathLike
-from ..experiment import Run
+from ..experiment import RunFolder
 
 __all__ = ["Follower", "follow"]
 
@@ -27,7 +27,7 @@ class Follower:
 
     def __init__(self, directory: PathLike, mlflow: Union[None, bool, str] = None,
                  tensorboard: Optional[PathLike] = None, interval: float = 2.0) -> None:
-        self.run = Run(Path(directory))
+        self.run = RunFolder(Path(directory))
         self.mlflow = mlflow
         self.tensorboard = Path(tensorboard) if tensorboard is not None else None
         self.interval = interval

@@ -6,20 +6,23 @@ twice, and each report is one step, once."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Set, TypeVar
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, TypeVar
 
 from ..records import flatten, metric_names
 from .steps import by_trial, config_budgets, numeric_metrics, start_time, step_of, step_scale
 
 if TYPE_CHECKING:
-    from ..experiment import Run
+    from ..experiment import RunFolder
 
-__all__ = ["export_mlflow", "default_uri", "MlflowSync"]
+__all__ = ["export_mlflow", "default_uri", "store_uri", "MlflowSync"]
 
 # MLflow's limits on one log_batch call.
 _MAX_METRICS, _MAX_PARAMS = 1000, 100
+# RFC 3986's scheme and its colon; two characters at least, so that no drive letter is one.
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
 T = TypeVar("T")
 
 
@@ -30,6 +33,20 @@ def default_uri(folder: Path = Path("mlruns")) -> str:
     """
     folder.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{(folder / 'mlflow.db').resolve()}"
+
+
+def store_uri(where: Optional[str] = None) -> Tuple[str, Optional[Path]]:
+    """The tracking URI ``where`` names, and the folder for the artifacts of a local store.
+
+    A URI (a scheme and a colon: ``http://host:5000``, ``sqlite:///FILE``, ``databricks``) goes
+    to MLflow as it is, its artifacts where that store puts them; anything else is a folder for
+    a local store as :func:`default_uri` makes one, its artifacts in ``FOLDER/artifacts``.
+    None: the local store in ``./mlruns``.
+    """
+    if where and _URI.match(where):
+        return where, None
+    folder = Path(where) if where else Path("mlruns")
+    return default_uri(folder), (folder / "artifacts").resolve()
 
 
 def _chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
@@ -54,12 +71,11 @@ class MlflowSync:
     already is not logged again.
     """
 
-    def __init__(self, run: "Run", uri: Optional[str] = None) -> None:
+    def __init__(self, run: "RunFolder", uri: Optional[str] = None) -> None:
         from mlflow.tracking import MlflowClient
 
         self.run = run
-        local = uri is None
-        self.uri = uri or default_uri()
+        self.uri, artifacts = store_uri(uri)
         self.client = MlflowClient(tracking_uri=self.uri)
         self.folder = str(run.dir.resolve())
         self.start = start_time(run)
@@ -68,9 +84,8 @@ class MlflowSync:
             self.experiment_id = experiment.experiment_id
             if experiment.lifecycle_stage == "deleted":
                 self.client.restore_experiment(self.experiment_id)
-        elif local:
-            # Beside the database, so that ./mlruns holds the whole store.
-            artifacts = Path(self.uri[len("sqlite:///"):]).parent / "artifacts"
+        elif artifacts is not None:
+            # Beside the database, so that the folder holds the whole store.
             self.experiment_id = self.client.create_experiment(run.name, artifact_location=artifacts.as_uri())
         else:
             self.experiment_id = self.client.create_experiment(run.name)
@@ -185,9 +200,9 @@ class MlflowSync:
         return bool(self.client.get_run(child).data.tags.get("packtune.best") == "true")
 
 
-def export_mlflow(run: "Run", uri: Optional[str] = None) -> str:
-    """Write ``run`` to the MLflow tracking store at ``uri`` (default: a local store in
-    ``./mlruns``) as :class:`MlflowSync` describes, and return the parent run's id. What the
+def export_mlflow(run: "RunFolder", uri: Optional[str] = None) -> str:
+    """Write ``run`` to the MLflow tracking store ``uri`` (:func:`store_uri`; default: a local
+    store in ``./mlruns``) as :class:`MlflowSync` describes, and return the parent run's id. What the
     store has from an earlier export of the same folder is kept and only the rest is added."""
     sync = MlflowSync(run, uri)
     sync.sync()

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Sequence
 from ..records import metric_names
 
 if TYPE_CHECKING:
-    from ..experiment import Run
+    from ..experiment import RunFolder
 
 __all__ = ["step_scale", "config_budgets", "TrialReports", "by_trial", "start_time"]
 
@@ -72,7 +72,7 @@ def numeric_metrics(report: Dict[str, Any], names: Sequence[str]) -> Dict[str, f
     return values
 
 
-def start_time(run: "Run") -> float:
+def start_time(run: "RunFolder") -> float:
     """When the experiment started, in seconds since the epoch: the driver writes config.json
     then, and a report's wall_time counts from there."""
     return (run.dir / "config.json").stat().st_mtime

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Set, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Union
 
 from ..records import flatten, metric_names
 from .steps import by_trial, config_budgets, numeric_metrics, start_time, step_of, step_scale
 
 if TYPE_CHECKING:
-    from ..experiment import Run
+    from ..experiment import RunFolder
 
-__all__ = ["export_tensorboard", "trial_folder", "TensorboardSync"]
+__all__ = ["export_tensorboard", "trial_folder", "recorded_scale", "TensorboardSync"]
 
 HParamValue = Union[bool, float, int, str]
 # OUT's record of what it holds: the results folder and the step scale, fixed by the first sync.
@@ -37,6 +37,27 @@ def _events(folder: Path) -> List[Path]:
     return sorted(folder.glob("events.out.tfevents.*")) if folder.is_dir() else []
 
 
+def recorded_scale(out: Path, folder: str) -> Optional[int]:
+    """The step scale an earlier export of the results folder ``folder`` (absolute) fixed in
+    ``out``, or None where ``out`` holds no export yet.
+
+    Raises:
+        FileExistsError: ``out`` is a file, or holds another export or other event files.
+    """
+    mark = out / MARK
+    if mark.is_file():
+        record = json.loads(mark.read_text(encoding="utf-8"))
+        if record.get("dir") != folder:
+            raise FileExistsError(f"{out} holds the TensorBoard export of {record.get('dir')}; "
+                                  "export into an empty folder")
+        return int(record["step_scale"])
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out} is a file; export into a folder")
+    if out.exists() and any(out.rglob("events.out.tfevents.*")):
+        raise FileExistsError(f"{out} holds TensorBoard event files already; export into an empty folder")
+    return None
+
+
 class TensorboardSync:
     """Brings the event files under ``out`` up to date with a results folder.
 
@@ -52,24 +73,19 @@ class TensorboardSync:
         FileExistsError: ``out`` holds event files of something else.
     """
 
-    def __init__(self, run: "Run", out: Path) -> None:
+    def __init__(self, run: "RunFolder", out: Path) -> None:
         self.run = run
         self.out = out
         self.folder = str(run.dir.resolve())
         self.start = start_time(run)
-        mark = out / MARK
-        if mark.is_file():
-            record = json.loads(mark.read_text(encoding="utf-8"))
-            if record.get("dir") != self.folder:
-                raise FileExistsError(f"{out} holds the TensorBoard export of {record.get('dir')}; "
-                                      "export into an empty folder")
-            self.scale = int(record["step_scale"])
-        elif out.exists() and any(out.rglob("events.out.tfevents.*")):
-            raise FileExistsError(f"{out} holds TensorBoard event files already; export into an empty folder")
+        scale = recorded_scale(out, self.folder)
+        if scale is not None:
+            self.scale = scale
         else:
             self.scale = step_scale(config_budgets(run.config) + [float(r["budget"]) for r in run.reports()])
             out.mkdir(parents=True, exist_ok=True)
-            mark.write_text(json.dumps({"dir": self.folder, "step_scale": self.scale}) + "\n", encoding="utf-8")
+            (out / MARK).write_text(json.dumps({"dir": self.folder, "step_scale": self.scale}) + "\n",
+                                    encoding="utf-8")
         self.steps: Dict[int, Set[int]] = {}
         for folder in out.glob("trial-*"):
             if _events(folder) and folder.name[len("trial-"):].isdigit():
@@ -158,7 +174,7 @@ class TensorboardSync:
         writer.close()
 
 
-def export_tensorboard(run: "Run", out: Path) -> Path:
+def export_tensorboard(run: "RunFolder", out: Path) -> Path:
     """Write ``run`` as TensorBoard event files under ``out`` (see :class:`TensorboardSync`) and
     return ``out``. Into a folder an earlier export of the same run wrote, only what it lacks
     is added; a folder with other event files is refused."""

@@ -1,5 +1,6 @@
 // The config table (experiment/config_keys.def): what comes from it agrees with what packtune
 // did before the table, key by key: the resume check, the config as run, the enums' words.
+#include <filesystem>
 #include <set>
 #include <string>
 
@@ -17,7 +18,8 @@ TEST_CASE("a resumed experiment may change where its actors are and how they joi
   for (const auto& key : config_table::keys()) {
     if (key.resume == config_table::Resume::MayChange) may_change.insert(key.name);
   }
-  CHECK(may_change == std::set<std::string>{"actors", "listen", "keys", "insecure", "join_timeout_seconds"});
+  CHECK(may_change ==
+        std::set<std::string>{"actors", "listen", "keys", "insecure", "join_timeout_seconds", "export"});
   const json ran = {{"actors", 2}, {"seed", 1}, {"listen", "ipc"}, {"tuner", {{"eta", 3}}}};
   const json now = {{"actors", 0}, {"seed", 2}, {"listen", "tcp"}, {"tuner", {{"eta", 2}}}};
   CHECK(resume_differences(ran, now) == std::vector<std::string>{"seed", "tuner.eta"});
@@ -162,4 +164,50 @@ TEST_CASE("a regression task ranks by val_mse unless told otherwise, lower being
   CHECK(c.metric == "val_mae");
   CHECK(c.mode == tuners::Mode::Min);
   CHECK(parse_config(json::object(), "x.json").metric == "val_accuracy");
+}
+
+TEST_CASE("export: stores beside the config, recorded absolute, free to change on --resume") {
+  auto c = parse_config(json{{"export", {{"mlflow", true}, {"tensorboard", "tb"}}}}, "/cfg/exp.json");
+  CHECK(c.export_mlflow == "/cfg/mlruns");
+  CHECK(c.export_tensorboard == "/cfg/tb");
+  const auto mlflow = [](const json& value) {
+    return parse_config(json{{"export", {{"mlflow", value}}}}, "/cfg/e.json").export_mlflow;
+  };
+  CHECK(mlflow("http://host:5000") == "http://host:5000");
+  CHECK(mlflow("sqlite:///x.db") == "sqlite:///x.db");
+  CHECK(mlflow("databricks") == "/cfg/databricks");  // no colon, no scheme: a folder
+  CHECK(mlflow("../store") == "/store");
+  CHECK(mlflow(false).empty());
+  record_as_run(c);
+  CHECK(c.source["export"] == json{{"mlflow", "/cfg/mlruns"}, {"tensorboard", "/cfg/tb"}});
+  // --resume reads the config as run from the results folder: the stores stay where they were.
+  auto resumed = parse_config(c.source, "/results/run/journal.jsonl");
+  CHECK(resumed.export_mlflow == "/cfg/mlruns");
+  Overrides o;
+  o.export_mlflow = "";
+  o.export_tensorboard = "other";
+  apply_overrides(resumed, o);
+  CHECK(resumed.export_mlflow == (std::filesystem::current_path() / "mlruns").string());
+  CHECK(resumed.export_tensorboard == (std::filesystem::current_path() / "other").string());
+  record_as_run(resumed);
+  CHECK(resume_differences(c.source, resumed.source).empty());
+  auto none = parse_config(json{{"export", {{"mlflow", false}}}}, "x.json");
+  record_as_run(none);
+  CHECK_FALSE(none.source.contains("export"));
+}
+
+TEST_CASE("export: a bad store is one line naming the key") {
+  const auto parse = [](const json& block) { return parse_config(json{{"export", block}}, "x.json"); };
+  CHECK_THROWS_WITH(parse(json{{"mlflow", 3}}),
+                    "export.mlflow: expected true, false, a tracking URI or a folder, got an integer (3)");
+  CHECK_THROWS_WITH(parse(json{{"mlflow", ""}}),
+                    "export.mlflow: \"\" names no store; expected true, a tracking URI or a folder");
+  CHECK_THROWS_WITH(parse(json{{"tensorboard", true}}),
+                    "export.tensorboard: expected a folder for the event files, got boolean");
+  CHECK_THROWS_WITH(parse(json{{"wandb", "x"}}), "export.wandb: unknown key; expected one of mlflow, tensorboard");
+  CHECK_THROWS_WITH(parse("mlruns"), "export: expected an object, got string");
+  ExperimentConfig c;
+  Overrides o;
+  o.export_tensorboard = "";
+  CHECK_THROWS_WITH(apply_overrides(c, o), "--tensorboard: expected a folder");
 }
