@@ -70,6 +70,9 @@ json figures(const Options& o, const tuners::SimulationSummary& schedule, const 
   // refused throughout, which the minimum leaves out.
   out["joined_actors"] = fleet.welcomed();
   out["refused_actors"] = o.actors - fleet.welcomed();
+  out["ever_joined_actors"] = fleet.ever_welcomed();  // joined_actors plus any that lost their place
+  out["trained_actors"] = fleet.trained();
+  out["refused_connections"] = fleet.refusals();      // handshakes the driver answered no
   out["rejoins"] = fleet.rejoins();
   if (o.driver_open_files > 0) out["driver_open_files"] = o.driver_open_files;
   out["trials"] = o.trials;

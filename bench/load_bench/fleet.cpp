@@ -41,6 +41,7 @@ void Fleet::join(const std::string& endpoint) {
     SimActor a{zmq::socket_t(context_, zmq::socket_type::dealer)};
     a.socket.set(zmq::sockopt::linger, 0);
     a.socket.connect(endpoint);
+    a.redial.emplace(endpoint, std::chrono::milliseconds(static_cast<long>(options_.heartbeat_seconds * 1000)));
     actors_.push_back(std::move(a));
     add_fd(actors_.back().socket.get(zmq::sockopt::fd), static_cast<std::uint32_t>(i));
   }
@@ -68,10 +69,20 @@ void Fleet::join(const std::string& endpoint) {
   }
 }
 
-// As hello_driver: a Hello the driver dropped with a refused connection is said again.
+std::int64_t Fleet::refusals() const {
+  std::int64_t n = 0;
+  for (const auto& a : actors_) n += a.redial->refusals();
+  return n;
+}
+
+// As hello_driver: said again now and then, and after each connection the driver refused;
+// never with a blocking send, which would wait for ever on a refused connection.
 void Fleet::say_hello(int i) {
   auto& a = actors_[static_cast<std::size_t>(i)];
-  send(i, hello_);
+  const auto bytes = proto::encode(hello_);
+  if (a.socket.send(zmq::buffer(bytes), zmq::send_flags::dontwait)) ++counters_.sent;
+  a.last_sent = Clock::now();
+  rechecks_.push_back(i);
   a.next_hello = a.last_sent + a.hello_interval;
   a.hello_interval = std::min(a.hello_interval * 2, std::chrono::milliseconds(16000));
 }
@@ -153,6 +164,9 @@ void Fleet::handle(int i, const proto::Message& message) {
     if (a.welcomed) return;  // the answer to a Hello said again
     a.id = welcome->actor_id;
     a.welcomed = true;
+    a.redial->heard();
+    if (!a.ever_welcomed) ++ever_welcomed_;
+    a.ever_welcomed = true;
     checkpoint_dir_ = welcome->spec.checkpoint_dir;
     ++welcomed_;
     if (ready_at_.time_since_epoch().count() != 0) send(i, ready());  // joined after the others
@@ -299,9 +313,9 @@ proto::Ready Fleet::ready() const {
 void Fleet::keep_alive(Clock::time_point now) {
   const auto period = std::chrono::duration<double>(options_.heartbeat_seconds);
   for (int i = 0; i < options_.actors; ++i) {
-    const auto& a = actors_[static_cast<std::size_t>(i)];
+    auto& a = actors_[static_cast<std::size_t>(i)];
     if (!a.welcomed) {
-      if (now >= a.next_hello) say_hello(i);
+      if (a.redial->step(a.socket, now) || (!a.redial->waiting() && now >= a.next_hello)) say_hello(i);
     } else if (now - a.last_sent >= period) {
       send(i, proto::Heartbeat{});
       ++counters_.heartbeats_sent;

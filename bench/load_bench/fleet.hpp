@@ -19,6 +19,7 @@
 #include "bench/load_bench/driver_process.hpp"
 #include "bench/load_bench/options.hpp"
 #include "protocol/protocol.hpp"
+#include "protocol/redial.hpp"
 #include "tuners/simulate/objective.hpp"
 #include "tuners/tuner.hpp"
 
@@ -39,8 +40,10 @@ struct Job {
 
 struct SimActor {
   zmq::socket_t socket;
+  std::optional<protocol::Redial> redial;  // after the driver refused its connection
   int id = -1;  // the driver's, from Welcome
   bool welcomed = false;
+  bool ever_welcomed = false;
   Clock::time_point next_hello;  // unwelcomed: when it says Hello again
   std::chrono::milliseconds hello_interval{2000};
   std::map<tuners::TrialId, Job> jobs;
@@ -83,6 +86,9 @@ class Fleet {
 
   const Counters& counters() const { return counters_; }
   int welcomed() const { return welcomed_; }
+  int ever_welcomed() const { return ever_welcomed_; }  // actors welcomed at least once
+  int trained() const { return assigned_actors_; }      // actors given a job at least once
+  std::int64_t refusals() const;                         // connections the driver refused
   int rejoins() const { return rejoins_; }  // Rejoins heard: connections the driver lost
   Clock::time_point ready_at() const { return ready_at_; }
   std::optional<Clock::time_point> first_assign() const { return first_assign_; }
@@ -132,6 +138,7 @@ class Fleet {
   std::string checkpoint_dir_;
   proto::Hello hello_;
   int welcomed_ = 0;
+  int ever_welcomed_ = 0;
   int rejoins_ = 0;
   bool shutdown_ = false;
   Counters counters_;

@@ -305,11 +305,6 @@ class Driver {
         continue;
       }
       if (!routed) break;
-      // A peer's first message over a connection the cap refused: it goes with its connection,
-      // and the peer says it again over its next one (hello_driver).
-      const bool first = std::holds_alternative<proto::Hello>(routed->message) ||
-                         std::holds_alternative<proto::NodeHello>(routed->message);
-      if (first && !socket_.admits(routed->source_fd)) continue;
       proto::make_printable(routed->message);
       // Checkpoint transfers come from an actor's transfer socket, not its own; the core
       // admits them before the store sees them.

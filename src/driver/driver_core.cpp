@@ -96,8 +96,8 @@ void DriverCore::on_message(const std::string& identity, const proto::Message& m
   now_ = now;
   if (auto* hello = std::get_if<proto::NodeHello>(&message)) {
     if (refuse(identity, *hello)) return;
-    // A peer says Hello again while no answer came (hello_driver: the connection cap may have
-    // dropped it): a node already joined hears its Welcome again.
+    // A peer says Hello again while no answer came (hello_driver: one may go with a connection
+    // that broke after its handshake): a node already joined hears its Welcome again.
     if (auto* known = registry_.node(identity); known && !known->dead) {
       send_to(identity, proto::NodeWelcome{proto::kProtocolVersion, known->id, config_.heartbeat_seconds});
       return;

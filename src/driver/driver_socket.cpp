@@ -42,7 +42,7 @@ void DriverSocket::bind(const ExperimentConfig& config) {
   // Keys, where given, are used on every endpoint: nodes and actors started with --keys
   // speak CURVE, and a driver that dropped it on ipc or loopback could not hear them.
   if (!config.keys.empty()) {
-    curve_ = std::make_unique<CurveServer>(context_, router_, load_driver_keys(config.keys));
+    curve_ = std::make_unique<CurveServer>(router_, load_driver_keys(config.keys));
   } else if (reaches_beyond_this_machine(endpoint)) {
     // Anyone who reaches the port would otherwise get trial configs and have their
     // reports taken as results.
@@ -59,8 +59,7 @@ void DriverSocket::bind(const ExperimentConfig& config) {
                  "results; make keys with `packtune keys DIR` and set \"keys\": \"DIR\" (docs/cluster.md), or "
                  "listen on \"ipc\"", endpoint);
   }
-  guard_ = std::make_unique<protocol::PeerGuard>(context_, router_, protocol::PeerGuard::raise_fd_limit(),
-                                                 curve_ != nullptr);
+  guard_ = std::make_unique<protocol::PeerGuard>(context_, router_, protocol::PeerGuard::raise_fd_limit(), curve_.get());
   try {
     router_.bind(endpoint);
   } catch (const zmq::error_t& e) {
@@ -69,7 +68,5 @@ void DriverSocket::bind(const ExperimentConfig& config) {
   endpoint_ = router_.get(zmq::sockopt::last_endpoint);
   if (endpoint_.rfind("ipc://", 0) == 0) ipc_file_ = endpoint_.substr(6);
 }
-
-bool DriverSocket::admits(int source_fd) { return !guard_ || source_fd < 0 || guard_->admits(source_fd); }
 
 }  // namespace packtune

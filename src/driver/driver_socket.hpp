@@ -34,15 +34,14 @@ class DriverSocket {
   const std::string& endpoint() const { return endpoint_; }
   // Peers must speak CURVE with the run's keys.
   bool secure() const { return curve_ != nullptr; }
-  // Whether the connection a message came over (Routed::source_fd) is one the connection cap
-  // holds, not one it refused (protocol/peer_guard.hpp).
-  bool admits(int source_fd);
 
  private:
   zmq::context_t context_;
   zmq::socket_t router_;
-  std::unique_ptr<CurveServer> curve_;            // declared after the context: it goes first
-  std::unique_ptr<protocol::PeerGuard> guard_;    // the connection cap; after the context too
+  std::unique_ptr<CurveServer> curve_;
+  // The connection cap and the ZAP handler, which asks curve_: declared after both the context
+  // and curve_, it goes first.
+  std::unique_ptr<protocol::PeerGuard> guard_;
   std::string endpoint_;
   std::string ipc_file_;  // the socket file of an ipc endpoint, removed at the end
 };

@@ -17,7 +17,6 @@
 #include <spdlog/spdlog.h>
 
 #include "packtune/error.hpp"
-#include "protocol/interrupted.hpp"
 
 namespace packtune {
 namespace {
@@ -215,62 +214,33 @@ bool reaches_beyond_this_machine(const std::string& endpoint) {
   return !(host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0 || host == "lo");
 }
 
-CurveServer::CurveServer(zmq::context_t& context, zmq::socket_t& socket, CurveKeys keys)
+CurveServer::CurveServer(zmq::socket_t& socket, CurveKeys keys)
     : keys_(std::move(keys)),
       unknown_keys_("peer(s) whose CURVE key is not in " + keys_.dir + "/authorized_actors"),
       no_curve_("peer(s) that did not authenticate with CURVE") {
-  // The handler is bound before the socket listens, so no handshake finds it missing.
-  auto handler = std::make_shared<zmq::socket_t>(context, zmq::socket_type::rep);
-  handler->set(zmq::sockopt::linger, 0);
-  handler->bind("inproc://zeromq.zap.01");
-  socket.set(zmq::sockopt::zap_domain, "packtune");
   socket.set(zmq::sockopt::curve_server, 1);
   socket.set(zmq::sockopt::curve_secretkey, keys_.driver_secret);
-  thread_ = std::thread([this, handler] { serve(*handler); });
 }
 
-CurveServer::~CurveServer() {
-  stop_ = true;
-  if (thread_.joinable()) thread_.join();
-}
-
-void CurveServer::serve(zmq::socket_t& handler) {
-  while (!stop_) {
-    zmq::pollitem_t item{handler.handle(), 0, ZMQ_POLLIN, 0};
-    protocol::retry_interrupted([&] { return zmq::poll(&item, 1, std::chrono::milliseconds(100)); });
-    if (item.revents & ZMQ_POLLIN) answer(handler);
-    // The last refusals of a burst are logged even when no request follows them.
-    const auto now = std::chrono::steady_clock::now();
-    unknown_keys_.flush(now);
-    no_curve_.flush(now);
-  }
-}
-
-void CurveServer::answer(zmq::socket_t& handler) {
+bool CurveServer::authenticates(const std::vector<zmq::message_t>& request, std::chrono::steady_clock::time_point now) {
   // ZAP (ZeroMQ RFC 27): version, request id, domain, address, routing id, mechanism, then
   // the mechanism's credentials (CURVE: the client's 32-byte public key).
-  std::vector<zmq::message_t> request;
-  do {
-    request.emplace_back();
-    if (!protocol::retry_interrupted([&] { return handler.recv(request.back(), zmq::recv_flags::none); })) return;
-  } while (request.back().more());
   const auto text = [&](std::size_t i) { return i < request.size() ? request[i].to_string() : std::string(); };
-  bool admitted = false;
-  const auto now = std::chrono::steady_clock::now();
-  if (text(5) == "CURVE" && request.size() > 6 && request[6].size() == 32) {
-    const auto key = z85(request[6].data(), request[6].size());
-    admitted = keys_.authorized.count(key) > 0;
-    // A refused peer reconnects every few hundred milliseconds, and a hostile one may offer a
-    // new key each time: counted, with a few keys named (refusal_log.hpp).
-    if (!admitted) unknown_keys_.refuse(key + " from " + (text(3).empty() ? "an unknown address" : text(3)), now);
-  } else {
+  if (text(5) != "CURVE" || request.size() <= 6 || request[6].size() != 32) {
     no_curve_.refuse(text(3), now);
+    return false;
   }
-  const std::array<std::string, 6> reply{"1.0", text(1), admitted ? "200" : "400", admitted ? "OK" : "unknown key", "", ""};
-  for (std::size_t i = 0; i < reply.size(); ++i) {
-    const auto flags = i + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
-    protocol::retry_interrupted([&] { return handler.send(zmq::buffer(reply[i]), flags); });
-  }
+  const auto key = z85(request[6].data(), request[6].size());
+  if (keys_.authorized.count(key) > 0) return true;
+  // A refused peer tries again, and a hostile one may offer a new key each time: counted,
+  // with a few keys named (refusal_log.hpp).
+  unknown_keys_.refuse(key + " from " + (text(3).empty() ? "an unknown address" : text(3)), now);
+  return false;
+}
+
+void CurveServer::flush(std::chrono::steady_clock::time_point now) {
+  unknown_keys_.flush(now);
+  no_curve_.flush(now);
 }
 
 void use_curve_client(zmq::socket_t& socket, const CurveKeys& keys) {

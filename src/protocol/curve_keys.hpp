@@ -10,11 +10,10 @@
 // Keys are Z85 text, 40 characters, in files readable by their owner only (0600). Loading
 // refuses, as ssh does, a `.key` file with any permission for group or others, the other
 // files if group or others may write them, and a folder group or others may write into.
-#include <atomic>
-#include <memory>
+#include <chrono>
 #include <set>
 #include <string>
-#include <thread>
+#include <vector>
 
 #include <zmq.hpp>
 
@@ -43,26 +42,25 @@ CurveKeys load_actor_keys(const std::string& dir);
 // loopback one (ipc and inproc stay on this machine).
 bool reaches_beyond_this_machine(const std::string& endpoint);
 
-// Puts `socket` (the driver's router, before bind) in CURVE server mode, with a ZAP handler
-// on `context` that admits only the authorized actor keys, and logs refusals of unknown keys
-// as counts (refusal_log.hpp). Peers that fail the handshake itself never reach ZAP: the
-// socket's monitor (peer_guard.hpp) logs them.
+// Puts `socket` (the driver's router, before bind) in CURVE server mode and judges the
+// credentials of each ZAP request: only the authorized actor keys pass, and refusals of
+// unknown keys are logged as counts (refusal_log.hpp). The ZAP handler that asks is the
+// connection cap's (peer_guard.hpp): one handler per context, and a connection must pass both.
+// Peers that fail the handshake itself never reach ZAP: the socket's monitor logs them.
 class CurveServer {
  public:
-  CurveServer(zmq::context_t& context, zmq::socket_t& socket, CurveKeys keys);
-  ~CurveServer();  // before the context goes: the handler's socket must close first
-  CurveServer(const CurveServer&) = delete;
-  CurveServer& operator=(const CurveServer&) = delete;
+  CurveServer(zmq::socket_t& socket, CurveKeys keys);
+
+  // A ZAP request's frames (ZeroMQ RFC 27): whether its peer authenticated with an authorized
+  // key. The ZAP handler's thread only.
+  bool authenticates(const std::vector<zmq::message_t>& request, std::chrono::steady_clock::time_point now);
+  // Logs the last refusals of a burst even when no request follows them.
+  void flush(std::chrono::steady_clock::time_point now);
 
  private:
-  void serve(zmq::socket_t& handler);
-  void answer(zmq::socket_t& handler);  // one ZAP request
-
   CurveKeys keys_;
-  protocol::RefusalLog unknown_keys_;   // the handler thread's own
+  protocol::RefusalLog unknown_keys_;
   protocol::RefusalLog no_curve_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
 };
 
 // Sets an actor's dealer socket (before connect) to talk CURVE to the driver.

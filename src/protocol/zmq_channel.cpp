@@ -8,6 +8,7 @@
 
 #include "packtune/error.hpp"
 #include "protocol/interrupted.hpp"
+#include "protocol/redial.hpp"
 
 namespace packtune {
 namespace {
@@ -118,26 +119,48 @@ std::optional<Routed> receive_routed(zmq::socket_t& router, long timeout_ms) {
   std::size_t count = 0;
   auto frames = receive_frames(router, 3, count);
   if (count == 0) return std::nullopt;
-  const int fd = zmq_msg_get(frames.front().handle(), ZMQ_SRCFD);
-  auto routed = decode_routed_frames(frames, count);
-  routed.source_fd = fd;
-  return routed;
+  return decode_routed_frames(frames, count);
 }
 
 protocol::Message hello_driver(zmq::socket_t& dealer, const protocol::Message& hello, const std::string& driver,
                                double timeout_seconds, const std::string& peer) {
   using Clock = std::chrono::steady_clock;
+  using std::chrono::milliseconds;
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(std::max(0.0, timeout_seconds)));
+  // Bounded by the heartbeat, which the driver names only in its answer: the default one.
+  protocol::Redial redial(driver, milliseconds(static_cast<long>(protocol::ExperimentSpec{}.heartbeat_seconds * 1000)));
+  const auto bytes = protocol::encode(hello);
+  // Never a blocking send: a connection refused in its handshake leaves nothing to send to.
+  const auto say = [&] { protocol::retry_interrupted([&] { return dealer.send(zmq::buffer(bytes), zmq::send_flags::dontwait); }); };
   std::optional<protocol::Message> reply;
-  auto resend = std::chrono::milliseconds(2000);
+  // Said again now and then too, as the driver answers a Hello it has answered before: one
+  // may go with a connection that breaks after its handshake.
+  auto resend = milliseconds(2000);
+  auto next_resend = Clock::now() + resend;
+  say();
   while (true) {
-    send_message(dealer, hello);
-    const auto left =
-        std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
-    reply = receive_message(dealer, static_cast<long>(std::min(left, resend).count()));
-    if (reply || left <= resend) break;
-    resend = std::min(resend * 2, std::chrono::milliseconds(16000));
+    const auto now = Clock::now();
+    if (redial.step(dealer, now)) {
+      say();
+    } else if (!redial.waiting() && now >= next_resend) {
+      say();
+      resend = std::min(resend * 2, milliseconds(16000));
+      next_resend = now + resend;
+    }
+    if (now >= deadline) break;
+    // A refusal shows in no poll: it is looked for every first interval of the redial.
+    auto until = std::min({deadline, next_resend, now + protocol::Redial::kFirst});
+    if (redial.waiting()) until = std::min(until, redial.due());
+    reply = receive_message(dealer, std::max(0L, static_cast<long>(
+                                                     std::chrono::duration_cast<milliseconds>(until - now).count())));
+    if (reply) break;
+  }
+  if (!reply && redial.refusals() > 0) {
+    throw Error("the driver at " + driver + " refused this " + peer + "'s connection " +
+                std::to_string(redial.refusals()) + " time(s) in " + std::to_string(static_cast<int>(timeout_seconds)) +
+                " s: it holds as many peers as its connection cap allows (its log counts the refusals), or it has "
+                "CURVE keys and admits only " + peer + "s started with --keys DIR holding an actor key it authorized");
   }
   if (!reply) {
     throw Error("no driver answered at " + driver + " within " + std::to_string(static_cast<int>(timeout_seconds)) +

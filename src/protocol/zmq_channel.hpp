@@ -46,7 +46,6 @@ struct Routed {
   std::string identity;
   protocol::Message message;
   zmq::message_t payload;
-  int source_fd = -1;  // the connection's descriptor (ZMQ_SRCFD), for the connection cap (peer_guard.hpp)
 };
 
 // The checks receive_with_payload and receive_routed make on the frames of one multipart
@@ -62,11 +61,11 @@ std::optional<Received> receive_with_payload(zmq::socket_t& dealer, long timeout
 // On a ROUTER: the peer's identity, its message and payload.
 std::optional<Routed> receive_routed(zmq::socket_t& router, long timeout_ms);
 
-// A peer's first exchange with the driver at `driver`: sends `hello` and waits up to
-// `timeout_seconds` for the answer, saying `hello` again now and then (every 2 s, then 4, 8
-// and 16): a driver at its connection cap drops the Hello of a connection it refuses, and the
-// peer's next connection may be taken (peer_guard.hpp). Throws Error, naming the driver and the peer ("actor" or
-// "node"), when none comes or the driver refuses the peer (Reject).
+// A peer's first exchange with the driver at `driver` (the endpoint `dealer` connected to):
+// sends `hello` and waits up to `timeout_seconds` for the answer. A driver at its connection
+// cap refuses the connection in its handshake: the peer connects again, less and less often
+// (protocol/redial.hpp). Throws Error, naming the driver and the peer ("actor" or "node"), when
+// no answer comes, the driver refused every connection, or it refused the peer (Reject).
 protocol::Message hello_driver(zmq::socket_t& dealer, const protocol::Message& hello, const std::string& driver,
                                double timeout_seconds, const std::string& peer);
 // The same, for an answer that must be `Welcome` (an actor's) or `NodeWelcome` (a node's).
