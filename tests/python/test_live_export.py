@@ -1,6 +1,7 @@
 """`packtune run` exporting as it runs (the config's `export`, or --mlflow and --tensorboard):
 read back by MLflow's client and TensorBoard's event reader while the run is held and after a
-kill -9 and --resume, each report once; a store it cannot write to stops it before it starts."""
+kill -9 and --resume, each report once; a store it cannot write to stops it before it starts;
+pbt's exploits as tags and its perturbed hyper-parameters as metrics."""
 
 from __future__ import annotations
 
@@ -129,3 +130,41 @@ def test_a_bad_export_stops_the_run_before_it_starts(binary: Path, tmp_path: Pat
     assert len(lines) == 1 and lines[0].startswith("packtune: error: --mlflow needs the Python package mlflow in ")
     assert "scripts/setup.sh" in lines[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_pbt_exploits_are_charted_and_tagged(binary: Path, tmp_path: Path) -> None:
+    import mlflow
+    import pytest
+    from mlflow.tracking import MlflowClient
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.util import tensor_util
+
+    config = write_config(tmp_path, name="pbt", tuner={"name": "pbt", "population": 4, "interval": 0.5,
+                                                       "perturb": ["lr"]},
+                          budget={"unit": "epochs", "min": 0.5, "max": 1, "report_every": 0.5},
+                          data={"train_size": 1000, "validation_size": 500})
+    done = run_cli(binary, str(config), "--out", "out", "--quiet", "--mlflow", "--tensorboard", "tb", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    reports = packtune.load(tmp_path / "out").reports()
+    exploited = [report for report in reports if "exploit" in report]
+    assert exploited, "a generation of pbt exploits at least one member"
+    uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+    mlflow.set_tracking_uri(uri)
+    frame = mlflow.search_runs(experiment_names=["pbt"])
+    client = MlflowClient(uri)
+    for report in exploited:
+        own = [r for r in reports if r["trial"] == report["trial"]]
+        row = frame[frame["tags.packtune.trial"] == str(report["trial"])].iloc[0]
+        # The params are the config it started with; the exploit is a tag, its lr a metric.
+        assert float(row["params.lr"]) == own[0]["config"]["lr"]
+        assert json.loads(row["tags.packtune.exploit.1"]) == {"budget": report["budget"], **report["exploit"],
+                                                              "config": report["config"]}
+        history = {m.step: m.value for m in client.get_metric_history(row["run_id"], "config.lr")}
+        assert history == {round(r["budget"] * 10): pytest.approx(r["config"]["lr"]) for r in own}
+        events = EventAccumulator(str(tmp_path / "tb" / f"trial-{report['trial']}"))
+        events.Reload()
+        charted = {e.step: float(tensor_util.make_ndarray(e.tensor_proto)) for e in events.Tensors("config/lr")}
+        assert charted == {round(r["budget"] * 10): pytest.approx(r["config"]["lr"], rel=1e-6) for r in own}
+    children = frame[frame["tags.packtune.trial"].notna()]
+    plain = children[~children["tags.packtune.trial"].isin([str(e["trial"]) for e in exploited])]
+    assert len(plain) > 0 and plain["tags.packtune.exploit.1"].isna().all()

@@ -14,6 +14,7 @@ would, without a word."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
@@ -41,7 +42,6 @@ def _first_line(error: BaseException) -> str:
 
 
 def _check_mlflow(store: str) -> None:
-    import mlflow  # noqa: F401 -- it sets its loggers up on import; quieted below
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
@@ -64,9 +64,9 @@ def _check_mlflow(store: str) -> None:
 
 
 def _check_tensorboard(out: Path, directory: Path) -> None:
-    from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: F401
-
     from .tensorboard_export import recorded_scale
+
+    importlib.import_module("tensorboard.summary.writer.event_file_writer")  # the writer the sync needs
 
     try:
         recorded_scale(out, str(directory.resolve()))

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple, TypeVar
 
 from ..records import flatten, metric_names
-from .steps import by_trial, config_budgets, numeric_metrics, start_time, step_of, step_scale
+from .steps import (by_trial, config_budgets, exploits, numeric_metrics, perturbed_keys, schedule, start_time, step_of,
+                    step_scale)
 
 if TYPE_CHECKING:
     from ..experiment import RunFolder
@@ -21,6 +22,8 @@ __all__ = ["export_mlflow", "default_uri", "store_uri", "MlflowSync"]
 
 # MLflow's limits on one log_batch call.
 _MAX_METRICS, _MAX_PARAMS = 1000, 100
+# MLflow's longest tag value.
+_MAX_TAG = 8000
 # RFC 3986's scheme and its colon; two characters at least, so that no drive letter is one.
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
 T = TypeVar("T")
@@ -75,6 +78,7 @@ class MlflowSync:
         from mlflow.tracking import MlflowClient
 
         self.run = run
+        self.perturbed = perturbed_keys(run.config)
         self.uri, artifacts = store_uri(uri)
         self.client = MlflowClient(tracking_uri=self.uri)
         self.folder = str(run.dir.resolve())
@@ -136,16 +140,24 @@ class MlflowSync:
         return str(child.info.run_id)
 
     def sync(self) -> int:
-        """Logs the reports the store lacks; returns how many."""
-        from mlflow.entities import Metric
+        """Logs the reports the store lacks; returns how many.
+
+        Under pbt a trial's params stay the config it started with (MLflow's params cannot
+        change); the perturbed hyper-parameters it trained with are metrics ``config.KEY`` at
+        each step, and each exploit is a tag ``packtune.exploit.N`` (the trial's Nth): JSON of
+        the budget, the donor (``from_trial``, ``from_budget``) and the config from there on.
+        """
+        from mlflow.entities import Metric, RunTag
 
         reports = self.run.reports()
         metrics = metric_names(reports)
         logged = 0
         for trial, book in by_trial(reports).items():
             points: List[Metric] = []
+            tags: List[RunTag] = []
             new_steps: Set[int] = set()
-            for report in book.reports:
+            generations = exploits(book.reports)
+            for index, report in enumerate(book.reports):
                 step = step_of(float(report["budget"]), self.scale)
                 if step in self.steps.get(trial, set()) or step in new_steps:
                     continue
@@ -153,11 +165,17 @@ class MlflowSync:
                 stamp = int((self.start + float(report.get("wall_time", 0))) * 1000)
                 points.append(Metric("budget", float(report["budget"]), stamp, step))
                 points += [Metric(name, value, stamp, step) for name, value in numeric_metrics(report, metrics).items()]
+                points += [Metric(f"config.{key}", value, stamp, step)
+                           for key, value in schedule(report, self.perturbed).items()]
+                if index in generations:
+                    lineage = {"budget": report["budget"], **report["exploit"], "config": report.get("config", {})}
+                    tags.append(RunTag(f"packtune.exploit.{generations[index]}", json.dumps(lineage)[:_MAX_TAG]))
             if not points:
                 continue
             child = self._child(trial, book.reports)
             for chunk in _chunks(points, _MAX_METRICS):
-                self.client.log_batch(child, metrics=list(chunk))
+                self.client.log_batch(child, metrics=list(chunk), tags=tags)
+                tags = []
             self.steps[trial] |= new_steps
             logged += len(new_steps)
         return logged

@@ -72,10 +72,39 @@ def numeric_metrics(report: Dict[str, Any], names: Sequence[str]) -> Dict[str, f
     return values
 
 
+def perturbed_keys(config: Dict[str, Any]) -> List[str]:
+    """The hyper-parameters a trial's config may change while it trains: those ``pbt``
+    perturbs (``tuner.perturb``); none under any other tuner."""
+    tuner = config.get("tuner", {})
+    if not isinstance(tuner, dict) or tuner.get("name") != "pbt":
+        return []
+    return [str(key) for key in tuner.get("perturb", [])]
+
+
+def schedule(report: Dict[str, Any], keys: Sequence[str]) -> Dict[str, float]:
+    """The numbers among ``keys`` of the config a report was trained with, by key: under pbt an
+    exploit changes them, so the trackers chart them as metrics, step by step (a choice
+    of words has no chart; the exploit's tag holds it)."""
+    config = report.get("config", {})
+    return {key: float(config[key]) for key in keys
+            if isinstance(config.get(key), (int, float)) and not isinstance(config.get(key), bool)
+            and math.isfinite(config[key])}
+
+
+def exploits(reports: Sequence[Dict[str, Any]]) -> Dict[int, int]:
+    """A trial's reports that start an exploit, by index in ``reports``: their generation, 1 for
+    the trial's first exploit."""
+    marks: Dict[int, int] = {}
+    for index, report in enumerate(reports):
+        if isinstance(report.get("exploit"), dict):
+            marks[index] = len(marks) + 1
+    return marks
+
+
 def start_time(run: "RunFolder") -> float:
     """When the experiment started, in seconds since the epoch: the driver writes config.json
     then, and a report's wall_time counts from there."""
     return (run.dir / "config.json").stat().st_mtime
 
 
-__all__ += ["step_of", "numeric_metrics", "metric_names"]
+__all__ += ["step_of", "numeric_metrics", "metric_names", "perturbed_keys", "schedule", "exploits"]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Union
 
 from ..records import flatten, metric_names
-from .steps import by_trial, config_budgets, numeric_metrics, start_time, step_of, step_scale
+from .steps import by_trial, config_budgets, numeric_metrics, perturbed_keys, schedule, start_time, step_of, step_scale
 
 if TYPE_CHECKING:
     from ..experiment import RunFolder
@@ -64,7 +64,9 @@ class TensorboardSync:
     ``out/trial-N`` holds trial N's events: its config as the HParams plugin's session (at step
     0, once), and each metric of each report as a scalar at step ``budget × scale`` (the scalar
     ``budget`` gives the budget itself), ``scale`` being the smallest power of ten that makes
-    the config's and the reports' budgets whole, kept in ``out/packtune_export.json``. A sync
+    the config's and the reports' budgets whole, kept in ``out/packtune_export.json``. Under
+    pbt the session is the config a trial started with, and the perturbed hyper-parameters it
+    trained with are scalars ``config/KEY`` at each step. A sync
     after a ``--resume`` adds a second event file to the trials that went on; TensorBoard reads
     both as one run. ``out`` itself holds the experiment's HParams configuration, written anew by
     :meth:`close`.
@@ -124,6 +126,7 @@ class TensorboardSync:
 
         reports = self.run.reports()
         metrics = metric_names(reports)
+        perturbed = perturbed_keys(self.run.config)
         written = 0
         for trial, book in by_trial(reports).items():
             for report in book.reports:
@@ -135,6 +138,10 @@ class TensorboardSync:
                 writer.add_event(Event(wall_time=stamp, step=step, summary=scalar_pb("budget", float(report["budget"]))))
                 for name, value in numeric_metrics(report, metrics).items():
                     writer.add_event(Event(wall_time=stamp, step=step, summary=scalar_pb(name, value)))
+                # Under pbt the HParams session holds the config a trial started with; what an
+                # exploit changed is charted here.
+                for key, value in schedule(report, perturbed).items():
+                    writer.add_event(Event(wall_time=stamp, step=step, summary=scalar_pb(f"config/{key}", value)))
                 self.steps[trial].add(step)
                 written += 1
         for writer in self.writers.values():
