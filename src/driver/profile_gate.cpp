@@ -1,9 +1,13 @@
 #include "driver/profile_gate.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <fstream>
 #include <utility>
+#include <vector>
 
 #include <spdlog/spdlog.h>
+#include <zlib.h>
 
 #include "util/printable.hpp"
 
@@ -17,6 +21,32 @@ ProfileGate::ProfileGate(packing::Planner& planner, packing::Plan& plan, const A
   // Read at the first job, not here: the driver's log file is open by then, and a warning
   // about the file belongs in it.
   cache_read_ = options_.fresh;
+}
+
+namespace {
+
+// A TorchScript file's contents as a cache key: its size and CRC-32. A file saved again under
+// the same name (another model, other weights' shapes) must not take the old one's profile.
+// "" where the file cannot be read: the actors will say why, and the path alone keys it.
+std::string file_fingerprint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::vector<char> buffer(1 << 20);
+  uLong crc = crc32(0L, Z_NULL, 0);
+  std::uint64_t size = 0;
+  while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0) {
+    const auto got = static_cast<uInt>(in.gcount());
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(buffer.data()), got);
+    size += got;
+  }
+  return fmt::format("{} bytes, crc32 {:08x}", size, static_cast<std::uint32_t>(crc));
+}
+
+}  // namespace
+
+const std::string& ProfileGate::cache_key(const std::string& shape_key) const {
+  const auto found = cache_keys_.find(shape_key);
+  return found == cache_keys_.end() ? shape_key : found->second;
 }
 
 ProfileCache::Context ProfileGate::context_of(const ActorState& actor) {
@@ -42,7 +72,7 @@ void ProfileGate::take_from_cache(const packing::TrialShape& shape) {
     const ActorState* actor = registry_.actor_by_id(a.actor.id);
     if (!actor || !actor->ready || actor->dead || actor->device_model.empty()) continue;
     if (model.profiled(actor->device, shape.key)) continue;
-    const auto entry = cache_->find(context_of(*actor), shape.key, options_.max_pack);
+    const auto entry = cache_->find(context_of(*actor), cache_key(shape.key), options_.max_pack);
     if (!entry) continue;
     planner_.record_profile(actor->device, shape, entry->points);
     for (auto& p : plan_.actors) planner_.refresh(p);
@@ -58,6 +88,10 @@ ProfileGate::Admission ProfileGate::admit(const tuners::Job& job, const packing:
                                           Clock::time_point now) {
   Admission admission;
   if (!options_.enabled) return admission;
+  if (cache_ && spec::torchscript_family(spec.model) && !cache_keys_.count(shape.key)) {
+    const auto fingerprint = file_fingerprint(spec::torchscript_path(spec.model));
+    cache_keys_[shape.key] = fingerprint.empty() ? shape.key : shape.key + " (" + fingerprint + ")";
+  }
   take_from_cache(shape);
   const auto& key = shape.key;
   const bool covered = planner_.throughput_model().covered("", shape);
@@ -155,7 +189,8 @@ std::vector<tuners::Job> ProfileGate::on_profiled(int actor, const protocol::Pro
     ++measured_;
     const ActorState* measured_by = registry_.actor_by_id(actor);
     if (cache_ && measured_by) {
-      const auto why = cache_->store({context_of(*measured_by), m.key, points, options_.max_pack, ProfileCache::now_utc()});
+      const auto why = cache_->store(
+          {context_of(*measured_by), cache_key(m.key), points, options_.max_pack, ProfileCache::now_utc()});
       if (!why.empty() && !std::exchange(cache_warned_, true)) {
         spdlog::warn("throughput profiles are not kept for later runs: {}", why);
       }

@@ -85,6 +85,8 @@ class ProfileGate {
   std::vector<tuners::Job> release();
   // Files the cache's profiles of `shape` for the device kinds of live actors that have none.
   void take_from_cache(const packing::TrialShape& shape);
+  // The key under which the cache keeps `shape`'s profile.
+  const std::string& cache_key(const std::string& shape_key) const;
   static ProfileCache::Context context_of(const ActorState& actor);
   // Whether the planner's figures, before any profile of `shape`, fuse it on a live actor.
   bool prior_fuses(const packing::TrialShape& shape) const;
@@ -115,6 +117,9 @@ class ProfileGate {
   // Shape keys whose profile came back with an error: left to the prior, not asked again.
   std::set<std::string> failed_;
   std::unique_ptr<ProfileCache> cache_;
+  // Shape key: the key its profile has in the cache, where that differs (a TorchScript shape's
+  // key names its file; the cache's names what the file holds).
+  std::map<std::string, std::string> cache_keys_;
   std::map<std::string, std::size_t> cache_checked_;  // shape key: the plan's actors when last looked up
   bool cache_read_ = false;                          // the file was read (at the first job)
   bool cache_warned_ = false;                        // about a file that could not be written

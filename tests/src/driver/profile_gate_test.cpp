@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "../../temp_dir.hpp"
@@ -349,4 +350,40 @@ TEST_CASE("actors that name no context are never served from the cache, nor stor
   f.gate->on_profiled(first.ask->actor, answer(shape.key));
   CHECK(f.gate->measured() == 1);
   CHECK_FALSE(std::filesystem::exists(f.gate->cache_file()));
+}
+
+TEST_CASE("a TorchScript shape's profile is kept under its file's contents, not only its path") {
+  CachedFixture f;
+  const auto path = f.dir.file("net.pt");
+  auto write = [&](const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; };
+  write("a scripted module");
+  spec::TrialSpec spec;
+  spec.model.family = "torchscript";
+  spec.model.params["path"] = path;
+  auto shape = mlp_shape(64);
+  shape.key = "torchscript/" + path + "/b128/sgd";
+  auto admit = [&](tuners::TrialId trial) { return f.gate->admit(Job::start(trial, {}, 1), shape, {}, spec, f.t0); };
+
+  auto first = admit(1);
+  REQUIRE(first.ask);
+  f.gate->on_profiled(first.ask->actor, answer(shape.key));
+  ProfileCache kept(f.dir.file("cache"));
+  REQUIRE(kept.open().empty());
+  REQUIRE(kept.entries().size() == 1);
+  // The path's key with the file's size and checksum.
+  CHECK(kept.entries().front().shape.rfind(shape.key + " (17 bytes, crc32 ", 0) == 0);
+
+  SECTION("the same file in a later run: taken from the cache") {
+    f.planner = packing::Planner();
+    f.open(false);
+    CHECK_FALSE(admit(1).ask);
+    CHECK(f.gate->from_cache() == 1);
+  }
+  SECTION("another model saved under the same name: measured again") {
+    write("another scripted module");
+    f.planner = packing::Planner();
+    f.open(false);
+    CHECK(admit(1).ask);
+    CHECK(f.gate->from_cache() == 0);
+  }
 }
