@@ -4,20 +4,28 @@
 #
 # On the development machine, once: scripts/gpu-prepare.sh (fills .gpu/). Then `run` (the
 # device tool) with carry [".gpu"], each call under its 10-minute limit:
-#   bash bench/gpu_figures.sh build pack conv cnn tests
-#   bash bench/gpu_figures.sh build hyperband peers
+#   bash bench/gpu_figures.sh build conv trace experiment cnn
+#   bash bench/gpu_figures.sh build resnet cnn_always
+#   bash bench/gpu_figures.sh build hyperband tests
+#   bash bench/gpu_figures.sh build pack peers
 # (a warm machine keeps /tmp/build, so the second build is incremental; a fresh one builds again).
 #
 # Phases (default: all but tests, in this order):
 #   build      .gpu/build.sh: packtune and pack_bench against the image's CUDA LibTorch, plotly.js from .gpu
 #   pack       pack_bench --quick: fused packs of K = 1, 32, 128 MLPs and CNNs against one after another
-#   conv       pack_bench on conv nets, in fp32, in bf16, and in fp32 with cuDNN's benchmark mode: the ResNet
+#   conv       pack_bench on conv nets, in fp32, tf32 and bf16, and in fp32 without cuDNN's benchmark mode and
+#              with channels-last grouped convolutions (PACKTUNE_CONV_CHANNELS_LAST=1): the ResNet
 #              of issue 45 (3 stages of 2 blocks, 16 channels, batch 128) and the CNN at K = 1, 8, 32; fused
 #              against sequential
 #   trace      where a fused ResNet step's time goes: pack_bench --trace on the same ResNet at K = 1, 2 and
 #              8, fused and sequential, eager (PACKTUNE_CUDA_GRAPHS=0: each kernel on its own) and
 #              captured; the 12 costliest kernels of each go to OUT/trace.log, Chrome traces to OUT/trace*/
 #   cnn        examples/fashion_mnist_cnn.json on one GPU (--actors 1): wall time, best trial's test accuracy
+#   cnn_always the same with "fuse": "always": its unlike widths fused, padded to the widest (issue 45, item 4)
+#   resnet     bench/resnet_search.json (issue 45's ResNet search: ASHA eta 3, 27 trials, 1 to 27 epochs,
+#              16 or 32 channels) packed and with --max-pack 1: wall times, their ratio, best test accuracies
+#   experiment peer_bench's 64 trials x 2 epochs (--max-pack 32) packed twice with one profile cache
+#              (the second run should measure no profile), then the plain PyTorch loop
 #   hyperband  hyperband_bench --max-epochs 6.75 (49 trials), two rounds: packed against --max-pack 1,
 #              and whether each repeats bit for bit, packed also with one unit at a time
 #              (mixed_never) and with CUBLAS_WORKSPACE_CONFIG=:16:8 (packed_cublas_ws)
@@ -26,11 +34,13 @@
 #   tests      the suite built with TESTS=ON, the actors' tests on the GPU, without the cluster and
 #              faults labels (a third call)
 # Each phase runs under its own time limit; its output goes to OUT/PHASE.json (or .txt) and its
-# log to OUT/PHASE.log, and OUT/summary.txt gets one line per phase with its key figures.
+# log to OUT/PHASE.log, and OUT/summary.txt gets one line per phase with its key figures. At the
+# end everything but summary.txt is packed into OUT/gpu_figures.tgz: the device tool brings back
+# only a few files of a call.
 #
 # Options: --device D (default cuda), --build-dir DIR (default /tmp/build), --out DIR (default
 # $OUT, else /tmp/gpu_figures), --smoke (the smallest sizes; the ctest bench/gpu_figures_smoke
-# runs `--device cpu --smoke pack conv cnn hyperband` against the build tree here).
+# runs `--device cpu --smoke pack conv cnn resnet experiment hyperband` against the build tree here).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -42,12 +52,12 @@ while [ $# -gt 0 ]; do
     --build-dir) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --smoke) smoke=1; shift ;;
-    build|pack|conv|trace|cnn|hyperband|peers|tests) phases+=("$1"); shift ;;
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    build|pack|conv|trace|cnn|cnn_always|resnet|experiment|hyperband|peers|tests) phases+=("$1"); shift ;;
+    -h|--help) sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_figures: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-[ ${#phases[@]} -gt 0 ] || phases=(build pack conv cnn hyperband peers)
+[ ${#phases[@]} -gt 0 ] || phases=(build pack conv cnn resnet experiment hyperband peers)
 mkdir -p "$out"
 build=$(cd "$(dirname "$build")" && pwd)/$(basename "$build")
 summary=$out/summary.txt
@@ -91,10 +101,22 @@ if name == "pack" or name.startswith("conv_") or name.startswith("trace_"):
     rows = json.loads(text)
     print("; ".join(f"{r['model']} K={r['k']} fused/sequential {r['fused'] / r['sequential']:.2f}x "
                     f"fused step {r['fused_step_s'] * 1e6:.0f} us" for r in rows if r.get("sequential")))
-elif name == "cnn":
+elif name.startswith("cnn"):
     r = json.loads(text)
     print(f"wall {r['wall_seconds']:.1f} s, best trial {r['trial']} val {r['val_accuracy']:.4f} "
           f"test {r['test_accuracy']}")
+elif name == "resnet":
+    r = json.loads(text)
+    print(f"packed {r['packed']['wall_seconds']:.1f} s (test {r['packed']['test_accuracy']}), max_pack_1 "
+          f"{r['max_pack_1']['wall_seconds']:.1f} s (test {r['max_pack_1']['test_accuracy']}), "
+          f"max_pack_1/packed {r['max_pack_1']['wall_seconds'] / r['packed']['wall_seconds']:.2f}x")
+elif name == "experiment":
+    r = json.loads(text)
+    first, second = r["first"]["ways"]["packed"], r["second"]["ways"]
+    loop = second["loop"]["wall_seconds"]
+    print(f"packed {first['wall_seconds']:.2f} s measuring profiles, {second['packed']['wall_seconds']:.2f} s from "
+          f"the cache ({r['profiles']}); loop {loop:.1f} s, loop/packed "
+          f"{loop / second['packed']['wall_seconds']:.1f}x")
 elif name == "hyperband":
     r = json.loads(text)
     med = r["median_seconds"]
@@ -132,13 +154,17 @@ phase_build() {
     bash .gpu/build.sh
 }
 
+# phase_cnn [FUSE]: the CNN example, with "fuse" FUSE where given (always: unlike widths padded).
 phase_cnn() {
-  local config=$out/cnn.config.json run=/tmp/gpu_figures-cnn
-  python3 - "$device" "$smoke" "$config" <<'EOF' || return 2
+  local name=cnn${1:+_$1}
+  local config=$out/$name.config.json
+  python3 - "$device" "$smoke" "$config" "${1:-}" <<'EOF' || return 2
 import json, sys
-device, smoke, path = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
+device, smoke, path, fuse = sys.argv[1], sys.argv[2] == "1", sys.argv[3], sys.argv[4]
 c = json.load(open("examples/fashion_mnist_cnn.json"))
 c["device"] = device
+if fuse:
+    c["fuse"] = fuse
 c["actors"] = 1 if device.startswith("cuda") else c.get("actors", 2)  # one actor per GPU
 if smoke:
     c["data"].update({"train_size": 1024, "validation_size": 512})
@@ -146,10 +172,17 @@ if smoke:
     c["tuner"]["trials"] = 4
 json.dump(c, open(path, "w"), indent=2)
 EOF
+  run_config "$config" "$name"
+}
+
+# run_config CONFIG NAME [RUN-ARGS...]: one run of CONFIG in a fresh folder; prints its wall time and
+# best trial's figures, and keeps its results.jsonl as OUT/NAME.results.jsonl.
+run_config() {
+  local config=$1 name=$2 run=/tmp/gpu_figures-$2; shift 2
   rm -rf "$run"
   local start=$SECONDS
-  "$build/src/packtune" run "$config" --out "$run" --quiet >&2 || return 1
-  cp "$run/results.jsonl" "$out/cnn.results.jsonl"
+  "$build/src/packtune" run "$config" --out "$run" --quiet "$@" >&2 || return 1
+  cp "$run/results.jsonl" "$out/$name.results.jsonl"
   python3 - "$run/best.json" $((SECONDS - start)) <<'EOF'
 import json, sys
 best = json.load(open(sys.argv[1]))
@@ -159,6 +192,42 @@ print(json.dumps({"wall_seconds": float(sys.argv[2]), "trial": best.get("trial")
                   "test_accuracy": test.get("test_accuracy", test.get("accuracy")), "best": best}))
 EOF
   rm -rf "$run"
+}
+
+phase_resnet() {
+  local config=$out/resnet.config.json
+  python3 - "$device" "$smoke" "$config" <<'EOF' || return 2
+import json, sys
+device, smoke, path = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
+c = json.load(open("bench/resnet_search.json"))
+c["device"] = device
+if smoke:
+    c["data"].update({"train_size": 512, "validation_size": 256})
+    c["budget"] = {"unit": "epochs", "min": 0.25, "max": 0.75}
+    c["tuner"]["trials"] = 3
+json.dump(c, open(path, "w"), indent=2)
+EOF
+  local packed max1
+  packed=$(run_config "$config" resnet_packed) || return 1
+  max1=$(run_config "$config" resnet_max_pack_1 --max-pack 1) || return 1
+  echo "{\"packed\": $packed, \"max_pack_1\": $max1}"
+}
+
+phase_experiment() {
+  local cache=/tmp/gpu_figures-profiles kept=/tmp/gpu_figures-experiment size=() first second said
+  [ "$smoke" = 1 ] && size=(--smoke)
+  # One profile cache for both runs, apart from the user's.
+  rm -rf "$cache" "$kept"
+  export PACKTUNE_CACHE_DIR=$cache
+  first=$("$build/bench/peer_bench" --device "$device" --max-pack 32 --ways packed --json "${size[@]}") || return 1
+  second=$("$build/bench/peer_bench" --device "$device" --max-pack 32 --ways packed,loop --json \
+           --keep "$kept" "${size[@]}") || return 1
+  # What the second run's driver.log says of its profiles.
+  said=$(grep -rh "throughput profiles:" "$kept" --include=driver.log | head -1 | sed 's/.*throughput profiles: //')
+  rm -rf "$cache" "$kept"
+  python3 -c 'import json, sys; print(json.dumps({"first": json.loads(sys.argv[1]), "second": json.loads(sys.argv[2]),
+                                                   "profiles": sys.argv[3]}, indent=1))' \
+    "$first" "$second" "${said:-no profile line in driver.log}"
 }
 
 phase_peers() {
@@ -209,7 +278,7 @@ phase_tests() {
 }
 
 export root device smoke build out
-export -f phase_build phase_cnn phase_peers phase_tests h5tools
+export -f phase_build phase_cnn phase_resnet phase_experiment run_config phase_peers phase_tests h5tools
 limit() { if [ "$smoke" = 1 ]; then echo 300; else echo "$1"; fi; }
 for phase in "${phases[@]}"; do
   case "$phase" in
@@ -220,11 +289,12 @@ for phase in "${phases[@]}"; do
       run_phase pack "$(limit 240)" "$out/pack.json" "$build/bench/pack_bench" --device "$device" --json "${args[@]}" ;;
     conv)
       if [ "$smoke" = 1 ]; then args=(--smoke --k 1,2 --batch 16); else args=(--seconds 1 --k 1,8,32); fi
-      # fp32 and bf16, and fp32 again with cuDNN's benchmark mode (off by default until this says it pays).
-      for way in fp32:0 bf16:0 fp32:1; do
-        precision=${way%:*} bench=${way#*:}
-        name=conv_$precision$([ "$bench" = 1 ] && echo _cudnn_benchmark)
-        PACKTUNE_CUDNN_BENCHMARK=$bench run_phase "$name" "$(limit 200)" "$out/$name.json" "$build/bench/pack_bench" \
+      # fp32, tf32 (a GPU's default) and bf16; fp32 again without cuDNN's benchmark mode (on by default
+      # since it paid), and with the grouped convolutions channels-last (an experiment).
+      for way in fp32:1:0 tf32:1:0 bf16:1:0 fp32:0:0 fp32:1:1; do
+        IFS=: read -r precision bench channels_last <<< "$way"
+        name=conv_$precision$([ "$bench" = 0 ] && echo _no_cudnn_benchmark)$([ "$channels_last" = 1 ] && echo _channels_last)
+        PACKTUNE_CONV_CHANNELS_LAST=$channels_last PACKTUNE_CUDNN_BENCHMARK=$bench run_phase "$name" "$(limit 200)" "$out/$name.json" "$build/bench/pack_bench" \
           --device "$device" --json --precision "$precision" --models resnet,cnn --stages 3 --blocks 2 \
           --modes fused,sequential "${args[@]}"
       done ;;
@@ -236,6 +306,9 @@ for phase in "${phases[@]}"; do
           --modes fused,sequential --trace "$out/trace_graphs$graphs" "${args[@]}"
       done ;;
     cnn) run_phase cnn "$(limit 420)" "$out/cnn.json" phase_cnn ;;
+    cnn_always) run_phase cnn_always "$(limit 420)" "$out/cnn_always.json" phase_cnn always ;;
+    resnet) run_phase resnet "$(limit 400)" "$out/resnet.json" phase_resnet ;;
+    experiment) run_phase experiment "$(limit 300)" "$out/experiment.json" phase_experiment ;;
     hyperband)
       if [ "$smoke" = 1 ]; then args=(--smoke); else args=(--max-epochs 6.75 --repeat 2); fi
       run_phase hyperband "$(limit 360)" "$out/hyperband.json" python3 bench/hyperband_bench.py \
@@ -245,5 +318,8 @@ for phase in "${phases[@]}"; do
   esac
 done
 cat "$summary"
+# The device tool brings back only a few files of a call: one archive beside the summary.
+(cd "$out" && find . -mindepth 1 -maxdepth 1 ! -name summary.txt ! -name gpu_figures.tgz -printf '%P\0' |
+  xargs -0 -r tar czf gpu_figures.tgz --remove-files)
 grep -q FAILED "$summary" && exit 1
 exit 0
