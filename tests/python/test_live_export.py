@@ -118,6 +118,11 @@ def test_a_bad_export_stops_the_run_before_it_starts(binary: Path, tmp_path: Pat
         f"packtune: error: --tensorboard: {tmp_path / 'tb'} holds TensorBoard event files already; "
         "export into an empty folder"]
     assert not (tmp_path / "out").exists()
+    # A URI MLflow knows no store for: refused by MLflow's own word.
+    unknown = run_cli(binary, str(write_config(tmp_path / "plain")), "--out", "out", "--mlflow=foo:bar", cwd=tmp_path)
+    assert unknown.returncode == 2
+    assert unknown.stderr.startswith("packtune: error: --mlflow foo:bar: ") and unknown.stderr.count("\n") == 1
+    assert not (tmp_path / "out").exists()
     # MLflow missing from the exporter's Python: exit 1, one line that says what to do.
     fake = tmp_path / "no-mlflow" / "mlflow"
     fake.mkdir(parents=True)
