@@ -103,6 +103,42 @@ def test_a_killed_run_resumed_has_each_step_once(binary: Path, tmp_path: Path) -
     assert list(parent["status"]) == ["FINISHED"] and len(mlflow.search_runs(experiment_names=["resumed"])) == 5
 
 
+class FlakyStore:
+    """A store whose first syncs fail, as a tracking server that restarts."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures, self.calls, self.finished = failures, 0, False
+
+    def sync(self) -> int:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise ConnectionError("the server restarts")
+        return 1
+
+    def finish(self) -> None:
+        self.finished = True
+
+
+def test_a_sync_that_fails_is_tried_again(tmp_path: Path) -> None:
+    follower = Follower(tmp_path, interval=0.01)
+    store = FlakyStore(failures=2)
+    follower.syncs.append(store)
+    follower.start()
+    for _ in range(3000):  # a bound on a stuck thread, not a window the test depends on
+        if store.calls > 2:
+            break
+        time.sleep(0.01)
+    follower.stop()
+    assert store.calls > 3 and store.finished and follower.error is None
+    # A store that fails to the end: stop() raises the last sync's error and ends nothing.
+    follower = Follower(tmp_path, interval=0.01)
+    store = FlakyStore(failures=10**9)
+    follower.syncs.append(store)
+    with pytest.raises(ConnectionError, match="the server restarts"):
+        follower.stop()
+    assert not store.finished
+
+
 def test_a_refused_export_stops_the_run_before_it_starts(tmp_path: Path) -> None:
     # An OUT with another run's event files: refused by the run's exporter before anything trains.
     (tmp_path / "tb").mkdir()

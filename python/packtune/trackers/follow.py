@@ -23,6 +23,8 @@ class Follower:
         directory: the results folder; it may not exist yet (the driver makes it).
         mlflow: an MLflow tracking URI, True for the local default (``./mlruns``), or None.
         tensorboard: the folder for TensorBoard's event files, or None.
+
+    ``error`` is what the thread's last sync raised, None after one that went through.
     """
 
     def __init__(self, directory: PathLike, mlflow: Union[None, bool, str] = None,
@@ -68,21 +70,22 @@ class Follower:
         while not self._stop.wait(self.interval):
             try:
                 self.sync()
-            except Exception as e:  # noqa: BLE001 -- kept for stop() to raise in the caller
+                self.error = None
+            except Exception as e:  # noqa: BLE001 -- a store that failed once is tried again
+                # A long run outlasts a tracking server's restart: the next sync catches up,
+                # since a sync writes only what the store lacks.
                 self.error = e
-                return
 
     def stop(self) -> None:
         """Stops the thread, syncs the last reports and ends the stores' runs.
 
         Raises:
-            Exception: what a sync raised (a tracker's library missing, its store refusing).
+            Exception: what the last sync raised (a tracker's library missing, its store
+                refusing); the syncs before it that failed were tried again.
         """
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
-        if self.error is not None:
-            raise self.error
         self.sync()
         for store in self.syncs:
             if hasattr(store, "finish"):

@@ -27,6 +27,8 @@ _MAX_TAG = 8000
 # RFC 3986's scheme and its colon; two characters at least, so that no drive letter is one.
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
 T = TypeVar("T")
+# A report as MLflow gets it: its step, its metrics and its tags (mlflow.entities').
+ReportPoints = Tuple[int, List[Any], List[Any]]
 
 
 def default_uri(folder: Path = Path("mlruns")) -> str:
@@ -55,6 +57,21 @@ def store_uri(where: Optional[str] = None) -> Tuple[str, Optional[Path]]:
 def _chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
     for start in range(0, len(items), size):
         yield items[start:start + size]
+
+
+def _by_size(batches: Sequence[ReportPoints]) -> Iterable[List[ReportPoints]]:
+    # Whole reports, up to log_batch's most metrics (a report has far fewer).
+    group: List[ReportPoints] = []
+    size = 0
+    for batch in batches:
+        count = len(batch[1])
+        if group and size + count > _MAX_METRICS:
+            yield group
+            group, size = [], 0
+        group.append(batch)
+        size += count
+    if group:
+        yield group
 
 
 def _param_value(value: Any) -> str:
@@ -153,31 +170,32 @@ class MlflowSync:
         metrics = metric_names(reports)
         logged = 0
         for trial, book in by_trial(reports).items():
-            points: List[Metric] = []
-            tags: List[RunTag] = []
-            new_steps: Set[int] = set()
+            # Each report's points and tag, whole: a batch that fails leaves its steps to the
+            # next sync, and one that was logged is never logged again.
+            batches: List[ReportPoints] = []
             generations = exploits(book.reports)
             for index, report in enumerate(book.reports):
                 step = step_of(float(report["budget"]), self.scale)
-                if step in self.steps.get(trial, set()) or step in new_steps:
+                if step in self.steps.get(trial, set()) or any(step == done for done, _, _ in batches):
                     continue
-                new_steps.add(step)
                 stamp = int((self.start + float(report.get("wall_time", 0))) * 1000)
-                points.append(Metric("budget", float(report["budget"]), stamp, step))
+                points = [Metric("budget", float(report["budget"]), stamp, step)]
                 points += [Metric(name, value, stamp, step) for name, value in numeric_metrics(report, metrics).items()]
                 points += [Metric(f"config.{key}", value, stamp, step)
                            for key, value in schedule(report, self.perturbed).items()]
+                tags = []
                 if index in generations:
                     lineage = {"budget": report["budget"], **report["exploit"], "config": report.get("config", {})}
                     tags.append(RunTag(f"packtune.exploit.{generations[index]}", json.dumps(lineage)[:_MAX_TAG]))
-            if not points:
+                batches.append((step, points, tags))
+            if not batches:
                 continue
             child = self._child(trial, book.reports)
-            for chunk in _chunks(points, _MAX_METRICS):
-                self.client.log_batch(child, metrics=list(chunk), tags=tags)
-                tags = []
-            self.steps[trial] |= new_steps
-            logged += len(new_steps)
+            for group in _by_size(batches):
+                self.client.log_batch(child, metrics=[m for _, points, _ in group for m in points],
+                                      tags=[t for _, _, tags in group for t in tags])
+                self.steps[trial] |= {step for step, _, _ in group}
+                logged += len(group)
         return logged
 
     def finish(self) -> None:
