@@ -157,3 +157,32 @@ def test_the_api_writes_what_the_cli_writes(tiny_run: packtune.Run, tmp_path: Pa
     events = EventAccumulator(str(tmp_path / "tb" / "trial-0"))
     events.Reload()
     assert len(events.Tensors("val_accuracy")) == 2
+
+
+def test_an_mlflow_batch_that_failed_is_logged_once_when_tried_again(
+        tiny_run: packtune.Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mlflow.tracking import MlflowClient
+
+    from packtune.trackers import mlflow_export
+
+    # A report per log_batch, so that the second call fails inside the first trial's reports.
+    monkeypatch.setattr(mlflow_export, "_MAX_METRICS", 5)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    sync = mlflow_export.MlflowSync(tiny_run, uri)
+    log_batch, calls = sync.client.log_batch, []
+
+    def flaky(*args: object, **kwargs: object) -> None:
+        if kwargs.get("metrics"):
+            calls.append(1)
+            if len(calls) == 2:
+                raise ConnectionError("the server restarts")
+        log_batch(*args, **kwargs)
+
+    monkeypatch.setattr(sync.client, "log_batch", flaky)
+    with pytest.raises(ConnectionError):
+        sync.sync()
+    assert sync.sync() == len(tiny_run.reports()) - 1
+    client = MlflowClient(uri)
+    for trial, reports in by_trial(tiny_run).items():
+        steps = [m.step for m in client.get_metric_history(sync.children[trial], "budget")]
+        assert sorted(steps) == sorted(round(r["budget"] * sync.scale) for r in reports)
