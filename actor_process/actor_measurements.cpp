@@ -1,5 +1,6 @@
 #include "actor_process/actor.hpp"
 
+#include "actor_process/keepalive.hpp"
 #include "actor_process/logging.hpp"
 #include "actors/device.hpp"
 #include "actors/fused_group.hpp"
@@ -61,8 +62,11 @@ bool Actor::advance_profiles() {
     try {
       // The run's stream options would change nothing for one member but add augmentation's
       // passing temporaries, which the correction would then scale every unit size by.
-      const auto bytes =
-          actors::measure_peak_bytes(spec, 1, input_, torch::Device(torch::kCPU), 2, torch::Device(pack_device_));
+      std::int64_t bytes = 0;
+      {
+        Keepalive keepalive(socket_, spec_.heartbeat_seconds);
+        bytes = actors::measure_peak_bytes(spec, 1, input_, torch::Device(torch::kCPU), 2, torch::Device(pack_device_));
+      }
       send_message(socket_, proto::Measured{key, 1, bytes});
       return true;
     } catch (const std::exception& e) {
@@ -72,7 +76,12 @@ bool Actor::advance_profiles() {
   }
   if (profiles_.empty()) return false;
   auto& task = profiles_.front();
-  if (task.profiler->advance()) return false;
+  bool more = false;
+  {
+    Keepalive keepalive(socket_, spec_.heartbeat_seconds);
+    more = task.profiler->advance();
+  }
+  if (more) return false;
   proto::Profiled answer{task.key, pack_device_, {}, {}, task.profiler->error()};
   for (const auto& [members, seconds] : task.profiler->points()) {
     answer.members.push_back(members);
@@ -103,6 +112,7 @@ proto::Tested Actor::run_test(const proto::Test& test) {
         const auto shape = actors::input_shape(*stream_);
         actors::FusedGroup alone(spec, shape, stream_->device());
         alone.add(test.trial, spec, test.seed, &checkpoint);
+        Keepalive keepalive(socket_, spec_.heartbeat_seconds);
         out.metrics = alone.evaluate_on(test.trial, inputs, labels, "test_");
         out.budget = checkpoint.budget;
         out.error.clear();

@@ -4,17 +4,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
 #include <filesystem>
 #include <iostream>
 #include <limits>
-#include <mutex>
 #include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "actor_process/actor.hpp"
+#include "actor_process/keepalive.hpp"
 #include "actor_process/logging.hpp"
 #include "actors/autocast.hpp"
 #include "actors/cuda_step.hpp"
@@ -33,48 +32,6 @@
 namespace packtune::actor_process {
 
 namespace proto = protocol;
-
-namespace {
-
-// Loading a plugin, a device and the data set can take longer than the driver's
-// actor_timeout_seconds, after which the driver kills a silent actor as hung. Until Ready, a
-// thread of its own says this actor lives; the loop owns the socket again once it is stopped
-// (joined). A stopped process says nothing, and is killed as it should be.
-class Keepalive {
- public:
-  Keepalive(zmq::socket_t& socket, double seconds)
-      : thread_([this, &socket, seconds] {
-          const auto period = std::chrono::duration<double>(std::max(seconds, 0.1));
-          std::unique_lock<std::mutex> lock(mutex_);
-          while (!cv_.wait_for(lock, period, [this] { return stopped_; })) {
-            try {
-              send_message(socket, proto::Heartbeat{});
-            } catch (const zmq::error_t&) {
-              return;  // the socket's trouble is the loop's to report, at its next send
-            }
-          }
-        }) {}
-  ~Keepalive() { stop(); }
-  Keepalive(const Keepalive&) = delete;
-  Keepalive& operator=(const Keepalive&) = delete;
-  void stop() {
-    if (!thread_.joinable()) return;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopped_ = true;
-    }
-    cv_.notify_one();
-    thread_.join();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool stopped_ = false;
-  std::thread thread_;  // last: starts once the rest is built
-};
-
-}  // namespace
 
 Actor::Actor(const ActorOptions& options)
     : options_(options), context_(1), socket_(context_, zmq::socket_type::dealer) {
