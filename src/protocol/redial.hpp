@@ -8,8 +8,8 @@
 // the cap asks the driver a few times a second in all, not each of its members every 100 ms.
 //
 // The missing pipe is read as ZMQ_EVENTS without ZMQ_POLLOUT. A pipe at its high-water mark
-// (1,000 messages the driver has not read, past the kernel's buffers) reads the same; the peers
-// that use this say a few messages before they join, nowhere near it.
+// (1,000 messages the driver has not read, past the kernel's buffers) reads the same: the
+// sends of zmq_channel.hpp wait a heartbeat for it to drain before they take it for a refusal.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -61,6 +61,7 @@ class Redial {
   // The peer was heard (joined): a later refusal starts from kFirst again.
   void heard() { next_ = kFirst; }
 
+  const std::string& endpoint() const { return endpoint_; }
   bool waiting() const { return waiting_; }
   Clock::time_point due() const { return due_; }
   std::int64_t refusals() const { return refusals_; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -58,6 +59,41 @@ Received decode_message_frames(std::vector<zmq::message_t>& frames, std::size_t 
   return r;
 }
 
+// The default heartbeat: what bounds a peer's redial interval (the driver names the run's own
+// only once joined), and how long a send waits for a full pipe to drain.
+const std::chrono::milliseconds kPatience{static_cast<long>(protocol::ExperimentSpec{}.heartbeat_seconds * 1000)};
+
+// The redial state of each DEALER this thread sent or received on (a peer holds one or two,
+// each connected to the driver).
+protocol::Redial& redial_of(zmq::socket_t& dealer) {
+  thread_local std::map<void*, protocol::Redial> redials;
+  const auto endpoint = dealer.get(zmq::sockopt::last_endpoint);
+  auto it = redials.find(dealer.handle());
+  // A socket closed and another opened where it was has a state of its own.
+  if (it == redials.end() || (!endpoint.empty() && it->second.endpoint() != endpoint)) {
+    it = redials.insert_or_assign(dealer.handle(), protocol::Redial(endpoint, kPatience)).first;
+  }
+  return it->second;
+}
+
+// Sends a message's first frame to the driver (`try_send`: without waiting; the rest of a
+// multipart message then goes as it would). A refused connection leaves no pipe to send to,
+// where a blocking send would wait for ever: the message goes with the connection, the socket
+// redials, and the driver, which never heard of the new connection, answers the peer's next
+// message with Rejoin. False when dropped.
+template <class TrySend>
+bool send_first(zmq::socket_t& dealer, TrySend try_send) {
+  if (try_send()) return true;
+  while (true) {
+    zmq::pollitem_t item{dealer.handle(), 0, ZMQ_POLLOUT, 0};
+    protocol::retry_interrupted([&] { return zmq::poll(&item, 1, kPatience); });
+    if (try_send()) return true;
+    auto& redial = redial_of(dealer);
+    if (redial.step(dealer, std::chrono::steady_clock::now())) continue;
+    if (redial.waiting()) return false;
+  }
+}
+
 }  // namespace
 
 void limit_frames(zmq::socket_t& socket) { socket.set(zmq::sockopt::maxmsgsize, kMaxFrameBytes); }
@@ -74,7 +110,10 @@ Routed decode_routed_frames(std::vector<zmq::message_t>& frames, std::size_t cou
 
 void send_message(zmq::socket_t& dealer, const protocol::Message& message) {
   const auto bytes = protocol::encode(message);
-  protocol::retry_interrupted([&] { return dealer.send(zmq::buffer(bytes), zmq::send_flags::none); });
+  send_first(dealer, [&] {
+    return protocol::retry_interrupted([&] { return dealer.send(zmq::buffer(bytes), zmq::send_flags::dontwait); })
+        .has_value();
+  });
 }
 
 void send_message(zmq::socket_t& router, const std::string& identity,
@@ -86,7 +125,13 @@ void send_message(zmq::socket_t& router, const std::string& identity,
 
 void send_message(zmq::socket_t& dealer, const protocol::Message& message, zmq::message_t& payload) {
   const auto bytes = protocol::encode(message);
-  protocol::retry_interrupted([&] { return dealer.send(zmq::buffer(bytes), zmq::send_flags::sndmore); });
+  const auto first = [&] {
+    return protocol::retry_interrupted([&] {
+             return dealer.send(zmq::buffer(bytes), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+           })
+        .has_value();
+  };
+  if (!send_first(dealer, first)) return;
   protocol::retry_interrupted([&] { return dealer.send(payload, zmq::send_flags::none); });
 }
 
@@ -105,6 +150,8 @@ std::optional<protocol::Message> receive_message(zmq::socket_t& dealer, long tim
 }
 
 std::optional<Received> receive_with_payload(zmq::socket_t& dealer, long timeout_ms) {
+  // A peer that only listens redials too once refused (protocol/redial.hpp).
+  if ((dealer.get(zmq::sockopt::events) & ZMQ_POLLOUT) == 0) redial_of(dealer).step(dealer, std::chrono::steady_clock::now());
   if (!wait_readable(dealer, timeout_ms)) return std::nullopt;
   std::size_t count = 0;
   auto frames = receive_frames(dealer, 2, count);
@@ -128,8 +175,7 @@ protocol::Message hello_driver(zmq::socket_t& dealer, const protocol::Message& h
   using std::chrono::milliseconds;
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(std::max(0.0, timeout_seconds)));
-  // Bounded by the heartbeat, which the driver names only in its answer: the default one.
-  protocol::Redial redial(driver, milliseconds(static_cast<long>(protocol::ExperimentSpec{}.heartbeat_seconds * 1000)));
+  auto& redial = redial_of(dealer);
   const auto bytes = protocol::encode(hello);
   // Never a blocking send: a connection refused in its handshake leaves nothing to send to.
   const auto say = [&] { protocol::retry_interrupted([&] { return dealer.send(zmq::buffer(bytes), zmq::send_flags::dontwait); }); };
