@@ -20,6 +20,7 @@
 #include "driver/actor_registry.hpp"
 #include "driver/admission.hpp"
 #include "driver/checkpoint_store.hpp"
+#include "driver/final_models.hpp"
 #include "driver/final_test.hpp"
 #include "driver/journal.hpp"
 #include "driver/placement.hpp"
@@ -219,7 +220,10 @@ class DriverCore {
 
   std::map<int, std::vector<protocol::Assign>> assigns_;  // this dispatch's jobs by actor, sent at its end
 
-  std::vector<TrialId> best_finished_;  // trials keeping their final models, best first
+  // With keep_checkpoints "needed", the last checkpoints of this many best trials survive a run,
+  // and as many finished trials keep their final models while it runs.
+  static constexpr int kKeepBestCheckpoints = 3;
+  FinalModels final_models_{kKeepBestCheckpoints, config_.mode};
   FinalTest final_test_;  // the test of the best trial's final model
   std::vector<std::string> actor_failures_;
   bool actor_input_error_ = false;  // an actor process exited with code 2 (bad input)

@@ -14,11 +14,6 @@ namespace packtune {
 
 namespace proto = protocol;
 
-namespace {
-// With keep_checkpoints "needed", the last checkpoints of this many best trials survive a run.
-constexpr int kKeepBestCheckpoints = 3;
-}  // namespace
-
 // What the status display shows (docs/status.md).
 StatusSnapshot DriverCore::status(Clock::time_point now) const {
   StatusSnapshot s;
@@ -81,21 +76,13 @@ StatusSnapshot DriverCore::status(Clock::time_point now) const {
 
 // --- the test split (docs/checkpoints.md, Final models) ----------------------------------------
 
-// A trial that finished at the max budget wrote its final model, for the test at the end.
-// Only the best few finished trials, and the best report's trial, keep theirs: a sweep of
-// 100,000 trials must not fill the disk with final models nobody will test.
+// A trial that finished at the max budget wrote its final model, for the test at the end. Only
+// the best few finished trials (FinalModels), and the best report's trial, keep theirs.
 void DriverCore::on_final_checkpoint(TrialId id, double budget) {
   if (config_.keep_checkpoints == KeepCheckpoints::All || budget < config_.max_budget * (1 - 1e-9)) return;
-  auto ranks = [this](TrialId a, TrialId b) {
-    return tuners::ranks_before(book_.at(a).last_metric, a, book_.at(b).last_metric, b, config_.mode);
-  };
-  best_finished_.insert(std::upper_bound(best_finished_.begin(), best_finished_.end(), id, ranks), id);
-  while (best_finished_.size() > static_cast<std::size_t>(kKeepBestCheckpoints)) {
-    const TrialId out = best_finished_.back();
-    best_finished_.pop_back();
-    const auto& best = results_->best();
-    if (!best || best->trial != out) store_->drop(out);
-  }
+  const auto out = final_models_.finished(id, book_.at(id).last_metric);
+  const auto& best = results_->best();
+  if (out && (!best || best->trial != *out)) store_->drop(*out);
 }
 
 // Once the tuner is done, before the actors stop, the best trial's final model is evaluated
