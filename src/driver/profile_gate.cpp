@@ -1,14 +1,12 @@
 #include "driver/profile_gate.hpp"
 
 #include <algorithm>
-#include <cstdint>
-#include <fstream>
 #include <utility>
-#include <vector>
 
 #include <spdlog/spdlog.h>
-#include <zlib.h>
 
+#include "datasets/data_fingerprint.hpp"
+#include "packtune/error.hpp"
 #include "util/printable.hpp"
 
 namespace packtune {
@@ -25,21 +23,18 @@ ProfileGate::ProfileGate(packing::Planner& planner, packing::Plan& plan, const A
 
 namespace {
 
-// A TorchScript file's contents as a cache key: its size and CRC-32. A file saved again under
-// the same name (another model, other weights' shapes) must not take the old one's profile.
-// "" where the file cannot be read: the actors will say why, and the path alone keys it.
+// A TorchScript file's contents as a cache key: its size and the SHA-256 of its sampled bytes
+// (datasets::fingerprint_file; a .pt file is a zip whose directory at its end, always sampled,
+// lists every entry's CRC), not its modification time, which a copy changes. A file saved again
+// under the same name (another model) must not take the old one's profile. "" where the file
+// cannot be read: the actors will say why, and the path alone keys it.
 std::string file_fingerprint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::vector<char> buffer(1 << 20);
-  uLong crc = crc32(0L, Z_NULL, 0);
-  std::uint64_t size = 0;
-  while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0) {
-    const auto got = static_cast<uInt>(in.gcount());
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(buffer.data()), got);
-    size += got;
+  try {
+    const auto f = datasets::fingerprint_file(path);
+    return fmt::format("{} bytes, sampled sha256 {}", f.size, f.sample_sha256.substr(0, 16));
+  } catch (const Error&) {
+    return "";
   }
-  return fmt::format("{} bytes, crc32 {:08x}", size, static_cast<std::uint32_t>(crc));
 }
 
 }  // namespace

@@ -370,8 +370,8 @@ TEST_CASE("a TorchScript shape's profile is kept under its file's contents, not 
   ProfileCache kept(f.dir.file("cache"));
   REQUIRE(kept.open().empty());
   REQUIRE(kept.entries().size() == 1);
-  // The path's key with the file's size and checksum.
-  CHECK(kept.entries().front().shape.rfind(shape.key + " (17 bytes, crc32 ", 0) == 0);
+  // The path's key with the file's size and the hash of its (here: all) bytes.
+  CHECK(kept.entries().front().shape.rfind(shape.key + " (17 bytes, sampled sha256 ", 0) == 0);
 
   SECTION("the same file in a later run: taken from the cache") {
     f.planner = packing::Planner();
