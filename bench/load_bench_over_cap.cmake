@@ -23,8 +23,10 @@ endif()
 if(NOT trained_actors EQUAL cap OR NOT reports GREATER 0 OR NOT reports EQUAL jobs)
   message(FATAL_ERROR "expected every admitted actor to train, and every job reported:\n${out}")
 endif()
-if(NOT refused_actors EQUAL refused_expected OR NOT refused_connections GREATER_EQUAL refused_expected)
-  message(FATAL_ERROR "expected the other ${refused_expected} actors refused, each at least once:\n${out}")
+# load_bench starts the run once the driver refused one of them (not each: one cut before its
+# handshake reconnects and may be cut again, docs/security.md).
+if(NOT refused_actors EQUAL refused_expected OR NOT refused_connections GREATER 0)
+  message(FATAL_ERROR "expected the other ${refused_expected} actors refused:\n${out}")
 endif()
 file(READ "${WORK}/driver.log" log)
 if(NOT log MATCHES "refused [0-9]+ new connection\\(s\\): too many connections \\(at most ${cap} at once")

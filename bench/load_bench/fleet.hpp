@@ -77,7 +77,7 @@ class Fleet {
   ~Fleet();
 
   // Connects every actor and says Hello; returns once each got its Welcome, or, with
-  // --driver-open-files, once no more join (the driver refuses connections over its cap).
+  // --driver-open-files, once the driver's connection cap's worth did (it refuses the rest).
   void join(const std::string& endpoint);
 
   // Every actor that joined says Ready at once, then trains what it is given until the driver

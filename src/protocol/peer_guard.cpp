@@ -19,18 +19,19 @@
 namespace packtune::protocol {
 
 PeerGuard::Limits PeerGuard::raise_fd_limit() {
-  Limits limits;
   rlimit r{};
-  if (getrlimit(RLIMIT_NOFILE, &r) == 0) {
-    if (r.rlim_cur < r.rlim_max) {
-      rlimit raised = r;
-      raised.rlim_cur = r.rlim_max;
-      if (setrlimit(RLIMIT_NOFILE, &raised) == 0) r = raised;
-    }
-    limits.fd_limit = r.rlim_cur == RLIM_INFINITY ? std::int64_t{1} << 20 : static_cast<std::int64_t>(r.rlim_cur);
-  } else {
-    limits.fd_limit = 1024;
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0) return limits_for(1024);
+  if (r.rlim_cur < r.rlim_max) {
+    rlimit raised = r;
+    raised.rlim_cur = r.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) r = raised;
   }
+  return limits_for(r.rlim_cur == RLIM_INFINITY ? std::int64_t{1} << 20 : static_cast<std::int64_t>(r.rlim_cur));
+}
+
+PeerGuard::Limits PeerGuard::limits_for(std::int64_t fd_limit) {
+  Limits limits;
+  limits.fd_limit = fd_limit;
   // A quarter of the descriptors, and at least kReservedFds, stay for everything else.
   const auto reserved = std::max(kReservedFds, limits.fd_limit / 4);
   limits.max_connections = std::clamp<std::int64_t>(limits.fd_limit - reserved, 1, kMaxConnections);

@@ -58,6 +58,8 @@ class PeerGuard {
   };
   // Raises the soft file-descriptor limit to the hard one, and sizes the cap from it.
   static Limits raise_fd_limit();
+  // The cap and bounds of a driver whose file-descriptor limit is `fd_limit`.
+  static Limits limits_for(std::int64_t fd_limit);
 
   static constexpr std::int64_t kReservedFds = 64;  // at least, for the driver's own files
   // 1,000 remote actors with their transfer sockets, and their nodes, twice over. Before it
