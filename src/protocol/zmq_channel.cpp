@@ -190,7 +190,13 @@ protocol::Message hello_driver(zmq::socket_t& dealer, const protocol::Message& h
     if (redial.step(dealer, now)) {
       say();
     } else if (!redial.waiting() && now >= next_resend) {
-      say();
+      // A driver that refused this peer before, silent since: the dial may have left a pipe to
+      // nowhere (redial.hpp), dialled again rather than said into.
+      if (redial.refusals() > 0) {
+        redial.drop(dealer, now);
+      } else {
+        say();
+      }
       resend = std::min(resend * 2, milliseconds(16000));
       next_resend = now + resend;
     }

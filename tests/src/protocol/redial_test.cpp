@@ -85,24 +85,36 @@ TEST_CASE("a peer refused in its handshake connects again, less and less often, 
   gate.refuse = 3;
   auto router = gate.listen("tcp://127.0.0.1:*");
   const auto endpoint = router.get(zmq::sockopt::last_endpoint);
-  std::atomic<bool> answered{false};
+  std::atomic<int> answered{0};
+  std::atomic<bool> joined{false};
   std::thread driver([&] {
-    // The first Hello that arrives is answered: none comes over a refused connection.
-    if (auto routed = packtune::receive_routed(router, 30'000)) {
-      proto::Welcome welcome;
-      welcome.actor_id = 7;
-      packtune::send_message(router, routed->identity, welcome);
-      answered = true;
+    // Every Hello is answered: none comes over a refused connection.
+    while (!joined) {
+      if (auto routed = packtune::receive_routed(router, 100)) {
+        proto::Welcome welcome;
+        welcome.actor_id = 7;
+        packtune::send_message(router, routed->identity, welcome);
+        ++answered;
+      }
     }
   });
+  struct Join {
+    std::atomic<bool>& joined;
+    std::thread& driver;
+    ~Join() {
+      joined = true;
+      driver.join();
+    }
+  } join{joined, driver};
   zmq::context_t peer_context;
   auto dealer = peer(peer_context, endpoint);
   const auto welcome =
       packtune::join_driver<proto::Welcome>(dealer, proto::Hello{}, endpoint, 60, "actor");
-  driver.join();
   CHECK(welcome.actor_id == 7);
-  CHECK(answered);
-  CHECK(gate.requests == 4);  // three refusals, then the connection that joined
+  CHECK(answered > 0);
+  // Three refusals, then the connection that joined; more where a dial that libzmq left with a
+  // pipe to nowhere was dropped and made again (redial.hpp).
+  CHECK(gate.requests >= 4);
 }
 
 TEST_CASE("a peer refused when it connects again after it joined sends without waiting for ever, and is heard again") {
@@ -115,6 +127,7 @@ TEST_CASE("a peer refused when it connects again after it joined sends without w
   REQUIRE(packtune::receive_routed(router, 30'000));
   // The driver's side goes and comes back where it was, refusing the peer's next two handshakes.
   gate.refuse = 2;
+  const int before = gate.requests;
   router.close();
   // libzmq closes the listener on its I/O thread, after close() returns.
   std::optional<zmq::socket_t> again;
@@ -136,5 +149,7 @@ TEST_CASE("a peer refused when it connects again after it joined sends without w
   }
   REQUIRE(heard);
   CHECK(std::holds_alternative<proto::Heartbeat>(heard->message));
-  CHECK(gate.requests == 4);  // the first connection, two refused, the one heard
+  // Two refused and the one heard, at least: a connection to the closing listener may have
+  // been asked about too.
+  CHECK(gate.requests - before >= 3);
 }
