@@ -1,9 +1,11 @@
 #pragma once
 // A peer's way back to the driver after the driver refused its connection in the handshake
-// (the connection cap's ZAP answer, peer_guard.hpp; a key it does not know). libzmq 4.3.4 takes
-// a refused handshake as a protocol error and drops the connection's session for good: no
+// (the connection cap's ZAP answer, peer_guard.hpp; a key it does not know). libzmq 4.3.4 mostly
+// takes a refused handshake as a protocol error and drops the connection's session for good: no
 // reconnect, ZMQ_RECONNECT_IVL and ZMQ_RECONNECT_IVL_MAX never apply, and the DEALER is left
-// with no outgoing pipe, so that a blocking send would wait for ever. Redial notices that, and
+// with no outgoing pipe, so that a blocking send would wait for ever. (Now and then, a DEALER's
+// monitor shows, it reconnects by itself after 100-200 ms instead, or leaves a pipe to nowhere:
+// see drop().) Redial notices that, and
 // connects again after an exponential, jittered interval bounded by the heartbeat: a crowd over
 // the cap asks the driver a few times a second in all, not each of its members every 100 ms.
 //
