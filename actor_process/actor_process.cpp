@@ -97,7 +97,9 @@ int Actor::run() {
     actors::keep_large_blocks_in_heap(cpu ? retained_heap_bytes_ : actors::kMaxRetainedHeapBytes);
     const auto data = data_options();
     const auto start = Clock::now();
+    auto device_ready = actors::warm_up(torch::Device(device));
     auto split = datasets::load_split(data);
+    device_ready.get();
     stream = std::make_unique<datasets::BatchStream>(split, torch::Device(device), spec_.data_seed,
                                                      datasets::stream_options_of(data));
     stream_ = stream.get();

@@ -49,6 +49,19 @@ GraphFailure& graph_failure() {
 
 }  // namespace
 
+std::future<void> warm_up(const torch::Device& device) {
+  if (!device.is_cuda()) {
+    std::promise<void> done;
+    done.set_value();
+    return done.get_future();
+  }
+  return std::async(std::launch::async, [device] {
+    make_current(device);  // a thread's current device is its own
+    const auto a = torch::ones({8, 8}, torch::TensorOptions().device(device));
+    (void)torch::mm(a, a);  // loads cuBLAS's kernels; nothing waits for the product
+  });
+}
+
 std::string take_cuda_graph_failure() {
   auto& f = graph_failure();
   if (!f.happened.load()) return {};

@@ -13,8 +13,7 @@
 # Phases (default: all but tests, in this order):
 #   build      .gpu/build.sh: packtune and pack_bench against the image's CUDA LibTorch, plotly.js from .gpu
 #   pack       pack_bench --quick: fused packs of K = 1, 32, 128 MLPs and CNNs against one after another
-#   conv       pack_bench on conv nets, in fp32, tf32 and bf16, and in fp32 without cuDNN's benchmark mode and
-#              with channels-last grouped convolutions (PACKTUNE_CONV_CHANNELS_LAST=1): the ResNet
+#   conv       pack_bench on conv nets, in fp32, tf32 and bf16, and in fp32 without cuDNN's benchmark mode: the ResNet
 #              of issue 45 (3 stages of 2 blocks, 16 channels, batch 128) and the CNN at K = 1, 8, 32; fused
 #              against sequential
 #   trace      where a fused ResNet step's time goes: pack_bench --trace on the same ResNet at K = 1, 2 and
@@ -38,13 +37,17 @@
 # end everything but summary.txt is packed into OUT/gpu_figures.tgz: the device tool brings back
 # only a few files of a call.
 #
+# Every run of packtune leaves its driver.log and actor logs in OUT/NAME.logs/ (inside the archive):
+# where a run's time went, step by step.
+#
 # Options: --device D (default cuda), --build-dir DIR (default /tmp/build), --out DIR (default
-# $OUT, else /tmp/gpu_figures), --smoke (the smallest sizes; the ctest bench/gpu_figures_smoke
+# $OUT, else /tmp/gpu_figures), --packed-only (resnet and experiment run packtune packed alone:
+# no --max-pack 1 run, no PyTorch loop; for a run's logs when device time is short), --smoke (the smallest sizes; the ctest bench/gpu_figures_smoke
 # runs `--device cpu --smoke pack conv cnn resnet experiment hyperband` against the build tree here).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-device=cuda smoke=0 build=/tmp/build out=${OUT:-/tmp/gpu_figures}
+device=cuda smoke=0 packed_only=0 build=/tmp/build out=${OUT:-/tmp/gpu_figures}
 phases=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -52,8 +55,9 @@ while [ $# -gt 0 ]; do
     --build-dir) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --smoke) smoke=1; shift ;;
+    --packed-only) packed_only=1; shift ;;
     build|pack|conv|trace|cnn|cnn_always|resnet|experiment|hyperband|peers|tests) phases+=("$1"); shift ;;
-    -h|--help) sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_figures: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -107,12 +111,20 @@ elif name.startswith("cnn"):
           f"test {r['test_accuracy']}")
 elif name == "resnet":
     r = json.loads(text)
+    if "max_pack_1" not in r:
+        print(f"packed {r['packed']['wall_seconds']:.1f} s (test {r['packed']['test_accuracy']}); no --max-pack 1 run "
+              f"(--packed-only)")
+        sys.exit(0)
     print(f"packed {r['packed']['wall_seconds']:.1f} s (test {r['packed']['test_accuracy']}), max_pack_1 "
           f"{r['max_pack_1']['wall_seconds']:.1f} s (test {r['max_pack_1']['test_accuracy']}), "
           f"max_pack_1/packed {r['max_pack_1']['wall_seconds'] / r['packed']['wall_seconds']:.2f}x")
 elif name == "experiment":
     r = json.loads(text)
     first, second = r["first"]["ways"]["packed"], r["second"]["ways"]
+    if "loop" not in second:
+        print(f"packed {first['wall_seconds']:.2f} s measuring profiles, {second['packed']['wall_seconds']:.2f} s "
+              f"from the cache ({r['profiles']}); no loop (--packed-only)")
+        sys.exit(0)
     loop = second["loop"]["wall_seconds"]
     print(f"packed {first['wall_seconds']:.2f} s measuring profiles, {second['packed']['wall_seconds']:.2f} s from "
           f"the cache ({r['profiles']}); loop {loop:.1f} s, loop/packed "
@@ -183,6 +195,7 @@ run_config() {
   local start=$SECONDS
   "$build/src/packtune" run "$config" --out "$run" --quiet "$@" >&2 || return 1
   cp "$run/results.jsonl" "$out/$name.results.jsonl"
+  keep_logs "$run" "$name"
   python3 - "$run/best.json" $((SECONDS - start)) <<'EOF'
 import json, sys
 best = json.load(open(sys.argv[1]))
@@ -192,6 +205,14 @@ print(json.dumps({"wall_seconds": float(sys.argv[2]), "trial": best.get("trial")
                   "test_accuracy": test.get("test_accuracy", test.get("accuracy")), "best": best}))
 EOF
   rm -rf "$run"
+}
+
+# keep_logs RUN NAME: RUN's driver.log and actor logs into OUT/NAME.logs/.
+keep_logs() {
+  mkdir -p "$out/$2.logs"
+  cp "$1/driver.log" "$out/$2.logs/" 2>/dev/null
+  cp -r "$1/logs" "$out/$2.logs/actors" 2>/dev/null
+  return 0
 }
 
 phase_resnet() {
@@ -209,21 +230,28 @@ json.dump(c, open(path, "w"), indent=2)
 EOF
   local packed max1
   packed=$(run_config "$config" resnet_packed) || return 1
+  if [ "$packed_only" = 1 ]; then echo "{\"packed\": $packed}"; return 0; fi
   max1=$(run_config "$config" resnet_max_pack_1 --max-pack 1) || return 1
   echo "{\"packed\": $packed, \"max_pack_1\": $max1}"
 }
 
 phase_experiment() {
-  local cache=/tmp/gpu_figures-profiles kept=/tmp/gpu_figures-experiment size=() first second said
+  local cache=/tmp/gpu_figures-profiles kept=/tmp/gpu_figures-experiment size=() first second said ways=packed,loop
   [ "$smoke" = 1 ] && size=(--smoke)
+  [ "$packed_only" = 1 ] && ways=packed
   # One profile cache for both runs, apart from the user's.
   rm -rf "$cache" "$kept"
   export PACKTUNE_CACHE_DIR=$cache
-  first=$("$build/bench/peer_bench" --device "$device" --max-pack 32 --ways packed --json "${size[@]}") || return 1
-  second=$("$build/bench/peer_bench" --device "$device" --max-pack 32 --ways packed,loop --json \
-           --keep "$kept" "${size[@]}") || return 1
+  first=$("$build/bench/peer_bench" --device "$device" --max-pack 32 --ways packed --json \
+          --keep "$kept/first" "${size[@]}") || return 1
+  second=$("$build/bench/peer_bench" --device "$device" --max-pack 32 --ways "$ways" --json \
+           --keep "$kept/second" "${size[@]}") || return 1
   # What the second run's driver.log says of its profiles.
-  said=$(grep -rh "throughput profiles:" "$kept" --include=driver.log | head -1 | sed 's/.*throughput profiles: //')
+  said=$(grep -rh "throughput profiles:" "$kept/second" --include=driver.log | head -1 | sed 's/.*throughput profiles: //')
+  local run
+  for run in first second; do
+    keep_logs "$(dirname "$(find "$kept/$run" -name driver.log | head -1)")" "experiment_$run"
+  done
   rm -rf "$cache" "$kept"
   python3 -c 'import json, sys; print(json.dumps({"first": json.loads(sys.argv[1]), "second": json.loads(sys.argv[2]),
                                                    "profiles": sys.argv[3]}, indent=1))' \
@@ -278,7 +306,8 @@ phase_tests() {
 }
 
 export root device smoke build out
-export -f phase_build phase_cnn phase_resnet phase_experiment run_config phase_peers phase_tests h5tools
+export packed_only
+export -f phase_build phase_cnn phase_resnet phase_experiment run_config keep_logs phase_peers phase_tests h5tools
 limit() { if [ "$smoke" = 1 ]; then echo 300; else echo "$1"; fi; }
 for phase in "${phases[@]}"; do
   case "$phase" in
@@ -290,11 +319,11 @@ for phase in "${phases[@]}"; do
     conv)
       if [ "$smoke" = 1 ]; then args=(--smoke --k 1,2 --batch 16); else args=(--seconds 1 --k 1,8,32); fi
       # fp32, tf32 (a GPU's default) and bf16; fp32 again without cuDNN's benchmark mode (on by default
-      # since it paid), and with the grouped convolutions channels-last (an experiment).
-      for way in fp32:1:0 tf32:1:0 bf16:1:0 fp32:0:0 fp32:1:1; do
-        IFS=: read -r precision bench channels_last <<< "$way"
-        name=conv_$precision$([ "$bench" = 0 ] && echo _no_cudnn_benchmark)$([ "$channels_last" = 1 ] && echo _channels_last)
-        PACKTUNE_CONV_CHANNELS_LAST=$channels_last PACKTUNE_CUDNN_BENCHMARK=$bench run_phase "$name" "$(limit 200)" "$out/$name.json" "$build/bench/pack_bench" \
+      # since it paid).
+      for way in fp32:1 tf32:1 bf16:1 fp32:0; do
+        IFS=: read -r precision bench <<< "$way"
+        name=conv_$precision$([ "$bench" = 0 ] && echo _no_cudnn_benchmark)
+        PACKTUNE_CUDNN_BENCHMARK=$bench run_phase "$name" "$(limit 200)" "$out/$name.json" "$build/bench/pack_bench" \
           --device "$device" --json --precision "$precision" --models resnet,cnn --stages 3 --blocks 2 \
           --modes fused,sequential "${args[@]}"
       done ;;

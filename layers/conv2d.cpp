@@ -44,13 +44,11 @@ torch::Tensor Conv2d::forward(const torch::Tensor& x) {
     if (grouped_kernels(x)) return torch::stack(outs, 1).transpose(0, 1);
     return torch::stack(outs);
   }
-  auto stacked = x.transpose(0, 1).reshape({batch, k * in, x.size(3), x.size(4)});
-  auto w = weight_.view({k * weight_.size(1), in, weight_.size(3), weight_.size(4)});
-  auto bias = bias_.defined() ? bias_.view({-1}) : torch::Tensor();
-  if (conv_channels_last()) {
-    stacked = stacked.contiguous(torch::MemoryFormat::ChannelsLast);
-    w = w.contiguous(torch::MemoryFormat::ChannelsLast);
-  }
+  // Channels-last copies of both were slower on an H200 (4.40x against 5.45x a ResNet unit of 8
+  // in fp32, 2026-11-29, docs/benchmarks.md): the default layout it is.
+  const auto stacked = x.transpose(0, 1).reshape({batch, k * in, x.size(3), x.size(4)});
+  const auto w = weight_.view({k * weight_.size(1), in, weight_.size(3), weight_.size(4)});
+  const auto bias = bias_.defined() ? bias_.view({-1}) : torch::Tensor();
   auto y = torch::conv2d(stacked, w, bias, stride_, padding_, 1, k);  // [B, K*out, H', W']
   return y.view({batch, k, weight_.size(1), y.size(2), y.size(3)}).transpose(0, 1);
 }

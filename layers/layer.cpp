@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <string>
 
 #include "packtune/error.hpp"
 
@@ -13,17 +11,9 @@ namespace {
 
 std::atomic<MemberKernels> member_kernels{MemberKernels::Auto};
 
-std::atomic<bool> channels_last{[] {
-  const char* value = std::getenv("PACKTUNE_CONV_CHANNELS_LAST");
-  return value != nullptr && std::string(value) == "1";
-}()};
-
 }  // namespace
 
 void set_member_kernels(MemberKernels kernels) { member_kernels = kernels; }
-
-void set_conv_channels_last(bool on) { channels_last = on; }
-bool conv_channels_last() { return channels_last.load(); }
 
 bool grouped_kernels(const torch::Tensor& x) {
   const auto setting = member_kernels.load();

@@ -134,12 +134,6 @@ void set_member_kernels(MemberKernels kernels);
 // Whether K members on `x`'s device run as one grouped kernel under the current setting.
 bool grouped_kernels(const torch::Tensor& x);
 
-// Whether grouped convolutions run on channels-last copies of their input and weight: an experiment
-// for GPUs, where cuDNN runs an fp32 grouped convolution in the default layout as one legacy kernel
-// per member (docs/benchmarks.md, GPU figures). Off unless PACKTUNE_CONV_CHANNELS_LAST=1 or set.
-void set_conv_channels_last(bool on);
-bool conv_channels_last();
-
 // `t` cut or zero-padded at the end of every dimension to `sizes` (same rank).
 torch::Tensor fit_to(const torch::Tensor& t, at::IntArrayRef sizes);
 // A member's own part of a padded tensor (a view): `t` narrowed to `shape` in every dimension.

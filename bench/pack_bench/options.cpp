@@ -33,7 +33,6 @@ shape); members differ in learning rate, momentum, weight decay and seed.
   --stages N, --blocks N
                      the resnet's stages and basic blocks per stage (default 2 and 1)
   PACKTUNE_CUDNN_BENCHMARK=0 in the environment turns cuDNN's benchmark mode off (GPUs; on by default)
-  PACKTUNE_CONV_CHANNELS_LAST=1 runs fused (grouped) convolutions on channels-last copies
   --trace DIR        after timing each model and K, 10 more rounds of each mode under LibTorch's
                      profiler (Kineto; LibTorch 2.x): DIR/MODEL-kK-MODE.json, a Chrome trace, and
                      on stderr the 12 kernels (on a CPU, operators) that took the most time.

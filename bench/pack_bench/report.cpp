@@ -5,8 +5,6 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "layers/layer.hpp"
-
 namespace packtune::bench {
 namespace {
 
@@ -26,7 +24,6 @@ nlohmann::json to_json(const Row& r, double peak, int threads, const std::string
           {"device", device},
           {"precision", spec::to_string(precision)},
           {"cudnn_benchmark", cudnn_benchmark},
-          {"conv_channels_last", layers::conv_channels_last()},
           {"threads", threads},
           {"process_threads", r.process_threads},
           {"fused", r.fused},
@@ -53,10 +50,9 @@ nlohmann::json to_json(const Row& r, double peak, int threads, const std::string
 
 void print_table(const std::vector<Row>& rows, double peak, int threads, const std::string& device,
                  const Options& o, spec::Precision precision, bool cudnn_benchmark) {
-  std::printf("device %s, %d thread(s) for fused and sequential; batch %d, width %d, %s, precision %s%s%s\n",
+  std::printf("device %s, %d thread(s) for fused and sequential; batch %d, width %d, %s, precision %s%s\n",
               device.c_str(), threads, o.batch, o.width, o.optimizer.c_str(), spec::to_string(precision).c_str(),
-              cudnn_benchmark ? ", cuDNN benchmark mode" : "",
-              layers::conv_channels_last() ? ", channels-last grouped convolutions" : "");
+              cudnn_benchmark ? ", cuDNN benchmark mode" : "");
   std::printf("sgemm peak: %.1f GFLOP/s; member-samples/s, and %% of the peak in brackets\n\n", peak / 1e9);
   std::printf("%-5s %4s %17s %17s %17s %17s %9s %9s %5s %10s\n", "model", "K", "fused", "sequential",
               "seq. 1 thread", "processes", "fused/seq", "fused/proc", "p.thr", "step ms");

@@ -121,15 +121,11 @@ TEST_CASE("Three ResNets of unlike widths fused by append() each compute what th
   // one grouped convolution and batch norm over all members, here on any device.
   const std::vector<int> widths{6, 4, 8};
   const std::vector<double> rates{0.2, 0.1, 0.4};
-  // The third way: grouped, with the convolutions on channels-last copies (PACKTUNE_CONV_CHANNELS_LAST).
-  const auto way = GENERATE(0, 1, 2);
-  const auto kernels = way == 0 ? layers::MemberKernels::Auto : layers::MemberKernels::Grouped;
+  const auto kernels = GENERATE(layers::MemberKernels::Auto, layers::MemberKernels::Grouped);
   testing::MemberKernelsScope kernels_scope(kernels);
-  testing::ConvChannelsLastScope channels_last_scope(way == 2);
   for (const auto& [activation, batch_norm] : std::vector<std::pair<std::string, bool>>{
            {"relu", true}, {"sigmoid", false}, {"gelu", true}}) {
-    INFO(activation << ", bn " << batch_norm << ", grouped kernels "
-                    << (kernels == layers::MemberKernels::Grouped) << ", channels-last convolutions " << (way == 2));
+    INFO(activation << ", bn " << batch_norm << ", grouped kernels " << (kernels == layers::MemberKernels::Grouped));
     std::vector<std::shared_ptr<layers::Layer>> solo;
     for (std::size_t k = 0; k < widths.size(); ++k) {
       torch::manual_seed(10 + k);

@@ -28,12 +28,4 @@ struct MemberKernelsScope {
   MemberKernelsScope& operator=(const MemberKernelsScope&) = delete;
 };
 
-// Channels-last grouped convolutions for one scope (layers::set_conv_channels_last), then off.
-struct ConvChannelsLastScope {
-  explicit ConvChannelsLastScope(bool on) { layers::set_conv_channels_last(on); }
-  ~ConvChannelsLastScope() { layers::set_conv_channels_last(false); }
-  ConvChannelsLastScope(const ConvChannelsLastScope&) = delete;
-  ConvChannelsLastScope& operator=(const ConvChannelsLastScope&) = delete;
-};
-
 }  // namespace packtune::testing
