@@ -33,6 +33,7 @@ struct ActorState {
   std::string device_model, build, data_context;  // its Ready's: the profile cache's key
   std::set<tuners::TrialId> running;
   bool asked_to_rejoin = false;  // retired, heard again, and told to join anew
+  bool retired_with_node = false;  // out of service because its node's connection went silent
   std::string transfer_token;    // names its transfer socket's messages (Welcome.transfer_token)
   std::chrono::steady_clock::time_point last_heard;
   std::chrono::steady_clock::time_point last_sent;  // by the driver: any message is a sign of life

@@ -116,7 +116,7 @@ void DriverCore::on_message(const std::string& identity, const proto::Message& m
     node->last_heard = now_;
     if (node->dead) {
       registry_.revive_node(*node);
-      spdlog::warn("node {} on {} is heard again", node->id, node->host);
+      on_node_revived(*node);
     }
     on_node_message(*node, message);
     return;

@@ -166,6 +166,7 @@ class DriverCore {
 
   // Actors and nodes coming and going (driver_peers.cpp).
   void on_node_message(NodeState& node, const protocol::Message& message);
+  void on_node_revived(NodeState& node);
   void on_actor_exited(NodeState& node, const protocol::ActorExited& m);
   void ask_to_rejoin(ActorState& actor, const protocol::Message& message);
   void retire(ActorState& actor, const std::string& why);

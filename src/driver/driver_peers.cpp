@@ -18,6 +18,21 @@ std::string DriverCore::join_command() const {
   return fmt::format("packtune node --driver {}{}", endpoint_, curve_ ? " --keys DIR" : "");
 }
 
+// A node declared dead is heard again: its connection is back, and the actors that went out
+// of service with it are asked to rejoin now, together, rather than each when it next speaks.
+void DriverCore::on_node_revived(NodeState& node) {
+  int asked = 0;
+  for (auto& [identity, actor] : registry_.actors()) {
+    if (actor.node_id != node.id || !actor.retired_with_node || actor.asked_to_rejoin) continue;
+    actor.asked_to_rejoin = true;
+    send(actor, proto::Rejoin{"its node's connection was silent for more than actor_timeout_seconds; its jobs were "
+                              "given to other actors"});
+    ++asked;
+  }
+  spdlog::warn("node {} on {} is heard again; its {} actor(s) retired with it are asked to rejoin", node.id, node.host,
+               asked);
+}
+
 void DriverCore::on_node_message(NodeState& node, const proto::Message& message) {
   if (auto* exited = std::get_if<proto::ActorExited>(&message)) {
     on_actor_exited(node, *exited);
@@ -99,15 +114,24 @@ void DriverCore::check_heartbeats(Clock::time_point now) {
   // comes here after every batch of messages.
   if (now < next_silence_check_) return;
   next_silence_check_ = now + std::chrono::milliseconds(100);
-  for (auto* actor : registry_.silent_actors(now)) {
-    const auto why = fmt::format("no message for {:g} s (actor_timeout_seconds)", config_.actor_timeout_seconds);
-    retire(*actor, why);
-    kill_hung(*actor, why);
-  }
+  // Nodes first: an actor silent because its node's connection went goes out with the node.
   for (auto* node : registry_.silent_nodes(now)) {
     registry_.mark_node_dead(*node);
     spdlog::warn("node {} on {} is out of service: no message for {} s", node->id, node->host,
                  static_cast<int>(config_.actor_timeout_seconds));
+    // Its actors speak through its one connection (node/node_relay.hpp): what silenced the
+    // node silenced them, and they go out of service with it, not one by one as their own
+    // timeouts fall due. Heard again, each is asked to rejoin.
+    for (auto& [identity, actor] : registry_.actors()) {
+      if (actor.node_id != node->id || actor.dead) continue;
+      retire(actor, fmt::format("its node {} is out of service", node->id));
+      actor.retired_with_node = true;
+    }
+  }
+  for (auto* actor : registry_.silent_actors(now)) {
+    const auto why = fmt::format("no message for {:g} s (actor_timeout_seconds)", config_.actor_timeout_seconds);
+    retire(*actor, why);
+    kill_hung(*actor, why);
   }
 }
 

@@ -37,6 +37,10 @@ DriverSocket::~DriverSocket() {
 void DriverSocket::bind(const ExperimentConfig& config) {
   router_.set(zmq::sockopt::linger, 0);
   router_.set(zmq::sockopt::router_mandatory, 1);
+  // A node's relay names its connection (protocol/node_route.hpp) and keeps the name when it
+  // connects again: the new connection takes the name over from one the driver has not yet
+  // seen close.
+  router_.set(zmq::sockopt::router_handover, 1);
   limit_frames(router_);
   const auto endpoint = make_endpoint(config.listen);
   // Keys, where given, are used on every endpoint: nodes and actors started with --keys

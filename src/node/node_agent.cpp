@@ -17,6 +17,7 @@
 #include <zmq.hpp>
 
 #include "node/actor_supervisor.hpp"
+#include "node/node_relay.hpp"
 #include "packtune/error.hpp"
 #include "protocol/curve_keys.hpp"
 #include "protocol/zmq_channel.hpp"
@@ -69,16 +70,12 @@ std::vector<std::vector<std::string>> query_gpus() {
 class NodeAgent {
  public:
   explicit NodeAgent(NodeOptions options)
-      : options_(std::move(options)), context_(1), socket_(context_, zmq::socket_type::dealer) {
+      : options_(std::move(options)), context_(1), relay_(make_relay(context_, options_)),
+        socket_(context_, zmq::socket_type::dealer) {
+    // The agent speaks to the driver as its actors do, through the relay: one connection.
     socket_.set(zmq::sockopt::linger, 1000);
     limit_frames(socket_);
-    if (!options_.keys.empty()) use_curve_client(socket_, load_actor_keys(options_.keys));
-    try {
-      socket_.connect(options_.driver);
-    } catch (const zmq::error_t& e) {
-      throw InputError("--driver " + options_.driver + ": " + e.what() +
-                       "; expected the endpoint packtune run prints, e.g. tcp://HOST:PORT or ipc:///path");
-    }
+    socket_.connect(NodeRelay::kAgentEndpoint);
   }
 
   int run() {
@@ -95,7 +92,8 @@ class NodeAgent {
     const int cores = std::max(1u, std::thread::hardware_concurrency());
     const int threads = options_.threads > 0 ? options_.threads : std::max(1, cores / std::max(1, slots));
     for (int i = 0; i < slots; ++i) {
-      auto command = actor_command(options_.driver, node_id_, i, threads, work_dir, options_.keys);
+      // The hop to the relay stays on this machine: no keys (node_relay.hpp).
+      auto command = actor_command(relay_->actor_endpoint(), node_id_, i, threads, work_dir, "");
       if (!options_.gpus.empty()) command.env.push_back({"CUDA_VISIBLE_DEVICES", options_.gpus[i]});
       supervisor_->start(std::move(command));
     }
@@ -121,6 +119,12 @@ class NodeAgent {
   }
 
  private:
+  static std::unique_ptr<NodeRelay> make_relay(zmq::context_t& context, const NodeOptions& options) {
+    std::unique_ptr<CurveKeys> keys;
+    if (!options.keys.empty()) keys = std::make_unique<CurveKeys>(load_actor_keys(options.keys));
+    return std::make_unique<NodeRelay>(context, options.driver, keys.get());
+  }
+
   // The actors' folders go; the logs stay for reading, and the folder itself goes only when
   // nothing is left in it (an empty packtune-node-PID per node run piled up in /tmp).
   static void remove_own_work_dir(const std::string& work_dir, int slots) {
@@ -245,6 +249,7 @@ class NodeAgent {
 
   NodeOptions options_;
   zmq::context_t context_;
+  std::unique_ptr<NodeRelay> relay_;  // after the context, before the agent's socket: closed after it
   zmq::socket_t socket_;
   std::unique_ptr<ActorSupervisor> supervisor_;
   int node_id_ = -1;

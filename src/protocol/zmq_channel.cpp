@@ -9,6 +9,7 @@
 
 #include "packtune/error.hpp"
 #include "protocol/interrupted.hpp"
+#include "protocol/node_route.hpp"
 #include "protocol/redial.hpp"
 
 namespace packtune {
@@ -104,8 +105,15 @@ Received decode_frames(std::vector<zmq::message_t>& frames, std::size_t count) {
 
 Routed decode_routed_frames(std::vector<zmq::message_t>& frames, std::size_t count) {
   if (count < 2) throw Error("malformed protocol message (no frame after the identity)");
-  auto r = decode_message_frames(frames, 1, count);
-  return Routed{frames[0].to_string(), std::move(r.message), std::move(r.payload)};
+  auto identity = frames[0].to_string();
+  if (!protocol::NodeRoute::is_node(identity)) {
+    auto r = decode_message_frames(frames, 1, count);
+    return Routed{std::move(identity), std::move(r.message), std::move(r.payload)};
+  }
+  // A node's connection: the actor's routing id on the node's relay comes first.
+  if (count < 3) throw Error("malformed protocol message (no frame after a node's envelope)");
+  auto r = decode_message_frames(frames, 2, count);
+  return Routed{protocol::NodeRoute::join(identity, frames[1].to_string()), std::move(r.message), std::move(r.payload)};
 }
 
 void send_message(zmq::socket_t& dealer, const protocol::Message& message) {
@@ -116,10 +124,24 @@ void send_message(zmq::socket_t& dealer, const protocol::Message& message) {
   });
 }
 
+namespace {
+
+// The routing frames of `identity`: its own, or a node's and then the actor's on its relay.
+void send_route(zmq::socket_t& router, const std::string& identity) {
+  if (auto route = protocol::NodeRoute::split(identity)) {
+    protocol::retry_interrupted([&] { return router.send(zmq::buffer(route->first), zmq::send_flags::sndmore); });
+    protocol::retry_interrupted([&] { return router.send(zmq::buffer(route->second), zmq::send_flags::sndmore); });
+    return;
+  }
+  protocol::retry_interrupted([&] { return router.send(zmq::buffer(identity), zmq::send_flags::sndmore); });
+}
+
+}  // namespace
+
 void send_message(zmq::socket_t& router, const std::string& identity,
                   const protocol::Message& message) {
   const auto bytes = protocol::encode(message);
-  protocol::retry_interrupted([&] { return router.send(zmq::buffer(identity), zmq::send_flags::sndmore); });
+  send_route(router, identity);
   protocol::retry_interrupted([&] { return router.send(zmq::buffer(bytes), zmq::send_flags::none); });
 }
 
@@ -138,7 +160,7 @@ void send_message(zmq::socket_t& dealer, const protocol::Message& message, zmq::
 void send_message(zmq::socket_t& router, const std::string& identity, const protocol::Message& message,
                   zmq::message_t& payload) {
   const auto bytes = protocol::encode(message);
-  protocol::retry_interrupted([&] { return router.send(zmq::buffer(identity), zmq::send_flags::sndmore); });
+  send_route(router, identity);
   protocol::retry_interrupted([&] { return router.send(zmq::buffer(bytes), zmq::send_flags::sndmore); });
   protocol::retry_interrupted([&] { return router.send(payload, zmq::send_flags::none); });
 }
@@ -164,7 +186,8 @@ std::optional<Routed> receive_routed(zmq::socket_t& router, long timeout_ms) {
   // while a busy driver drains its queue.
   if (timeout_ms > 0 && !wait_readable(router, timeout_ms)) return std::nullopt;
   std::size_t count = 0;
-  auto frames = receive_frames(router, 3, count);
+  // The identity, a node's envelope, the message and its payload.
+  auto frames = receive_frames(router, 4, count);
   if (count == 0) return std::nullopt;
   return decode_routed_frames(frames, count);
 }

@@ -119,6 +119,27 @@ struct Fleet {
     say(actor, proto::Ready{device, capacity, false, 0});
   }
 
+  // An actor of node `node`'s slot `slot` (process `pid`) joins as `identity` and is ready.
+  void join_slot(const std::string& identity, int node, int slot, std::int64_t pid) {
+    proto::Hello hello;
+    hello.host = "h";
+    hello.pid = pid;
+    hello.node_id = node;
+    hello.local_index = slot;
+    say(identity, hello);
+    ids[identity] = core->registry().actors().at(identity).id;
+    say(identity, proto::Ready{"cpu", 8 * GiB, false, 0});
+  }
+
+  // A `packtune node` of `actors` slots says NodeHello as `identity`.
+  void join_node(const std::string& identity, int actors) {
+    proto::NodeHello hello;
+    hello.host = "n";
+    hello.pid = 7;
+    hello.actors = actors;
+    say(identity, hello);
+  }
+
   std::string checkpoint_path(TrialId trial, double budget) const {
     return out() + "/checkpoints/trial-" + std::to_string(trial) + "-budget-" + std::to_string(int(budget)) + ".h5";
   }
@@ -305,25 +326,11 @@ TEST_CASE("driver core: a silent actor of a node that still speaks is killed; on
   auto json = sweep("random", 3, 4, 1, "never");
   json["actors"] = 1;
   Fleet f(json);
-  auto hello_in = [&](const std::string& identity, int node, int slot, std::int64_t pid) {
-    proto::Hello hello;
-    hello.host = "h";
-    hello.pid = pid;
-    hello.node_id = node;
-    hello.local_index = slot;
-    f.say(identity, hello);
-    f.ids[identity] = f.core->registry().actors().at(identity).id;
-    f.say(identity, proto::Ready{"cpu", 8 * GiB, false, 0});
-  };
-  proto::NodeHello node_hello;
-  node_hello.host = "n";
-  node_hello.pid = 7;
-  node_hello.actors = 1;
-  for (const auto& node : {"n1", "n2"}) f.say(node, node_hello);
-  hello_in("own", 0, 0, 500);
-  hello_in("on_n1", 1, 0, 600);
-  hello_in("on_n2", 2, 0, 700);
-  hello_in("by_hand", -1, -1, 800);
+  for (const auto& node : {"n1", "n2"}) f.join_node(node, 1);
+  f.join_slot("own", 0, 0, 500);
+  f.join_slot("on_n1", 1, 0, 600);
+  f.join_slot("on_n2", 2, 0, 700);
+  f.join_slot("by_hand", -1, -1, 800);
   for (const auto& actor : {"own", "on_n1", "on_n2", "by_hand"}) f.silent.insert(actor);
   std::vector<std::pair<std::string, proto::KillActor>> kills;
   for (int i = 0; i < 130; ++i) {
@@ -346,17 +353,44 @@ TEST_CASE("driver core: a silent actor of a node that still speaks is killed; on
   CHECK(f.core->take_hung_local_actors().empty());
 }
 
+// A node's actors speak through its one connection (node/node_relay.hpp): when the node goes
+// silent they go out of service with it, though one was heard more lately than the node, and
+// when it is heard again they are asked to rejoin at once, before any of them speaks.
+TEST_CASE("driver core: a node's actors go out of service with their node, and are asked back with it") {
+  auto json = sweep("random", 4, 4, 1, "never");
+  json["actors"] = 0;
+  Fleet f(json);
+  f.join_node("n1", 2);
+  for (int slot = 0; slot < 2; ++slot) f.join_slot("n1/" + std::to_string(slot), 1, slot, 600 + slot);
+  f.silent = {"n1/0", "n1/1"};
+  f.turn();
+  // The connection goes: the node is silent from now, and its slot 1 spoke last 20 s later.
+  for (int i = 0; i < 40; ++i) f.turn();
+  f.say("n1/1", proto::Heartbeat{});
+  for (int i = 0; i < 85; ++i) f.turn();  // 62.5 s after the node's last word
+  const auto& actors = f.core->registry().actors();
+  CHECK(f.core->registry().nodes().at(1).dead);
+  CHECK(actors.at("n1/0").dead);
+  CHECK(actors.at("n1/1").dead);  // heard 42.5 s ago: retired with its node, not on its own
+  CHECK(f.core->registry().running_jobs() == 0);
+
+  f.outbox.clear();
+  f.say("n1", proto::Heartbeat{});
+  std::set<std::string> asked;
+  for (const auto& sent : f.outbox) {
+    if (std::holds_alternative<proto::Rejoin>(sent.message)) asked.insert(sent.to);
+  }
+  CHECK(asked == std::set<std::string>{"n1/0", "n1/1"});
+  CHECK_FALSE(f.core->registry().nodes().at(1).dead);
+}
+
 // The driver cannot see into a node: a slot whose process never joins (stopped before its
 // Hello) holds the run join_timeout_seconds and the longest restart delay, not for ever.
 TEST_CASE("driver core: a node's slots that never bring an actor end the run after join_timeout_seconds and 30 s") {
   auto json = sweep("random", 3, 4, 1, "never");
   json["join_timeout_seconds"] = 10;
   Fleet f(json);
-  proto::NodeHello node_hello;
-  node_hello.host = "n";
-  node_hello.pid = 7;
-  node_hello.actors = 2;
-  f.say("n1", node_hello);
+  f.join_node("n1", 2);
   const auto start = f.now;
   std::string error;
   try {
