@@ -5,7 +5,7 @@
 // per unit of budget, one unit being one simulated second) and reports the metric of a
 // learning-curve objective, as `packtune simulate` does. Prints one JSON object.
 //
-//   load_bench [--actors N] [--trials N] [--time-scale X] [--quick] [--eta E]
+//   load_bench [--actors N | --nodes N --actors-per-node M] [--trials N] [--time-scale X] [--quick] [--eta E]
 //              [--min-budget m] [--max-budget M] [--report-every B] [--objective synthetic|table:FILE]
 //              [--sampler random|tpe] [--seed S] [--heartbeat S] [--driver-quiet] [--packtune PATH]
 //              [--keep DIR] [--driver-open-files N]
@@ -52,7 +52,8 @@ namespace {
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-// Each simulated actor holds two descriptors here and one in the driver.
+// Each connection (a simulated actor's, or a node's) holds two descriptors here and one in the
+// driver.
 void raise_open_files(int actors) {
   struct rlimit limit {};
   ::getrlimit(RLIMIT_NOFILE, &limit);
@@ -82,7 +83,7 @@ std::string listening_on(const std::string& log) {
 }
 
 int run(const Options& o) {
-  raise_open_files(o.actors);
+  raise_open_files(o.nodes > 0 ? o.nodes : o.actors);
   char pattern[] = "/tmp/packtune-load-XXXXXX";
   if (!::mkdtemp(pattern)) throw Error(std::string("mkdtemp: ") + std::strerror(errno));
   const std::string dir = pattern;

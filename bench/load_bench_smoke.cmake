@@ -23,3 +23,10 @@ foreach(key messages_per_second driver_peak_rss_mb wall_seconds minimum_seconds 
     message(FATAL_ERROR "${key} is ${value}, expected a positive figure:\n${out}")
   endif()
 endforeach()
+# EXPECT_CONNECTIONS: with --nodes, the driver must have been reached over one connection per node.
+if(DEFINED EXPECT_CONNECTIONS)
+  string(JSON value GET "${out}" connections)
+  if(NOT value EQUAL EXPECT_CONNECTIONS)
+    message(FATAL_ERROR "connections is ${value}, expected ${EXPECT_CONNECTIONS}:\n${out}")
+  endif()
+endif()

@@ -66,6 +66,11 @@ json figures(const Options& o, const tuners::SimulationSummary& schedule, const 
 
   json out;
   out["actors"] = o.actors;
+  if (o.nodes > 0) {
+    out["nodes"] = o.nodes;
+    out["actors_per_node"] = o.actors_per_node;
+  }
+  out["connections"] = fleet.connections();  // to the driver: one per node, else one per actor
   // Over the driver's connection cap (--driver-open-files): the actors that trained, and those
   // refused throughout, which the minimum leaves out.
   out["joined_actors"] = fleet.welcomed();

@@ -23,7 +23,7 @@ Fleet::Fleet(const Options& options, const tuners::TunerContext& context, Driver
     : options_(options), driver_(driver), objective_(tuners::make_objective(options.objective, context)) {
   context_.set(zmq::ctxopt::io_threads, 1);
   // Each DEALER holds a mailbox descriptor and its connection's.
-  context_.set(zmq::ctxopt::max_sockets, options.actors + 64);
+  context_.set(zmq::ctxopt::max_sockets, (options.nodes > 0 ? options.nodes : options.actors) + 64);
   epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
   timer_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   if (epoll_ < 0 || timer_ < 0) throw Error(std::string("epoll/timerfd: ") + std::strerror(errno));
@@ -31,24 +31,54 @@ Fleet::Fleet(const Options& options, const tuners::TunerContext& context, Driver
 }
 
 Fleet::~Fleet() {
-  actors_.clear();
+  links_.clear();
   ::close(timer_);
   ::close(epoll_);
 }
 
-void Fleet::join(const std::string& endpoint) {
-  actors_.reserve(static_cast<std::size_t>(options_.actors));
-  for (int i = 0; i < options_.actors; ++i) {
-    SimActor a{zmq::socket_t(context_, zmq::socket_type::dealer)};
-    a.socket.set(zmq::sockopt::linger, 0);
-    a.socket.connect(endpoint);
-    a.redial.emplace(endpoint, std::chrono::milliseconds(static_cast<long>(options_.heartbeat_seconds * 1000)));
-    actors_.push_back(std::move(a));
-    add_fd(actors_.back().socket.get(zmq::sockopt::fd), static_cast<std::uint32_t>(i));
+// One link per actor, or per node with its actors behind it.
+void Fleet::connect(const std::string& endpoint) {
+  const bool nodes = options_.nodes > 0;
+  const int links = nodes ? options_.nodes : options_.actors;
+  const int per_link = nodes ? options_.actors_per_node : 1;
+  links_.reserve(static_cast<std::size_t>(links));
+  actors_.resize(static_cast<std::size_t>(options_.actors));
+  for (int l = 0; l < links; ++l) {
+    links_.emplace_back(context_, nodes);
+    auto& link = links_.back();
+    link.socket.connect(endpoint);
+    link.redial.emplace(endpoint, std::chrono::milliseconds(static_cast<long>(options_.heartbeat_seconds * 1000)));
+    for (int j = 0; j < per_link; ++j) {
+      const int i = l * per_link + j;
+      link.actors.push_back(i);
+      actors_[static_cast<std::size_t>(i)].link = l;
+      if (nodes) {
+        actors_[static_cast<std::size_t>(i)].slot = j;
+        actors_[static_cast<std::size_t>(i)].envelope = envelope_of(j);
+      }
+    }
+    add_fd(link.socket.get(zmq::sockopt::fd), static_cast<std::uint32_t>(l));
   }
+}
+
+void Fleet::join(const std::string& endpoint) {
+  connect(endpoint);
   hello_.host = "load-bench";
   hello_.pid = ::getpid();
   hello_.threads = 1;
+  if (options_.nodes > 0) {
+    // As `packtune node`: the node registers, then its actors say Hello naming it.
+    for (int l = 0; l < options_.nodes; ++l) say_node_hello(l);
+    const auto started = Clock::now();
+    while (nodes_welcomed_ < options_.nodes) {
+      if (Clock::now() - started > std::chrono::seconds(120)) {
+        driver_.fail(std::to_string(nodes_welcomed_) + " of " + std::to_string(options_.nodes) +
+                     " nodes were welcomed in 120 s");
+      }
+      keep_alive(Clock::now());
+      poll_once(std::chrono::milliseconds(100));
+    }
+  }
   for (int i = 0; i < options_.actors; ++i) say_hello(i);
   // Over the driver's connection cap the rest are refused for as long as the first stay: the
   // run goes on once the cap's worth joined (the driver has no connection of its own) and the
@@ -74,7 +104,7 @@ void Fleet::join(const std::string& endpoint) {
 
 std::int64_t Fleet::refusals() const {
   std::int64_t n = 0;
-  for (const auto& a : actors_) n += a.redial->refusals();
+  for (const auto& l : links_) n += l.redial->refusals();
   return n;
 }
 
@@ -82,12 +112,55 @@ std::int64_t Fleet::refusals() const {
 // never with a blocking send, which would wait for ever on a refused connection.
 void Fleet::say_hello(int i) {
   auto& a = actors_[static_cast<std::size_t>(i)];
-  const auto bytes = proto::encode(hello_);
-  if (a.socket.send(zmq::buffer(bytes), zmq::send_flags::dontwait)) ++counters_.sent;
+  auto& link = links_[static_cast<std::size_t>(a.link)];
+  auto hello = hello_;
+  if (link.node) {
+    hello.node_id = link.node_id;
+    hello.local_index = a.slot;
+  }
+  if (try_send(link, a.envelope, hello)) ++counters_.sent;
   a.last_sent = Clock::now();
-  rechecks_.push_back(i);
+  rechecks_.push_back(a.link);
   a.next_hello = a.last_sent + a.hello_interval;
   a.hello_interval = std::min(a.hello_interval * 2, std::chrono::milliseconds(16000));
+}
+
+void Fleet::say_node_hello(int l) {
+  auto& link = links_[static_cast<std::size_t>(l)];
+  proto::NodeHello hello;
+  hello.host = "load-bench-node-" + std::to_string(l);
+  hello.pid = ::getpid();
+  hello.cores = 1;
+  hello.memory_bytes = std::int64_t{16} << 30;
+  hello.actors = options_.actors_per_node;
+  hello.node_id = link.node_id;
+  if (try_send(link, envelope_of(-1), hello)) ++counters_.sent;
+  link.last_sent = Clock::now();
+  rechecks_.push_back(l);
+  link.next_hello = link.last_sent + link.hello_interval;
+  link.hello_interval = std::min(link.hello_interval * 2, std::chrono::milliseconds(16000));
+}
+
+// The node's own messages: its Welcome, the driver's heartbeats, the end.
+void Fleet::handle_node(int l, const proto::Message& message) {
+  auto& link = links_[static_cast<std::size_t>(l)];
+  if (auto* welcome = std::get_if<proto::NodeWelcome>(&message)) {
+    if (link.node_id < 0) ++nodes_welcomed_;
+    link.node_id = welcome->node_id;
+    link.redial->heard();
+  } else if (std::holds_alternative<proto::Heartbeat>(message)) {
+    ++counters_.heartbeats_received;
+  } else if (std::holds_alternative<proto::Shutdown>(message)) {
+    if (!shutdown_) shutdown_at_ = Clock::now();
+    shutdown_ = true;
+  } else if (std::holds_alternative<proto::Rejoin>(message)) {
+    ++rejoins_;
+    say_node_hello(l);
+  } else if (auto* reject = std::get_if<proto::Reject>(&message)) {
+    driver_.fail("the driver refused a simulated node: " + reject->reason);
+  } else {
+    driver_.fail(std::string("a simulated node got an unexpected ") + proto::verb(message));
+  }
 }
 
 void Fleet::run() {
@@ -116,11 +189,11 @@ void Fleet::add_fd(int fd, std::uint32_t tag) {
 
 void Fleet::send(int i, const proto::Message& message) {
   auto& a = actors_[static_cast<std::size_t>(i)];
-  send_message(a.socket, message);
+  send_on(links_[static_cast<std::size_t>(a.link)], a.envelope, message);
   a.last_sent = Clock::now();
   ++counters_.sent;
   // A send may take the socket's pending read signal: its ZMQ_EVENTS must be read again.
-  rechecks_.push_back(i);
+  rechecks_.push_back(a.link);
 }
 
 void Fleet::poll_once(std::chrono::milliseconds timeout) {
@@ -145,19 +218,24 @@ void Fleet::drain_rechecks() {
   }
 }
 
-// Reads every message the socket holds.
-void Fleet::drain(int i) {
-  auto& socket = actors_[static_cast<std::size_t>(i)].socket;
-  while (socket.get(zmq::sockopt::events) & ZMQ_POLLIN) {
-    zmq::message_t frame;
-    if (!socket.recv(frame, zmq::recv_flags::dontwait)) break;
-    while (frame.more()) {
-      zmq::message_t extra;  // a payload frame belongs to checkpoint transfers only
-      if (!socket.recv(extra, zmq::recv_flags::dontwait)) break;
-      if (!extra.more()) break;
-    }
+// Reads every message the link holds, each to its actor or its node.
+void Fleet::drain(int l) {
+  auto& link = links_[static_cast<std::size_t>(l)];
+  while (link.socket.get(zmq::sockopt::events) & ZMQ_POLLIN) {
+    auto d = receive_on(link);
+    if (!d) break;
     ++counters_.received;
-    handle(i, proto::decode(frame.data(), frame.size()));
+    if (!link.node) {
+      handle(link.actors.front(), d->message);
+      continue;
+    }
+    const auto slot = slot_of(d->envelope);
+    if (!slot || *slot >= static_cast<int>(link.actors.size())) driver_.fail("the driver sent a node an unknown envelope");
+    if (*slot < 0) {
+      handle_node(l, d->message);
+    } else {
+      handle(link.actors[static_cast<std::size_t>(*slot)], d->message);
+    }
   }
 }
 
@@ -167,7 +245,7 @@ void Fleet::handle(int i, const proto::Message& message) {
     if (a.welcomed) return;  // the answer to a Hello said again
     a.id = welcome->actor_id;
     a.welcomed = true;
-    a.redial->heard();
+    links_[static_cast<std::size_t>(a.link)].redial->heard();
     if (!a.ever_welcomed) ++ever_welcomed_;
     a.ever_welcomed = true;
     checkpoint_dir_ = welcome->spec.checkpoint_dir;
@@ -315,10 +393,26 @@ proto::Ready Fleet::ready() const {
 // joined, and its Hello again while it has not (one pass over the actors for both).
 void Fleet::keep_alive(Clock::time_point now) {
   const auto period = std::chrono::duration<double>(options_.heartbeat_seconds);
+  for (int l = 0; l < static_cast<int>(links_.size()); ++l) {
+    auto& link = links_[static_cast<std::size_t>(l)];
+    if (!link.node) continue;
+    // A node redials for all of its actors; they say Hello again when the driver asks them.
+    const bool redialled = link.redial->step(link.socket, now);
+    if (link.node_id < 0) {
+      if (redialled || (!link.redial->waiting() && now >= link.next_hello)) say_node_hello(l);
+    } else if (now - link.last_sent >= period) {
+      if (try_send(link, envelope_of(-1), proto::Heartbeat{})) ++counters_.sent;
+      link.last_sent = now;
+      ++counters_.heartbeats_sent;
+    }
+  }
   for (int i = 0; i < options_.actors; ++i) {
     auto& a = actors_[static_cast<std::size_t>(i)];
+    auto& link = links_[static_cast<std::size_t>(a.link)];
     if (!a.welcomed) {
-      if (a.redial->step(a.socket, now) || (!a.redial->waiting() && now >= a.next_hello)) say_hello(i);
+      if (link.node && link.node_id < 0) continue;  // its node's Hello first
+      const bool redialled = !link.node && link.redial->step(link.socket, now);
+      if (redialled || (!link.redial->waiting() && now >= a.next_hello)) say_hello(i);
     } else if (now - a.last_sent >= period) {
       send(i, proto::Heartbeat{});
       ++counters_.heartbeats_sent;

@@ -1,7 +1,8 @@
 #pragma once
-// The simulated actors: one DEALER socket each in this process, all driven by one epoll loop,
-// so that 1,000 of them cost little more than the messages they exchange. A job is a timer
-// that reports the objective's metric, as `packtune simulate` would.
+// The simulated actors: one DEALER socket each in this process, or with --nodes one per
+// simulated node that carries its actors (link.hpp), all driven by one epoll loop, so that
+// 1,000 of them cost little more than the messages they exchange. A job is a timer that
+// reports the objective's metric, as `packtune simulate` would.
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -17,6 +18,7 @@
 
 #include "bench/load_bench/clock.hpp"
 #include "bench/load_bench/driver_process.hpp"
+#include "bench/load_bench/link.hpp"
 #include "bench/load_bench/options.hpp"
 #include "protocol/protocol.hpp"
 #include "protocol/redial.hpp"
@@ -39,8 +41,9 @@ struct Job {
 };
 
 struct SimActor {
-  zmq::socket_t socket;
-  std::optional<protocol::Redial> redial;  // after the driver refused its connection
+  int link = -1;
+  int slot = -1;          // behind a node: its slot there; else -1
+  std::string envelope;   // behind a node: what the relay would name it
   int id = -1;  // the driver's, from Welcome
   bool welcomed = false;
   bool ever_welcomed = false;
@@ -89,6 +92,7 @@ class Fleet {
   int ever_welcomed() const { return ever_welcomed_; }  // actors welcomed at least once
   int trained() const { return assigned_actors_; }      // actors given a job at least once
   std::int64_t refusals() const;                         // connections the driver refused
+  int connections() const { return static_cast<int>(links_.size()); }
   int rejoins() const { return rejoins_; }  // Rejoins heard: connections the driver lost
   Clock::time_point ready_at() const { return ready_at_; }
   std::optional<Clock::time_point> first_assign() const { return first_assign_; }
@@ -107,11 +111,14 @@ class Fleet {
   static constexpr std::uint32_t kTimer = 0xffffffffu;
 
   void add_fd(int fd, std::uint32_t tag);
+  void connect(const std::string& endpoint);
   void send(int i, const proto::Message& message);
   void poll_once(std::chrono::milliseconds timeout);
   void drain_rechecks();
-  void drain(int i);
+  void drain(int link);
   void handle(int i, const proto::Message& message);
+  void handle_node(int link, const proto::Message& message);
+  void say_node_hello(int link);
   void on_assign(int i, const proto::Assign& assign);
   double next_point(const Job& job) const;
   Clock::time_point due(const Job& job, double point) const;
@@ -132,7 +139,9 @@ class Fleet {
   int epoll_ = -1;
   int timer_ = -1;
   std::vector<SimActor> actors_;
-  std::vector<int> rechecks_;
+  std::vector<Link> links_;
+  int nodes_welcomed_ = 0;
+  std::vector<int> rechecks_;  // links
   std::priority_queue<Wakeup, std::vector<Wakeup>, std::greater<Wakeup>> wakeups_;
   std::map<tuners::TrialId, std::pair<std::string, double>> checkpoints_;  // newest per trial
   std::string checkpoint_dir_;

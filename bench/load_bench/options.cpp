@@ -12,10 +12,11 @@ namespace {
 [[noreturn]] void usage(const std::string& why) {
   if (!why.empty()) std::fprintf(stderr, "load_bench: %s\n", why.c_str());
   std::fprintf(stderr,
-               "usage: load_bench [--actors N] [--trials N] [--time-scale X] [--quick] [--eta E] [--min-budget m]\n"
+               "usage: load_bench [--actors N | --nodes N --actors-per-node M] [--trials N] [--time-scale X] [--quick] [--eta E] [--min-budget m]\n"
                "                  [--max-budget M] [--report-every B] [--objective synthetic|table:FILE]\n"
                "                  [--sampler random|tpe] [--seed S] [--heartbeat S] [--driver-quiet] [--packtune PATH]\n"
                "                  [--keep DIR] [--driver-open-files N]\n"
+               "--nodes N --actors-per-node M: N simulated machines whose M actors each share one connection.\n"
                "Without options: 1,000 simulated actors, 100,000 ASHA trials (budgets 1, 3, 9 simulated seconds),\n"
                "time scale 0.25 wall seconds per simulated second. --quick: 50 actors, 1,000 trials, scale 0.02.\n");
   std::exit(2);
@@ -43,6 +44,10 @@ Options parse_options(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--actors") {
       o.actors = static_cast<int>(number(i, 1));
+    } else if (a == "--nodes") {
+      o.nodes = static_cast<int>(number(i, 1));
+    } else if (a == "--actors-per-node") {
+      o.actors_per_node = static_cast<int>(number(i, 1));
     } else if (a == "--driver-open-files") {
       o.driver_open_files = static_cast<int>(number(i, 16));
     } else if (a == "--trials") {
@@ -83,6 +88,13 @@ Options parse_options(int argc, char** argv) {
     }
   }
   if (o.min_budget > o.max_budget) usage("--min-budget is above --max-budget");
+  if ((o.nodes > 0) != (o.actors_per_node > 0)) usage("--nodes and --actors-per-node go together");
+  if (o.nodes > 0) {
+    if (o.actors_per_node > 4096) usage("--actors-per-node: a node declares at most 4096 actors");
+    if (static_cast<double>(o.nodes) * o.actors_per_node > 1e6) usage("--nodes times --actors-per-node: at most 1,000,000");
+    if (o.driver_open_files > 0) usage("--driver-open-files measures actors over the cap, without --nodes");
+    o.actors = o.nodes * o.actors_per_node;
+  }
   return o;
 }
 

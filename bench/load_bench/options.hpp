@@ -12,6 +12,10 @@ namespace packtune::bench {
 
 struct Options {
   int actors = 1000;
+  // With nodes: `nodes` simulated machines of `actors_per_node` actors each, every machine's
+  // actors over its one connection (node/node_relay.hpp); actors = nodes * actors_per_node.
+  int nodes = 0;
+  int actors_per_node = 0;
   std::int64_t trials = 100000;
   // Wall seconds per simulated second. 0.25: a 100,000-trial sweep takes about a minute
   // and a job a quarter of a second, so the driver sees about 2,400 jobs a second, which is

@@ -1,0 +1,53 @@
+#pragma once
+// One connection of the simulated fleet to the driver: a simulated actor's own DEALER, or a
+// simulated node's, which carries its actors' messages under the envelope a node's relay puts
+// on them (protocol/node_route.hpp, node/node_relay.hpp). The driver sees what real nodes would
+// send it; the relay's own hop, from an actor process to its node, is not simulated.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "bench/load_bench/clock.hpp"
+#include "protocol/protocol.hpp"
+#include "protocol/redial.hpp"
+
+namespace packtune::bench {
+
+struct Link {
+  Link(zmq::context_t& context, bool node);
+
+  zmq::socket_t socket;
+  std::optional<protocol::Redial> redial;  // after the driver refused its connection
+  bool node = false;
+  std::vector<int> actors;  // behind a node: by slot; else the one actor
+  // A node's own conversation (NodeHello, its heartbeats) and the driver's answers.
+  int node_id = -1;  // NodeWelcome's; -1 before it, and for an actor's own connection
+  Clock::time_point last_sent;
+  Clock::time_point next_hello;
+  std::chrono::milliseconds hello_interval{2000};
+};
+
+// The envelope of slot `slot` behind a node (-1: the node agent itself), as the relay's ROUTER
+// would name its connection: a zero byte, then four.
+std::string envelope_of(int slot);
+// The slot an envelope names, -1 for the agent's, nullopt for what no simulated peer sent.
+std::optional<int> slot_of(const std::string& envelope);
+
+// Sends `message` under `envelope` (a node's link) or as it is (an actor's own), without
+// waiting: false when the connection takes nothing now (refused).
+bool try_send(Link& link, const std::string& envelope, const protocol::Message& message);
+// The same, waiting as a peer's send does for a full pipe (zmq_channel.hpp).
+void send_on(Link& link, const std::string& envelope, const protocol::Message& message);
+
+struct Delivery {
+  std::string envelope;  // empty on an actor's own connection
+  protocol::Message message;
+};
+// The next message the link holds, or nothing; a payload frame is read and dropped.
+std::optional<Delivery> receive_on(Link& link);
+
+}  // namespace packtune::bench
