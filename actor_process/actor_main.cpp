@@ -80,7 +80,9 @@ int actor_command(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
   packtune::actors::use_reproducible_blas();
-  packtune::util::use_log_pattern("[%H:%M:%S] %^%l%$ %*");
+  // Milliseconds, as the driver's log has them: where an actor's first seconds go (its data,
+  // the CUDA context, each profile) is read from the two side by side.
+  packtune::util::use_log_pattern("[%H:%M:%S.%e] %^%l%$ %*");
   // `actor` first when packtune handed over (its command line kept as it was).
   const int first = argc > 1 && std::string(argv[1]) == "actor" ? 2 : 1;
   const std::vector<std::string> args(argv + first, argv + argc);

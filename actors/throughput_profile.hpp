@@ -41,6 +41,8 @@ class ThroughputProfiler {
   // Times the next K. Returns false once the profile is complete (then points() holds it).
   bool advance();
   bool done() const { return done_; }
+  // The K the next advance() times.
+  int next_members() const { return next_; }
   // Seconds of one training step for each measured K, ascending.
   const std::vector<std::pair<int, double>>& points() const { return points_; }
   // Why the profile ended without any point, or "".
