@@ -4,9 +4,9 @@
 #
 # On the development machine, once: scripts/gpu-prepare.sh (fills .gpu/). Then `run` (the
 # device tool) with carry [".gpu"], each call under its 10-minute limit:
-#   bash bench/gpu_figures.sh build conv trace experiment cnn
-#   bash bench/gpu_figures.sh build resnet cnn_always
 #   bash bench/gpu_figures.sh build hyperband tests
+#   bash bench/gpu_figures.sh --resnet-precision bf16 build resnet experiment
+#   bash bench/gpu_figures.sh build cnn_always conv trace cnn
 #   bash bench/gpu_figures.sh build pack peers
 # (a warm machine keeps /tmp/build, so the second build is incremental; a fresh one builds again).
 #
@@ -42,12 +42,14 @@
 #
 # Options: --device D (default cuda), --build-dir DIR (default /tmp/build), --out DIR (default
 # $OUT, else /tmp/gpu_figures), --packed-only (resnet and experiment run packtune packed alone:
-# no --max-pack 1 run, no PyTorch loop; for a run's logs when device time is short), --smoke (the smallest sizes; the ctest bench/gpu_figures_smoke
+# no --max-pack 1 run, no PyTorch loop; for a run's logs when device time is short),
+# --resnet-precision P (the ResNet search in P, e.g. bf16; default its config's: auto, tf32 on a
+# GPU), --smoke (the smallest sizes; the ctest bench/gpu_figures_smoke
 # runs `--device cpu --smoke pack conv cnn resnet experiment hyperband` against the build tree here).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-device=cuda smoke=0 packed_only=0 build=/tmp/build out=${OUT:-/tmp/gpu_figures}
+device=cuda smoke=0 packed_only=0 resnet_precision= build=/tmp/build out=${OUT:-/tmp/gpu_figures}
 phases=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -56,6 +58,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --smoke) smoke=1; shift ;;
     --packed-only) packed_only=1; shift ;;
+    --resnet-precision) resnet_precision=$2; shift 2 ;;
     build|pack|conv|trace|cnn|cnn_always|resnet|experiment|hyperband|peers|tests) phases+=("$1"); shift ;;
     -h|--help) sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_figures: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -217,11 +220,13 @@ keep_logs() {
 
 phase_resnet() {
   local config=$out/resnet.config.json
-  python3 - "$device" "$smoke" "$config" <<'EOF' || return 2
+  python3 - "$device" "$smoke" "$config" "$resnet_precision" <<'EOF' || return 2
 import json, sys
-device, smoke, path = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
+device, smoke, path, precision = sys.argv[1], sys.argv[2] == "1", sys.argv[3], sys.argv[4]
 c = json.load(open("bench/resnet_search.json"))
 c["device"] = device
+if precision:
+    c["precision"] = precision
 if smoke:
     c["data"].update({"train_size": 512, "validation_size": 256})
     c["budget"] = {"unit": "epochs", "min": 0.25, "max": 0.75}
@@ -306,7 +311,7 @@ phase_tests() {
 }
 
 export root device smoke build out
-export packed_only
+export packed_only resnet_precision
 export -f phase_build phase_cnn phase_resnet phase_experiment run_config keep_logs phase_peers phase_tests h5tools
 limit() { if [ "$smoke" = 1 ]; then echo 300; else echo "$1"; fi; }
 for phase in "${phases[@]}"; do

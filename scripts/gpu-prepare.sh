@@ -55,7 +55,7 @@ if [ "$mib" -gt 62 ]; then
 fi
 echo "gpu-prepare: .gpu ready ($mib MiB: $(ls .gpu/wheels | wc -l) wheels, plotly.js, packages, data)."
 echo "On the GPU machine (run with carry [\".gpu\"]), calls of under 10 minutes each (docs/building.md):"
-echo "  bash bench/gpu_figures.sh build conv trace experiment cnn"
-echo "  bash bench/gpu_figures.sh build resnet cnn_always"
 echo "  bash bench/gpu_figures.sh build hyperband tests"
+echo "  bash bench/gpu_figures.sh --resnet-precision bf16 build resnet experiment"
+echo "  bash bench/gpu_figures.sh build cnn_always conv trace cnn"
 echo "  bash bench/gpu_figures.sh build pack peers"
