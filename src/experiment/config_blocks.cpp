@@ -181,7 +181,7 @@ std::string folder_against(const std::string& value, const std::filesystem::path
   return (std::filesystem::absolute(base) / value).lexically_normal().string();
 }
 
-std::string mlflow_store(const std::string& value, const std::filesystem::path& base) {
+std::string mlflow_store(const std::string& value, const std::filesystem::path& base, const std::string& key) {
   // RFC 3986's scheme; two characters at least, so that C:\ (a drive) is no scheme.
   const auto colon = value.find(':');
   const bool scheme = colon != std::string::npos && colon >= 2 &&
@@ -189,7 +189,18 @@ std::string mlflow_store(const std::string& value, const std::filesystem::path& 
                         return std::isalnum(static_cast<unsigned char>(ch)) || ch == '+' || ch == '-' || ch == '.';
                       }) &&
                       std::isalpha(static_cast<unsigned char>(value.front()));
-  return scheme ? value : folder_against(value, base);
+  if (!scheme) return folder_against(value, base);
+  // RFC 3986's userinfo: after "//", before the authority's "@"; a colon in it sets a password.
+  if (value.compare(colon + 1, 2, "//") == 0) {
+    const auto authority = value.substr(colon + 3, value.find_first_of("/?#", colon + 3) - (colon + 3));
+    const auto at = authority.rfind('@');
+    if (at != std::string::npos && authority.find(':') < at) {
+      throw InputError(key + ": the tracking URI holds a password, which the run's config.json and journal would "
+                       "keep; give the user and password in MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD "
+                       "and the URI without them");
+    }
+  }
+  return value;
 }
 
 void read_export(Fields& top, ExperimentConfig& c, const std::string& path) {
@@ -200,13 +211,13 @@ void read_export(Fields& top, ExperimentConfig& c, const std::string& path) {
   if (e.has("mlflow") && e.value("mlflow").is_boolean()) {
     bool on = false;
     e.boolean("mlflow", on);
-    c.export_mlflow = on ? mlflow_store("mlruns", folder) : "";
+    c.export_mlflow = on ? mlflow_store("mlruns", folder, "export.mlflow") : "";
   } else if (e.has("mlflow")) {
     const auto& v = e.get("mlflow", json::value_t::string, "true, false, a tracking URI or a folder");
     if (v.get<std::string>().empty()) {
       throw InputError("export.mlflow: \"\" names no store; expected true, a tracking URI or a folder");
     }
-    c.export_mlflow = mlflow_store(v.get<std::string>(), folder);
+    c.export_mlflow = mlflow_store(v.get<std::string>(), folder, "export.mlflow");
   }
   if (e.has("tensorboard")) {
     const auto& v = e.get("tensorboard", json::value_t::string, "a folder for the event files");

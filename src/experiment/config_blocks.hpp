@@ -29,10 +29,11 @@ nlohmann::json data_as_run(const datasets::DataOptions& data);
 nlohmann::json export_as_run(const ExperimentConfig& c);
 
 // An MLflow store as export.mlflow records it: a URI (a scheme and a colon: http://, sqlite://,
-// databricks) as it is, since only MLflow knows what it means; anything else a folder for a
+// databricks://) as it is, since only MLflow knows what it means; anything else a folder for a
 // local store, made absolute against `base`, so that --resume from another folder writes into
-// the same store.
-std::string mlflow_store(const std::string& value, const std::filesystem::path& base);
+// the same store. A URI with a password in it is an InputError naming `key`: config.json and
+// the journal would keep it, where MLflow's own variables keep it out of the results.
+std::string mlflow_store(const std::string& value, const std::filesystem::path& base, const std::string& key);
 // A folder made absolute against `base`.
 std::string folder_against(const std::string& value, const std::filesystem::path& base);
 

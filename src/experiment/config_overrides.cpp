@@ -47,7 +47,7 @@ void apply_one(ExperimentConfig& c, std::string ExperimentConfig::*member, const
   if (member == &ExperimentConfig::tuner && value != c.tuner && !c.tuner_settings.empty()) c.settings_tuner = c.tuner;
   // The export's stores, as --tuner-plugin, are relative to the current folder, not the config's.
   if (member == &ExperimentConfig::export_mlflow) {
-    c.*member = mlflow_store(value.empty() ? "mlruns" : value, std::filesystem::current_path());
+    c.*member = mlflow_store(value.empty() ? "mlruns" : value, std::filesystem::current_path(), flag);
   } else if (member == &ExperimentConfig::export_tensorboard) {
     c.*member = folder_against(value, std::filesystem::current_path());
   } else {

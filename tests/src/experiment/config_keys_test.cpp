@@ -176,6 +176,13 @@ TEST_CASE("export: stores beside the config, recorded absolute, free to change o
   CHECK(mlflow("http://host:5000") == "http://host:5000");
   CHECK(mlflow("sqlite:///x.db") == "sqlite:///x.db");
   CHECK(mlflow("databricks") == "/cfg/databricks");  // no colon, no scheme: a folder
+  CHECK(mlflow("databricks://team") == "databricks://team");
+  CHECK(mlflow("https://me@host:5000/") == "https://me@host:5000/");  // a user alone is no secret
+  // A password would stay in config.json and the journal: refused, with where it goes instead.
+  CHECK_THROWS_WITH(mlflow("https://me:secret@host:5000"), Catch::Contains("export.mlflow: the tracking URI holds a "
+                                                                          "password") &&
+                                                           Catch::Contains("MLFLOW_TRACKING_PASSWORD"));
+  CHECK_THROWS_AS(mlflow("http://me:secret@host/path@x"), packtune::InputError);
   CHECK(mlflow("../store") == "/store");
   CHECK(mlflow(false).empty());
   record_as_run(c);
