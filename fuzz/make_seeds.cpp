@@ -90,7 +90,7 @@ std::vector<proto::Message> messages() {
           proto::Profile{"mlp-784-256-10", config, 64, spec},
           proto::Profiled{"mlp-784-256-10", "cuda:0", {1, 2, 4}, {1e-3, 1.1e-3, 1.3e-3}, ""},
           node,
-          proto::NodeWelcome{proto::kProtocolVersion, 3, 0.5},
+          proto::NodeWelcome{proto::kProtocolVersion, 3, 0.5, 60},
           proto::ActorExited{1, 9001, "killed by signal 9", true},
           proto::FetchChunk{5, "trial-17-budget-1.5.h5", 1 << 20, 1 << 20},
           proto::Chunk{5, 1 << 20, 3 << 20, ""},

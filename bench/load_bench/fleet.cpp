@@ -404,8 +404,14 @@ void Fleet::keep_alive(Clock::time_point now) {
       if (try_send(link, envelope_of(-1), proto::Heartbeat{})) ++counters_.sent;
       link.last_sent = now;
       ++counters_.heartbeats_sent;
+      // A send may take the socket's pending read signal: its ZMQ_EVENTS must be read again.
+      rechecks_.push_back(l);
     }
   }
+  // Behind a node, what its relay passes on (node/node_relay.hpp): an actor's heartbeat only
+  // once the driver has heard nothing of it for a third of actor_timeout_seconds, which
+  // load_bench's config leaves at the driver's default, 60 s.
+  const auto relayed_period = std::max<std::chrono::duration<double>>(period, std::chrono::duration<double>(60.0 / 3));
   for (int i = 0; i < options_.actors; ++i) {
     auto& a = actors_[static_cast<std::size_t>(i)];
     auto& link = links_[static_cast<std::size_t>(a.link)];
@@ -413,7 +419,7 @@ void Fleet::keep_alive(Clock::time_point now) {
       if (link.node && link.node_id < 0) continue;  // its node's Hello first
       const bool redialled = !link.node && link.redial->step(link.socket, now);
       if (redialled || (!link.redial->waiting() && now >= a.next_hello)) say_hello(i);
-    } else if (now - a.last_sent >= period) {
+    } else if (now - a.last_sent >= (link.node ? relayed_period : period)) {
       send(i, proto::Heartbeat{});
       ++counters_.heartbeats_sent;
     }

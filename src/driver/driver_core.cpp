@@ -99,11 +99,13 @@ void DriverCore::on_message(const std::string& identity, const proto::Message& m
     // A peer says Hello again while no answer came (hello_driver: one may go with a connection
     // that broke after its handshake): a node already joined hears its Welcome again.
     if (auto* known = registry_.node(identity); known && !known->dead) {
-      send_to(identity, proto::NodeWelcome{proto::kProtocolVersion, known->id, config_.heartbeat_seconds});
+      send_to(identity, proto::NodeWelcome{proto::kProtocolVersion, known->id, config_.heartbeat_seconds,
+                                           config_.actor_timeout_seconds});
       return;
     }
     const auto& node = registry_.add_node(identity, *hello, now_);
-    send_to(identity, proto::NodeWelcome{proto::kProtocolVersion, node.id, config_.heartbeat_seconds});
+    send_to(identity, proto::NodeWelcome{proto::kProtocolVersion, node.id, config_.heartbeat_seconds,
+                                         config_.actor_timeout_seconds});
     std::string devices;
     for (const auto& d : node.devices) {
       devices += fmt::format("{}{} ({} MiB)", devices.empty() ? "; " : ", ", d.name, d.memory_bytes >> 20);

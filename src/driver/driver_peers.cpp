@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "driver/driver_core.hpp"
+#include "protocol/node_route.hpp"
 
 namespace packtune {
 
@@ -139,9 +140,13 @@ void DriverCore::send_heartbeats(Clock::time_point now) {
   now_ = now;
   const auto period = std::chrono::duration<double>(config_.heartbeat_seconds);
   if (now - last_heartbeat_ <= period) return;
-  // An actor that got an Assign or anything else since the last round needs no heartbeat.
+  // An actor that got an Assign or anything else since the last round needs no heartbeat, nor
+  // does one behind a node: its relay heartbeats it while the node hears the driver, which
+  // spares the driver a message a second for each actor of a machine.
   for (auto& [identity, actor] : registry_.actors()) {
-    if (!actor.dead && now - actor.last_sent > period) send(actor, proto::Heartbeat{});
+    if (!actor.dead && now - actor.last_sent > period && !proto::NodeRoute::split(identity)) {
+      send(actor, proto::Heartbeat{});
+    }
   }
   for (const auto& [id, node] : registry_.nodes()) {
     if (id != 0 && !node.dead) send_to(node.identity, proto::Heartbeat{});

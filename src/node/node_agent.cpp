@@ -115,6 +115,8 @@ class NodeAgent {
     std::signal(SIGINT, previous_int);
     std::signal(SIGTERM, previous_term);
     if (own_work_dir) remove_own_work_dir(work_dir, slots);
+    spdlog::info("node {}: its relay kept {} heartbeat(s) of its actors on this machine and dropped {} message(s)",
+                 node_id_, relay_->heartbeats_kept(), relay_->dropped());
     return code;
   }
 
@@ -140,6 +142,7 @@ class NodeAgent {
     node_id_ = welcome.node_id;
     hello_.node_id = node_id_;
     heartbeat_ = std::chrono::duration<double>(welcome.heartbeat_seconds);
+    relay_->set_timing(welcome.heartbeat_seconds, welcome.actor_timeout_seconds);
     spdlog::info("node {}: registered with the driver at {} ({} core(s), {} MiB, {} GPU(s))", node_id_,
                  options_.driver, hello.cores, hello.memory_bytes >> 20, hello.devices.size());
   }
@@ -179,6 +182,7 @@ class NodeAgent {
           }
           node_id_ = welcome->node_id;
           heartbeat_ = std::chrono::duration<double>(welcome->heartbeat_seconds);
+          relay_->set_timing(welcome->heartbeat_seconds, welcome->actor_timeout_seconds);
         } else if (auto* reject = std::get_if<proto::Reject>(&*message)) {
           throw Error("the driver refused this node: " + reject->reason);
         } else if (auto* hung = std::get_if<proto::KillActor>(&*message)) {

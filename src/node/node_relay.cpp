@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <optional>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -30,33 +32,49 @@ constexpr int kBatch = 1000;
 // windows the receiver grants.
 constexpr int kHighWaterMark = 0;  // none
 
-// Moves the rest of a multipart message whose first frame went (or was dropped: `to` null).
-void move_rest(zmq::socket_t& from, zmq::socket_t* to, bool more) {
+// One whole multipart message, or none when none waits.
+std::vector<zmq::message_t> receive_all(zmq::socket_t& from) {
+  std::vector<zmq::message_t> frames;
+  zmq::message_t frame;
+  if (!retry_interrupted([&] { return from.recv(frame, zmq::recv_flags::dontwait); })) return frames;
+  bool more = frame.more();
+  frames.push_back(std::move(frame));
   while (more) {
-    zmq::message_t frame;
-    retry_interrupted([&] { return from.recv(frame, zmq::recv_flags::none); });
-    more = frame.more();
-    if (to) retry_interrupted([&] { return to->send(frame, more ? zmq::send_flags::sndmore : zmq::send_flags::none); });
+    zmq::message_t next;
+    retry_interrupted([&] { return from.recv(next, zmq::recv_flags::none); });
+    more = next.more();
+    frames.push_back(std::move(next));
   }
+  return frames;
 }
 
-// Forwards one message from `from` to `to`, or drops it when `to` takes no first frame now.
-// False when `from` held none.
-bool forward(zmq::socket_t& from, zmq::socket_t& to, std::atomic<std::int64_t>& dropped) {
-  zmq::message_t first;
-  if (!retry_interrupted([&] { return from.recv(first, zmq::recv_flags::dontwait); })) return false;
-  const bool more = first.more();
-  bool sent = false;
+// Sends a whole message, the first frame without waiting: false when `to` takes nothing now
+// (no connection to the driver) or has no such peer (an actor gone from the ROUTER).
+bool send_all(zmq::socket_t& to, std::vector<zmq::message_t>& frames) {
+  const auto flag = [&](std::size_t i) {
+    return i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
+  };
   try {
-    sent = retry_interrupted([&] {
-             return to.send(first, (more ? zmq::send_flags::sndmore : zmq::send_flags::none) | zmq::send_flags::dontwait);
-           }).has_value();
+    if (!retry_interrupted([&] { return to.send(frames[0], flag(0) | zmq::send_flags::dontwait); })) return false;
   } catch (const zmq::error_t& e) {
-    if (e.num() != EHOSTUNREACH) throw;  // an actor gone from the ROUTER
+    if (e.num() != EHOSTUNREACH) throw;
+    return false;
   }
-  if (!sent) ++dropped;
-  move_rest(from, sent ? &to : nullptr, more);
+  for (std::size_t i = 1; i < frames.size(); ++i) retry_interrupted([&] { return to.send(frames[i], flag(i)); });
   return true;
+}
+
+const std::string& heartbeat_bytes() {
+  static const std::string bytes = protocol::encode(protocol::Heartbeat{});
+  return bytes;
+}
+
+// Whether `body` is a Hello, from its first bytes alone: the archive's byte order flag and the
+// verb's index (protocol.cpp), which no other verb shares. Nothing else of it is read here.
+bool is_hello(const zmq::message_t& body) {
+  static const std::string hello = protocol::encode(protocol::Hello{});
+  constexpr std::size_t kTag = 1 + 4;
+  return body.size() >= kTag && std::memcmp(body.data(), hello.data(), kTag) == 0;
 }
 
 }  // namespace
@@ -88,12 +106,88 @@ NodeRelay::NodeRelay(zmq::context_t& context, const std::string& driver, const C
   thread_ = std::thread([this] { run(); });
 }
 
+void NodeRelay::set_timing(double heartbeat_seconds, double actor_timeout_seconds) {
+  heartbeat_seconds_ = heartbeat_seconds;
+  actor_timeout_seconds_ = actor_timeout_seconds;
+}
+
 NodeRelay::~NodeRelay() {
   stop_ = true;
   thread_.join();
   std::error_code ec;
   std::filesystem::remove(folder_ + "/actors.ipc", ec);
   std::filesystem::remove(folder_, ec);
+}
+
+bool NodeRelay::up(Clock::time_point now) {
+  auto frames = receive_all(frontend_);
+  if (frames.empty()) return false;
+  auto& peer = peers_[frames[0].to_string()];
+  if (frames.size() == 2) {
+    const auto& body = frames[1];
+    if (body.size() == heartbeat_bytes().size() && body.to_string() == heartbeat_bytes()) {
+      const double timeout = actor_timeout_seconds_;
+      // An actor the driver heard of lately: its heartbeat stays here.
+      if (peer.actor && timeout > 0 && now - peer.last_up < std::chrono::duration<double>(timeout / 3)) {
+        ++heartbeats_kept_;
+        return true;
+      }
+    } else if (is_hello(body)) {
+      // Only an actor's main socket says Hello; its transfer socket and the agent never do.
+      // Until the driver answers it, nothing but the answer may reach it: a heartbeat from here
+      // would stand where it waits for its Welcome.
+      peer.actor = true;
+      peer.answered = false;
+    }
+  }
+  if (send_all(backend_, frames)) {
+    peer.last_up = now;
+  } else {
+    ++dropped_;
+  }
+  return true;
+}
+
+bool NodeRelay::down(Clock::time_point now) {
+  auto frames = receive_all(backend_);
+  if (frames.empty()) return false;
+  driver_heard_ = now;
+  const auto routing_id = frames[0].to_string();
+  if (send_all(frontend_, frames)) {
+    if (auto it = peers_.find(routing_id); it != peers_.end()) {
+      it->second.last_down = now;
+      it->second.answered = true;
+    }
+  } else {
+    ++dropped_;
+    peers_.erase(routing_id);
+  }
+  return true;
+}
+
+// While the driver is heard, each actor that got nothing for a heartbeat gets one from here: a
+// driver gone silent leaves the actors silent too, and they stop as they would connected to it.
+void NodeRelay::heartbeat_actors(Clock::time_point now) {
+  const double heartbeat = heartbeat_seconds_;
+  if (!(heartbeat > 0) || now < next_heartbeats_) return;
+  const auto period = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(heartbeat));
+  next_heartbeats_ = now + period / 4;
+  if (now - driver_heard_ > 3 * period) return;
+  for (auto it = peers_.begin(); it != peers_.end();) {
+    if (!it->second.actor || !it->second.answered || now - it->second.last_down < period) {
+      ++it;
+      continue;
+    }
+    std::vector<zmq::message_t> frames;
+    frames.emplace_back(it->first);
+    frames.emplace_back(heartbeat_bytes());
+    if (!send_all(frontend_, frames)) {
+      it = peers_.erase(it);
+      continue;
+    }
+    it->second.last_down = now;
+    ++it;
+  }
 }
 
 void NodeRelay::run() {
@@ -114,9 +208,10 @@ void NodeRelay::run() {
       }
       zmq::pollitem_t items[] = {{frontend_.handle(), 0, ZMQ_POLLIN, 0}, {backend_.handle(), 0, ZMQ_POLLIN, 0}};
       retry_interrupted([&] { return zmq::poll(items, 2, std::chrono::milliseconds(50)); });
+      now = Clock::now();
       int sent = 0;
       if (items[0].revents & ZMQ_POLLIN) {
-        while (sent < kBatch && forward(frontend_, backend_, dropped_)) ++sent;
+        while (sent < kBatch && up(now)) ++sent;
       }
       if (stop_) {
         // The agent's last words (its actors' exits) go before the relay does.
@@ -125,13 +220,14 @@ void NodeRelay::run() {
       }
       if (items[1].revents & ZMQ_POLLIN) {
         int moved = 0;
-        while (moved < kBatch && forward(backend_, frontend_, dropped_)) ++moved;
+        while (moved < kBatch && down(now)) ++moved;
         if (moved > 0) {
           redial.heard();
-          last_heard = Clock::now();
+          last_heard = now;
           silence = std::chrono::milliseconds(2000);
         }
       }
+      heartbeat_actors(now);
     }
   } catch (const std::exception& e) {
     // Nothing moves any more: the agent hears no driver and ends after driver_timeout_seconds.

@@ -13,11 +13,20 @@
 // asks it to rejoin when it is heard again. Checkpoint transfers travel the same way (an
 // actor's transfer socket connects here too), with their flow control end to end.
 //
+// Heartbeats stay on the machine (protocol version 16): while the relay hears the driver, it
+// heartbeats each actor that got nothing for heartbeat_seconds itself, and of an actor's own
+// heartbeats it passes on only those that come when the driver has heard nothing of that actor
+// for a third of actor_timeout_seconds. An actor that hangs still goes silent at the driver,
+// which then has the node kill it; a healthy one waiting for work costs the driver a message
+// every 20 s (the defaults) rather than two a second.
+//
 // The hop from an actor to the relay is not encrypted: it never leaves the machine, and only
 // this user may open the socket's folder. The DEALER to the driver speaks CURVE with the
 // node's keys.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -47,9 +56,27 @@ class NodeRelay {
 
   // Messages dropped so far: no connection to the driver, or no such actor here any more.
   std::int64_t dropped() const { return dropped_.load(); }
+  // Actors' heartbeats kept on the machine so far.
+  std::int64_t heartbeats_kept() const { return heartbeats_kept_.load(); }
+
+  // The driver's timing, from its NodeWelcome: until it is set the relay passes every
+  // heartbeat on and makes none.
+  void set_timing(double heartbeat_seconds, double actor_timeout_seconds);
 
  private:
+  using Clock = std::chrono::steady_clock;
+  // A peer of the relay's ROUTER, by its routing id there.
+  struct Peer {
+    bool actor = false;  // said Hello: a training actor, not a transfer socket or the agent
+    bool answered = false;  // the driver answered its last Hello: it may be heartbeated
+    Clock::time_point last_up;    // the last message of it the driver got
+    Clock::time_point last_down;  // the last message it got
+  };
+
   void run();
+  bool up(Clock::time_point now);    // one message to the driver; false when none waits
+  bool down(Clock::time_point now);  // one message to an actor
+  void heartbeat_actors(Clock::time_point now);
 
   zmq::socket_t frontend_;  // ROUTER: the actors and the agent
   zmq::socket_t backend_;   // DEALER: the driver
@@ -59,6 +86,12 @@ class NodeRelay {
   std::string actor_endpoint_;
   std::atomic<bool> stop_{false};
   std::atomic<std::int64_t> dropped_{0};
+  std::atomic<std::int64_t> heartbeats_kept_{0};
+  std::atomic<double> heartbeat_seconds_{0};      // 0: not known yet
+  std::atomic<double> actor_timeout_seconds_{0};
+  std::map<std::string, Peer> peers_;  // the relay's thread only
+  Clock::time_point driver_heard_;
+  Clock::time_point next_heartbeats_;
   std::thread thread_;
 };
 

@@ -38,14 +38,17 @@ struct NodeHello {
 };
 
 // driver -> node: accepted; its actors say `node_id` in their Hello. The node heartbeats
-// every `heartbeat_seconds` (or a Reject: the node exits).
+// every `heartbeat_seconds` (or a Reject: the node exits). Its relay heartbeats the node's
+// actors itself, and passes on one of an actor's heartbeats only when the driver has heard
+// nothing of that actor for a third of `actor_timeout_seconds` (node/node_relay.hpp).
 struct NodeWelcome {
   std::uint32_t protocol_version = kProtocolVersion;
   std::int32_t node_id = 0;
   double heartbeat_seconds = 1;
+  double actor_timeout_seconds = 60;
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(protocol_version, node_id, heartbeat_seconds); }
+  void serialize(Archive& ar) { ar(protocol_version, node_id, heartbeat_seconds, actor_timeout_seconds); }
 };
 
 // node -> driver: the actor process of slot `local_index` (process `pid`) ended, `how`

@@ -9,6 +9,7 @@ namespace packtune::protocol {
 //     ExperimentSpec.deterministic and precision.
 // 14: KillActor (driver -> node: a hung actor); ExperimentSpec.max_budget.
 // 15: Assign, Profile and Test carry the trial's parsed spec (spec::TrialSpec).
-constexpr std::uint32_t kProtocolVersion = 15;
+// 16: NodeWelcome.actor_timeout_seconds (a node's relay answers its actors' heartbeats).
+constexpr std::uint32_t kProtocolVersion = 16;
 
 }  // namespace packtune::protocol

@@ -18,6 +18,7 @@
 #include "actors/checkpoint_file.hpp"
 #include "driver/driver_core.hpp"
 #include "driver/journal.hpp"
+#include "protocol/node_route.hpp"
 #include "spec/checkpoint_name.hpp"
 
 using namespace packtune;
@@ -382,6 +383,29 @@ TEST_CASE("driver core: a node's actors go out of service with their node, and a
   }
   CHECK(asked == std::set<std::string>{"n1/0", "n1/1"});
   CHECK_FALSE(f.core->registry().nodes().at(1).dead);
+}
+
+// A node's relay heartbeats the actors behind it (node/node_relay.hpp): the driver sends
+// heartbeats to its own and to actors started alone only.
+TEST_CASE("driver core: actors behind a node's relay get no heartbeat from the driver") {
+  auto json = sweep("random", 1, 4, 1, "never");
+  json["actors"] = 0;
+  Fleet f(json);
+  f.join_node("n1", 1);
+  const auto behind = proto::NodeRoute::join(proto::NodeRoute::fresh_routing_id(), std::string("\0\0\0\0\1", 5));
+  f.join_slot(behind, 1, 0, 600);
+  f.join_slot("by_hand", -1, -1, 700);
+  f.silent = {behind, "by_hand"};  // nothing said: the driver owes each a heartbeat
+  std::map<std::string, int> heartbeats;
+  for (int i = 0; i < 20; ++i) {  // 10 s, a heartbeat of 1 s
+    f.turn();
+    f.core->send_heartbeats(f.now);
+    for (const auto& sent : f.outbox) heartbeats[sent.to] += std::holds_alternative<proto::Heartbeat>(sent.message);
+    f.outbox.clear();
+  }
+  CHECK(heartbeats["by_hand"] >= 4);
+  CHECK(heartbeats[behind] == 0);
+  CHECK(heartbeats["n1"] >= 4);
 }
 
 // The driver cannot see into a node: a slot whose process never joins (stopped before its

@@ -99,3 +99,68 @@ TEST_CASE("a node's relay carries its agent and its actors over one connection, 
   // The relay's socket and folder go with it.
   CHECK_FALSE(std::filesystem::exists(folder));
 }
+
+TEST_CASE("a node's relay keeps its actors' heartbeats on the machine while the driver has heard of them lately") {
+  zmq::context_t context(1);
+  zmq::socket_t driver(context, zmq::socket_type::router);
+  driver.bind("inproc://node-relay-heartbeats");
+  NodeRelay relay(context, "inproc://node-relay-heartbeats", nullptr);
+  // A heartbeat a few times a second; an actor is retired after 600 s of silence, so the
+  // driver needs an actor's heartbeat only 200 s after it last heard of the actor.
+  relay.set_timing(0.05, 600);
+  zmq::socket_t agent(context, zmq::socket_type::dealer);
+  agent.connect(NodeRelay::kAgentEndpoint);
+  zmq::socket_t actor(context, zmq::socket_type::dealer);
+  actor.connect(relay.actor_endpoint());
+  zmq::socket_t transfer(context, zmq::socket_type::dealer);  // an actor's transfer socket: never says Hello
+  transfer.connect(relay.actor_endpoint());
+
+  send_message(agent, protocol::NodeHello{});
+  auto node_hello = eventually([&] { return receive_routed(driver, 100); });
+  REQUIRE(node_hello.has_value());
+  const std::string agent_id = node_hello->identity;
+  send_message(driver, agent_id, protocol::NodeWelcome{});
+  REQUIRE(eventually([&] { return receive_message(agent, 100); }).has_value());
+  // The relay hears the driver, and heartbeats every 50 ms: still, an actor waiting for its
+  // Welcome gets nothing before it.
+  send_message(actor, protocol::Hello{});
+  auto hello = eventually([&] { return receive_routed(driver, 100); });
+  REQUIRE(hello.has_value());
+  const std::string actor_id = hello->identity;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  send_message(driver, actor_id, protocol::Welcome{});
+  auto first = eventually([&] { return receive_message(actor, 100); });
+  REQUIRE(first.has_value());
+  CHECK(std::holds_alternative<protocol::Welcome>(*first));
+  // The actor's heartbeat stays; the report after it and the agent's heartbeat go.
+  send_message(actor, protocol::Heartbeat{});
+  protocol::Report report;
+  report.trial = 5;
+  send_message(actor, report);
+  send_message(agent, protocol::Heartbeat{});
+  std::set<std::pair<std::string, std::string>> arrived;  // peer, verb: in any order
+  for (int i = 0; i < 2; ++i) {
+    auto routed = eventually([&] { return receive_routed(driver, 100); });
+    REQUIRE(routed.has_value());
+    arrived.insert({routed->identity, protocol::verb(routed->message)});
+  }
+  CHECK(arrived == std::set<std::pair<std::string, std::string>>{{actor_id, "Report"}, {agent_id, "Heartbeat"}});
+  // The actor's heartbeat went through the relay before its report, on the same pipe.
+  CHECK(relay.heartbeats_kept() == 1);
+
+  // Heard from the driver, the relay heartbeats the actor itself, and not its transfer socket.
+  send_message(transfer, protocol::FetchChunk{});
+  auto fetch = eventually([&] { return receive_routed(driver, 100); });
+  REQUIRE(fetch.has_value());
+  send_message(driver, agent_id, protocol::Heartbeat{});
+  auto to_agent = eventually([&] { return receive_message(agent, 100); });
+  REQUIRE(to_agent.has_value());
+  auto to_actor = eventually([&] { return receive_message(actor, 100); });
+  REQUIRE(to_actor.has_value());
+  CHECK(std::holds_alternative<protocol::Heartbeat>(*to_actor));
+  // What the transfer socket gets is only what the driver sends it.
+  send_message(driver, fetch->identity, protocol::Chunk{});
+  auto to_transfer = eventually([&] { return receive_with_payload(transfer, 100); });
+  REQUIRE(to_transfer.has_value());
+  CHECK(std::holds_alternative<protocol::Chunk>(to_transfer->message));
+}

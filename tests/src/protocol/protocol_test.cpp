@@ -52,7 +52,8 @@ TEST_CASE("every verb survives a round trip") {
   CHECK(n.devices[1].name == "GPU-5d1c");
   CHECK(n.actors == 2);
 
-  auto nw = round_trip(NodeWelcome{kProtocolVersion, 3, 0.5});
+  auto nw = round_trip(NodeWelcome{kProtocolVersion, 3, 0.5, 7.5});
+  CHECK(nw.actor_timeout_seconds == 7.5);
   CHECK(nw.node_id == 3);
   CHECK(nw.heartbeat_seconds == 0.5);
 
