@@ -125,7 +125,8 @@ bool NodeRelay::up(Clock::time_point now) {
   auto& peer = peers_[frames[0].to_string()];
   if (frames.size() == 2) {
     const auto& body = frames[1];
-    if (body.size() == heartbeat_bytes().size() && body.to_string() == heartbeat_bytes()) {
+    if (body.size() == heartbeat_bytes().size() &&
+        std::memcmp(body.data(), heartbeat_bytes().data(), body.size()) == 0) {
       const double timeout = actor_timeout_seconds_;
       // An actor the driver heard of lately: its heartbeat stays here.
       if (peer.actor && timeout > 0 && now - peer.last_up < std::chrono::duration<double>(timeout / 3)) {

@@ -10,6 +10,7 @@
 // an actor there.
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace packtune::protocol {
@@ -27,8 +28,10 @@ class NodeRoute {
   static std::string join(const std::string& node_routing_id, const std::string& actor_routing_id) {
     return node_routing_id + actor_routing_id;
   }
-  // The two frames an identity is sent under, or nothing when it is a direct peer's.
-  static std::optional<std::pair<std::string, std::string>> split(const std::string& identity);
+  // The two frames an identity is sent under, or nothing when it is a direct peer's: views into
+  // `identity`, since every message the driver sends asks this, and the heartbeat round asks it
+  // of every actor.
+  static std::optional<std::pair<std::string_view, std::string_view>> split(std::string_view identity);
 };
 
 }  // namespace packtune::protocol
