@@ -25,6 +25,10 @@ PlanIndex::Filing Planner::filing(const ActorPlan& a, const PlanIndex::Filing* b
   const bool member_slot = a.members() < a.actor.max_members;
   f.open = member_slot && static_cast<int>(a.units.size()) < a.actor.max_units;
   f.kind = device_kind(a.actor.device);
+  if (takes_more(a)) {
+    const int units_left = std::max(1, a.actor.max_units - static_cast<int>(a.units.size()));
+    f.free = std::min(a.actor.max_members - a.members(), units_left);
+  }
   if (!member_slot || options_.fuse == FuseMode::Never) return f;
   std::size_t hint = 0;
   for (const auto& u : a.units) {
@@ -73,6 +77,11 @@ PlanIndex::Filing Planner::filing(const ActorPlan& a, const PlanIndex::Filing* b
 void Planner::refit(Plan& plan, std::size_t actor) const {
   derive(plan.actors[actor]);
   plan.index.file(actor, filing(plan.actors[actor], plan.index.filed(actor)));
+}
+
+std::int64_t Planner::free_slots(Plan& plan) const {
+  index(plan);
+  return plan.index.free_slots();
 }
 
 void Planner::index(Plan& plan) const {

@@ -32,6 +32,7 @@ void PlanIndex::reset(std::size_t actors) {
   generation_ = generation.load(std::memory_order_relaxed);
   size_ = actors;
   filings_.assign(actors, Filing{});
+  free_slots_ = 0;
   open_.clear();
   fusable_.clear();
   slot_of_.clear();
@@ -42,6 +43,7 @@ void PlanIndex::reset(std::size_t actors) {
 
 void PlanIndex::unfile(std::size_t slot) {
   const auto& old = filings_[slot];
+  free_slots_ -= old.free;
   if (old.open) open_[old.kind].erase({old.seconds, slot});
   for (const auto& u : old.units) {
     auto f = fusable_.find(u.key);
@@ -55,6 +57,7 @@ void PlanIndex::unfile(std::size_t slot) {
 
 void PlanIndex::file(std::size_t slot, Filing filing) {
   unfile(slot);
+  free_slots_ += filing.free;
   if (filing.open) open_[filing.kind].insert({filing.seconds, slot});
   for (const auto& u : filing.units) {
     auto& g = fusable_[u.key][u.group];

@@ -49,6 +49,9 @@ class PlanIndex {
     };
     double seconds = 0;
     bool open = false;  // takes a new unit: a free member slot and fewer units than max_units
+    // The trials it could start now: 0 unless Planner::takes_more, else its free member slots
+    // as far as its unit slots allow (at least one, for a unit it could join).
+    int free = 0;
     std::string kind;   // device kind: actors of one kind price a new unit alike
     std::vector<Unit> units;
   };
@@ -99,6 +102,8 @@ class PlanIndex {
   // How the actor was filed last (nullptr: not yet).
   const Filing* filed(std::size_t slot) const { return slot < filings_.size() ? &filings_[slot] : nullptr; }
 
+  // The filings' `free`, summed: the driver asks it before every job it draws.
+  std::int64_t free_slots() const { return free_slots_; }
   // Actors that take a new unit, by estimated seconds, per device kind.
   const std::map<std::string, std::set<Load>>& open() const { return open_; }
   // Open actors (ascending slots) with a fused unit of `key` that a trial of figures `item`
@@ -124,6 +129,7 @@ class PlanIndex {
 
   std::uint64_t generation_ = 0;
   std::size_t size_ = static_cast<std::size_t>(-1);
+  std::int64_t free_slots_ = 0;
   std::vector<Filing> filings_;
   std::map<std::string, std::set<Load>> open_;
   std::unordered_map<std::string, Fusable> fusable_;

@@ -38,6 +38,9 @@ NodeState& ActorRegistry::add_node(const std::string& identity, const protocol::
   node.devices = hello.devices;
   node.actors = hello.actors;
   node.joined = node.last_heard = now;
+  // A node declared dead that says NodeHello again is a new node under the old name: its
+  // messages are the new one's.
+  node_ids_[identity] = id;
   // Its actors may have said Hello again before it did.
   for (auto& [actor_identity, actor] : actors_) {
     if (actor.node_id < 0 && actor.said_node_id == id) actor.node_id = id;
@@ -46,10 +49,8 @@ NodeState& ActorRegistry::add_node(const std::string& identity, const protocol::
 }
 
 NodeState* ActorRegistry::node(const std::string& identity) {
-  for (auto& [id, node] : nodes_) {
-    if (!node.identity.empty() && node.identity == identity) return &node;
-  }
-  return nullptr;
+  auto it = node_ids_.find(identity);
+  return it == node_ids_.end() ? nullptr : node_by_id(it->second);
 }
 
 NodeState* ActorRegistry::node_by_id(int id) {
@@ -59,7 +60,10 @@ NodeState* ActorRegistry::node_by_id(int id) {
 
 ActorState& ActorRegistry::add_actor(const std::string& identity, const protocol::Hello& hello,
                                      Clock::time_point now) {
-  ActorState& actor = actors_[identity];
+  auto [at, added] = actors_.try_emplace(identity);
+  ActorState& actor = at->second;
+  if (added) by_identity_.emplace(identity, &actor);
+  if (added || actor.dead) ++live_actors_;
   if (actor.id >= 0) by_id_[static_cast<std::size_t>(actor.id)] = nullptr;
   by_token_.erase(actor.transfer_token);
   actor = ActorState{};
@@ -77,8 +81,8 @@ ActorState& ActorRegistry::add_actor(const std::string& identity, const protocol
 }
 
 ActorState* ActorRegistry::actor(const std::string& identity) {
-  auto it = actors_.find(identity);
-  return it == actors_.end() ? nullptr : &it->second;
+  auto it = by_identity_.find(identity);
+  return it == by_identity_.end() ? nullptr : it->second;
 }
 
 ActorState* ActorRegistry::actor_by_token(const std::string& token) {
@@ -123,6 +127,7 @@ void ActorRegistry::mark_ready(ActorState& actor, const protocol::Ready& ready) 
 }
 
 void ActorRegistry::mark_dead(ActorState& actor) {
+  if (!actor.dead) --live_actors_;
   actor.dead = true;
   actor.ready = false;
   if (auto* node = node_by_id(actor.node_id)) node->settled_slots.insert(actor.local_index);
@@ -152,11 +157,6 @@ std::vector<NodeState*> ActorRegistry::silent_nodes(Clock::time_point now) {
   return out;
 }
 
-int ActorRegistry::live_actors() const {
-  return static_cast<int>(
-      std::count_if(actors_.begin(), actors_.end(), [](const auto& a) { return !a.second.dead; }));
-}
-
 int ActorRegistry::running_jobs() const {
   int n = 0;
   for (const auto& [identity, actor] : actors_) n += static_cast<int>(actor.running.size());
@@ -184,12 +184,10 @@ bool ActorRegistry::settled(Clock::time_point now) const {
   return true;
 }
 
-int ActorRegistry::sharing(const ActorState& actor) const {
-  int seen = 0;  // ready actors on the same host and device
-  for (const auto& [identity, other] : actors_) {
-    seen += other.ready && !other.dead && other.capacity_shared && other.host == actor.host &&
-            other.device == actor.device;
-  }
+int ActorRegistry::sharing(const ActorState& actor, const std::map<std::pair<std::string, std::string>, int>& seen_on) const {
+  // Ready actors on the same host and device.
+  const auto found = seen_on.find({actor.host, actor.device});
+  const int seen = found == seen_on.end() ? 0 : found->second;
   auto node = nodes_.find(actor.node_id);
   if (node == nodes_.end()) return std::max(1, seen);
   // The CPU's memory is shared by all the node's actors, started yet or not.
@@ -201,6 +199,12 @@ int ActorRegistry::sharing(const ActorState& actor) const {
 }
 
 std::vector<packing::ActorSpec> ActorRegistry::capacities(int max_members, packing::MixedPacks mixed) const {
+  // Counted once: 10,000 actors each counting the others would take the driver seconds at
+  // every batch of Readys.
+  std::map<std::pair<std::string, std::string>, int> seen_on;
+  for (const auto& [identity, other] : actors_) {
+    if (other.ready && !other.dead && other.capacity_shared) ++seen_on[{other.host, other.device}];
+  }
   std::vector<packing::ActorSpec> out;
   for (const auto& [identity, actor] : actors_) {
     if (!actor.ready || actor.dead) continue;
@@ -219,7 +223,7 @@ std::vector<packing::ActorSpec> ActorRegistry::capacities(int max_members, packi
           spec.capacity_bytes = devices[actor.local_index].memory_bytes;
         }
       }
-      spec.capacity_bytes /= sharing(actor);
+      spec.capacity_bytes /= sharing(actor, seen_on);
     }
     spec.base_bytes = actor.base_bytes;
     spec.max_members = max_members;

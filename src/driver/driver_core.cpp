@@ -292,10 +292,9 @@ void DriverCore::on_report(ActorState& actor, const proto::Report& report) {
   // A job that restarted below what its trial reported before (its actor died, the driver
   // was resumed) trains through budgets the results and the tuner have already seen.
   const bool seen = report.budget <= trial.reported + 1e-9 * std::max(1.0, report.budget);
-  nlohmann::json row;
+  std::string row;  // as results.jsonl has it
   if (!seen) {
-    row = ResultsWriter::line(report_row(actor, trial, report), trial.full);
-    results_->append(row);
+    row = results_->append(ResultsWriter::line(report_row(actor, trial, report), trial.full));
     test_hold("driver.reported");
     trial.reported = report.budget;
     trial.exploited_from = -1;  // recorded in this row
@@ -339,7 +338,7 @@ ReportRow DriverCore::report_row(const ActorState& actor, const TrialState& tria
 }
 
 // `row`: the final report's results line, if it has one.
-void DriverCore::finish_job(ActorState& actor, TrialId id, bool failed, const nlohmann::json& row, bool parks) {
+void DriverCore::finish_job(ActorState& actor, TrialId id, bool failed, std::string_view row, bool parks) {
   const TrialState& trial = book_.finish(id, failed);
   actor.running.erase(id);
   const bool parked = parks && !failed && !actor.dead;
@@ -362,7 +361,7 @@ void DriverCore::on_trial_failed(ActorState& actor, const proto::TrialFailed& m)
 // The trial cannot go on: the tuner hears a failed result.
 void DriverCore::tell_failed(const std::optional<TrialBook::Failure>& failure) {
   if (failure) {
-    tuning_.on_result(failure->trial, failure->budget, std::numeric_limits<double>::quiet_NaN(), nullptr, true);
+    tuning_.on_result(failure->trial, failure->budget, std::numeric_limits<double>::quiet_NaN(), {}, true);
   }
 }
 
@@ -404,7 +403,7 @@ void DriverCore::restore(const TunerJournal::Recovered& r) {
     if (progress.stopped) {
       // The tuner stopped it and the driver died before passing on the result.
       book_.finish(job.trial);
-      tuning_.on_result(job.trial, std::max(0.0, progress.reported), progress.last_metric, nullptr, false);
+      tuning_.on_result(job.trial, std::max(0.0, progress.reported), progress.last_metric, {}, false);
       continue;
     }
     if (job.from_trial >= 0 && !restore_exploit(job, progress.reported)) continue;

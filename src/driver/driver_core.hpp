@@ -152,7 +152,7 @@ class DriverCore {
   std::string fetch_refusal(const ActorState& actor, const protocol::FetchChunk& fetch);
   ReportRow report_row(const ActorState& actor, const TrialState& trial, const protocol::Report& report) const;
   // `parks`: the job's last report; the actor keeps the trial in its unit (Assign.park).
-  void finish_job(ActorState& actor, TrialId id, bool failed = false, const nlohmann::json& row = nullptr,
+  void finish_job(ActorState& actor, TrialId id, bool failed = false, std::string_view row = {},
                   bool parks = false);
   void record_checkpoint(TrialId trial, const std::string& path, double budget);
   void on_checkpointed(const ActorState& actor, const protocol::Checkpointed& m);

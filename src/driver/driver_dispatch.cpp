@@ -57,7 +57,9 @@ void DriverCore::send_assigns() {
 }
 
 bool DriverCore::dispatch_jobs() {
-  placement_.catch_up(registry_);
+  // The plan re-reads the actors only once they may get jobs: while thousands say Ready, batch
+  // by batch, each re-reading would go over all of them and hold the next batch's Hellos.
+  if (local_actors_settled()) placement_.catch_up(registry_);
   while (local_actors_settled()) {
     const auto free = placement_.free_slots();
     if (free == 0) break;

@@ -43,6 +43,7 @@ class Journal {
 
   const std::string& path() const { return log_.path(); }
   void append(const nlohmann::json& entry) { log_.append(entry); }
+  void append_text(std::string_view entry) { log_.append_text(entry); }
   bool dirty() const { return log_.dirty(); }
   bool unlinked() const { return log_.unlinked(); }
   // Writes what was appended since the last commit and waits until it is on the disk. On a

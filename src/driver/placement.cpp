@@ -48,15 +48,7 @@ std::string Placement::explain_units(const std::string& device) {
           : "");
 }
 
-std::int64_t Placement::free_slots() const {
-  auto free = static_cast<std::int64_t>(parked_.size());
-  for (const auto& a : plan_.actors) {
-    if (!planner_.takes_more(a)) continue;
-    const int units_left = std::max(1, a.actor.max_units - static_cast<int>(a.units.size()));
-    free += std::min(a.actor.max_members - a.members(), units_left);
-  }
-  return free;
-}
+std::int64_t Placement::free_slots() { return static_cast<std::int64_t>(parked_.size()) + planner_.free_slots(plan_); }
 
 std::optional<int> Placement::place(const packing::TrialDemand& demand, packing::Unplaced* why) {
   return planner_.place(plan_, demand, why);

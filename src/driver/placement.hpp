@@ -52,7 +52,7 @@ class Placement {
   void begin_pass() { units_started_.clear(); }
   // The trials the actors could start now: member slots as far as unit slots allow, and the
   // parked trials' places, which their next jobs take or which are freed for others.
-  std::int64_t free_slots() const;
+  std::int64_t free_slots();
   // The actor for a new job, or nullopt with why (Planner::place).
   std::optional<int> place(const packing::TrialDemand& demand, packing::Unplaced* why);
   // A rung's promotions planned together (rung_replan.hpp).

@@ -60,22 +60,42 @@ tuners::Job TunerJournal::next_job() {
   return job;
 }
 
-tuners::Decision TunerJournal::on_report(TrialId trial, double budget, double metric, const json& row) {
+// The row is the report's results.jsonl line, already serialized: 10,000 actors report tens of
+// thousands of times a second, and serializing each row twice was a tenth of the driver's time.
+void TunerJournal::write_with_row(const char* key, const json& value, std::string_view row) {
+  if (!journal_) return;
+  std::string text = "{\"";
+  text += key;
+  text += "\":";
+  text += value.dump();
+  if (!row.empty()) {
+    text += ",\"row\":";
+    text += row;
+  }
+  text += '}';
+  journal_->append_text(text);
+}
+
+tuners::Decision TunerJournal::on_report(TrialId trial, double budget, double metric, std::string_view row) {
   const auto decision = call("on_report", [&] { return tuner_.on_report(trial, budget, metric); });
-  write({{"report",
-          {{"trial", trial}, {"budget", budget}, {"metric", metric_json(metric)},
-           {"stop", decision == tuners::Decision::Stop}}},
-         {"row", row}});
+  json report;
+  report["trial"] = trial;
+  report["budget"] = budget;
+  report["metric"] = metric_json(metric);
+  report["stop"] = decision == tuners::Decision::Stop;
+  write_with_row("report", report, row.empty() ? std::string_view("null") : row);
   return decision;
 }
 
-void TunerJournal::on_result(TrialId trial, double budget, double metric, const json& row, bool failed) {
+void TunerJournal::on_result(TrialId trial, double budget, double metric, std::string_view row, bool failed) {
   call("on_result", [&] { tuner_.on_result(trial, budget, metric); });
   if (rules_) rules_->result(trial, budget);
-  json entry = {{"result", {{"trial", trial}, {"budget", budget}, {"metric", metric_json(metric)}}}};
-  if (failed) entry["result"]["failed"] = true;
-  if (!row.is_null()) entry["row"] = row;
-  write(entry);
+  json result;
+  result["trial"] = trial;
+  result["budget"] = budget;
+  result["metric"] = metric_json(metric);
+  if (failed) result["failed"] = true;
+  write_with_row("result", result, row);
 }
 
 void TunerJournal::on_checkpoint(TrialId trial, const std::string& path, double budget) {

@@ -42,11 +42,11 @@ class TunerJournal {
   std::optional<double> planned_budget() const { return tuner_.planned_budget(); }
 
   Job next_job();
-  // `row` is the results.jsonl line of the report.
-  tuners::Decision on_report(TrialId trial, double budget, double metric, const nlohmann::json& row);
-  // `row`: the final report's line, or null (a stopped trial's last report was journaled
-  // already; a failed job has none). `failed`: the trial cannot go on.
-  void on_result(TrialId trial, double budget, double metric, const nlohmann::json& row, bool failed);
+  // `row` is the results.jsonl line of the report, as written there (JSON text).
+  tuners::Decision on_report(TrialId trial, double budget, double metric, std::string_view row);
+  // `row`: the final report's line as written to results.jsonl, or empty (a stopped trial's
+  // last report was journaled already; a failed job has none). `failed`: the trial cannot go on.
+  void on_result(TrialId trial, double budget, double metric, std::string_view row, bool failed);
   // The store holds `path`, the trial's checkpoint at `budget`.
   void on_checkpoint(TrialId trial, const std::string& path, double budget);
   // The experiment ended: resuming it has nothing left to do.
@@ -83,6 +83,8 @@ class TunerJournal {
   void write(const nlohmann::json& entry) {
     if (journal_) journal_->append(entry);
   }
+  // {"KEY":value,"row":row}, the bytes write() would give that object: its keys sort before "row".
+  void write_with_row(const char* key, const nlohmann::json& value, std::string_view row);
 
   tuners::Tuner& tuner_;
   Journal* journal_;

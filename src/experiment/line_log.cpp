@@ -69,6 +69,11 @@ void LineLog::append(const nlohmann::json& line) {
   pending_ += '\n';
 }
 
+void LineLog::append_text(std::string_view line) {
+  pending_ += line;
+  pending_ += '\n';
+}
+
 bool LineLog::unlinked() const {
   struct stat st {};
   return fd_ >= 0 && ::fstat(fd_, &st) == 0 && st.st_nlink == 0;

@@ -4,6 +4,7 @@
 // is cut back to the end of its last whole line. results.jsonl and the journal are both kept
 // this way, so a reader (or `packtune run --resume`) sees only whole lines.
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +26,8 @@ class LineLog {
   ~LineLog();
 
   void append(const nlohmann::json& line);
+  // A line already in JSON text, one line, without its newline.
+  void append_text(std::string_view line);
   bool dirty() const { return !pending_.empty(); }
   // Writes the lines appended since the last flush; with `sync`, waits until they are on the
   // disk (fdatasync). On a failure the file is cut back to its last whole line and Error names

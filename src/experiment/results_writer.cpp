@@ -123,9 +123,11 @@ nlohmann::json ResultsWriter::line(const ReportRow& row, const tuners::TrialConf
   return line;
 }
 
-void ResultsWriter::append(const nlohmann::json& line) {
-  log_->append(line);
+std::string ResultsWriter::append(const nlohmann::json& line) {
+  std::string text = line.dump();
+  log_->append_text(text);
   take(line);
+  return text;
 }
 
 void ResultsWriter::take(const nlohmann::json& line) {

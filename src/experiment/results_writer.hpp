@@ -62,8 +62,9 @@ class ResultsWriter {
 
   // The results.jsonl line of a report.
   static nlohmann::json line(const ReportRow& row, const tuners::TrialConfig& config);
-  // Takes the line (best() sees it at once); flush() writes it.
-  void append(const nlohmann::json& line);
+  // Takes the line (best() sees it at once); flush() writes it. Returns it as written, which
+  // the journal keeps too: one serialization of each report, not two.
+  std::string append(const nlohmann::json& line);
   // Writes the lines appended since the last flush. On a failure (a full disk) the file is
   // cut back to its last whole line and Error names it.
   void flush();

@@ -120,6 +120,17 @@ Instance random_instance(std::mt19937& rng, int trials, int actors) {
   return in;
 }
 
+// The driver's count of trials it could start, as it scanned every actor before the index kept it.
+std::int64_t scanned_free_slots(const Planner& planner, const Plan& plan) {
+  std::int64_t free = 0;
+  for (const auto& a : plan.actors) {
+    if (!planner.takes_more(a)) continue;
+    const int units_left = std::max(1, a.actor.max_units - static_cast<int>(a.units.size()));
+    free += std::min(a.actor.max_members - a.members(), units_left);
+  }
+  return free;
+}
+
 PlanOptions random_options(std::mt19937& rng) {
   PlanOptions o;
   o.fuse = std::vector<FuseMode>{FuseMode::Auto, FuseMode::Auto, FuseMode::Always, FuseMode::Never}[rng() % 4];
@@ -166,6 +177,7 @@ TEST_CASE("plan and replan make the plans the scanning planner made") {
       }
       REQUIRE(planner.replan(mine, leaving, arriving) == old.replan(theirs, leaving, arriving));
       require_same(mine, theirs);
+      REQUIRE(planner.free_slots(mine) == scanned_free_slots(planner, mine));
       for (auto id : leaving) expected.erase(id);
       for (const auto& t : arriving) expected.insert(t.trial);
       require_sound(planner, mine, expected);
@@ -190,17 +202,28 @@ TEST_CASE("online place and remove match the scanning planner call for call") {
     }
     std::set<std::int64_t> running;
     for (const auto& t : in.trials) {
+      if (t.trial == 150) {
+        // A profile arrives, and fusing pays where the prior said it did not (or the other
+        // way): the driver refreshes every actor, and the free slots follow.
+        planner.record_profile("cuda", in.shapes.front(), {{1, 1e-3}, {2, 1.05e-3}, {4, 1.1e-3}, {8, 1.3e-3}});
+        for (auto* plan : {&mine, &theirs}) {
+          for (auto& a : plan->actors) planner.refresh(a);
+        }
+        REQUIRE(planner.free_slots(mine) == scanned_free_slots(planner, mine));
+      }
       // Finish some, as the driver's jobs do, then place the next.
       while (!running.empty() && rng() % 3 == 0) {
         auto it = running.begin();
         std::advance(it, static_cast<long>(rng() % running.size()));
         REQUIRE(planner.remove(mine, *it) == old.remove(theirs, *it));
         running.erase(it);
+        REQUIRE(planner.free_slots(mine) == scanned_free_slots(planner, mine));
       }
       Unplaced why_mine, why_theirs;
       const auto a = planner.place(mine, t, &why_mine);
       const auto b = old.place(theirs, t, &why_theirs);
       REQUIRE(a == b);
+      REQUIRE(planner.free_slots(mine) == scanned_free_slots(planner, mine));
       if (a) {
         running.insert(t.trial);
         const auto* unit = Planner::unit_of(mine, t.trial);
@@ -241,6 +264,7 @@ TEST_CASE("a plan changed outside the planner is re-read, not trusted") {
     const TrialDemand t{id, in.shapes[static_cast<std::size_t>(id) % in.shapes.size()], 100};
     REQUIRE(planner.place(mine, t) == old.place(theirs, t));
     REQUIRE(planner.remove(mine, id - 480) == old.remove(theirs, id - 480));
+    REQUIRE(planner.free_slots(mine) == scanned_free_slots(planner, mine));
   }
   require_same(mine, theirs);
 }

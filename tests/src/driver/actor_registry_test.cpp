@@ -172,3 +172,38 @@ TEST_CASE("a node rejoining a resumed driver gets its old id back, and links act
   CHECK(registry.add_node("node-c", node_hello("c", 1), t0).id == 3);
   CHECK(registry.add_node("node-d", again, t0).id == 4);
 }
+
+TEST_CASE("live actors are counted through Hellos, deaths and Hellos again") {
+  ActorRegistry registry({});
+  const auto now = Clock::now();
+  auto& a = registry.add_actor("a", hello("h", -1, 0, 1), now);
+  registry.add_actor("b", hello("h", -1, 1, 2), now);
+  CHECK(registry.live_actors() == 2);
+  registry.mark_dead(a);
+  registry.mark_dead(a);  // twice is once
+  CHECK(registry.live_actors() == 1);
+  registry.add_actor("a", hello("h", -1, 0, 3), now);  // the dead one joins anew
+  CHECK(registry.live_actors() == 2);
+  registry.add_actor("b", hello("h", -1, 1, 4), now);  // a live one says Hello again
+  CHECK(registry.live_actors() == 2);
+  int counted = 0;
+  for (const auto& [identity, actor] : registry.actors()) counted += !actor.dead;
+  CHECK(counted == 2);
+  CHECK(registry.actor("a")->pid == 3);
+  CHECK(registry.actor("c") == nullptr);
+}
+
+TEST_CASE("a node declared dead that says NodeHello again is the new node under its name") {
+  ActorRegistry registry({});
+  const auto now = Clock::now();
+  auto& first = registry.add_node("node:x", node_hello("m", 2), now);
+  registry.add_node("node:y", node_hello("n", 2), now);
+  REQUIRE(registry.node("node:x")->id == first.id);
+  registry.mark_node_dead(first);
+  const int second = registry.add_node("node:x", node_hello("m", 2), now).id;
+  CHECK(second != first.id);
+  CHECK(registry.node("node:x")->id == second);
+  CHECK_FALSE(registry.node("node:x")->dead);
+  CHECK(registry.node("node:y")->host == "n");
+  CHECK(registry.node("node:z") == nullptr);
+}

@@ -44,7 +44,7 @@ std::vector<Result> run_to_end(TunerJournal& tuning, std::vector<Job> running, i
     running.erase(running.begin() + static_cast<long>(pick));
     const double metric = objective.evaluate(job.trial, job.config, job.budget);
     nlohmann::json row = {{"trial", job.trial}, {"budget", job.budget}, {"wall_time", 1.0 * results.size()}};
-    tuning.on_result(job.trial, job.budget, metric, row, false);
+    tuning.on_result(job.trial, job.budget, metric, row.dump(), false);
     results.emplace_back(job.trial, job.budget, metric);
   }
 }
@@ -232,7 +232,7 @@ std::string first_error(std::vector<tuners::Job> jobs, bool result_first = false
   try {
     for (int i = 0; i < 10; ++i) {
       const auto job = tuning.next_job();
-      if (result_first && job.kind == tuners::Job::Kind::Start) tuning.on_result(job.trial, 0.5, 0.1, nullptr, false);
+      if (result_first && job.kind == tuners::Job::Kind::Start) tuning.on_result(job.trial, 0.5, 0.1, {}, false);
     }
   } catch (const Error& e) {
     return e.what();
