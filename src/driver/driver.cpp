@@ -340,7 +340,12 @@ class Driver {
       const bool over = core_.step(Clock::now());
       const auto now = Clock::now();
       if (over || now - last_commit >= kCommitInterval) {
-        core_.commit();
+        if (over) {
+          core_.commit();
+        } else {
+          core_.commit_soon();
+        }
+        log_->flush();
         last_commit = now;
         // Fault tests kill the driver here: a result is journaled and jobs run on.
         if (core_.book().completed_jobs() > 0) test_hold("driver.result");
@@ -362,6 +367,7 @@ class Driver {
       const auto deadline = Clock::now() + std::chrono::minutes(10);
       while (!core_.test_answered() && !core_.tester_lost() && !interrupted && Clock::now() < deadline) {
         receive(100, 1);
+        log_->flush();
         core_.check_heartbeats(Clock::now());
         check_folder();
       }

@@ -32,9 +32,14 @@ DriverLog::DriverLog(const std::string& path, Console console) {
   file_->set_level(spdlog::level::debug);
   logger->sinks().push_back(file_);
   logger->set_level(std::min(logger_level_, spdlog::level::debug));
-  // A driver killed with -9 loses no line of it: each is written through at once.
-  logger->flush_on(spdlog::level::debug);
+  // Warnings and errors are written through at once; the rest at each flush(), which the
+  // driver's loop calls with every journal commit: a driver killed with -9 loses at most
+  // the lines of its last 10 ms, as the journal does. Written through line by line, the
+  // lines of 10,000 actors' jobs took a write(2) each.
+  logger->flush_on(spdlog::level::warn);
 }
+
+void DriverLog::flush() { file_->flush(); }
 
 DriverLog::~DriverLog() {
   auto logger = spdlog::default_logger();

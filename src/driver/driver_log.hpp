@@ -22,6 +22,8 @@ class DriverLog {
   // Appends to `path` (a resumed run continues the file); restores the logger when it ends.
   DriverLog(const std::string& path, Console console);
   ~DriverLog();
+  // Writes the lines logged since the last flush (warnings and errors are written at once).
+  void flush();
   DriverLog(const DriverLog&) = delete;
   DriverLog& operator=(const DriverLog&) = delete;
 

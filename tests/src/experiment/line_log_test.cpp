@@ -80,3 +80,47 @@ TEST_CASE("a reopened log continues after its whole lines") {
   CHECK(text_of(path) == "{\"a\":1}\n{\"c\":3}\n");
   CHECK_THROWS_AS(LineLog::reopen(dir.file("missing.jsonl"), 0, ""), Error);
 }
+
+TEST_CASE("an asynchronous flush writes at once, syncs on the log's thread, and settles before the next") {
+  testing::TempDir dir;
+  const auto path = dir.file("journal.jsonl");
+  auto log = LineLog::create(path, "");
+  log.append({{"a", 1}});
+  log.flush_async();
+  CHECK(text_of(path) == "{\"a\":1}\n");  // written before the sync: a kill -9 keeps it
+  CHECK_FALSE(log.dirty());
+  log.append({{"b", 2}});
+  log.flush_async();  // settles the first
+  log.settle();
+  CHECK_FALSE(log.syncing());
+  CHECK(log.synced());
+  log.append({{"c", 3}});
+  log.flush(true);
+  CHECK(text_of(path) == "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n");
+  log.flush_async();  // nothing pending: no sync
+  CHECK_FALSE(log.syncing());
+}
+
+TEST_CASE("lines held back are written ahead of those appended after them") {
+  testing::TempDir dir;
+  const auto path = dir.file("results.jsonl");
+  auto log = LineLog::create(path, "");
+  log.append({{"a", 1}});
+  auto held = log.take_pending();
+  CHECK_FALSE(log.dirty());
+  log.append({{"b", 2}});
+  log.write_now(held);
+  CHECK(text_of(path) == "{\"a\":1}\n");
+  log.flush(false);
+  CHECK(text_of(path) == "{\"a\":1}\n{\"b\":2}\n");
+  log.append({{"c", std::string(100, 'x')}});
+  held = log.take_pending();
+  log.append({{"d", 4}});
+  {
+    FileSizeCap cap(text_of(path).size() + 20);
+    CHECK_THROWS_AS(log.write_now(held), Error);
+  }
+  CHECK(text_of(path) == "{\"a\":1}\n{\"b\":2}\n");
+  log.flush(false);  // the held line is pending again, ahead of the later one
+  CHECK(text_of(path) == "{\"a\":1}\n{\"b\":2}\n{\"c\":\"" + std::string(100, 'x') + "\"}\n{\"d\":4}\n");
+}
