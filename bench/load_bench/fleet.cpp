@@ -210,6 +210,13 @@ void Fleet::poll_once(std::chrono::milliseconds timeout) {
   drain_rechecks();
 }
 
+// Redial::step reads the socket's ZMQ_EVENTS, and reading them takes the edge that ZMQ_FD
+// gives for a message come meanwhile: epoll would not report the socket again, and a Welcome
+// waited there until the Hello was said again 2 s later (the last fifth of 1,000 actors did).
+void Fleet::recheck_after_events(int l) {
+  if (links_[static_cast<std::size_t>(l)].socket.get(zmq::sockopt::events) & ZMQ_POLLIN) rechecks_.push_back(l);
+}
+
 void Fleet::drain_rechecks() {
   while (!rechecks_.empty()) {
     const int i = rechecks_.back();
@@ -397,10 +404,15 @@ void Fleet::keep_alive(Clock::time_point now) {
     auto& link = links_[static_cast<std::size_t>(l)];
     if (!link.node) continue;
     // A node redials for all of its actors; they say Hello again when the driver asks them.
-    const bool redialled = link.redial->step(link.socket, now);
-    if (link.node_id < 0) {
-      if (redialled || (!link.redial->waiting() && now >= link.next_hello)) say_node_hello(l);
-    } else if (now - link.last_sent >= period) {
+    // Once welcomed, it looks at its connection once a heartbeat, not at every sweep: the look
+    // reads the socket's events, 12,500 times a second over 1,250 nodes.
+    if (link.node_id < 0 || now >= link.next_redial_check) {
+      const bool redialled = link.redial->step(link.socket, now);
+      recheck_after_events(l);
+      link.next_redial_check = now + std::chrono::duration_cast<Clock::duration>(period);
+      if (link.node_id < 0 && (redialled || (!link.redial->waiting() && now >= link.next_hello))) say_node_hello(l);
+    }
+    if (link.node_id >= 0 && now - link.last_sent >= period) {
       if (try_send(link, envelope_of(-1), proto::Heartbeat{})) ++counters_.sent;
       link.last_sent = now;
       ++counters_.heartbeats_sent;
@@ -418,6 +430,7 @@ void Fleet::keep_alive(Clock::time_point now) {
     if (!a.welcomed) {
       if (link.node && link.node_id < 0) continue;  // its node's Hello first
       const bool redialled = !link.node && link.redial->step(link.socket, now);
+      if (!link.node) recheck_after_events(a.link);
       if (redialled || (!link.redial->waiting() && now >= a.next_hello)) say_hello(i);
     } else if (now - a.last_sent >= (link.node ? relayed_period : period)) {
       send(i, proto::Heartbeat{});

@@ -114,6 +114,7 @@ class Fleet {
   void connect(const std::string& endpoint);
   void send(int i, const proto::Message& message);
   void poll_once(std::chrono::milliseconds timeout);
+  void recheck_after_events(int link);
   void drain_rechecks();
   void drain(int link);
   void handle(int i, const proto::Message& message);

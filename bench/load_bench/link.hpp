@@ -28,6 +28,7 @@ struct Link {
   int node_id = -1;  // NodeWelcome's; -1 before it, and for an actor's own connection
   Clock::time_point last_sent;
   Clock::time_point next_hello;
+  Clock::time_point next_redial_check;  // a welcomed node's: once a heartbeat
   std::chrono::milliseconds hello_interval{2000};
 };
 
