@@ -59,7 +59,7 @@ CheckpointStore::~CheckpointStore() {
 
 void CheckpointStore::send(zmq::socket_t& router, const std::string& peer, const protocol::Message& message) {
   try {
-    send_message(router, peer, message);
+    send_message(router, peer, message, true);
   } catch (const zmq::error_t& e) {
     spdlog::debug("checkpoint store: cannot answer a peer that left: {}", e.what());
   }

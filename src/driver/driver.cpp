@@ -381,7 +381,7 @@ class Driver {
 
   void deliver(const std::string& identity, const proto::Message& message) {
     try {
-      send_message(socket_.router(), identity, message);
+      if (!send_message(socket_.router(), identity, message)) core_.peer_stalled(identity);
     } catch (const zmq::error_t& e) {
       // EHOSTUNREACH: the peer is gone; the heartbeat check will retire it.
       spdlog::debug("cannot send {}: {}", proto::verb(message), e.what());

@@ -100,6 +100,10 @@ class DriverCore {
   // still speaks hangs: its node is told to kill it (KillActor), and so is the loop for the
   // driver's own (take_hung_local_actors), so that it restarts like a crashed one.
   void check_heartbeats(Clock::time_point now);
+  // The router could not queue a message for `identity`: its pipe is full, the peer stopped
+  // reading. At the next heartbeat check the peer goes out of service (a node with all its
+  // actors), and its trials go back to the queue; heard again, it is asked to rejoin.
+  void peer_stalled(const std::string& identity) { stalled_.insert(identity); }
   // The driver's own actors to kill since the last call (their slot and pid, and why).
   std::vector<protocol::KillActor> take_hung_local_actors() { return std::exchange(hung_local_, {}); }
   // The loop's turn after a batch of messages: silent peers, expired profile holds, and jobs
@@ -174,6 +178,8 @@ class DriverCore {
   void on_actor_exited(NodeState& node, const protocol::ActorExited& m);
   void ask_to_rejoin(ActorState& actor, const protocol::Message& message);
   void retire(ActorState& actor, const std::string& why);
+  // The node and every live actor behind it, out of service together.
+  void retire_node(NodeState& node, const std::string& why);
   void kill_hung(const ActorState& actor, const std::string& why);
   std::string join_command() const;
 
@@ -233,6 +239,7 @@ class DriverCore {
   std::vector<std::string> actor_failures_;
   bool actor_input_error_ = false;  // an actor process exited with code 2 (bad input)
   std::string actor_said_;          // the last ActorFailed message
+  std::set<std::string> stalled_;  // peer_stalled's, until the next heartbeat check
   std::int64_t refused_reports_ = 0;  // from retired actors, after a partition
   std::set<std::string> asked_to_hello_;  // unknown peers told to join again (Rejoin), once each
   Admission admission_;  // the refusals of what peers may not say, and their bounded log

@@ -2,6 +2,7 @@
 // ends, or a peer silent past actor_timeout_seconds, is retired and its trials go back to the
 // queue; one heard again after that drops its pack and joins anew.
 #include <algorithm>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -28,8 +29,8 @@ void DriverCore::on_node_revived(NodeState& node) {
   for (auto& [identity, actor] : registry_.actors()) {
     if (actor.node_id != node.id || !actor.retired_with_node || actor.asked_to_rejoin) continue;
     actor.asked_to_rejoin = true;
-    send(actor, proto::Rejoin{"its node's connection was silent for more than actor_timeout_seconds; its jobs were "
-                              "given to other actors"});
+    send(actor, proto::Rejoin{"its node was out of service (silent past actor_timeout_seconds, or not reading); its "
+                              "jobs were given to other actors"});
     ++asked;
   }
   spdlog::warn("node {} on {} is heard again; its {} actor(s) retired with it are asked to rejoin", node.id, node.host,
@@ -111,8 +112,31 @@ void DriverCore::kill_hung(const ActorState& actor, const std::string& why) {
   send_to(node->identity, kill);
 }
 
+void DriverCore::retire_node(NodeState& node, const std::string& why) {
+  registry_.mark_node_dead(node);
+  spdlog::warn("node {} on {} is out of service: {}", node.id, node.host, why);
+  // Its actors speak through its one connection (node/node_relay.hpp): what silenced the
+  // node silenced them, and they go out of service with it, not one by one as their own
+  // timeouts fall due. Heard again, each is asked to rejoin.
+  for (auto& [identity, actor] : registry_.actors()) {
+    if (actor.node_id != node.id || actor.dead) continue;
+    retire(actor, fmt::format("its node {} is out of service", node.id));
+    actor.retired_with_node = true;
+  }
+}
+
 void DriverCore::check_heartbeats(Clock::time_point now) {
   now_ = now;
+  for (const auto& identity : std::exchange(stalled_, {})) {
+    const auto why = "it stopped reading: the driver's queue to it is full";
+    // An actor behind a node shares the node's pipe: the node stopped reading.
+    const auto route = proto::NodeRoute::split(identity);
+    if (auto* node = registry_.node(route ? std::string(route->first) : identity)) {
+      if (!node->dead) retire_node(*node, why);
+    } else if (auto* actor = registry_.actor(identity); actor && !actor->dead) {
+      retire(*actor, why);
+    }
+  }
   // A look goes over every actor (10,000 of them take the driver milliseconds), and under
   // load the loop comes here after every batch of messages: one look per sixtieth of the
   // timeout (a second at the default 60 s) finds silence at most that late, and never less
@@ -122,17 +146,7 @@ void DriverCore::check_heartbeats(Clock::time_point now) {
   next_silence_check_ = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(period));
   // Nodes first: an actor silent because its node's connection went goes out with the node.
   for (auto* node : registry_.silent_nodes(now)) {
-    registry_.mark_node_dead(*node);
-    spdlog::warn("node {} on {} is out of service: no message for {} s", node->id, node->host,
-                 static_cast<int>(config_.actor_timeout_seconds));
-    // Its actors speak through its one connection (node/node_relay.hpp): what silenced the
-    // node silenced them, and they go out of service with it, not one by one as their own
-    // timeouts fall due. Heard again, each is asked to rejoin.
-    for (auto& [identity, actor] : registry_.actors()) {
-      if (actor.node_id != node->id || actor.dead) continue;
-      retire(actor, fmt::format("its node {} is out of service", node->id));
-      actor.retired_with_node = true;
-    }
+    retire_node(*node, fmt::format("no message for {} s", static_cast<int>(config_.actor_timeout_seconds)));
   }
   for (auto* actor : registry_.silent_actors(now)) {
     const auto why = fmt::format("no message for {:g} s (actor_timeout_seconds)", config_.actor_timeout_seconds);

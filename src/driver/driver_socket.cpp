@@ -41,6 +41,10 @@ void DriverSocket::bind(const ExperimentConfig& config) {
   // connects again: the new connection takes the name over from one the driver has not yet
   // seen close.
   router_.set(zmq::sockopt::router_handover, 1);
+  // A node's one pipe carries all its actors' messages, bursts of a dispatch pass among them:
+  // ten times libzmq's 1,000. A peer that leaves this many unread has stopped reading, and
+  // sends to it fail instead of waiting (DriverCore::peer_stalled).
+  router_.set(zmq::sockopt::sndhwm, 10000);
   limit_frames(router_);
   const auto endpoint = make_endpoint(config.listen);
   // Keys, where given, are used on every endpoint: nodes and actors started with --keys

@@ -127,22 +127,26 @@ void send_message(zmq::socket_t& dealer, const protocol::Message& message) {
 namespace {
 
 // The routing frames of `identity`: its own, or a node's and then the actor's on its relay.
-void send_route(zmq::socket_t& router, const std::string& identity) {
+// A router takes or refuses a message at its first frame, where its pipe's high-water mark is
+// checked: without `wait`, false when that pipe is full.
+bool send_route(zmq::socket_t& router, const std::string& identity, bool wait) {
+  const auto first = zmq::send_flags::sndmore | (wait ? zmq::send_flags::none : zmq::send_flags::dontwait);
   if (auto route = protocol::NodeRoute::split(identity)) {
-    protocol::retry_interrupted([&] { return router.send(zmq::buffer(route->first), zmq::send_flags::sndmore); });
+    if (!protocol::retry_interrupted([&] { return router.send(zmq::buffer(route->first), first); })) return false;
     protocol::retry_interrupted([&] { return router.send(zmq::buffer(route->second), zmq::send_flags::sndmore); });
-    return;
+    return true;
   }
-  protocol::retry_interrupted([&] { return router.send(zmq::buffer(identity), zmq::send_flags::sndmore); });
+  return protocol::retry_interrupted([&] { return router.send(zmq::buffer(identity), first); }).has_value();
 }
 
 }  // namespace
 
-void send_message(zmq::socket_t& router, const std::string& identity,
-                  const protocol::Message& message) {
+bool send_message(zmq::socket_t& router, const std::string& identity, const protocol::Message& message,
+                  bool wait) {
   const auto bytes = protocol::encode(message);
-  send_route(router, identity);
+  if (!send_route(router, identity, wait)) return false;
   protocol::retry_interrupted([&] { return router.send(zmq::buffer(bytes), zmq::send_flags::none); });
+  return true;
 }
 
 void send_message(zmq::socket_t& dealer, const protocol::Message& message, zmq::message_t& payload) {
@@ -160,7 +164,7 @@ void send_message(zmq::socket_t& dealer, const protocol::Message& message, zmq::
 void send_message(zmq::socket_t& router, const std::string& identity, const protocol::Message& message,
                   zmq::message_t& payload) {
   const auto bytes = protocol::encode(message);
-  send_route(router, identity);
+  send_route(router, identity, true);  // checkpoint chunks: their windows bound what waits
   protocol::retry_interrupted([&] { return router.send(zmq::buffer(bytes), zmq::send_flags::sndmore); });
   protocol::retry_interrupted([&] { return router.send(payload, zmq::send_flags::none); });
 }

@@ -928,3 +928,46 @@ TEST_CASE("driver core: parked pbt members leave their place when a job needs th
     }
   }
 }
+
+// The router's pipe to a peer that stopped reading fills up, and the driver's send is refused
+// rather than left waiting (protocol/zmq_channel.hpp): the peer goes out of service, a node
+// with every actor behind it, and comes back when heard again.
+TEST_CASE("driver core: a peer that stops reading goes out of service, a node with its actors") {
+  auto json = sweep("random", 4, 4, 1, "never");
+  json["actors"] = 0;
+  Fleet f(json);
+  const auto node = proto::NodeRoute::fresh_routing_id();
+  f.join_node(node, 2);
+  std::vector<std::string> behind;
+  for (int slot = 0; slot < 2; ++slot) {
+    behind.push_back(proto::NodeRoute::join(node, std::string("\0\0\0\0", 4) + static_cast<char>(1 + slot)));
+    f.join_slot(behind.back(), 1, slot, 600 + slot);
+  }
+  f.join_slot("by_hand", -1, -1, 700);
+  f.busy = {behind[0], behind[1], "by_hand"};  // their jobs stay running
+  for (int i = 0; i < 4; ++i) f.turn();
+  REQUIRE(f.core->registry().running_jobs() == 3);
+
+  f.core->peer_stalled(behind[1]);  // the node's pipe is full: it reads nothing more
+  f.silent = {behind[0], behind[1]};
+  f.turn();
+  const auto& actors = f.core->registry().actors();
+  CHECK(f.core->registry().nodes().at(1).dead);
+  CHECK(actors.at(behind[0]).dead);
+  CHECK(actors.at(behind[1]).dead);
+  CHECK_FALSE(actors.at("by_hand").dead);
+  CHECK(f.core->registry().running_jobs() == 1);
+
+  f.core->peer_stalled("by_hand");
+  f.turn();
+  CHECK(actors.at("by_hand").dead);
+  CHECK(f.core->registry().running_jobs() == 0);
+
+  f.outbox.clear();
+  f.say(node, proto::Heartbeat{});  // it reads and speaks again
+  std::set<std::string> asked;
+  for (const auto& sent : f.outbox) {
+    if (std::holds_alternative<proto::Rejoin>(sent.message)) asked.insert(sent.to);
+  }
+  CHECK(asked == std::set<std::string>(behind.begin(), behind.end()));
+}
