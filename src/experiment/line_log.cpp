@@ -94,6 +94,7 @@ LineLog::LineLog(LineLog&& other) noexcept
 
 LineLog& LineLog::operator=(LineLog&& other) noexcept {
   if (this != &other) {
+    syncer_.reset();  // a sync in flight on the fd about to close ends first
     if (fd_ >= 0) ::close(fd_);
     path_ = std::move(other.path_);
     fd_ = other.fd_;
