@@ -139,8 +139,8 @@ void DriverCore::check_heartbeats(Clock::time_point now) {
   }
   // A look goes over every actor (10,000 of them take the driver milliseconds), and under
   // load the loop comes here after every batch of messages: one look per sixtieth of the
-  // timeout (a second at the default 60 s) finds silence at most that late, and never less
-  // often than ten a second is needed for the short timeouts of tests.
+  // timeout (a second at the default 60 s) finds silence at most that late; short timeouts
+  // get ten looks a second.
   if (now < next_silence_check_) return;
   const double period = std::clamp(config_.actor_timeout_seconds / 60, 0.1, 1.0);
   next_silence_check_ = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(period));
