@@ -14,14 +14,14 @@
 #   build      .gpu/build.sh: packtune and pack_bench against the image's CUDA LibTorch, plotly.js from .gpu
 #   pack       pack_bench --quick: fused packs of K = 1, 32, 128 MLPs and CNNs against one after another
 #   conv       pack_bench on conv nets, in fp32, tf32 and bf16, and in fp32 without cuDNN's benchmark mode: the ResNet
-#              of issue 45 (3 stages of 2 blocks, 16 channels, batch 128) and the CNN at K = 1, 8, 32; fused
+#              of the conv goals (3 stages of 2 blocks, 16 channels, batch 128) and the CNN at K = 1, 8, 32; fused
 #              against sequential
 #   trace      where a fused ResNet step's time goes: pack_bench --trace on the same ResNet at K = 1, 2 and
 #              8, fused and sequential, eager (PACKTUNE_CUDA_GRAPHS=0: each kernel on its own) and
 #              captured; the 12 costliest kernels of each go to OUT/trace.log, Chrome traces to OUT/trace*/
 #   cnn        examples/fashion_mnist_cnn.json on one GPU (--actors 1): wall time, best trial's test accuracy
-#   cnn_always the same with "fuse": "always": its unlike widths fused, padded to the widest (issue 45, item 4)
-#   resnet     bench/resnet_search.json (issue 45's ResNet search: ASHA eta 3, 27 trials, 1 to 27 epochs,
+#   cnn_always the same with "fuse": "always": its unlike widths fused, padded to the widest (does padding pay)
+#   resnet     bench/resnet_search.json (the ResNet search of the goals: ASHA eta 3, 27 trials, 1 to 27 epochs,
 #              16 or 32 channels) packed and with --max-pack 1: wall times, their ratio, best test accuracies
 #   experiment peer_bench's 64 trials x 2 epochs (--max-pack 32) packed twice with one profile cache
 #              (the second run should measure no profile), then the plain PyTorch loop

@@ -1,5 +1,5 @@
 #pragma once
-// A node's one connection to the driver (issue 51): the node's actors, and the node agent
+// A node's one connection to the driver: the node's actors, and the node agent
 // itself, connect to the relay's ROUTER on this machine (an ipc socket in a folder of mode
 // 0700, and inproc for the agent), and the relay forwards every message, frames untouched,
 // over its one DEALER to the driver, and the driver's answers back by their envelope

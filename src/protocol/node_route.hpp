@@ -1,5 +1,5 @@
 #pragma once
-// How a node agent's one connection carries its actors (issue 51: one connection per machine).
+// How a node agent's one connection carries its actors (one connection per machine).
 // ZeroMQ's extended request-reply envelope: the node's relay (node/node_relay.hpp) is a ROUTER
 // for its actors and a DEALER to the driver, so what an actor sends reaches the driver's ROUTER
 // as [node routing id][actor's routing id on the relay][message...], and the driver answers the
