@@ -59,7 +59,7 @@ CheckpointStore::~CheckpointStore() {
 
 void CheckpointStore::send(zmq::socket_t& router, const std::string& peer, const protocol::Message& message) {
   try {
-    send_message(router, peer, message, true);
+    if (!send_message(router, peer, message)) stalled_.push_back(peer);
   } catch (const zmq::error_t& e) {
     spdlog::debug("checkpoint store: cannot answer a peer that left: {}", e.what());
   }
@@ -82,7 +82,7 @@ void CheckpointStore::serve(zmq::socket_t& router, const std::string& peer, cons
   auto [chunk, data] = serve_chunk(dir_, request, options_.chunk_bytes);
   if (!chunk.error.empty()) spdlog::warn("checkpoint store: a fetch was refused: {}", chunk.error);
   try {
-    send_message(router, peer, chunk, data);
+    if (!send_message(router, peer, chunk, data)) stalled_.push_back(peer);
   } catch (const zmq::error_t& e) {
     spdlog::debug("checkpoint store: cannot answer a peer that left: {}", e.what());
   }

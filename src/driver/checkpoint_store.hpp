@@ -61,6 +61,9 @@ class CheckpointStore {
   // Re-asks quiet pulls, takes the verifications that finished, answers finished and failed
   // pulls; call every loop.
   void tick(zmq::socket_t& router);
+  // The peers a message could not be queued for since the last call (their pipes are full):
+  // the driver takes them out of service (DriverCore::peer_stalled).
+  std::vector<std::string> take_stalled() { return std::exchange(stalled_, {}); }
 
   // --- what the store holds for each trial, each file written whole ---------------------
 
@@ -121,6 +124,8 @@ class CheckpointStore {
   using Pulls = std::map<Key, std::unique_ptr<ChunkFetcher>>;
   void start_pulls(zmq::socket_t& router);
   Pulls::iterator settle(zmq::socket_t& router, Pulls::iterator it);
+  // Without waiting, as every send of the driver's router: a peer whose queue is full gets
+  // nothing, and is kept for take_stalled().
   void send(zmq::socket_t& router, const std::string& peer, const protocol::Message& message);
   void send_requests(zmq::socket_t& router, const std::string& peer, ChunkFetcher& fetcher);
   void verify_arrived(const Key& key, ChunkFetcher& fetcher);
@@ -128,6 +133,7 @@ class CheckpointStore {
   void work();
 
   std::string dir_;
+  std::vector<std::string> stalled_;  // see take_stalled
   std::string token_;
   TransferOptions options_;
   ChunkFetcher::Verify verify_;

@@ -315,6 +315,7 @@ class Driver {
       }
     }
     core_.store()->tick(socket_.router());
+    for (const auto& peer : core_.store()->take_stalled()) core_.peer_stalled(peer);
     malformed_.flush(Clock::now());
     local_.poll();
   }

@@ -180,6 +180,8 @@ class DriverCore {
   void retire(ActorState& actor, const std::string& why);
   // The node and every live actor behind it, out of service together.
   void retire_node(NodeState& node, const std::string& why);
+  // Whether `identity`, or the node it speaks through, is in unreadable_.
+  bool unreadable(const std::string& identity) const;
   void kill_hung(const ActorState& actor, const std::string& why);
   std::string join_command() const;
 
@@ -240,6 +242,9 @@ class DriverCore {
   bool actor_input_error_ = false;  // an actor process exited with code 2 (bad input)
   std::string actor_said_;          // the last ActorFailed message
   std::set<std::string> stalled_;  // peer_stalled's, until the next heartbeat check
+  // Peers out of service for a full queue (a node's identity, or a direct actor's), until a
+  // Heartbeat to them is queued again: what they say meanwhile does not bring them back.
+  std::set<std::string> unreadable_;
   std::int64_t refused_reports_ = 0;  // from retired actors, after a partition
   std::set<std::string> asked_to_hello_;  // unknown peers told to join again (Rejoin), once each
   Admission admission_;  // the refusals of what peers may not say, and their bounded log

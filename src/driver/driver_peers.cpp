@@ -74,11 +74,13 @@ void DriverCore::ask_to_rejoin(ActorState& actor, const proto::Message& message)
     spdlog::info("refusing {} from retired actor {}: its jobs were given to other actors", proto::verb(message),
                  actor.id);
   }
-  if (actor.asked_to_rejoin) return;
+  // One that stopped reading is asked once a message to it goes through again.
+  if (actor.asked_to_rejoin || unreadable(actor.identity)) return;
   actor.asked_to_rejoin = true;
   spdlog::warn("actor {} on {} is heard again after it was retired; it drops its pack and rejoins", actor.id,
                actor.host);
-  send(actor, proto::Rejoin{"it was silent for more than actor_timeout_seconds; its jobs were given to other actors"});
+  send(actor, proto::Rejoin{"it was out of service (silent past actor_timeout_seconds, or not reading); its jobs "
+                            "were given to other actors"});
 }
 
 // Takes an actor out of service; its trials go back to the queue and start again.
@@ -125,16 +127,30 @@ void DriverCore::retire_node(NodeState& node, const std::string& why) {
   }
 }
 
+bool DriverCore::unreadable(const std::string& identity) const {
+  const auto route = proto::NodeRoute::split(identity);
+  return unreadable_.count(identity) > 0 || (route && unreadable_.count(std::string(route->first)) > 0);
+}
+
 void DriverCore::check_heartbeats(Clock::time_point now) {
   now_ = now;
   for (const auto& identity : std::exchange(stalled_, {})) {
     const auto why = "it stopped reading: the driver's queue to it is full";
-    // An actor behind a node shares the node's pipe: the node stopped reading.
+    // An actor behind a node shares the node's pipe: the node stopped reading. Until a
+    // message to it goes through again, nothing it says brings it back: a Rejoin would be
+    // lost in the full queue, and the actors asked with it never asked again.
     const auto route = proto::NodeRoute::split(identity);
-    if (auto* node = registry_.node(route ? std::string(route->first) : identity)) {
+    const std::string peer = route ? std::string(route->first) : identity;
+    if (auto* node = registry_.node(peer)) {
+      unreadable_.insert(peer);
       if (!node->dead) retire_node(*node, why);
-    } else if (auto* actor = registry_.actor(identity); actor && !actor->dead) {
+      for (auto& [actor_identity, actor] : registry_.actors()) {
+        if (actor.node_id == node->id) actor.asked_to_rejoin = false;
+      }
+    } else if (auto* actor = registry_.actor(identity)) {
+      unreadable_.insert(identity);
       retire(*actor, why);
+      actor->asked_to_rejoin = false;
     }
   }
   // A look goes over every actor (10,000 of them take the driver milliseconds), and under
@@ -144,6 +160,16 @@ void DriverCore::check_heartbeats(Clock::time_point now) {
   if (now < next_silence_check_) return;
   const double period = std::clamp(config_.actor_timeout_seconds / 60, 0.1, 1.0);
   next_silence_check_ = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(period));
+  // A peer that stopped reading reads again once a Heartbeat to it is queued (deliver calls
+  // peer_stalled at once when it is not); what it says from then on counts as from any peer.
+  for (auto it = unreadable_.begin(); it != unreadable_.end();) {
+    send_to(*it, proto::Heartbeat{});
+    if (stalled_.erase(*it) > 0) {
+      ++it;
+    } else {
+      it = unreadable_.erase(it);
+    }
+  }
   // Nodes first: an actor silent because its node's connection went goes out with the node.
   for (auto* node : registry_.silent_nodes(now)) {
     retire_node(*node, fmt::format("no message for {} s", static_cast<int>(config_.actor_timeout_seconds)));

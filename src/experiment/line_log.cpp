@@ -177,10 +177,11 @@ void LineLog::flush(bool sync) {
 void LineLog::flush_async() {
   settle();
   if (pending_.empty()) return;
+  // Before anything is written: a thread that cannot start leaves the lines pending.
+  if (!syncer_) syncer_ = std::make_unique<Syncer>();
   if (const int error = write_all(pending_); error != 0) fail_back("cannot write", error);
   inflight_.swap(pending_);
   pending_.clear();
-  if (!syncer_) syncer_ = std::make_unique<Syncer>();
   syncer_->start(fd_);
 }
 

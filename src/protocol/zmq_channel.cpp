@@ -128,9 +128,9 @@ namespace {
 
 // The routing frames of `identity`: its own, or a node's and then the actor's on its relay.
 // A router takes or refuses a message at its first frame, where its pipe's high-water mark is
-// checked: without `wait`, false when that pipe is full.
-bool send_route(zmq::socket_t& router, const std::string& identity, bool wait) {
-  const auto first = zmq::send_flags::sndmore | (wait ? zmq::send_flags::none : zmq::send_flags::dontwait);
+// checked: false, without waiting, when that pipe is full.
+bool send_route(zmq::socket_t& router, const std::string& identity) {
+  const auto first = zmq::send_flags::sndmore | zmq::send_flags::dontwait;
   if (auto route = protocol::NodeRoute::split(identity)) {
     if (!protocol::retry_interrupted([&] { return router.send(zmq::buffer(route->first), first); })) return false;
     protocol::retry_interrupted([&] { return router.send(zmq::buffer(route->second), zmq::send_flags::sndmore); });
@@ -141,10 +141,9 @@ bool send_route(zmq::socket_t& router, const std::string& identity, bool wait) {
 
 }  // namespace
 
-bool send_message(zmq::socket_t& router, const std::string& identity, const protocol::Message& message,
-                  bool wait) {
+bool send_message(zmq::socket_t& router, const std::string& identity, const protocol::Message& message) {
   const auto bytes = protocol::encode(message);
-  if (!send_route(router, identity, wait)) return false;
+  if (!send_route(router, identity)) return false;
   protocol::retry_interrupted([&] { return router.send(zmq::buffer(bytes), zmq::send_flags::none); });
   return true;
 }
@@ -161,12 +160,13 @@ void send_message(zmq::socket_t& dealer, const protocol::Message& message, zmq::
   protocol::retry_interrupted([&] { return dealer.send(payload, zmq::send_flags::none); });
 }
 
-void send_message(zmq::socket_t& router, const std::string& identity, const protocol::Message& message,
+bool send_message(zmq::socket_t& router, const std::string& identity, const protocol::Message& message,
                   zmq::message_t& payload) {
   const auto bytes = protocol::encode(message);
-  send_route(router, identity, true);  // checkpoint chunks: their windows bound what waits
+  if (!send_route(router, identity)) return false;
   protocol::retry_interrupted([&] { return router.send(zmq::buffer(bytes), zmq::send_flags::sndmore); });
   protocol::retry_interrupted([&] { return router.send(payload, zmq::send_flags::none); });
+  return true;
 }
 
 std::optional<protocol::Message> receive_message(zmq::socket_t& dealer, long timeout_ms) {

@@ -28,14 +28,13 @@ constexpr std::int64_t kMaxFrameBytes = std::int64_t{TransferOptions{}.chunk_byt
 void limit_frames(zmq::socket_t& socket);
 
 void send_message(zmq::socket_t& dealer, const protocol::Message& message);
-// Without `wait`: false when the peer's pipe is full (it stopped reading) and nothing was
+// Without waiting: false when the peer's pipe is full (it stopped reading) and nothing was
 // sent. The driver's router must not block there: every other peer's work would stop for one
-// that hangs. The checkpoint store's transfers wait: their windows bound what is queued.
-bool send_message(zmq::socket_t& router, const std::string& identity, const protocol::Message& message,
-                  bool wait = false);
+// that hangs, and a node's one pipe carries all its actors' messages.
+bool send_message(zmq::socket_t& router, const std::string& identity, const protocol::Message& message);
 // The message and then `payload` as one more frame.
 void send_message(zmq::socket_t& dealer, const protocol::Message& message, zmq::message_t& payload);
-void send_message(zmq::socket_t& router, const std::string& identity, const protocol::Message& message,
+bool send_message(zmq::socket_t& router, const std::string& identity, const protocol::Message& message,
                   zmq::message_t& payload);
 
 // A message and its payload frame (empty when it came without one).

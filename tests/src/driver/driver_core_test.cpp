@@ -73,6 +73,9 @@ struct Fleet {
   std::vector<Sent> last_sent;  // what the core sent in the last turn
   bool hdf5 = false;  // write checkpoints the store can copy (pbt's exploits), not a stand-in
   std::vector<Sent> all_sent;  // everything the core sent
+  // Peers whose queue is full: a send to them (or to an actor behind them) is refused, as the
+  // router refuses it (Driver::deliver), and nothing reaches them.
+  std::set<std::string> full;
 
   explicit Fleet(const nlohmann::json& json, bool resume = false) : config(parse_config(json, "fake.json")) {
     config.source = json;
@@ -84,7 +87,15 @@ struct Fleet {
   void open(bool resume) {
     core = std::make_unique<DriverCore>(
         config, DriverCore::Options{out(), 0, [](int i) { return "actor-" + std::to_string(i) + ".log"; }},
-        [this](const std::string& to, const proto::Message& m) { outbox.push_back({to, m}); }, now);
+        [this](const std::string& to, const proto::Message& m) {
+          const auto route = proto::NodeRoute::split(to);
+          if (full.count(to) || (route && full.count(std::string(route->first)))) {
+            core->peer_stalled(to);
+            return;
+          }
+          outbox.push_back({to, m});
+        },
+        now);
     core->listening_on("ipc:///fake", false);
     std::unique_ptr<Journal> journal;
     std::unique_ptr<ResultsWriter> results;
@@ -948,8 +959,10 @@ TEST_CASE("driver core: a peer that stops reading goes out of service, a node wi
   for (int i = 0; i < 4; ++i) f.turn();
   REQUIRE(f.core->registry().running_jobs() == 3);
 
-  f.core->peer_stalled(behind[1]);  // the node's pipe is full: it reads nothing more
-  f.silent = {behind[0], behind[1]};
+  // The node's queue fills: the next message to one of its actors is refused.
+  f.full = {node};
+  f.core->send_heartbeats(f.now + std::chrono::seconds(5));
+  f.core->peer_stalled(behind[1]);
   f.turn();
   const auto& actors = f.core->registry().actors();
   CHECK(f.core->registry().nodes().at(1).dead);
@@ -958,16 +971,41 @@ TEST_CASE("driver core: a peer that stops reading goes out of service, a node wi
   CHECK_FALSE(actors.at("by_hand").dead);
   CHECK(f.core->registry().running_jobs() == 1);
 
+  // It still speaks but reads nothing: it stays out, and no Rejoin is lost in its queue.
+  for (int i = 0; i < 6; ++i) {
+    f.say(node, proto::Heartbeat{});
+    f.say(behind[0], proto::Heartbeat{});
+    CHECK(f.core->registry().nodes().at(1).dead);
+    CHECK(actors.at(behind[0]).asked_to_rejoin == false);
+    f.turn();
+  }
+  CHECK(f.core->registry().nodes().at(1).dead);
+
+  f.full = {"by_hand"};
   f.core->peer_stalled("by_hand");
   f.turn();
   CHECK(actors.at("by_hand").dead);
   CHECK(f.core->registry().running_jobs() == 0);
 
-  f.outbox.clear();
-  f.say(node, proto::Heartbeat{});  // it reads and speaks again
-  std::set<std::string> asked;
-  for (const auto& sent : f.outbox) {
-    if (std::holds_alternative<proto::Rejoin>(sent.message)) asked.insert(sent.to);
-  }
-  CHECK(asked == std::set<std::string>(behind.begin(), behind.end()));
+  // The node reads again: once a probe goes through, what it and its actors say brings them
+  // back (each is asked to rejoin). The actor started by hand, likewise.
+  const auto rejoins_since = [&f](std::size_t from) {
+    std::set<std::string> asked;
+    for (std::size_t i = from; i < f.all_sent.size(); ++i) {
+      if (std::holds_alternative<proto::Rejoin>(f.all_sent[i].message)) asked.insert(f.all_sent[i].to);
+    }
+    return asked;
+  };
+  std::size_t mark = f.all_sent.size();
+  CHECK(rejoins_since(0).empty());
+  f.full = {"by_hand"};
+  for (int i = 0; i < 4; ++i) f.turn();
+  f.say(node, proto::Heartbeat{});
+  f.turn();
+  CHECK(rejoins_since(mark) == std::set<std::string>(behind.begin(), behind.end()));
+  CHECK_FALSE(f.core->registry().nodes().at(1).dead);
+  mark = f.all_sent.size();
+  f.full.clear();
+  for (int i = 0; i < 4; ++i) f.turn();
+  CHECK(rejoins_since(mark) == std::set<std::string>{"by_hand"});
 }
