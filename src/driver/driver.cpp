@@ -341,11 +341,7 @@ class Driver {
       const bool over = core_.step(Clock::now());
       const auto now = Clock::now();
       if (over || now - last_commit >= kCommitInterval) {
-        if (over) {
-          core_.commit();
-        } else {
-          core_.commit_soon();
-        }
+        core_.commit();
         log_->flush();
         last_commit = now;
         // Fault tests kill the driver here: a result is journaled and jobs run on.

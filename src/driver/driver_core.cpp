@@ -73,18 +73,6 @@ void DriverCore::commit() {
   if (results_) results_->flush();
 }
 
-void DriverCore::commit_soon() {
-  if (!journal_ || !results_) return commit();
-  if (journal_->committing()) {
-    if (!journal_->committed()) return;
-    journal_->settle();
-    results_->write_held();
-  }
-  results_->hold();
-  journal_->commit_async();
-  if (!journal_->committing()) results_->write_held();  // the journal had nothing new
-}
-
 double DriverCore::seconds_since_start() const { return std::chrono::duration<double>(now_ - start_).count(); }
 
 void DriverCore::send(ActorState& actor, const proto::Message& message) {

@@ -74,10 +74,6 @@ class DriverCore {
   void restore(const TunerJournal::Recovered& recovered);
   // Makes what the journal took durable, then writes the results rows it holds.
   void commit();
-  // The loop's group commit: the journal's entries are written now and made durable on its
-  // thread while the loop goes on; the rows they hold reach results.jsonl at the first commit
-  // after that. A commit still in flight is left to finish: entries gather for the next.
-  void commit_soon();
   Journal* journal() { return journal_.get(); }
   ResultsWriter* results() { return results_.get(); }
   CheckpointStore* store() { return store_.get(); }

@@ -6,8 +6,7 @@
 //
 // Entries are buffered and made durable together (commit: one write, one fdatasync) by the
 // driver's loop at most every 10 ms while busy (at once on an idle turn, and at the end), and
-// results.jsonl is written only after the commit that holds its rows. The loop's commits
-// wait for the disk on a thread of their own (commit_async). A crash therefore loses at most a suffix of the journal, never a line in the
+// results.jsonl is written only after the commit that holds its rows. A crash therefore loses at most a suffix of the journal, never a line in the
 // middle, and results.jsonl never holds a report the journal lacks.
 #include <optional>
 #include <string>
@@ -51,13 +50,6 @@ class Journal {
   // failure (a full disk) the file is cut back to its last whole line, the entries stay
   // pending, and Error says how to go on.
   void commit() { log_.flush(true); }
-  // The same without waiting: the entries are written now and made durable on the log's own
-  // thread. At most one such commit is in flight; committing() says it is, committed() that
-  // the disk is done with it, and settle() waits for it (and throws as commit does).
-  void commit_async() { log_.flush_async(); }
-  bool committing() const { return log_.syncing(); }
-  bool committed() const { return log_.synced(); }
-  void settle() { log_.settle(); }
 
  private:
   explicit Journal(LineLog log) : log_(std::move(log)) {}

@@ -143,16 +143,7 @@ void ResultsWriter::take(const nlohmann::json& line) {
 }
 
 // results.jsonl is not fsynced: the journal is, and a resume rewrites this file from it.
-void ResultsWriter::flush() {
-  write_held();
-  log_->flush(false);
-}
-
-void ResultsWriter::write_held() {
-  std::string lines;
-  lines.swap(held_);
-  log_->write_now(std::move(lines));
-}
+void ResultsWriter::flush() { log_->flush(false); }
 
 void ResultsWriter::write_best() const {
   if (!best_) return;

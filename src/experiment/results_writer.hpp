@@ -68,10 +68,6 @@ class ResultsWriter {
   // Writes the lines appended since the last flush. On a failure (a full disk) the file is
   // cut back to its last whole line and Error names it.
   void flush();
-  // For a commit of the journal in flight: the lines so far are held back (hold) until it is
-  // durable, then written ahead of any appended since (write_held). flush() writes both.
-  void hold() { held_ += log_->take_pending(); }
-  void write_held();
   void write(const ReportRow& row, const tuners::TrialConfig& config) {
     append(line(row, config));
     flush();
@@ -105,7 +101,6 @@ class ResultsWriter {
   tuners::Mode mode_;
   double final_budget_ = 0;
   std::optional<LineLog> log_;  // set by each constructor, after config.json is written
-  std::string held_;            // lines waiting for the journal's commit in flight
   std::optional<Best> best_;
   nlohmann::json test_;
   std::int64_t rows_ = 0;
