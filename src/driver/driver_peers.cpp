@@ -127,9 +127,18 @@ void DriverCore::retire_node(NodeState& node, const std::string& why) {
   }
 }
 
-bool DriverCore::unreadable(const std::string& identity) const {
+namespace {
+
+// The identity of the connection `identity` speaks through: its node's, behind a relay.
+std::string connection_of(const std::string& identity) {
   const auto route = proto::NodeRoute::split(identity);
-  return unreadable_.count(identity) > 0 || (route && unreadable_.count(std::string(route->first)) > 0);
+  return route ? std::string(route->first) : identity;
+}
+
+}  // namespace
+
+bool DriverCore::unreadable(const std::string& identity) const {
+  return unreadable_.count(connection_of(identity)) > 0;
 }
 
 void DriverCore::check_heartbeats(Clock::time_point now) {
@@ -139,8 +148,7 @@ void DriverCore::check_heartbeats(Clock::time_point now) {
     // An actor behind a node shares the node's pipe: the node stopped reading. Until a
     // message to it goes through again, nothing it says brings it back: a Rejoin would be
     // lost in the full queue, and the actors asked with it never asked again.
-    const auto route = proto::NodeRoute::split(identity);
-    const std::string peer = route ? std::string(route->first) : identity;
+    const std::string peer = connection_of(identity);
     if (auto* node = registry_.node(peer)) {
       unreadable_.insert(peer);
       if (!node->dead) retire_node(*node, why);
