@@ -114,7 +114,7 @@ double transfer(const std::string& store_dir, const std::string& actor_dir, cons
   const auto start = Clock::now();
   auto done = upload ? client.upload(actor_dir + "/" + name, name) : client.fetch(name, actor_dir + "/fetched.h5");
   while (done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-    while (auto routed = receive_routed(router, 1)) {
+    while (auto routed = RouterInbox().receive(router, 1)) {
       store.handle(router, *routed);
     }
     store.tick(router);

@@ -14,6 +14,7 @@
 
 #include "actors/checkpoint_file.hpp"
 #include "fuzz/records.hpp"
+#include "protocol/node_bundle.hpp"
 #include "protocol/protocol.hpp"
 #include "spec/trial_spec.hpp"
 
@@ -109,7 +110,16 @@ void message_seeds(const fs::path& dir) {
     write(dir / ("dealer-" + std::to_string(n) + "-" + proto::verb(m)), std::string("\0\0", 2) + bytes);
     write(dir / ("router-" + std::to_string(n) + "-" + proto::verb(m)), std::string("\1\0", 2) + bytes);
     if (std::holds_alternative<proto::Chunk>(m)) write(dir / "router-chunk-payload", std::string("\3\20", 2) + bytes);
+    // Behind a node's relay: under an actor's route, and in a bundle with the next verb's.
+    write(dir / ("node-" + std::to_string(n) + "-" + proto::verb(m)), std::string("\11\0", 2) + bytes);
     ++n;
+  }
+  const auto all = messages();
+  for (std::size_t i = 0; i + 1 < all.size(); i += 2) {
+    proto::NodeBundle bundle;
+    bundle.add(std::string("\0\0\0\0\1", 5), proto::encode(all[i]));
+    bundle.add(std::string("\0\0\0\0\2", 5), proto::encode(all[i + 1]));
+    write(dir / ("bundle-" + std::to_string(i)), std::string("\31\0", 2) + proto::encode(bundle));
   }
 }
 

@@ -117,6 +117,8 @@ void Fleet::say_hello(int i) {
   if (link.node) {
     hello.node_id = link.node_id;
     hello.local_index = a.slot;
+    // After what the actor said before (a relay keeps each actor's order).
+    flush_held(link);
   }
   if (try_send(link, a.envelope, hello)) ++counters_.sent;
   a.last_sent = Clock::now();
@@ -189,14 +191,23 @@ void Fleet::add_fd(int fd, std::uint32_t tag) {
 
 void Fleet::send(int i, const proto::Message& message) {
   auto& a = actors_[static_cast<std::size_t>(i)];
-  send_on(links_[static_cast<std::size_t>(a.link)], a.envelope, message);
+  auto& link = links_[static_cast<std::size_t>(a.link)];
+  if (link.node && link.held.size() == 0) held_links_.push_back(a.link);
+  send_on(link, a.envelope, message);
   a.last_sent = Clock::now();
   ++counters_.sent;
   // A send may take the socket's pending read signal: its ZMQ_EVENTS must be read again.
-  rechecks_.push_back(a.link);
+  if (!link.node) rechecks_.push_back(a.link);
 }
 
 void Fleet::poll_once(std::chrono::milliseconds timeout) {
+  // What this turn's actors said goes before the fleet waits, a bundle per node.
+  for (int l : held_links_) {
+    // A send may take the socket's pending read signal: its ZMQ_EVENTS must be read again.
+    if (flush_held(links_[static_cast<std::size_t>(l)])) rechecks_.push_back(l);
+  }
+  held_links_.clear();
+  if (!rechecks_.empty()) timeout = std::chrono::milliseconds(0);
   epoll_event events[256];
   const int n = ::epoll_wait(epoll_, events, 256, static_cast<int>(timeout.count()));
   for (int e = 0; e < n; ++e) {
@@ -229,20 +240,25 @@ void Fleet::drain_rechecks() {
 void Fleet::drain(int l) {
   auto& link = links_[static_cast<std::size_t>(l)];
   while (link.socket.get(zmq::sockopt::events) & ZMQ_POLLIN) {
-    auto d = receive_on(link);
-    if (!d) break;
-    ++counters_.received;
-    if (!link.node) {
-      handle(link.actors.front(), d->message);
-      continue;
-    }
-    const auto slot = slot_of(d->envelope);
-    if (!slot || *slot >= static_cast<int>(link.actors.size())) driver_.fail("the driver sent a node an unknown envelope");
-    if (*slot < 0) {
-      handle_node(l, d->message);
-    } else {
-      handle(link.actors[static_cast<std::size_t>(*slot)], d->message);
-    }
+    const auto deliveries = receive_on(link);
+    if (deliveries.empty()) break;
+    for (const auto& delivery : deliveries) deliver(l, delivery);
+  }
+}
+
+void Fleet::deliver(int l, const Delivery& d) {
+  auto& link = links_[static_cast<std::size_t>(l)];
+  ++counters_.received;
+  if (!link.node) {
+    handle(link.actors.front(), d.message);
+    return;
+  }
+  const auto slot = slot_of(d.envelope);
+  if (!slot || *slot >= static_cast<int>(link.actors.size())) driver_.fail("the driver sent a node an unknown envelope");
+  if (*slot < 0) {
+    handle_node(l, d.message);
+  } else {
+    handle(link.actors[static_cast<std::size_t>(*slot)], d.message);
   }
 }
 

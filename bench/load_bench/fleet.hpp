@@ -117,6 +117,7 @@ class Fleet {
   void recheck_after_events(int link);
   void drain_rechecks();
   void drain(int link);
+  void deliver(int link, const Delivery& delivery);
   void handle(int i, const proto::Message& message);
   void handle_node(int link, const proto::Message& message);
   void say_node_hello(int link);
@@ -143,6 +144,7 @@ class Fleet {
   std::vector<Link> links_;
   int nodes_welcomed_ = 0;
   std::vector<int> rechecks_;  // links
+  std::vector<int> held_links_;  // node links holding messages of this turn
   std::priority_queue<Wakeup, std::vector<Wakeup>, std::greater<Wakeup>> wakeups_;
   std::map<tuners::TrialId, std::pair<std::string, double>> checkpoints_;  // newest per trial
   std::string checkpoint_dir_;

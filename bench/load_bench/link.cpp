@@ -42,24 +42,47 @@ void send_on(Link& link, const std::string& envelope, const protocol::Message& m
     send_message(link.socket, message);
     return;
   }
-  // With no high-water mark, only a refused connection takes nothing: dropped, as the relay does.
-  try_send(link, envelope, message);
+  link.held.add(envelope, protocol::encode(message));
 }
 
-std::optional<Delivery> receive_on(Link& link) {
+bool flush_held(Link& link) {
+  if (link.held.size() == 0) return false;
+  // With no high-water mark, only a refused connection takes nothing: dropped, as the relay does.
+  const auto first = zmq::send_flags::sndmore | zmq::send_flags::dontwait;
+  if (link.held.size() == 1) {
+    if (link.socket.send(zmq::buffer(link.held.routes[0]), first)) {
+      link.socket.send(zmq::buffer(link.held.messages[0]), zmq::send_flags::none);
+    }
+  } else if (link.socket.send(zmq::const_buffer(nullptr, 0), first)) {
+    link.socket.send(zmq::buffer(protocol::encode(link.held)), zmq::send_flags::none);
+  }
+  link.held.clear();
+  return true;
+}
+
+std::vector<Delivery> receive_on(Link& link) {
+  std::vector<Delivery> out;
   zmq::message_t frame;
-  if (!link.socket.recv(frame, zmq::recv_flags::dontwait)) return std::nullopt;
-  Delivery d;
+  if (!link.socket.recv(frame, zmq::recv_flags::dontwait)) return out;
+  std::string envelope;
   if (link.node) {
-    d.envelope = frame.to_string();
+    envelope = frame.to_string();
     if (!frame.more() || !link.socket.recv(frame, zmq::recv_flags::dontwait)) {
       throw Error("the driver sent a node an envelope without a message");
     }
   }
   zmq::message_t payload;  // a payload frame belongs to checkpoint transfers only
   for (bool more = frame.more(); more && link.socket.recv(payload, zmq::recv_flags::dontwait);) more = payload.more();
-  d.message = protocol::decode(frame.data(), frame.size());
-  return d;
+  if (link.node && envelope.empty()) {
+    auto bundle = protocol::decode_bundle(frame.data(), frame.size());
+    for (std::size_t i = 0; i < bundle.size(); ++i) {
+      const auto& bytes = bundle.messages[i];
+      out.push_back({std::move(bundle.routes[i]), protocol::decode(bytes.data(), bytes.size())});
+    }
+    return out;
+  }
+  out.push_back({std::move(envelope), protocol::decode(frame.data(), frame.size())});
+  return out;
 }
 
 }  // namespace packtune::bench

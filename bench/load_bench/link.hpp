@@ -12,6 +12,7 @@
 #include <zmq.hpp>
 
 #include "bench/load_bench/clock.hpp"
+#include "protocol/node_bundle.hpp"
 #include "protocol/protocol.hpp"
 #include "protocol/redial.hpp"
 
@@ -30,6 +31,8 @@ struct Link {
   Clock::time_point next_hello;
   Clock::time_point next_redial_check;  // a welcomed node's: once a heartbeat
   std::chrono::milliseconds hello_interval{2000};
+  // A node's actors' messages of this turn, sent together as its relay would (flush_held).
+  protocol::NodeBundle held;
 };
 
 // The envelope of slot `slot` behind a node (-1: the node agent itself), as the relay's ROUTER
@@ -41,14 +44,19 @@ std::optional<int> slot_of(const std::string& envelope);
 // Sends `message` under `envelope` (a node's link) or as it is (an actor's own), without
 // waiting: false when the connection takes nothing now (refused).
 bool try_send(Link& link, const std::string& envelope, const protocol::Message& message);
-// The same, waiting as a peer's send does for a full pipe (zmq_channel.hpp).
+// The same, waiting as a peer's send does for a full pipe (zmq_channel.hpp). On a node's link
+// the message is held for flush_held.
 void send_on(Link& link, const std::string& envelope, const protocol::Message& message);
+// What a node's link holds: one message alone, several as one bundle, as a relay sends them;
+// dropped, as a relay drops them, when the connection takes nothing. False when nothing was held.
+bool flush_held(Link& link);
 
 struct Delivery {
   std::string envelope;  // empty on an actor's own connection
   protocol::Message message;
 };
-// The next message the link holds, or nothing; a payload frame is read and dropped.
-std::optional<Delivery> receive_on(Link& link);
+// The next message the link holds (a bundle's messages, in order), or nothing; a payload
+// frame is read and dropped.
+std::vector<Delivery> receive_on(Link& link);
 
 }  // namespace packtune::bench

@@ -25,6 +25,7 @@
 #include "driver/journal.hpp"
 #include "driver/live_report.hpp"
 #include "driver/local_actors.hpp"
+#include "driver/node_outbox.hpp"
 #include "driver/status_display.hpp"
 #include "experiment/results_writer.hpp"
 #include "experiment/trial_shape.hpp"
@@ -294,10 +295,12 @@ class Driver {
 
   // Takes the messages of one wait: up to `batch`, waiting `wait_ms` for the first.
   void receive(long wait_ms, int batch) {
+    // What the last turn sent goes before the loop waits.
+    flush_outbox();
     for (int taken = 0; taken < batch; ++taken, wait_ms = 0) {
       std::optional<Routed> routed;
       try {
-        routed = receive_routed(socket_.router(), wait_ms);
+        routed = inbox_.receive(socket_.router(), wait_ms);
       } catch (const Error& e) {
         // Bytes that are not a message (a stranger on an open port) must not end the run, nor
         // fill its log: counted, a line an interval.
@@ -377,6 +380,7 @@ class Driver {
   }
 
   void deliver(const std::string& identity, const proto::Message& message) {
+    if (outbox_.hold(identity, message)) return;
     try {
       if (!send_message(socket_.router(), identity, message)) core_.peer_stalled(identity);
     } catch (const zmq::error_t& e) {
@@ -385,8 +389,13 @@ class Driver {
     }
   }
 
+  void flush_outbox() {
+    for (const auto& peer : outbox_.flush(socket_.router())) core_.peer_stalled(peer);
+  }
+
   void shutdown_actors() {
     core_.shutdown_actors();
+    flush_outbox();
     local_.shutdown();
   }
 
@@ -421,6 +430,8 @@ class Driver {
   std::unique_ptr<DriverLog> log_;  // DIR/driver.log; goes before the display gives the sinks back
   std::unique_ptr<LiveReport> report_;  // DIR/report.html, rewritten during the run
   DriverSocket socket_;
+  RouterInbox inbox_;    // what the router received: a node's bundle, message by message
+  NodeOutbox outbox_;    // what goes to actors behind nodes, sent at the end of each turn
   DriverCore core_;  // declared after the socket it sends through
   LocalActors local_;  // node 0's actors, after the core they report to
   protocol::RefusalLog malformed_{"message(s) that are not packtune's (malformed frames)"};

@@ -12,6 +12,7 @@
 #include "packtune/error.hpp"
 #include "protocol/curve_keys.hpp"
 #include "protocol/interrupted.hpp"
+#include "protocol/node_bundle.hpp"
 #include "protocol/node_route.hpp"
 #include "protocol/redial.hpp"
 #include "protocol/zmq_channel.hpp"
@@ -122,7 +123,8 @@ NodeRelay::~NodeRelay() {
 bool NodeRelay::up(Clock::time_point now) {
   auto frames = receive_all(frontend_);
   if (frames.empty()) return false;
-  auto& peer = peers_[frames[0].to_string()];
+  auto route = frames[0].to_string();
+  auto& peer = peers_[route];
   if (frames.size() == 2) {
     const auto& body = frames[1];
     if (body.size() == heartbeat_bytes().size() &&
@@ -140,7 +142,12 @@ bool NodeRelay::up(Clock::time_point now) {
       peer.actor = true;
       peer.answered = false;
     }
+    // A lone frame goes in this turn's bundle (flush_up).
+    up_.add(route, frames[1].to_string());
+    return true;
   }
+  // A Chunk's payload frame travels alone, after what came before it.
+  flush_up(now);
   if (send_all(backend_, frames)) {
     peer.last_up = now;
   } else {
@@ -149,11 +156,51 @@ bool NodeRelay::up(Clock::time_point now) {
   return true;
 }
 
+void NodeRelay::flush_up(Clock::time_point now) {
+  if (up_.size() == 0) return;
+  std::vector<zmq::message_t> frames;
+  if (up_.size() == 1) {
+    frames.emplace_back(up_.routes[0]);
+    frames.emplace_back(up_.messages[0]);
+  } else {
+    frames.emplace_back();  // the empty envelope of a bundle
+    frames.emplace_back(protocol::encode(up_));
+  }
+  if (send_all(backend_, frames)) {
+    for (const auto& route : up_.routes) peers_[route].last_up = now;
+  } else {
+    dropped_ += static_cast<std::int64_t>(up_.size());
+  }
+  up_.clear();
+}
+
 bool NodeRelay::down(Clock::time_point now) {
   auto frames = receive_all(backend_);
   if (frames.empty()) return false;
   driver_heard_ = now;
+  if (frames.size() == 2 && frames[0].size() == 0) {
+    protocol::NodeBundle bundle;
+    try {
+      bundle = protocol::decode_bundle(frames[1].data(), frames[1].size());
+    } catch (const protocol::ProtocolError& e) {
+      spdlog::warn("node relay: dropped a bundle from the driver: {}", e.what());
+      ++dropped_;
+      return true;
+    }
+    for (std::size_t i = 0; i < bundle.size(); ++i) {
+      std::vector<zmq::message_t> one;
+      one.emplace_back(bundle.routes[i]);
+      one.emplace_back(bundle.messages[i]);
+      pass_down(bundle.routes[i], one, now);
+    }
+    return true;
+  }
   const auto routing_id = frames[0].to_string();
+  pass_down(routing_id, frames, now);
+  return true;
+}
+
+void NodeRelay::pass_down(const std::string& routing_id, std::vector<zmq::message_t>& frames, Clock::time_point now) {
   if (send_all(frontend_, frames)) {
     if (auto it = peers_.find(routing_id); it != peers_.end()) {
       it->second.last_down = now;
@@ -163,7 +210,6 @@ bool NodeRelay::down(Clock::time_point now) {
     ++dropped_;
     peers_.erase(routing_id);
   }
-  return true;
 }
 
 // While the driver is heard, each actor that got nothing for a heartbeat gets one from here: a
@@ -213,6 +259,7 @@ void NodeRelay::run() {
       int sent = 0;
       if (items[0].revents & ZMQ_POLLIN) {
         while (sent < kBatch && up(now)) ++sent;
+        flush_up(now);
       }
       if (stop_) {
         // The agent's last words (its actors' exits) go before the relay does.

@@ -1,9 +1,10 @@
 #pragma once
 // A node's one connection to the driver: the node's actors, and the node agent
 // itself, connect to the relay's ROUTER on this machine (an ipc socket in a folder of mode
-// 0700, and inproc for the agent), and the relay forwards every message, frames untouched,
-// over its one DEALER to the driver, and the driver's answers back by their envelope
-// (protocol/node_route.hpp). This is ZeroMQ's broker of the extended request-reply pattern,
+// 0700, and inproc for the agent), and the relay forwards every message over its one DEALER
+// to the driver, and the driver's answers back by their envelope (protocol/node_route.hpp).
+// What its actors send in one turn goes as one bundle (protocol/node_bundle.hpp), and it
+// unpacks the driver's bundles. This is ZeroMQ's broker of the extended request-reply pattern,
 // pumped by a thread of its own rather than zmq_proxy: over the cap the driver refuses the
 // DEALER's connection in its handshake, and the relay must redial (protocol/redial.hpp), where
 // zmq_proxy would wait for ever on a pipe that is gone.
@@ -29,8 +30,11 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <zmq.hpp>
+
+#include "protocol/node_bundle.hpp"
 
 namespace packtune {
 
@@ -74,8 +78,13 @@ class NodeRelay {
   };
 
   void run();
-  bool up(Clock::time_point now);    // one message to the driver; false when none waits
-  bool down(Clock::time_point now);  // one message to an actor
+  // One message towards the driver, into this turn's bundle unless it has a payload frame;
+  // false when none waits.
+  bool up(Clock::time_point now);
+  // This turn's messages to the driver: one alone, several as a bundle.
+  void flush_up(Clock::time_point now);
+  bool down(Clock::time_point now);  // one message, or one bundle, to the actors
+  void pass_down(const std::string& routing_id, std::vector<zmq::message_t>& frames, Clock::time_point now);
   void heartbeat_actors(Clock::time_point now);
 
   zmq::socket_t frontend_;  // ROUTER: the actors and the agent
@@ -90,6 +99,7 @@ class NodeRelay {
   std::atomic<double> heartbeat_seconds_{0};      // 0: not known yet
   std::atomic<double> actor_timeout_seconds_{0};
   std::map<std::string, Peer> peers_;  // the relay's thread only
+  protocol::NodeBundle up_;             // this turn's messages to the driver, not sent yet
   Clock::time_point driver_heard_;
   Clock::time_point next_heartbeats_;
   std::thread thread_;

@@ -10,6 +10,7 @@ namespace packtune::protocol {
 // 14: KillActor (driver -> node: a hung actor); ExperimentSpec.max_budget.
 // 15: Assign, Profile and Test carry the trial's parsed spec (spec::TrialSpec).
 // 16: NodeWelcome.actor_timeout_seconds (a node's relay answers its actors' heartbeats).
-constexpr std::uint32_t kProtocolVersion = 16;
+// 17: a node's connection carries bundles of its peers' messages (protocol/node_bundle.hpp).
+constexpr std::uint32_t kProtocolVersion = 17;
 
 }  // namespace packtune::protocol

@@ -103,17 +103,32 @@ Received decode_frames(std::vector<zmq::message_t>& frames, std::size_t count) {
   return decode_message_frames(frames, 0, count);
 }
 
-Routed decode_routed_frames(std::vector<zmq::message_t>& frames, std::size_t count) {
+std::vector<Routed> decode_routed_frames(std::vector<zmq::message_t>& frames, std::size_t count) {
   if (count < 2) throw Error("malformed protocol message (no frame after the identity)");
+  std::vector<Routed> out;
   auto identity = frames[0].to_string();
   if (!protocol::NodeRoute::is_node(identity)) {
     auto r = decode_message_frames(frames, 1, count);
-    return Routed{std::move(identity), std::move(r.message), std::move(r.payload)};
+    out.push_back(Routed{std::move(identity), std::move(r.message), std::move(r.payload)});
+    return out;
   }
-  // A node's connection: the actor's routing id on the node's relay comes first.
+  // A node's connection: the actor's routing id on the node's relay comes first, or an empty
+  // frame before a bundle of several peers' messages.
   if (count < 3) throw Error("malformed protocol message (no frame after a node's envelope)");
-  auto r = decode_message_frames(frames, 2, count);
-  return Routed{protocol::NodeRoute::join(identity, frames[1].to_string()), std::move(r.message), std::move(r.payload)};
+  if (frames[1].size() > 0) {
+    auto r = decode_message_frames(frames, 2, count);
+    out.push_back(Routed{protocol::NodeRoute::join(identity, frames[1].to_string()), std::move(r.message),
+                         std::move(r.payload)});
+    return out;
+  }
+  if (count != 3) throw Error("malformed protocol message (a bundle with a payload frame)");
+  const auto bundle = protocol::decode_bundle(frames[2].data(), frames[2].size());
+  out.reserve(bundle.size());
+  for (std::size_t i = 0; i < bundle.size(); ++i) {
+    const auto& bytes = bundle.messages[i];
+    out.push_back(Routed{protocol::NodeRoute::join(identity, bundle.routes[i]), protocol::decode(bytes.data(), bytes.size()), {}});
+  }
+  return out;
 }
 
 void send_message(zmq::socket_t& dealer, const protocol::Message& message) {
@@ -142,7 +157,10 @@ bool send_route(zmq::socket_t& router, const std::string& identity) {
 }  // namespace
 
 bool send_message(zmq::socket_t& router, const std::string& identity, const protocol::Message& message) {
-  const auto bytes = protocol::encode(message);
+  return send_encoded(router, identity, protocol::encode(message));
+}
+
+bool send_encoded(zmq::socket_t& router, const std::string& identity, std::string_view bytes) {
   if (!send_route(router, identity)) return false;
   protocol::retry_interrupted([&] { return router.send(zmq::buffer(bytes), zmq::send_flags::none); });
   return true;
@@ -169,6 +187,15 @@ bool send_message(zmq::socket_t& router, const std::string& identity, const prot
   return true;
 }
 
+bool send_bundle(zmq::socket_t& router, std::string_view node, const protocol::NodeBundle& bundle) {
+  const auto bytes = protocol::encode(bundle);
+  const auto first = zmq::send_flags::sndmore | zmq::send_flags::dontwait;
+  if (!protocol::retry_interrupted([&] { return router.send(zmq::buffer(node), first); })) return false;
+  protocol::retry_interrupted([&] { return router.send(zmq::const_buffer(nullptr, 0), zmq::send_flags::sndmore); });
+  protocol::retry_interrupted([&] { return router.send(zmq::buffer(bytes), zmq::send_flags::none); });
+  return true;
+}
+
 std::optional<protocol::Message> receive_message(zmq::socket_t& dealer, long timeout_ms) {
   auto received = receive_with_payload(dealer, timeout_ms);
   if (!received) return std::nullopt;
@@ -185,15 +212,20 @@ std::optional<Received> receive_with_payload(zmq::socket_t& dealer, long timeout
   return decode_frames(frames, count);
 }
 
-std::optional<Routed> receive_routed(zmq::socket_t& router, long timeout_ms) {
-  // Without a timeout the non-blocking receive below answers alone: no poll call per message
-  // while a busy driver drains its queue.
-  if (timeout_ms > 0 && !wait_readable(router, timeout_ms)) return std::nullopt;
-  std::size_t count = 0;
-  // The identity, a node's envelope, the message and its payload.
-  auto frames = receive_frames(router, 4, count);
-  if (count == 0) return std::nullopt;
-  return decode_routed_frames(frames, count);
+std::optional<Routed> RouterInbox::receive(zmq::socket_t& router, long timeout_ms) {
+  if (held_.empty()) {
+    // Without a timeout the non-blocking receive below answers alone: no poll call per message
+    // while a busy driver drains its queue.
+    if (timeout_ms > 0 && !wait_readable(router, timeout_ms)) return std::nullopt;
+    std::size_t count = 0;
+    // The identity, a node's envelope, the message and its payload.
+    auto frames = receive_frames(router, 4, count);
+    if (count == 0) return std::nullopt;
+    for (auto& routed : decode_routed_frames(frames, count)) held_.push_back(std::move(routed));
+  }
+  auto next = std::move(held_.front());
+  held_.pop_front();
+  return next;
 }
 
 protocol::Message hello_driver(zmq::socket_t& dealer, const protocol::Message& hello, const std::string& driver,

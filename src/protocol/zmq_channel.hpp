@@ -2,14 +2,17 @@
 // Thin helpers over cppzmq for the protocol: one message = one frame on a DEALER, and
 // identity + one frame on the ROUTER. A Chunk carries its file bytes in one more frame, sent
 // and received without copying them through the message encoding.
+#include <deque>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include <zmq.hpp>
 
 #include "protocol/file_transfer.hpp"
+#include "protocol/node_bundle.hpp"
 #include "protocol/protocol.hpp"
 
 namespace packtune {
@@ -32,10 +35,15 @@ void send_message(zmq::socket_t& dealer, const protocol::Message& message);
 // sent. The driver's router must not block there: every other peer's work would stop for one
 // that hangs, and a node's one pipe carries all its actors' messages.
 bool send_message(zmq::socket_t& router, const std::string& identity, const protocol::Message& message);
+// The same for a message encoded already (protocol::encode).
+bool send_encoded(zmq::socket_t& router, const std::string& identity, std::string_view bytes);
 // The message and then `payload` as one more frame.
 void send_message(zmq::socket_t& dealer, const protocol::Message& message, zmq::message_t& payload);
 bool send_message(zmq::socket_t& router, const std::string& identity, const protocol::Message& message,
                   zmq::message_t& payload);
+// Several messages to the peers behind one node (protocol/node_bundle.hpp), on the driver's
+// router: `node` is the node's routing id. As send_message, false when its pipe is full.
+bool send_bundle(zmq::socket_t& router, std::string_view node, const protocol::NodeBundle& bundle);
 
 // A message and its payload frame (empty when it came without one).
 struct Received {
@@ -50,18 +58,29 @@ struct Routed {
   zmq::message_t payload;
 };
 
-// The checks receive_with_payload and receive_routed make on the frames of one multipart
+// The checks receive_with_payload and RouterInbox::receive make on the frames of one multipart
 // message, apart from the socket so that they can be tested and fuzzed without one: `frames`
 // holds the first frames (receive keeps at most one more than a message may have, and drains
-// the rest), `count` says how many arrived in all. Throw Error on a malformed message.
+// the rest), `count` says how many arrived in all. Throw Error on a malformed message. On a
+// router one multipart message is one message, or a node's bundle of several.
 Received decode_frames(std::vector<zmq::message_t>& frames, std::size_t count);
-Routed decode_routed_frames(std::vector<zmq::message_t>& frames, std::size_t count);
+std::vector<Routed> decode_routed_frames(std::vector<zmq::message_t>& frames, std::size_t count);
 
 // Waits up to `timeout_ms` (0: do not wait) for a message. Throws Error on a malformed one.
 std::optional<protocol::Message> receive_message(zmq::socket_t& dealer, long timeout_ms);
 std::optional<Received> receive_with_payload(zmq::socket_t& dealer, long timeout_ms);
-// On a ROUTER: the peer's identity, its message and payload.
-std::optional<Routed> receive_routed(zmq::socket_t& router, long timeout_ms);
+
+// What a ROUTER receives, message by message: the peer's identity, its message and payload. A
+// node's bundle is handed out one message at a time, in the order its peers sent them.
+class RouterInbox {
+ public:
+  // Waits up to `timeout_ms` (0: do not wait) for a message when none is held. Throws Error on
+  // a malformed one (a malformed bundle: all of it).
+  std::optional<Routed> receive(zmq::socket_t& router, long timeout_ms);
+
+ private:
+  std::deque<Routed> held_;
+};
 
 // A peer's first exchange with the driver at `driver` (the endpoint `dealer` connected to):
 // sends `hello` and waits up to `timeout_seconds` for the answer. A driver at its connection

@@ -12,7 +12,7 @@ namespace {
 // The next message the router receives (failing the test after a minute without one: a bound
 // on a hang, not a timing the test depends on).
 protocol::Message next(zmq::socket_t& router) {
-  auto routed = receive_routed(router, 60'000);
+  auto routed = RouterInbox().receive(router, 60'000);
   REQUIRE(routed);
   return routed->message;
 }

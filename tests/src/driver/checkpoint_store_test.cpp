@@ -46,7 +46,7 @@ struct DriverSide {
   void serve_while(Predicate more) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (more() && std::chrono::steady_clock::now() < deadline) {
-      while (auto routed = receive_routed(router, 10)) {
+      while (auto routed = RouterInbox().receive(router, 10)) {
         store.handle(router, *routed);
       }
       store.tick(router);
@@ -244,7 +244,7 @@ TEST_CASE("the store writes no more of an upload than its offer declared") {
   std::optional<protocol::Stored> stored;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (!stored && std::chrono::steady_clock::now() < deadline) {
-    while (auto routed = receive_routed(driver.router, 10)) driver.store.handle(driver.router, *routed);
+    while (auto routed = RouterInbox().receive(driver.router, 10)) driver.store.handle(driver.router, *routed);
     driver.store.tick(driver.router);
     while (auto received = receive_with_payload(peer, 0)) {
       if (auto* fetch = std::get_if<protocol::FetchChunk>(&received->message)) {

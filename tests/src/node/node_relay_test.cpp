@@ -20,6 +20,7 @@ using packtune::testing::eventually;
 TEST_CASE("a node's relay carries its agent and its actors over one connection, each a peer of the driver") {
   zmq::context_t context(1);
   zmq::socket_t driver(context, zmq::socket_type::router);
+  RouterInbox inbox;  // the relay bundles what comes in one turn
   driver.set(zmq::sockopt::router_mandatory, 1);
   driver.bind("inproc://node-relay-test");
   std::string folder;
@@ -50,7 +51,7 @@ TEST_CASE("a node's relay carries its agent and its actors over one connection, 
 
     std::string agent_id, a_id, b_id;
     for (int i = 0; i < 3; ++i) {
-      auto routed = eventually([&] { return receive_routed(driver, 100); });
+      auto routed = eventually([&] { return inbox.receive(driver, 100); });
       REQUIRE(routed.has_value());
       const auto route = NodeRoute::split(routed->identity);
       REQUIRE(route.has_value());
@@ -103,6 +104,7 @@ TEST_CASE("a node's relay carries its agent and its actors over one connection, 
 TEST_CASE("a node's relay keeps its actors' heartbeats on the machine while the driver has heard of them lately") {
   zmq::context_t context(1);
   zmq::socket_t driver(context, zmq::socket_type::router);
+  RouterInbox inbox;  // the relay bundles what comes in one turn
   driver.bind("inproc://node-relay-heartbeats");
   NodeRelay relay(context, "inproc://node-relay-heartbeats", nullptr);
   // A heartbeat a few times a second; an actor is retired after 600 s of silence, so the
@@ -116,7 +118,7 @@ TEST_CASE("a node's relay keeps its actors' heartbeats on the machine while the 
   transfer.connect(relay.actor_endpoint());
 
   send_message(agent, protocol::NodeHello{});
-  auto node_hello = eventually([&] { return receive_routed(driver, 100); });
+  auto node_hello = eventually([&] { return inbox.receive(driver, 100); });
   REQUIRE(node_hello.has_value());
   const std::string agent_id = node_hello->identity;
   send_message(driver, agent_id, protocol::NodeWelcome{});
@@ -124,7 +126,7 @@ TEST_CASE("a node's relay keeps its actors' heartbeats on the machine while the 
   // The relay hears the driver, and heartbeats every 50 ms: still, an actor waiting for its
   // Welcome gets nothing before it.
   send_message(actor, protocol::Hello{});
-  auto hello = eventually([&] { return receive_routed(driver, 100); });
+  auto hello = eventually([&] { return inbox.receive(driver, 100); });
   REQUIRE(hello.has_value());
   const std::string actor_id = hello->identity;
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -140,7 +142,7 @@ TEST_CASE("a node's relay keeps its actors' heartbeats on the machine while the 
   send_message(agent, protocol::Heartbeat{});
   std::set<std::pair<std::string, std::string>> arrived;  // peer, verb: in any order
   for (int i = 0; i < 2; ++i) {
-    auto routed = eventually([&] { return receive_routed(driver, 100); });
+    auto routed = eventually([&] { return inbox.receive(driver, 100); });
     REQUIRE(routed.has_value());
     arrived.insert({routed->identity, protocol::verb(routed->message)});
   }
@@ -150,7 +152,7 @@ TEST_CASE("a node's relay keeps its actors' heartbeats on the machine while the 
 
   // Heard from the driver, the relay heartbeats the actor itself, and not its transfer socket.
   send_message(transfer, protocol::FetchChunk{});
-  auto fetch = eventually([&] { return receive_routed(driver, 100); });
+  auto fetch = eventually([&] { return inbox.receive(driver, 100); });
   REQUIRE(fetch.has_value());
   send_message(driver, agent_id, protocol::Heartbeat{});
   auto to_agent = eventually([&] { return receive_message(agent, 100); });

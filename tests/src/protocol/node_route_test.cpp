@@ -53,7 +53,7 @@ TEST_CASE("the driver's router sees each actor behind a node as a peer of its ow
 
   std::set<std::string> identities;
   for (int i = 0; i < 3; ++i) {
-    auto routed = eventually([&] { return receive_routed(router, 100); });
+    auto routed = eventually([&] { return RouterInbox().receive(router, 100); });
     REQUIRE(routed.has_value());
     CHECK(std::holds_alternative<protocol::Heartbeat>(routed->message));
     identities.insert(routed->identity);
@@ -79,5 +79,5 @@ TEST_CASE("the driver's router sees each actor behind a node as a peer of its ow
 
   // A node's message with no frame after its envelope is malformed, not a crash.
   node.send(zmq::buffer(std::string("\0\0\0\0\1", 5)), zmq::send_flags::none);
-  CHECK_THROWS_AS(eventually([&] { return receive_routed(router, 100); }), Error);
+  CHECK_THROWS_AS(eventually([&] { return RouterInbox().receive(router, 100); }), Error);
 }

@@ -90,7 +90,7 @@ TEST_CASE("a peer refused in its handshake connects again, less and less often, 
   std::thread driver([&] {
     // Every Hello is answered: none comes over a refused connection.
     while (!joined) {
-      if (auto routed = packtune::receive_routed(router, 100)) {
+      if (auto routed = packtune::RouterInbox().receive(router, 100)) {
         proto::Welcome welcome;
         welcome.actor_id = 7;
         packtune::send_message(router, routed->identity, welcome);
@@ -124,7 +124,7 @@ TEST_CASE("a peer refused when it connects again after it joined sends without w
   zmq::context_t peer_context;
   auto dealer = peer(peer_context, endpoint);
   packtune::send_message(dealer, proto::Heartbeat{});
-  REQUIRE(packtune::receive_routed(router, 30'000));
+  REQUIRE(packtune::RouterInbox().receive(router, 30'000));
   // The driver's side goes and comes back where it was, refusing the peer's next two handshakes.
   gate.refuse = 2;
   const int before = gate.requests;
@@ -145,7 +145,7 @@ TEST_CASE("a peer refused when it connects again after it joined sends without w
   while (!heard && sent < 100) {
     packtune::send_message(dealer, proto::Heartbeat{});  // returns, dropped while refused
     ++sent;
-    heard = packtune::receive_routed(*again, 100);
+    heard = packtune::RouterInbox().receive(*again, 100);
   }
   REQUIRE(heard);
   CHECK(std::holds_alternative<proto::Heartbeat>(heard->message));

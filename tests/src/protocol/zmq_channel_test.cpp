@@ -20,7 +20,7 @@ TEST_CASE("a router's send to a peer that stopped reading is refused whole, not 
   peer.set(zmq::sockopt::routing_id, "peer");
   peer.connect("inproc://zmq-channel-test");
   packtune::send_message(peer, proto::Heartbeat{});
-  REQUIRE(packtune::receive_routed(router, 1000));  // the router now knows the peer
+  REQUIRE(packtune::RouterInbox().receive(router, 1000));  // the router now knows the peer
 
   int sent = 0;
   bool refused = false;

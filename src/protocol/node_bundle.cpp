@@ -1,0 +1,44 @@
+#include "protocol/node_bundle.hpp"
+
+#include <sstream>
+
+#include <cereal/archives/portable_binary.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/vector.hpp>
+
+#include "protocol/protocol.hpp"
+#include "protocol/wire_archive.hpp"
+
+namespace packtune::protocol {
+
+std::string encode(const NodeBundle& bundle) {
+  std::ostringstream out(std::ios::binary);
+  {
+    cereal::PortableBinaryOutputArchive archive(out);
+    archive(bundle);
+  }
+  return out.str();
+}
+
+NodeBundle decode_bundle(const void* data, std::size_t size) {
+  NodeBundle bundle;
+  try {
+    WireInputArchive archive(data, size);
+    archive(bundle);
+    if (archive.remaining() != 0) throw cereal::Exception("trailing bytes");
+    if (bundle.routes.empty()) throw cereal::Exception("no messages");
+    if (bundle.routes.size() != bundle.messages.size()) {
+      throw cereal::Exception(std::to_string(bundle.routes.size()) + " routes for " +
+                              std::to_string(bundle.messages.size()) + " messages");
+    }
+    for (const auto& route : bundle.routes) {
+      if (route.empty()) throw cereal::Exception("an empty route");
+    }
+  } catch (const std::exception& e) {
+    throw ProtocolError(std::string("malformed bundle of messages (") + e.what() +
+                        "); is the peer a packtune of the same version?");
+  }
+  return bundle;
+}
+
+}  // namespace packtune::protocol

@@ -1,0 +1,41 @@
+#pragma once
+// Several messages of one node's peers in one frame. A node's actors finish their jobs
+// together (a rung's jobs take the same time), and the driver answers them together: one
+// frame each way instead of one per message spares both ends a send, a receive and the
+// ZeroMQ I/O thread's wake-ups per message, which at 10,000 actors were most of the
+// driver's cost (docs/benchmarks.md). On the wire a bundle is the node's routing id, an
+// empty envelope frame (no peer of a relay has an empty routing id) and the bundle's
+// frame; a message with a payload frame (a checkpoint's Chunk) always travels alone.
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace packtune::protocol {
+
+struct NodeBundle {
+  // Each message's route on the node's relay (protocol/node_route.hpp) and its bytes
+  // (protocol::encode), in the order they were sent.
+  std::vector<std::string> routes;
+  std::vector<std::string> messages;
+
+  template <class Archive>
+  void serialize(Archive& ar) { ar(routes, messages); }
+
+  std::size_t size() const { return routes.size(); }
+  void add(std::string_view route, std::string message) {
+    routes.emplace_back(route);
+    messages.push_back(std::move(message));
+  }
+  void clear() {
+    routes.clear();
+    messages.clear();
+  }
+};
+
+std::string encode(const NodeBundle& bundle);
+// Throws ProtocolError for bytes that are not a bundle: as decode() for a message, and a
+// bundle of no messages, routes and messages of different counts, or an empty route.
+NodeBundle decode_bundle(const void* data, std::size_t size);
+
+}  // namespace packtune::protocol
