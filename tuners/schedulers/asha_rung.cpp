@@ -9,7 +9,12 @@
 namespace packtune::tuners {
 
 AshaRung::AshaRung(Mode mode, std::int64_t eta, bool eager)
-    : eta_(eta), eager_(eager), top_(Order{mode}), rest_(Order{mode}), promotable_(Order{mode}) {}
+    : eta_(eta), eager_(eager), top_(Order{mode}), promotable_(Order{mode}) {}
+
+void AshaRung::push_rest(const Entry& e) {
+  rest_.push_back(e);
+  std::push_heap(rest_.begin(), rest_.end(), RanksAfter{top_.key_comp()});
+}
 
 void AshaRung::enter_top(const Entry& e) {
   top_.insert(e);
@@ -19,7 +24,7 @@ void AshaRung::enter_top(const Entry& e) {
 void AshaRung::leave_top(const Entry& e) {
   top_.erase(e);
   promotable_.erase(e);
-  rest_.insert(e);
+  push_rest(e);
 }
 
 void AshaRung::add(TrialId trial, double metric) {
@@ -30,7 +35,7 @@ void AshaRung::add(TrialId trial, double metric) {
   if (!top_.empty() && top_.key_comp()(e, *top_.rbegin())) {
     enter_top(e);
   } else {
-    rest_.insert(e);
+    push_rest(e);
   }
   const std::int64_t floor_quota = promotion_quota(size(), eta_);
   const auto quota = static_cast<std::size_t>(eager_ ? std::max<std::int64_t>(floor_quota, 1) : floor_quota);
@@ -39,8 +44,9 @@ void AshaRung::add(TrialId trial, double metric) {
     leave_top(worst);
   }
   while (top_.size() < quota && !rest_.empty()) {
-    const Entry best = *rest_.begin();
-    rest_.erase(rest_.begin());
+    std::pop_heap(rest_.begin(), rest_.end(), RanksAfter{top_.key_comp()});
+    const Entry best = rest_.back();
+    rest_.pop_back();
     enter_top(best);
   }
 }

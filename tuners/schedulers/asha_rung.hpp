@@ -8,12 +8,15 @@
 // The rung keeps its results split into the best floor(n/eta) (`top_`) and the rest, and the
 // promotable ones apart, so adding a result and finding the best promotable trial cost
 // O(log n) instead of a sort of the rung per request: 100,000 trials would otherwise take
-// minutes to simulate.
+// minutes to simulate. The rest, most of a rung, is only ever asked for its best: a heap in
+// one vector, where a tree's node per result cost the driver a cache miss per level (a
+// twentieth of its time at 10,000 actors, docs/benchmarks.md).
 #include <cstdint>
 #include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "tuners/tuner.hpp"
 
@@ -44,14 +47,20 @@ class AshaRung {
       return ranks_before(a.metric, a.trial, b.metric, b.trial, mode);
     }
   };
+  // The heap's order: its front is the entry that ranks first.
+  struct RanksAfter {
+    Order order;
+    bool operator()(const Entry& a, const Entry& b) const { return order(b, a); }
+  };
   Entry entry(TrialId trial) const { return {metrics_.at(trial), trial}; }
   void enter_top(const Entry& e);
   void leave_top(const Entry& e);
+  void push_rest(const Entry& e);
 
   std::int64_t eta_;
   bool eager_;
   std::set<Entry, Order> top_;         // the best floor(n/eta) (eager: at least one)
-  std::set<Entry, Order> rest_;        // everything else; all of top_ ranks before all of rest_
+  std::vector<Entry> rest_;            // everything else, a heap; all of top_ ranks before all of rest_
   std::set<Entry, Order> promotable_;  // the part of top_ not promoted yet and not NaN
   std::unordered_map<TrialId, double> metrics_;
   std::unordered_set<TrialId> promoted_;
