@@ -1,6 +1,5 @@
 #include "protocol/node_bundle.hpp"
 
-#include <sstream>
 
 #include <cereal/archives/portable_binary.hpp>
 #include <cereal/types/string.hpp>
@@ -8,17 +7,11 @@
 
 #include "protocol/protocol.hpp"
 #include "protocol/wire_archive.hpp"
+#include "protocol/wire_output.hpp"
 
 namespace packtune::protocol {
 
-std::string encode(const NodeBundle& bundle) {
-  std::ostringstream out(std::ios::binary);
-  {
-    cereal::PortableBinaryOutputArchive archive(out);
-    archive(bundle);
-  }
-  return out.str();
-}
+std::string encode(const NodeBundle& bundle) { return encode_portable(bundle); }
 
 NodeBundle decode_bundle(const void* data, std::size_t size) {
   NodeBundle bundle;

@@ -2,7 +2,6 @@
 
 #include <initializer_list>
 #include <limits>
-#include <sstream>
 
 #include <cereal/archives/portable_binary.hpp>
 #include <cereal/types/map.hpp>
@@ -12,17 +11,11 @@
 
 #include "packtune/error.hpp"
 #include "protocol/wire_archive.hpp"
+#include "protocol/wire_output.hpp"
 
 namespace packtune::protocol {
 
-std::string encode(const Message& message) {
-  std::ostringstream out(std::ios::binary);
-  {
-    cereal::PortableBinaryOutputArchive archive(out);
-    archive(message);
-  }
-  return out.str();
-}
+std::string encode(const Message& message) { return encode_portable(message); }
 
 Message decode(const void* data, std::size_t size) {
   Message message;
