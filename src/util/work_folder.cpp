@@ -43,7 +43,7 @@ bool work_folder_name(const std::string& name, const std::vector<std::string>& o
 // namespace sharing the temporary folder), is left alone, as is anything not a folder.
 void remove_folders_of_gone_processes(const std::string& owner) {
   namespace fs = std::filesystem;
-  std::vector<std::string> owners = {"actor", "node", "driver", "describe"};
+  std::vector<std::string> owners = {"actor", "node", "relay", "driver", "describe"};
   if (std::find(owners.begin(), owners.end(), owner) == owners.end()) owners.push_back(owner);
   std::error_code ec;
   fs::directory_iterator it(temp_folder(), ec), end;

@@ -15,7 +15,7 @@ std::filesystem::path temp_folder();
 // file, a link, another user's folder) is an Error, as is a folder that cannot be created.
 // First it removes the work folders that processes now gone left behind (killed before they
 // could remove them): this user's folders packtune-OWNER-PID, of this OWNER or of actor, node,
-// driver or describe, whose PID is no process's.
+// relay, driver or describe, whose PID is no process's.
 std::string fresh_work_dir(const std::string& owner);
 
 }  // namespace packtune::util

@@ -106,8 +106,8 @@ TEST_CASE("a fresh work folder first removes the work folders of processes that 
   const auto left = [&](const std::string& owner, pid_t pid) {
     return path("packtune-" + owner + "-" + std::to_string(pid));
   };
-  // What a plugin's description, an actor, a node and a driver killed hard leave behind.
-  for (const std::string owner : {"describe", "actor", "node", "driver", "sweep"}) {
+  // What a plugin's description, an actor, a node, its relay and a driver killed hard leave behind.
+  for (const std::string owner : {"describe", "actor", "node", "relay", "driver", "sweep"}) {
     fs::create_directories(left(owner, gone) / "inside");
   }
   // Kept: a live process's folder, a name no work folder has, and what is not a folder.
@@ -119,7 +119,7 @@ TEST_CASE("a fresh work folder first removes the work folders of processes that 
 
   const auto work = util::fresh_work_dir("sweep");
   CHECK(fs::is_directory(work));
-  for (const std::string owner : {"describe", "actor", "node", "driver", "sweep"}) {
+  for (const std::string owner : {"describe", "actor", "node", "relay", "driver", "sweep"}) {
     INFO(owner);
     CHECK_FALSE(fs::exists(left(owner, gone)));
   }
