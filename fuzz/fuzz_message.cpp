@@ -59,7 +59,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (std::size_t i = 0; i < extra; ++i) arrive(payload.data(), payload.size());
   try {
     if (routed) {
-      for (const auto& r : packtune::decode_routed_frames(frames, count)) check_round_trip(r.message);
+      std::vector<packtune::Routed> out;
+      packtune::decode_routed_frames(frames, count, out);
+      for (const auto& r : out) check_round_trip(r.message);
     } else {
       auto r = packtune::decode_frames(frames, count);
       check_round_trip(r.message);

@@ -103,14 +103,13 @@ Received decode_frames(std::vector<zmq::message_t>& frames, std::size_t count) {
   return decode_message_frames(frames, 0, count);
 }
 
-std::vector<Routed> decode_routed_frames(std::vector<zmq::message_t>& frames, std::size_t count) {
+void decode_routed_frames(std::vector<zmq::message_t>& frames, std::size_t count, std::vector<Routed>& out) {
   if (count < 2) throw Error("malformed protocol message (no frame after the identity)");
-  std::vector<Routed> out;
   auto identity = frames[0].to_string();
   if (!protocol::NodeRoute::is_node(identity)) {
     auto r = decode_message_frames(frames, 1, count);
     out.push_back(Routed{std::move(identity), std::move(r.message), std::move(r.payload)});
-    return out;
+    return;
   }
   // A node's connection: the actor's routing id on the node's relay comes first, or an empty
   // frame before a bundle of several peers' messages.
@@ -119,16 +118,22 @@ std::vector<Routed> decode_routed_frames(std::vector<zmq::message_t>& frames, st
     auto r = decode_message_frames(frames, 2, count);
     out.push_back(Routed{protocol::NodeRoute::join(identity, frames[1].to_string()), std::move(r.message),
                          std::move(r.payload)});
-    return out;
+    return;
   }
   if (count != 3) throw Error("malformed protocol message (a bundle with a payload frame)");
   const auto bundle = protocol::decode_bundle(frames[2].data(), frames[2].size());
-  out.reserve(bundle.size());
-  for (std::size_t i = 0; i < bundle.size(); ++i) {
-    const auto& bytes = bundle.messages[i];
-    out.push_back(Routed{protocol::NodeRoute::join(identity, bundle.routes[i]), protocol::decode(bytes.data(), bytes.size()), {}});
+  // All or nothing: a bundle with one malformed message is refused whole.
+  const auto first = out.size();
+  try {
+    for (std::size_t i = 0; i < bundle.size(); ++i) {
+      const auto& bytes = bundle.messages[i];
+      out.push_back(Routed{protocol::NodeRoute::join(identity, bundle.routes[i]),
+                           protocol::decode(bytes.data(), bytes.size()), {}});
+    }
+  } catch (...) {
+    out.resize(first);
+    throw;
   }
-  return out;
 }
 
 void send_message(zmq::socket_t& dealer, const protocol::Message& message) {
@@ -213,7 +218,9 @@ std::optional<Received> receive_with_payload(zmq::socket_t& dealer, long timeout
 }
 
 std::optional<Routed> RouterInbox::receive(zmq::socket_t& router, long timeout_ms) {
-  if (held_.empty()) {
+  if (next_ == held_.size()) {
+    held_.clear();  // its room stays for the next frame
+    next_ = 0;
     // Without a timeout the non-blocking receive below answers alone: no poll call per message
     // while a busy driver drains its queue.
     if (timeout_ms > 0 && !wait_readable(router, timeout_ms)) return std::nullopt;
@@ -221,11 +228,9 @@ std::optional<Routed> RouterInbox::receive(zmq::socket_t& router, long timeout_m
     // The identity, a node's envelope, the message and its payload.
     auto frames = receive_frames(router, 4, count);
     if (count == 0) return std::nullopt;
-    for (auto& routed : decode_routed_frames(frames, count)) held_.push_back(std::move(routed));
+    decode_routed_frames(frames, count, held_);
   }
-  auto next = std::move(held_.front());
-  held_.pop_front();
-  return next;
+  return std::move(held_[next_++]);
 }
 
 protocol::Message hello_driver(zmq::socket_t& dealer, const protocol::Message& hello, const std::string& driver,

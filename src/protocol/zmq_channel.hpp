@@ -2,7 +2,6 @@
 // Thin helpers over cppzmq for the protocol: one message = one frame on a DEALER, and
 // identity + one frame on the ROUTER. A Chunk carries its file bytes in one more frame, sent
 // and received without copying them through the message encoding.
-#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,7 +63,10 @@ struct Routed {
 // the rest), `count` says how many arrived in all. Throw Error on a malformed message. On a
 // router one multipart message is one message, or a node's bundle of several.
 Received decode_frames(std::vector<zmq::message_t>& frames, std::size_t count);
-std::vector<Routed> decode_routed_frames(std::vector<zmq::message_t>& frames, std::size_t count);
+// Appends the routed message(s) to `out`, which a caller reuses: a Routed holds a
+// protocol::Message, a kilobyte and more, and a vector of them made for each message was an
+// allocation large enough to make glibc sweep its free lists every time.
+void decode_routed_frames(std::vector<zmq::message_t>& frames, std::size_t count, std::vector<Routed>& out);
 
 // Waits up to `timeout_ms` (0: do not wait) for a message. Throws Error on a malformed one.
 std::optional<protocol::Message> receive_message(zmq::socket_t& dealer, long timeout_ms);
@@ -79,7 +81,8 @@ class RouterInbox {
   std::optional<Routed> receive(zmq::socket_t& router, long timeout_ms);
 
  private:
-  std::deque<Routed> held_;
+  std::vector<Routed> held_;  // what the last frame brought, handed out from next_
+  std::size_t next_ = 0;
 };
 
 // A peer's first exchange with the driver at `driver` (the endpoint `dealer` connected to):

@@ -32,7 +32,9 @@ std::vector<Routed> decode_frames_of(const std::string& identity, const std::vec
   std::vector<zmq::message_t> frames;
   frames.emplace_back(identity);
   for (const auto& part : parts) frames.emplace_back(part);
-  return decode_routed_frames(frames, frames.size());
+  std::vector<Routed> out;
+  decode_routed_frames(frames, frames.size(), out);
+  return out;
 }
 
 }  // namespace
