@@ -192,12 +192,14 @@ void Fleet::add_fd(int fd, std::uint32_t tag) {
 void Fleet::send(int i, const proto::Message& message) {
   auto& a = actors_[static_cast<std::size_t>(i)];
   auto& link = links_[static_cast<std::size_t>(a.link)];
-  if (link.node && link.held.size() == 0) held_links_.push_back(a.link);
+  const std::size_t held = link.held.size();
+  if (link.node && held == 0) held_links_.push_back(a.link);
   send_on(link, a.envelope, message);
   a.last_sent = Clock::now();
   ++counters_.sent;
-  // A send may take the socket's pending read signal: its ZMQ_EVENTS must be read again.
-  if (!link.node) rechecks_.push_back(a.link);
+  // A send may take the socket's pending read signal: its ZMQ_EVENTS must be read again. A
+  // node's link sends when a full bundle goes before this message.
+  if (!link.node || link.held.size() <= held) rechecks_.push_back(a.link);
 }
 
 void Fleet::poll_once(std::chrono::milliseconds timeout) {

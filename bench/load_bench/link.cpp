@@ -42,7 +42,10 @@ void send_on(Link& link, const std::string& envelope, const protocol::Message& m
     send_message(link.socket, message);
     return;
   }
-  link.held.add(envelope, protocol::encode(message));
+  auto bytes = protocol::encode(message);
+  // As a relay does: a full bundle goes before the next begins.
+  if (!link.held.has_room(envelope.size() + bytes.size())) flush_held(link);
+  link.held.add(envelope, std::move(bytes));
 }
 
 bool flush_held(Link& link) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "protocol/node_route.hpp"
+
 namespace packtune {
 namespace {
 
@@ -41,6 +43,7 @@ NodeState& ActorRegistry::add_node(const std::string& identity, const protocol::
   // A node declared dead that says NodeHello again is a new node under the old name: its
   // messages are the new one's.
   node_ids_[identity] = id;
+  node_connections_[std::string(protocol::NodeRoute::connection(identity))] = id;
   // Its actors may have said Hello again before it did.
   for (auto& [actor_identity, actor] : actors_) {
     if (actor.node_id < 0 && actor.said_node_id == id) actor.node_id = id;
@@ -51,6 +54,11 @@ NodeState& ActorRegistry::add_node(const std::string& identity, const protocol::
 NodeState* ActorRegistry::node(const std::string& identity) {
   auto it = node_ids_.find(identity);
   return it == node_ids_.end() ? nullptr : node_by_id(it->second);
+}
+
+NodeState* ActorRegistry::node_on(std::string_view connection) {
+  auto it = node_connections_.find(std::string(connection));
+  return it == node_connections_.end() ? nullptr : node_by_id(it->second);
 }
 
 NodeState* ActorRegistry::node_by_id(int id) {

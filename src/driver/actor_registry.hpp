@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -78,6 +79,9 @@ class ActorRegistry {
   // (NodeHello.node_id, a node rejoining a resumed driver) when no node holds it.
   NodeState& add_node(const std::string& identity, const protocol::NodeHello& hello, Clock::time_point now);
   NodeState* node(const std::string& identity);
+  // The node whose connection `connection` is (protocol::NodeRoute::connection): a node says
+  // NodeHello through its relay, under a route of its own there, and its actors under theirs.
+  NodeState* node_on(std::string_view connection);
   NodeState* node_by_id(int id);
   const std::map<int, NodeState>& nodes() const { return nodes_; }
 
@@ -147,6 +151,7 @@ class ActorRegistry {
   // Node id by ZeroMQ identity, and the actors not dead: the driver asks both for every
   // message it takes, which at 10,000 actors on 1,250 nodes must not scan.
   std::unordered_map<std::string, int> node_ids_;
+  std::unordered_map<std::string, int> node_connections_;  // node_on's
   int live_actors_ = 0;
   std::map<std::string, std::string> by_token_;  // transfer token -> actor identity
   int next_actor_id_ = 0;

@@ -116,7 +116,7 @@ void DriverCore::on_message(const std::string& identity, const proto::Message& m
   }
   if (auto* node = registry_.node(identity)) {
     node->last_heard = now_;
-    if (node->dead && !unreadable_.count(identity)) {
+    if (node->dead && !unreadable(identity)) {
       registry_.revive_node(*node);
       on_node_revived(*node);
     }

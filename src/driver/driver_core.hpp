@@ -238,9 +238,17 @@ class DriverCore {
   bool actor_input_error_ = false;  // an actor process exited with code 2 (bad input)
   std::string actor_said_;          // the last ActorFailed message
   std::set<std::string> stalled_;  // peer_stalled's, until the next heartbeat check
-  // Peers out of service for a full queue (a node's identity, or a direct actor's), until a
-  // Heartbeat to them is queued again: what they say meanwhile does not bring them back.
-  std::set<std::string> unreadable_;
+  // Peers out of service for a full queue, by their connection (a node's, or a direct
+  // actor's), until a Heartbeat to them went through: what they say meanwhile does not bring
+  // them back. The probe goes to `target` (a node's own identity, or the actor's) at one look
+  // for silence; a send refused by then (peer_stalled) asks again at the next, else the peer
+  // reads again. A node's sends are refused only when the driver's loop flushes them, after
+  // the look: hence a look's wait.
+  struct Probe {
+    std::string target;
+    bool sent = false;
+  };
+  std::map<std::string, Probe> unreadable_;
   std::int64_t refused_reports_ = 0;  // from retired actors, after a partition
   std::set<std::string> asked_to_hello_;  // unknown peers told to join again (Rejoin), once each
   Admission admission_;  // the refusals of what peers may not say, and their bounded log

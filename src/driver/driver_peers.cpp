@@ -127,18 +127,8 @@ void DriverCore::retire_node(NodeState& node, const std::string& why) {
   }
 }
 
-namespace {
-
-// The identity of the connection `identity` speaks through: its node's, behind a relay.
-std::string connection_of(const std::string& identity) {
-  const auto route = proto::NodeRoute::split(identity);
-  return route ? std::string(route->first) : identity;
-}
-
-}  // namespace
-
 bool DriverCore::unreadable(const std::string& identity) const {
-  return unreadable_.count(connection_of(identity)) > 0;
+  return unreadable_.count(std::string(proto::NodeRoute::connection(identity))) > 0;
 }
 
 void DriverCore::check_heartbeats(Clock::time_point now) {
@@ -148,15 +138,15 @@ void DriverCore::check_heartbeats(Clock::time_point now) {
     // An actor behind a node shares the node's pipe: the node stopped reading. Until a
     // message to it goes through again, nothing it says brings it back: a Rejoin would be
     // lost in the full queue, and the actors asked with it never asked again.
-    const std::string peer = connection_of(identity);
-    if (auto* node = registry_.node(peer)) {
-      unreadable_.insert(peer);
+    const std::string connection(proto::NodeRoute::connection(identity));
+    if (auto* node = registry_.node_on(connection)) {
+      unreadable_[connection] = Probe{node->identity};
       if (!node->dead) retire_node(*node, why);
       for (auto& [actor_identity, actor] : registry_.actors()) {
         if (actor.node_id == node->id) actor.asked_to_rejoin = false;
       }
     } else if (auto* actor = registry_.actor(identity)) {
-      unreadable_.insert(identity);
+      unreadable_[connection] = Probe{identity};
       retire(*actor, why);
       actor->asked_to_rejoin = false;
     }
@@ -168,15 +158,16 @@ void DriverCore::check_heartbeats(Clock::time_point now) {
   if (now < next_silence_check_) return;
   const double period = std::clamp(config_.actor_timeout_seconds / 60, 0.1, 1.0);
   next_silence_check_ = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(period));
-  // A peer that stopped reading reads again once a Heartbeat to it is queued (deliver calls
-  // peer_stalled at once when it is not); what it says from then on counts as from any peer.
+  // A probe not refused since the last look went through: the peer reads again, and what it
+  // says from then on counts as from any peer.
   for (auto it = unreadable_.begin(); it != unreadable_.end();) {
-    send_to(*it, proto::Heartbeat{});
-    if (stalled_.erase(*it) > 0) {
-      ++it;
-    } else {
+    if (it->second.sent) {
       it = unreadable_.erase(it);
+      continue;
     }
+    it->second.sent = true;
+    send_to(it->second.target, proto::Heartbeat{});
+    ++it;
   }
   // Nodes first: an actor silent because its node's connection went goes out with the node.
   for (auto* node : registry_.silent_nodes(now)) {

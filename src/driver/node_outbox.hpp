@@ -22,18 +22,22 @@ class NodeOutbox {
   // peer's message the caller sends at once.
   bool hold(const std::string& identity, const protocol::Message& message);
   // Sends what is held, each node's in the order it was held: a lone message as it would go
-  // alone, several as a bundle. Returns an identity behind each node whose pipe was full and
-  // took nothing (the caller takes the node out of service, as for a refused send).
+  // alone, several as bundles within NodeBundle's limits. Returns the identities of every
+  // message that a node's full pipe refused (the caller takes them out of service, as for a
+  // refused send; they share the node's connection).
   std::vector<std::string> flush(zmq::socket_t& router);
   bool empty() const { return order_.empty(); }
 
  private:
   struct Held {
-    std::string first;  // the identity of its first message, which names the node to the caller
-    protocol::NodeBundle bundle;
+    std::string first;  // the identity of its first message, for a lone message's send
+    std::vector<protocol::NodeBundle> bundles;  // the first `used` hold this turn's messages
+    std::size_t used = 0;
   };
-  std::unordered_map<std::string, Held> held_;  // by the node's routing id; empty between turns
-  std::vector<std::string> order_;             // nodes, in the order of their first message
+  // By the node's routing id; kept, emptied, between turns: their vectors' room serves the
+  // node's next turn.
+  std::unordered_map<std::string, Held> held_;
+  std::vector<std::string> order_;  // nodes, in the order of their first message this turn
 };
 
 }  // namespace packtune

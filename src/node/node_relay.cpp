@@ -142,7 +142,8 @@ bool NodeRelay::up(Clock::time_point now) {
       peer.actor = true;
       peer.answered = false;
     }
-    // A lone frame goes in this turn's bundle (flush_up).
+    // A lone frame goes in this turn's bundle (flush_up), or the next when this one is full.
+    if (!up_.has_room(route.size() + frames[1].size())) flush_up(now);
     up_.add(route, frames[1].to_string());
     return true;
   }

@@ -20,6 +20,10 @@ NodeBundle decode_bundle(const void* data, std::size_t size) {
     archive(bundle);
     if (archive.remaining() != 0) throw cereal::Exception("trailing bytes");
     if (bundle.routes.empty()) throw cereal::Exception("no messages");
+    if (bundle.routes.size() > NodeBundle::kMaxMessages) {
+      throw cereal::Exception(std::to_string(bundle.routes.size()) + " messages, more than " +
+                              std::to_string(NodeBundle::kMaxMessages));
+    }
     if (bundle.routes.size() != bundle.messages.size()) {
       throw cereal::Exception(std::to_string(bundle.routes.size()) + " routes for " +
                               std::to_string(bundle.messages.size()) + " messages");

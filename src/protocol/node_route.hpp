@@ -32,6 +32,11 @@ class NodeRoute {
   // `identity`, since every message the driver sends asks this, and the heartbeat round asks it
   // of every actor.
   static std::optional<std::pair<std::string_view, std::string_view>> split(std::string_view identity);
+  // The connection an identity speaks through: its node's routing id behind a relay, else its own.
+  static std::string_view connection(std::string_view identity) {
+    const auto route = split(identity);
+    return route ? route->first : identity;
+  }
 };
 
 }  // namespace packtune::protocol

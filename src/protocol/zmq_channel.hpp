@@ -21,8 +21,8 @@ namespace packtune {
 // it, a peer with no key could make the driver buffer 1 GiB per connection before the CURVE
 // handshake ended. Sized from the largest legitimate frame, a checkpoint Chunk's bytes
 // (TransferOptions::chunk_bytes, 1 MiB), plus 1 MiB for every other message (a trial's
-// config, an error text with its backtrace: kilobytes) and CURVE's per-frame overhead
-// (tens of bytes). Both ends of a transfer serve at most their own chunk_bytes.
+// config, an error text with its backtrace: kilobytes; a node's bundle, at most
+// NodeBundle::kMaxBytes of messages) and CURVE's per-frame overhead (tens of bytes). Both ends of a transfer serve at most their own chunk_bytes.
 constexpr std::int64_t kMaxFrameBytes = std::int64_t{TransferOptions{}.chunk_bytes} + (std::int64_t{1} << 20);
 
 // Every socket that talks to a peer (the driver's router; the node's, actor's and transfer

@@ -39,24 +39,42 @@ void say_as_node(zmq::socket_t& node) {
   node.send(zmq::buffer(protocol::encode(protocol::Heartbeat{})), zmq::send_flags::none);
 }
 
+// The driver's router, bound at `endpoint`, and the nodes' connections to it, each introduced.
+// A high-water mark `hwm` above 0 bounds the router's queue to a node and the node's own.
+struct Router {
+  zmq::context_t context{1};
+  zmq::socket_t router{context, zmq::socket_type::router};
+  std::vector<zmq::socket_t> nodes;
+  std::vector<std::string> ids;
+
+  Router(const std::string& endpoint, int node_count, int hwm = 0) {
+    router.set(zmq::sockopt::linger, 0);
+    router.set(zmq::sockopt::router_mandatory, 1);
+    if (hwm > 0) router.set(zmq::sockopt::sndhwm, hwm);
+    router.bind(endpoint);
+    RouterInbox inbox;
+    for (int i = 0; i < node_count; ++i) {
+      nodes.emplace_back(context, zmq::socket_type::dealer);
+      ids.push_back(NodeRoute::fresh_routing_id());
+      nodes.back().set(zmq::sockopt::linger, 0);
+      if (hwm > 0) nodes.back().set(zmq::sockopt::rcvhwm, hwm);
+      nodes.back().set(zmq::sockopt::routing_id, ids.back());
+      nodes.back().connect(endpoint);
+      say_as_node(nodes.back());
+      REQUIRE(eventually([&] { return inbox.receive(router, 100); }));
+    }
+  }
+};
+
 }  // namespace
 
 TEST_CASE("the outbox holds a node's messages and sends them as one bundle, a lone one as it is") {
-  zmq::context_t context(1);
-  zmq::socket_t router(context, zmq::socket_type::router);
-  router.set(zmq::sockopt::router_mandatory, 1);
-  router.bind("inproc://node-outbox-test");
-  zmq::socket_t node(context, zmq::socket_type::dealer);
-  const auto node_id = NodeRoute::fresh_routing_id();
-  node.set(zmq::sockopt::routing_id, node_id);
-  node.connect("inproc://node-outbox-test");
-  zmq::socket_t other(context, zmq::socket_type::dealer);
-  const auto other_id = NodeRoute::fresh_routing_id();
-  other.set(zmq::sockopt::routing_id, other_id);
-  other.connect("inproc://node-outbox-test");
-  for (auto* peer : {&node, &other}) say_as_node(*peer);
-  RouterInbox inbox;
-  for (int i = 0; i < 2; ++i) REQUIRE(eventually([&] { return inbox.receive(router, 100); }));
+  Router r("inproc://node-outbox-test", 2);
+  auto& router = r.router;
+  auto& node = r.nodes[0];
+  auto& other = r.nodes[1];
+  const auto& node_id = r.ids[0];
+  const auto& other_id = r.ids[1];
 
   const std::string a("\0\0\0\0\1", 5), b("\0\0\0\0\2", 5);
   NodeOutbox outbox;
@@ -92,31 +110,23 @@ TEST_CASE("the outbox holds a node's messages and sends them as one bundle, a lo
 }
 
 TEST_CASE("a node whose pipe is full refuses its bundle whole, and the outbox names it") {
-  zmq::context_t context(1);
-  zmq::socket_t router(context, zmq::socket_type::router);
-  router.set(zmq::sockopt::linger, 0);
-  router.set(zmq::sockopt::router_mandatory, 1);
-  router.set(zmq::sockopt::sndhwm, 4);
-  router.bind("inproc://node-outbox-full");
-  zmq::socket_t node(context, zmq::socket_type::dealer);
-  node.set(zmq::sockopt::linger, 0);
-  node.set(zmq::sockopt::rcvhwm, 4);
-  const auto node_id = NodeRoute::fresh_routing_id();
-  node.set(zmq::sockopt::routing_id, node_id);
-  node.connect("inproc://node-outbox-full");
-  say_as_node(node);
-  REQUIRE(eventually([&] { return RouterInbox().receive(router, 100); }));
+  Router r("inproc://node-outbox-full", 1, 4);
+  auto& router = r.router;
+  auto& node = r.nodes[0];
+  const auto& node_id = r.ids[0];
 
   const auto actor = NodeRoute::join(node_id, std::string("\0\0\0\0\1", 5));
+  const auto other = NodeRoute::join(node_id, std::string("\0\0\0\0\2", 5));
   NodeOutbox outbox;
   std::vector<std::string> refused;
   int turns = 0;
   for (; refused.empty() && turns < 10000; ++turns) {
     outbox.hold(actor, protocol::Stop{turns});
-    outbox.hold(actor, protocol::Stop{-turns});
+    outbox.hold(other, protocol::Stop{-turns});
     refused = outbox.flush(router);
   }
-  REQUIRE(refused == std::vector<std::string>{actor});
+  // Every actor whose message it held: they all go out of service with their node.
+  REQUIRE(refused == std::vector<std::string>{actor, other});
   // Every bundle that went is whole; the refused one left nothing behind.
   for (int i = 0; i + 1 < turns; ++i) {
     const auto frames = next_frames(node);
@@ -163,4 +173,29 @@ TEST_CASE("a node's relay hands each actor its part of the driver's bundle") {
     CHECK(std::get<protocol::Stop>(*message).trial == 10 + i);
   }
   CHECK(relay.dropped() == 0);
+}
+
+TEST_CASE("the outbox splits a node's turn into bundles within their limits, in order") {
+  Router r("inproc://node-outbox-split", 1);
+  auto& router = r.router;
+  auto& node = r.nodes[0];
+  const auto& node_id = r.ids[0];
+
+  const auto actor = NodeRoute::join(node_id, std::string("\0\0\0\0\1", 5));
+  NodeOutbox outbox;
+  const int messages = static_cast<int>(protocol::NodeBundle::kMaxMessages) * 2 + 10;
+  for (int i = 0; i < messages; ++i) outbox.hold(actor, protocol::Stop{i});
+  REQUIRE(outbox.flush(router).empty());
+  std::vector<tuners::TrialId> trials;
+  while (static_cast<int>(trials.size()) < messages) {
+    const auto frames = next_frames(node);
+    REQUIRE(frames.size() == 2);
+    CHECK(frames[0].empty());
+    const auto bundle = protocol::decode_bundle(frames[1].data(), frames[1].size());
+    CHECK(bundle.size() <= protocol::NodeBundle::kMaxMessages);
+    for (const auto& bytes : bundle.messages) trials.push_back(std::get<protocol::Stop>(protocol::decode(bytes.data(), bytes.size())).trial);
+  }
+  std::vector<tuners::TrialId> expected(static_cast<std::size_t>(messages));
+  for (int i = 0; i < messages; ++i) expected[static_cast<std::size_t>(i)] = i;
+  CHECK(trials == expected);
 }

@@ -77,3 +77,22 @@ TEST_CASE("a malformed bundle is refused whole, as a malformed message is") {
   // A direct peer's empty frame is a message that is not one, not a bundle.
   CHECK_THROWS_AS(decode_frames_of(std::string("\0\x12\x34\x56\x78", 5), {std::string(), good}), Error);
 }
+
+TEST_CASE("a bundle keeps within its limits: a receiver refuses more messages, a sender starts another") {
+  NodeBundle many;
+  for (std::size_t i = 0; i <= NodeBundle::kMaxMessages; ++i) many.add(kFirst, protocol::encode(protocol::Heartbeat{}));
+  const auto bytes = protocol::encode(many);
+  CHECK_THROWS_WITH(protocol::decode_bundle(bytes.data(), bytes.size()), Catch::Contains("more than 1024"));
+  many.routes.pop_back();
+  many.messages.pop_back();
+  CHECK(protocol::decode_bundle(protocol::encode(many).data(), protocol::encode(many).size()).size() == NodeBundle::kMaxMessages);
+  CHECK_FALSE(many.has_room(1));
+
+  NodeBundle big;
+  CHECK(big.has_room(NodeBundle::kMaxBytes * 2));  // an empty bundle takes what would go alone
+  big.add(kFirst, std::string(NodeBundle::kMaxBytes - 100, 'x'));
+  CHECK(big.has_room(100 - kFirst.size()));
+  CHECK_FALSE(big.has_room(101 - kFirst.size()));
+  big.clear();
+  CHECK(big.bytes == 0);
+}
