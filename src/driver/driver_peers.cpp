@@ -142,8 +142,11 @@ void DriverCore::check_heartbeats(Clock::time_point now) {
     if (auto* node = registry_.node_on(connection)) {
       unreadable_[connection] = Probe{node->identity};
       if (!node->dead) retire_node(*node, why);
+      // An actor that joined behind it since it went out (its Welcome refused) goes out too.
       for (auto& [actor_identity, actor] : registry_.actors()) {
-        if (actor.node_id == node->id) actor.asked_to_rejoin = false;
+        if (actor.node_id != node->id) continue;
+        if (!actor.dead) retire(actor, why);
+        actor.asked_to_rejoin = false;
       }
     } else if (auto* actor = registry_.actor(identity)) {
       unreadable_[connection] = Probe{identity};

@@ -11,6 +11,19 @@
 
 namespace packtune::protocol {
 
+template <class Archive>
+void NodeBundle::load(Archive& ar) {
+  for (auto* strings : {&routes, &messages}) {
+    cereal::size_type count = 0;
+    ar(cereal::make_size_tag(count));
+    if (count > kMaxMessages) {
+      throw cereal::Exception(std::to_string(count) + " messages, more than " + std::to_string(kMaxMessages));
+    }
+    strings->resize(static_cast<std::size_t>(count));
+    for (auto& s : *strings) ar(s);
+  }
+}
+
 std::string encode(const NodeBundle& bundle) { return encode_portable(bundle); }
 
 NodeBundle decode_bundle(const void* data, std::size_t size) {
@@ -20,10 +33,6 @@ NodeBundle decode_bundle(const void* data, std::size_t size) {
     archive(bundle);
     if (archive.remaining() != 0) throw cereal::Exception("trailing bytes");
     if (bundle.routes.empty()) throw cereal::Exception("no messages");
-    if (bundle.routes.size() > NodeBundle::kMaxMessages) {
-      throw cereal::Exception(std::to_string(bundle.routes.size()) + " messages, more than " +
-                              std::to_string(NodeBundle::kMaxMessages));
-    }
     if (bundle.routes.size() != bundle.messages.size()) {
       throw cereal::Exception(std::to_string(bundle.routes.size()) + " routes for " +
                               std::to_string(bundle.messages.size()) + " messages");

@@ -27,8 +27,12 @@ struct NodeBundle {
   std::vector<std::string> messages;
   std::size_t bytes = 0;  // of routes and messages, not sent: what has_room counts
 
+  // As two vectors of strings; load reads each count first and refuses one past
+  // kMaxMessages before it makes room for a string.
   template <class Archive>
-  void serialize(Archive& ar) { ar(routes, messages); }
+  void save(Archive& ar) const { ar(routes, messages); }
+  template <class Archive>
+  void load(Archive& ar);
 
   std::size_t size() const { return routes.size(); }
   // Whether a message of `message_bytes` may join without passing either limit. An empty

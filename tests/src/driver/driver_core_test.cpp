@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "../../temp_dir.hpp"
 #include "actors/checkpoint_file.hpp"
@@ -74,8 +75,11 @@ struct Fleet {
   bool hdf5 = false;  // write checkpoints the store can copy (pbt's exploits), not a stand-in
   std::vector<Sent> all_sent;  // everything the core sent
   // Peers whose queue is full: a send to them (or to an actor behind them) is refused, as the
-  // router refuses it (Driver::deliver), and nothing reaches them.
+  // router refuses it (Driver::deliver), and nothing reaches them. A direct peer's refusal is
+  // reported at once; one behind a node at the start of the next turn, as the driver's loop
+  // finds it when it flushes the node's bundle (driver/node_outbox.hpp).
   std::set<std::string> full;
+  std::vector<std::string> refused_at_flush;
 
   explicit Fleet(const nlohmann::json& json, bool resume = false) : config(parse_config(json, "fake.json")) {
     config.source = json;
@@ -90,7 +94,11 @@ struct Fleet {
         [this](const std::string& to, const proto::Message& m) {
           const auto route = proto::NodeRoute::split(to);
           if (full.count(to) || (route && full.count(std::string(route->first)))) {
-            core->peer_stalled(to);
+            if (route) {
+              refused_at_flush.push_back(to);
+            } else {
+              core->peer_stalled(to);
+            }
             return;
           }
           outbox.push_back({to, m});
@@ -196,6 +204,7 @@ struct Fleet {
   // actors answer what it sent. True when over.
   bool turn() {
     now += std::chrono::milliseconds(500);
+    for (const auto& to : std::exchange(refused_at_flush, {})) core->peer_stalled(to);
     for (const auto& [actor, id] : ids) {
       if (!silent.count(actor)) say(actor, proto::Heartbeat{});
     }

@@ -2,6 +2,7 @@
 // node, and the node's relay hands each actor its own.
 #include "driver/node_outbox.hpp"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -181,21 +182,26 @@ TEST_CASE("the outbox splits a node's turn into bundles within their limits, in 
   auto& node = r.nodes[0];
   const auto& node_id = r.ids[0];
 
-  const auto actor = NodeRoute::join(node_id, std::string("\0\0\0\0\1", 5));
+  const std::string first("\0\0\0\0\1", 5), last("\0\0\0\0\2", 5);
   NodeOutbox outbox;
-  const int messages = static_cast<int>(protocol::NodeBundle::kMaxMessages) * 2 + 10;
-  for (int i = 0; i < messages; ++i) outbox.hold(actor, protocol::Stop{i});
+  // Two full bundles, and a third of one message to another actor: a bundle too, under its route.
+  const int messages = static_cast<int>(protocol::NodeBundle::kMaxMessages) * 2 + 1;
+  for (int i = 0; i < messages; ++i) outbox.hold(NodeRoute::join(node_id, i + 1 < messages ? first : last), protocol::Stop{i});
   REQUIRE(outbox.flush(router).empty());
   std::vector<tuners::TrialId> trials;
+  std::vector<std::string> routes;
   while (static_cast<int>(trials.size()) < messages) {
     const auto frames = next_frames(node);
     REQUIRE(frames.size() == 2);
-    CHECK(frames[0].empty());
+    REQUIRE(frames[0].empty());
     const auto bundle = protocol::decode_bundle(frames[1].data(), frames[1].size());
     CHECK(bundle.size() <= protocol::NodeBundle::kMaxMessages);
+    routes.insert(routes.end(), bundle.routes.begin(), bundle.routes.end());
     for (const auto& bytes : bundle.messages) trials.push_back(std::get<protocol::Stop>(protocol::decode(bytes.data(), bytes.size())).trial);
   }
   std::vector<tuners::TrialId> expected(static_cast<std::size_t>(messages));
   for (int i = 0; i < messages; ++i) expected[static_cast<std::size_t>(i)] = i;
   CHECK(trials == expected);
+  CHECK(routes.back() == last);
+  CHECK(std::count(routes.begin(), routes.end(), first) == messages - 1);
 }
