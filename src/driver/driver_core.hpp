@@ -248,7 +248,7 @@ class DriverCore {
     std::string target;
     bool sent = false;
   };
-  std::map<std::string, Probe> unreadable_;
+  std::map<std::string, Probe, std::less<>> unreadable_;
   std::int64_t refused_reports_ = 0;  // from retired actors, after a partition
   std::set<std::string> asked_to_hello_;  // unknown peers told to join again (Rejoin), once each
   Admission admission_;  // the refusals of what peers may not say, and their bounded log

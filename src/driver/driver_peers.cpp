@@ -128,7 +128,7 @@ void DriverCore::retire_node(NodeState& node, const std::string& why) {
 }
 
 bool DriverCore::unreadable(const std::string& identity) const {
-  return unreadable_.count(std::string(proto::NodeRoute::connection(identity))) > 0;
+  return unreadable_.find(proto::NodeRoute::connection(identity)) != unreadable_.end();
 }
 
 void DriverCore::check_heartbeats(Clock::time_point now) {

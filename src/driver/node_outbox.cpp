@@ -12,7 +12,8 @@ namespace packtune {
 bool NodeOutbox::hold(const std::string& identity, const protocol::Message& message) {
   const auto route = protocol::NodeRoute::split(identity);
   if (!route) return false;
-  auto& held = held_[std::string(route->first)];
+  key_.assign(route->first);  // reused: a node's routing id is past the short-string buffer
+  auto& held = held_[key_];
   if (held.used == 0) {
     order_.emplace_back(route->first);
     held.first = identity;

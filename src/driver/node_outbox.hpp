@@ -38,6 +38,7 @@ class NodeOutbox {
   // node's next turn.
   std::unordered_map<std::string, Held> held_;
   std::vector<std::string> order_;  // nodes, in the order of their first message this turn
+  std::string key_;
 };
 
 }  // namespace packtune

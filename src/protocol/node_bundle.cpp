@@ -28,22 +28,16 @@ std::string encode(const NodeBundle& bundle) { return encode_portable(bundle); }
 
 NodeBundle decode_bundle(const void* data, std::size_t size) {
   NodeBundle bundle;
-  try {
-    WireInputArchive archive(data, size);
-    archive(bundle);
-    if (archive.remaining() != 0) throw cereal::Exception("trailing bytes");
-    if (bundle.routes.empty()) throw cereal::Exception("no messages");
-    if (bundle.routes.size() != bundle.messages.size()) {
-      throw cereal::Exception(std::to_string(bundle.routes.size()) + " routes for " +
-                              std::to_string(bundle.messages.size()) + " messages");
+  read_whole<ProtocolError>(data, size, bundle, "bundle of messages", [](const NodeBundle& b) {
+    if (b.routes.empty()) throw cereal::Exception("no messages");
+    if (b.routes.size() != b.messages.size()) {
+      throw cereal::Exception(std::to_string(b.routes.size()) + " routes for " + std::to_string(b.messages.size()) +
+                              " messages");
     }
-    for (const auto& route : bundle.routes) {
+    for (const auto& route : b.routes) {
       if (route.empty()) throw cereal::Exception("an empty route");
     }
-  } catch (const std::exception& e) {
-    throw ProtocolError(std::string("malformed bundle of messages (") + e.what() +
-                        "); is the peer a packtune of the same version?");
-  }
+  });
   return bundle;
 }
 

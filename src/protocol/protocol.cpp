@@ -19,14 +19,7 @@ std::string encode(const Message& message) { return encode_portable(message); }
 
 Message decode(const void* data, std::size_t size) {
   Message message;
-  try {
-    WireInputArchive archive(data, size);
-    archive(message);
-    if (archive.remaining() != 0) throw cereal::Exception("trailing bytes");
-  } catch (const std::exception& e) {
-    throw ProtocolError(std::string("malformed protocol message (") + e.what() +
-                        "); is the peer a packtune of the same version?");
-  }
+  read_whole<ProtocolError>(data, size, message, "protocol message", [](const Message&) {});
   return message;
 }
 

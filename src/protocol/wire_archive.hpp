@@ -93,4 +93,19 @@ void CEREAL_LOAD_FUNCTION_NAME(WireInputArchive& ar, cereal::BinaryData<T>& bd) 
   ar.read(bd.data, static_cast<std::size_t>(bd.size), sizeof(Element));
 }
 
+// Reads `value` from all of `data`, then `check(value)` (which throws cereal::Exception for
+// what the archive cannot tell); any failure is a ProtocolError naming `what` ("protocol
+// message", "bundle of messages"). ProtocolError is protocol.hpp's: included by the caller.
+template <class Failure, class T, class Check>
+void read_whole(const void* data, std::size_t size, T& value, const char* what, Check check) {
+  try {
+    WireInputArchive archive(data, size);
+    archive(value);
+    if (archive.remaining() != 0) throw cereal::Exception("trailing bytes");
+    check(value);
+  } catch (const std::exception& e) {
+    throw Failure(std::string("malformed ") + what + " (" + e.what() + "); is the peer a packtune of the same version?");
+  }
+}
+
 }  // namespace packtune::protocol

@@ -192,13 +192,9 @@ bool send_message(zmq::socket_t& router, const std::string& identity, const prot
   return true;
 }
 
-bool send_bundle(zmq::socket_t& router, std::string_view node, const protocol::NodeBundle& bundle) {
-  const auto bytes = protocol::encode(bundle);
-  const auto first = zmq::send_flags::sndmore | zmq::send_flags::dontwait;
-  if (!protocol::retry_interrupted([&] { return router.send(zmq::buffer(node), first); })) return false;
-  protocol::retry_interrupted([&] { return router.send(zmq::const_buffer(nullptr, 0), zmq::send_flags::sndmore); });
-  protocol::retry_interrupted([&] { return router.send(zmq::buffer(bytes), zmq::send_flags::none); });
-  return true;
+bool send_bundle(zmq::socket_t& router, const std::string& node, const protocol::NodeBundle& bundle) {
+  // A node's routing id alone splits into itself and an empty route: the bundle's envelope.
+  return send_encoded(router, node, protocol::encode(bundle));
 }
 
 std::optional<protocol::Message> receive_message(zmq::socket_t& dealer, long timeout_ms) {

@@ -42,7 +42,7 @@ bool send_message(zmq::socket_t& router, const std::string& identity, const prot
                   zmq::message_t& payload);
 // Several messages to the peers behind one node (protocol/node_bundle.hpp), on the driver's
 // router: `node` is the node's routing id. As send_message, false when its pipe is full.
-bool send_bundle(zmq::socket_t& router, std::string_view node, const protocol::NodeBundle& bundle);
+bool send_bundle(zmq::socket_t& router, const std::string& node, const protocol::NodeBundle& bundle);
 
 // A message and its payload frame (empty when it came without one).
 struct Received {
