@@ -12,7 +12,7 @@
 #include "util/subcommand.hpp"
 
 int main(int argc, char** argv) {
-  packtune::util::use_log_pattern("[%H:%M:%S] %^%l%$ %*");
+  packtune::util::use_log_pattern(packtune::util::kConsolePattern);
   const auto usage = packtune::cli::usage_text();
   if (argc < 2) {
     std::cerr << usage;

@@ -217,6 +217,7 @@ class Driver {
     core_.commit();
     core_.results()->write_best();
     const bool report_written = report_->finish();
+    log_->write_through();
     display_->finish(core_.status(Clock::now()));
     core_.summarize(code == 0, report_written, Clock::now());
     if (code != 0) std::printf("continue it with: packtune run --resume %s\n", options_.out_dir.c_str());

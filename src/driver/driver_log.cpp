@@ -1,7 +1,12 @@
 #include "driver/driver_log.hpp"
 
-#include <algorithm>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -9,6 +14,31 @@
 #include "util/log_pattern.hpp"
 
 namespace packtune {
+
+namespace {
+
+// The console's lines for a reader that is not a terminal (a file, a pipe, a batch job's log):
+// held and written at each flush, as driver.log's are. spdlog's console sink writes each line
+// through with an fflush, a write(2) per line: 2.5% of the driver's CPU at 10,000 actors
+// (docs/benchmarks.md, Nodes). A terminal keeps spdlog's sink, and its colours.
+class HeldConsoleSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit HeldConsoleSink(std::FILE* out) : out_(out) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override { formatter_->format(msg, held_); }
+  void flush_() override {
+    if (held_.size() > 0) std::fwrite(held_.data(), 1, held_.size(), out_);
+    std::fflush(out_);
+    held_.clear();
+  }
+
+ private:
+  std::FILE* out_;
+  spdlog::memory_buf_t held_;
+};
+
+}  // namespace
 
 DriverLog::DriverLog(const std::string& path, Console console) {
   auto logger = spdlog::default_logger();
@@ -21,6 +51,14 @@ DriverLog::DriverLog(const std::string& path, Console console) {
   for (auto& sink : console_) {
     console_levels_.push_back(sink->level());
     sink->set_level(std::max(shown, sink->level()));
+  }
+  // spdlog's default logger writes to stdout. A status table on a terminal wraps its sinks
+  // (status_display.hpp), which stay.
+  if (!::isatty(STDOUT_FILENO)) {
+    held_ = std::make_shared<HeldConsoleSink>(stdout);
+    util::use_log_pattern(*held_, util::kConsolePattern);
+    held_->set_level(console_levels_.empty() ? shown : std::max(shown, console_levels_.front()));
+    logger->sinks() = {held_};
   }
   try {
     file_ = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, false);
@@ -39,11 +77,21 @@ DriverLog::DriverLog(const std::string& path, Console console) {
   logger->flush_on(spdlog::level::warn);
 }
 
-void DriverLog::flush() { file_->flush(); }
+void DriverLog::flush() {
+  file_->flush();
+  if (held_) held_->flush();
+}
+
+void DriverLog::write_through() {
+  flush();
+  spdlog::default_logger()->flush_on(spdlog::level::trace);
+}
 
 DriverLog::~DriverLog() {
+  flush();
   auto logger = spdlog::default_logger();
   auto& sinks = logger->sinks();
+  if (held_) sinks = console_;
   sinks.erase(std::remove(sinks.begin(), sinks.end(), file_), sinks.end());
   for (std::size_t i = 0; i < console_.size(); ++i) console_[i]->set_level(console_levels_[i]);
   logger->set_level(logger_level_);

@@ -17,6 +17,9 @@ namespace packtune::util {
 
 constexpr std::size_t kMaxLogMessage = 4096;
 
+// The console's pattern (every command's); driver.log's adds the date.
+inline constexpr const char* kConsolePattern = "[%H:%M:%S] %^%l%$ %*";
+
 // The message as %* writes it.
 std::string loggable(std::string_view message);
 
