@@ -294,7 +294,7 @@ void DriverCore::on_report(ActorState& actor, const proto::Report& report) {
   const bool seen = report.budget <= trial.reported + 1e-9 * std::max(1.0, report.budget);
   std::string row;  // as results.jsonl has it
   if (!seen) {
-    row = results_->append(ResultsWriter::line(report_row(actor, trial, report), trial.full));
+    row = results_->append(report_row(actor, trial, report), trial.full);
     test_hold("driver.reported");
     trial.reported = report.budget;
     trial.exploited_from = -1;  // recorded in this row

@@ -4,16 +4,16 @@
 
 #include <fmt/format.h>
 
+#include "experiment/results_writer.hpp"
 #include "packtune/error.hpp"
 #include "packtune/test_hold.hpp"
+#include "util/json_object_text.hpp"
 
 namespace packtune {
 namespace {
 
 using json = nlohmann::json;
 
-// JSON has no NaN: a failed or diverged trial's metric is null.
-json metric_json(double metric) { return std::isfinite(metric) ? json(metric) : json(nullptr); }
 double metric_of(const json& value) {
   return value.is_number() ? value.get<double>() : std::numeric_limits<double>::quiet_NaN();
 }
@@ -44,17 +44,15 @@ tuners::Job TunerJournal::next_job() {
   if (job.kind == Job::Kind::Wait && rules_) rules_->check_wait();
   if (job.kind == Job::Kind::Start || job.kind == Job::Kind::Resume) {
     if (rules_) rules_->check(job);
-    json entry = {{"kind", kind_name(job.kind)},
-                  {"trial", job.trial},
-                  {"budget", job.budget},
-                  {"config", tuners::to_json(job.config)}};
-    if (job.from_trial >= 0) {
-      entry["from_trial"] = job.from_trial;
-      entry["from_budget"] = job.from_budget;
-    }
+    util::JsonObjectText entry;
+    entry.add("kind", kind_name(job.kind))
+        .add("trial", job.trial)
+        .add("budget", job.budget)
+        .add_json("config", ResultsWriter::config_text(job.config));
+    if (job.from_trial >= 0) entry.add("from_trial", job.from_trial).add("from_budget", job.from_budget);
     // A learning sampler's reasons, for the report; a replay recomputes them, so they are not checked.
-    if (!job.why.is_null()) entry["why"] = job.why;
-    write({{"job", entry}});
+    if (!job.why.is_null()) entry.add_json("why", job.why.dump());
+    write_entry("job", entry.text());
     if (job.kind == Job::Kind::Resume) test_hold("driver.promoted");
   }
   return job;
@@ -62,12 +60,12 @@ tuners::Job TunerJournal::next_job() {
 
 // The row is the report's results.jsonl line, already serialized: 10,000 actors report tens of
 // thousands of times a second, and serializing each row twice was a tenth of the driver's time.
-void TunerJournal::write_with_row(const char* key, const json& value, std::string_view row) {
+void TunerJournal::write_entry(const char* key, std::string_view value, std::string_view row) {
   if (!journal_) return;
   std::string text = "{\"";
   text += key;
   text += "\":";
-  text += value.dump();
+  text += value;
   if (!row.empty()) {
     text += ",\"row\":";
     text += row;
@@ -78,28 +76,23 @@ void TunerJournal::write_with_row(const char* key, const json& value, std::strin
 
 tuners::Decision TunerJournal::on_report(TrialId trial, double budget, double metric, std::string_view row) {
   const auto decision = call("on_report", [&] { return tuner_.on_report(trial, budget, metric); });
-  json report;
-  report["trial"] = trial;
-  report["budget"] = budget;
-  report["metric"] = metric_json(metric);
-  report["stop"] = decision == tuners::Decision::Stop;
-  write_with_row("report", report, row.empty() ? std::string_view("null") : row);
+  util::JsonObjectText report;
+  report.add("trial", trial).add("budget", budget).add("metric", metric).add("stop", decision == tuners::Decision::Stop);
+  write_entry("report", report.text(), row.empty() ? std::string_view("null") : row);
   return decision;
 }
 
 void TunerJournal::on_result(TrialId trial, double budget, double metric, std::string_view row, bool failed) {
   call("on_result", [&] { tuner_.on_result(trial, budget, metric); });
   if (rules_) rules_->result(trial, budget);
-  json result;
-  result["trial"] = trial;
-  result["budget"] = budget;
-  result["metric"] = metric_json(metric);
-  if (failed) result["failed"] = true;
-  write_with_row("result", result, row);
+  util::JsonObjectText result;
+  result.add("trial", trial).add("budget", budget).add("metric", metric);  // NaN: null, as JSON has no NaN
+  if (failed) result.add("failed", true);
+  write_entry("result", result.text(), row);
 }
 
 void TunerJournal::on_checkpoint(TrialId trial, const std::string& path, double budget) {
-  write({{"checkpoint", {{"trial", trial}, {"path", path}, {"budget", budget}}}});
+  write_entry("checkpoint", util::JsonObjectText().add("trial", trial).add("path", path).add("budget", budget).text());
 }
 
 void TunerJournal::on_finished(std::int64_t jobs) { write({{"finished", {{"jobs", jobs}}}}); }

@@ -83,8 +83,9 @@ class TunerJournal {
   void write(const nlohmann::json& entry) {
     if (journal_) journal_->append(entry);
   }
-  // {"KEY":value,"row":row}, the bytes write() would give that object: its keys sort before "row".
-  void write_with_row(const char* key, const nlohmann::json& value, std::string_view row);
+  // {"KEY":value,"row":row} (no "row" when empty), the bytes write() would give that object:
+  // every KEY sorts before "row". `value` is JSON text (util/json_object_text.hpp).
+  void write_entry(const char* key, std::string_view value, std::string_view row = {});
 
   tuners::Tuner& tuner_;
   Journal* journal_;

@@ -9,8 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <variant>
 
 #include "packtune/error.hpp"
+#include "util/json_object_text.hpp"
 
 namespace packtune {
 namespace fs = std::filesystem;
@@ -101,32 +103,43 @@ std::string ResultsWriter::resume_advice() const {
   return "free space there, then continue with `packtune run --resume " + dir_ + "`";
 }
 
-nlohmann::json ResultsWriter::line(const ReportRow& row, const tuners::TrialConfig& config) {
-  nlohmann::json line;
-  line["trial"] = row.trial;
-  line["budget"] = row.budget;
-  for (const auto& [name, value] : row.metrics) {
-    // JSON has no NaN; a diverged trial's metric is written as null.
-    line[name] = std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
+std::string ResultsWriter::config_text(const tuners::TrialConfig& config) {
+  util::JsonObjectText text;
+  for (const auto& [name, value] : config) {
+    std::visit([&text, &name = name](const auto& v) { text.add(name, v); }, value);
   }
-  line["final"] = row.final;
-  line["wall_time"] = row.wall_time;
-  line["train_seconds"] = row.train_seconds;
-  line["actor"] = row.actor;
-  line["unit_size"] = row.unit_size;
-  if (!row.unit.empty()) line["unit"] = row.unit;
-  if (row.job_start >= 0) line["job_start"] = row.job_start;
-  if (row.exploited_from >= 0) line["exploit"] = {{"from_trial", row.exploited_from}, {"from_budget", row.exploited_at}};
-  // Every trial's hyper-parameters (fixed and sampled), not only the best's: enough to re-run any trial elsewhere
-  // (bench/peer_bench trains the same trials in a plain PyTorch loop from these).
-  line["config"] = tuners::to_json(config);
-  return line;
+  return text.text();
 }
 
-std::string ResultsWriter::append(const nlohmann::json& line) {
-  std::string text = line.dump();
+std::string ResultsWriter::line(const ReportRow& row, const tuners::TrialConfig& config) {
+  util::JsonObjectText line;
+  line.add("trial", row.trial).add("budget", row.budget);
+  // JSON has no NaN: a diverged trial's metric is written as null.
+  for (const auto& [name, value] : row.metrics) line.add(name, value);
+  line.add("final", row.final)
+      .add("wall_time", row.wall_time)
+      .add("train_seconds", row.train_seconds)
+      .add("actor", row.actor)
+      .add("unit_size", row.unit_size);
+  if (!row.unit.empty()) line.add("unit", row.unit);
+  if (row.job_start >= 0) line.add("job_start", row.job_start);
+  if (row.exploited_from >= 0) {
+    util::JsonObjectText exploit;
+    line.add_json("exploit", exploit.add("from_trial", row.exploited_from).add("from_budget", row.exploited_at).text());
+  }
+  // Every trial's hyper-parameters (fixed and sampled), not only the best's: enough to re-run any trial elsewhere
+  // (bench/peer_bench trains the same trials in a plain PyTorch loop from these).
+  line.add_json("config", config_text(config));
+  return line.text();
+}
+
+std::string ResultsWriter::append(const ReportRow& row, const tuners::TrialConfig& config) {
+  std::string text = line(row, config);
   log_->append_text(text);
-  take(line);
+  ++rows_;
+  if (const auto it = row.metrics.find(metric_); it != row.metrics.end() && std::isfinite(it->second)) {
+    consider(row.trial, it->second, row.budget, config);
+  }
   return text;
 }
 
@@ -137,8 +150,14 @@ void ResultsWriter::take(const nlohmann::json& line) {
   const double value = it->get<double>();
   const double budget = line.at("budget").get<double>();
   if (!best_ || outranks_best(value, budget, best_->value, best_->budget, mode_ == tuners::Mode::Max, final_budget_)) {
-    best_ = Best{line.at("trial").get<tuners::TrialId>(), value, budget,
-                 tuners::config_from_json(line.at("config"), "results.jsonl: config")};
+    consider(line.at("trial").get<tuners::TrialId>(), value, budget,
+             tuners::config_from_json(line.at("config"), "results.jsonl: config"));
+  }
+}
+
+void ResultsWriter::consider(tuners::TrialId trial, double value, double budget, const tuners::TrialConfig& config) {
+  if (!best_ || outranks_best(value, budget, best_->value, best_->budget, mode_ == tuners::Mode::Max, final_budget_)) {
+    best_ = Best{trial, value, budget, config};
   }
 }
 

@@ -60,16 +60,19 @@ class ResultsWriter {
   ResultsWriter(const ResultsWriter&) = delete;
   ResultsWriter& operator=(const ResultsWriter&) = delete;
 
-  // The results.jsonl line of a report.
-  static nlohmann::json line(const ReportRow& row, const tuners::TrialConfig& config);
-  // Takes the line (best() sees it at once); flush() writes it. Returns it as written, which
-  // the journal keeps too: one serialization of each report, not two.
-  std::string append(const nlohmann::json& line);
+  // The results.jsonl line of a report, as nlohmann::json's dump() would write its object
+  // (util/json_object_text.hpp).
+  static std::string line(const ReportRow& row, const tuners::TrialConfig& config);
+  // A trial's config as that line (and the journal) writes it.
+  static std::string config_text(const tuners::TrialConfig& config);
+  // Takes the report (best() sees it at once); flush() writes it. Returns its line as written,
+  // which the journal keeps too: one serialization of each report, not two.
+  std::string append(const ReportRow& row, const tuners::TrialConfig& config);
   // Writes the lines appended since the last flush. On a failure (a full disk) the file is
   // cut back to its last whole line and Error names it.
   void flush();
   void write(const ReportRow& row, const tuners::TrialConfig& config) {
-    append(line(row, config));
+    append(row, config);
     flush();
   }
 
@@ -91,8 +94,9 @@ class ResultsWriter {
   bool unlinked() const { return log_ && log_->unlinked(); }
 
  private:
-  // Counts the line and keeps it if it is the best so far.
+  // Counts the line (of a resumed run) and keeps it if it is the best so far.
   void take(const nlohmann::json& line);
+  void consider(tuners::TrialId trial, double value, double budget, const tuners::TrialConfig& config);
   std::string resume_advice() const;
 
   std::string dir_;

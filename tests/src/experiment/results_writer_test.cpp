@@ -46,18 +46,23 @@ TEST_CASE("with a final budget (pbt) the best is the best report there, once one
   const auto out = dir.file("run");
   const auto report = [](tuners::TrialId trial, double budget, double accuracy) {
     ReportRow row{trial, budget, {{"val_accuracy", accuracy}}};
-    return ResultsWriter::line(row, {{"lr", 0.1 * static_cast<double>(trial + 1)}});
+    return std::make_pair(row, tuners::TrialConfig{{"lr", 0.1 * static_cast<double>(trial + 1)}});
   };
   // Trial 0 peaks at budget 2, then an exploit replaces its weights; at budget 4, the end,
   // trial 2 is the best member of the population.
-  const std::vector<nlohmann::json> rows{report(0, 2, 0.90), report(1, 2, 0.70), report(2, 4, 0.85),
-                                         report(0, 4, 0.80), report(1, 4, 0.86), report(1, 4, 0.84)};
+  const std::vector reports{report(0, 2, 0.90), report(1, 2, 0.70), report(2, 4, 0.85),
+                            report(0, 4, 0.80), report(1, 4, 0.86), report(1, 4, 0.84)};
+  std::vector<nlohmann::json> rows;
   ResultsWriter w(out, nlohmann::json{{"seed", 1}}, "val_accuracy", tuners::Mode::Max, 4.0);
-  w.append(rows[0]);
-  w.append(rows[1]);
+  const auto append = [&](std::size_t r) {
+    rows.push_back(nlohmann::json::parse(w.append(reports[r].first, reports[r].second)));
+  };
+  append(0);
+  append(1);
   REQUIRE(w.best());
   CHECK(w.best()->trial == 0);  // nothing at the final budget yet: the best at any budget
-  for (std::size_t r = 2; r < rows.size(); ++r) w.append(rows[r]);
+  CHECK(w.best()->config.at("lr") == tuners::ParamValue(0.1));
+  for (std::size_t r = 2; r < reports.size(); ++r) append(r);
   CHECK(w.best()->trial == 1);
   CHECK(w.best()->value == 0.86);
   CHECK(w.best()->budget == 4.0);
