@@ -28,13 +28,21 @@ void append_escaped(std::string& out, std::string_view s) {
 
 }  // namespace
 
+JsonObjectText::JsonObjectText() {
+  members_.reserve(16);
+  bytes_.reserve(256);
+}
+
 JsonObjectText& JsonObjectText::add_value(std::string_view key, std::string_view value) {
+  if (!members_.empty() && !(key_of(members_.back()) < key)) in_order_ = false;
   Member m;
-  m.key = key;
-  m.begin = values_.size();
-  m.size = value.size();
-  values_ += value;
-  members_.push_back(std::move(m));
+  m.key_begin = bytes_.size();
+  m.key_size = key.size();
+  bytes_ += key;
+  m.value_begin = bytes_.size();
+  m.value_size = value.size();
+  bytes_ += value;
+  members_.push_back(m);
   return *this;
 }
 
@@ -68,20 +76,31 @@ JsonObjectText& JsonObjectText::add_null(std::string_view key) { return add_valu
 JsonObjectText& JsonObjectText::add_json(std::string_view key, std::string_view json) { return add_value(key, json); }
 
 std::string JsonObjectText::text() {
-  // Stable: of a key given twice, the one added last comes last and is kept.
-  std::stable_sort(members_.begin(), members_.end(), [](const Member& a, const Member& b) { return a.key < b.key; });
-  std::string out = "{";
+  if (!in_order_) {
+    // Insertion sort: a few members, and stable, so that of a key given twice the one added
+    // last comes last and is kept.
+    for (std::size_t i = 1; i < members_.size(); ++i) {
+      const Member m = members_[i];
+      std::size_t j = i;
+      for (; j > 0 && key_of(m) < key_of(members_[j - 1]); --j) members_[j] = members_[j - 1];
+      members_[j] = m;
+    }
+  }
+  std::string out;
+  out.reserve(bytes_.size() + 4 * members_.size() + 2);
+  out += '{';
   for (std::size_t i = 0; i < members_.size(); ++i) {
-    if (i + 1 < members_.size() && members_[i + 1].key == members_[i].key) continue;
+    if (i + 1 < members_.size() && key_of(members_[i + 1]) == key_of(members_[i])) continue;
     if (out.size() > 1) out += ',';
     out += '"';
-    append_escaped(out, members_[i].key);
+    append_escaped(out, key_of(members_[i]));
     out += "\":";
-    out.append(values_, members_[i].begin, members_[i].size);
+    out.append(bytes_, members_[i].value_begin, members_[i].value_size);
   }
   out += '}';
   members_.clear();
-  values_.clear();
+  bytes_.clear();
+  in_order_ = true;
   return out;
 }
 

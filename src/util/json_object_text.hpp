@@ -14,6 +14,7 @@ namespace packtune::util {
 
 class JsonObjectText {
  public:
+  JsonObjectText();
   JsonObjectText& add(std::string_view key, double value);
   JsonObjectText& add(std::string_view key, std::int64_t value);
   JsonObjectText& add(std::string_view key, int value) { return add(key, static_cast<std::int64_t>(value)); }
@@ -29,15 +30,19 @@ class JsonObjectText {
   std::string text();
 
  private:
-  struct Member {
-    std::string key;
-    std::size_t begin = 0;
-    std::size_t size = 0;
+  struct Member {  // where its key and value text lie in bytes_
+    std::size_t key_begin = 0;
+    std::size_t key_size = 0;
+    std::size_t value_begin = 0;
+    std::size_t value_size = 0;
   };
+  std::string_view key_of(const Member& m) const { return std::string_view(bytes_).substr(m.key_begin, m.key_size); }
   JsonObjectText& add_value(std::string_view key, std::string_view value);
 
+  // A handful of members a row: one buffer for all their bytes, no allocation per member.
   std::vector<Member> members_;
-  std::string values_;  // every member's value text, one after another
+  std::string bytes_;
+  bool in_order_ = true;  // every key so far after the one before (a std::map's): no sort
 };
 
 }  // namespace packtune::util
