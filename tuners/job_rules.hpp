@@ -3,7 +3,7 @@
 // taken: by `packtune simulate` and by the driver of `packtune run`. A tuner that breaks one
 // (a plugin with a bug) stops the experiment with the broken rule named, instead of training a
 // trial it never started, with a config it never sampled, to a budget the schedule has not got.
-#include <map>
+#include <unordered_map>
 #include <string>
 
 #include "tuners/tuner.hpp"
@@ -29,7 +29,7 @@ class JobRules {
   };
   std::string tuner_;
   double max_budget_;
-  std::map<TrialId, Trial> trials_;
+  std::unordered_map<TrialId, Trial> trials_;  // looked up per job, never walked
   std::size_t running_ = 0;  // trials with a job out: Wait is asked often, a scan per Wait would not do
 };
 
