@@ -41,6 +41,12 @@ class HeldConsoleSink final : public spdlog::sinks::base_sink<std::mutex> {
 }  // namespace
 
 DriverLog::DriverLog(const std::string& path, Console console) {
+  // The file first: if it cannot be opened, the logger is left as it was.
+  try {
+    file_ = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, false);
+  } catch (const spdlog::spdlog_ex& e) {
+    throw Error("cannot write " + path + ": " + e.what());
+  }
   auto logger = spdlog::default_logger();
   logger_level_ = logger->level();
   flush_level_ = logger->flush_level();
@@ -59,11 +65,6 @@ DriverLog::DriverLog(const std::string& path, Console console) {
     util::use_log_pattern(*held_, util::kConsolePattern);
     held_->set_level(console_levels_.empty() ? shown : std::max(shown, console_levels_.front()));
     logger->sinks() = {held_};
-  }
-  try {
-    file_ = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, false);
-  } catch (const spdlog::spdlog_ex& e) {
-    throw Error("cannot write " + path + ": " + e.what());
   }
   // spdlog's default pattern for a file, with the message through %* (util/log_pattern.hpp).
   util::use_log_pattern(*file_, "[%Y-%m-%d %H:%M:%S.%e] [%l] %*");
@@ -88,7 +89,12 @@ void DriverLog::write_through() {
 }
 
 DriverLog::~DriverLog() {
-  flush();
+  if (held_) held_->flush();
+  try {
+    file_->flush();
+  } catch (const spdlog::spdlog_ex&) {
+    // A full disk: the run's error says so already, and a destructor must not throw.
+  }
   auto logger = spdlog::default_logger();
   auto& sinks = logger->sinks();
   if (held_) sinks = console_;

@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <fstream>
+#include <random>
 
 #include "../../temp_dir.hpp"
 #include "packtune/error.hpp"
@@ -73,4 +75,58 @@ TEST_CASE("with a final budget (pbt) the best is the best report there, once one
   CHECK(resumed.best()->trial == 1);
   const ResultsWriter any_budget(out, rows, "val_accuracy", tuners::Mode::Max);
   CHECK(any_budget.best()->trial == 0);
+}
+
+// The row as the driver wrote it before util::JsonObjectText: an nlohmann::json object, dumped.
+// resume rewrites results.jsonl from the journal's rows through nlohmann::json, so a row's
+// bytes must be what dump() gives.
+TEST_CASE("a results row is the bytes nlohmann::json's dump() gives the same object (random rows)") {
+  std::mt19937_64 rng(7);
+  const auto pick = [&rng](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+  const auto number = [&rng, &pick]() {
+    const double values[] = {std::nan(""), 0.0, -0.0, 1.0, 3.0, 0.1, 1e-7, 12345.678, -2.5e300};
+    return pick(3) == 0 ? values[pick(9)] : std::uniform_real_distribution<double>(-1, 1)(rng);
+  };
+  for (int round = 0; round < 500; ++round) {
+    ReportRow row{pick(100000), number()};
+    const std::vector<std::string> names{"val_loss", "val_accuracy", "loss", "a_metric", "zeta", "train_seconds"};
+    for (int m = pick(4); m > 0; --m) row.metrics[names[static_cast<std::size_t>(pick(6))]] = number();
+    row.final = pick(2) == 1;
+    row.wall_time = number();
+    row.train_seconds = number();
+    row.actor = pick(2000) - 1;
+    row.unit_size = 1 + pick(32);
+    if (pick(2)) row.unit = "u" + std::to_string(pick(500));
+    if (pick(2)) row.job_start = std::abs(number());
+    if (pick(3) == 0) {
+      row.exploited_from = pick(100);
+      row.exploited_at = number();
+    }
+    tuners::TrialConfig config;
+    for (int c = pick(8); c > 0; --c) {
+      const auto key = std::string(1, static_cast<char>('a' + pick(12))) + (pick(2) ? "_rate" : "");
+      switch (pick(4)) {
+        case 0: config[key] = pick(2) == 1; break;
+        case 1: config[key] = static_cast<std::int64_t>(pick(1 << 20)) - 1000; break;
+        case 2: config[key] = number(); break;
+        default: config[key] = std::string(pick(2) ? "adam" : "path/with \"quotes\"\n");
+      }
+    }
+    nlohmann::json line;
+    line["trial"] = row.trial;
+    line["budget"] = row.budget;
+    for (const auto& [name, value] : row.metrics) line[name] = std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
+    line["final"] = row.final;
+    line["wall_time"] = row.wall_time;
+    line["train_seconds"] = row.train_seconds;
+    line["actor"] = row.actor;
+    line["unit_size"] = row.unit_size;
+    if (!row.unit.empty()) line["unit"] = row.unit;
+    if (row.job_start >= 0) line["job_start"] = row.job_start;
+    if (row.exploited_from >= 0) line["exploit"] = {{"from_trial", row.exploited_from}, {"from_budget", row.exploited_at}};
+    line["config"] = tuners::to_json(config);
+    INFO("round " << round);
+    REQUIRE(ResultsWriter::line(row, config) == line.dump());
+    REQUIRE(ResultsWriter::config_text(config) == tuners::to_json(config).dump());
+  }
 }
