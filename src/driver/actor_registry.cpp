@@ -150,8 +150,18 @@ void ActorRegistry::slot_exited(int node_id, int local_index, bool final) {
 
 std::vector<ActorState*> ActorRegistry::silent_actors(Clock::time_point now) {
   std::vector<ActorState*> out;
+  const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeouts_.actor_seconds));
   for (auto& [identity, actor] : actors_) {
-    if (!actor.dead && silent(actor.last_heard, now, timeouts_.actor_seconds)) out.push_back(&actor);
+    if (actor.dead || !silent(actor.last_heard, now, timeouts_.actor_seconds)) continue;
+    // Behind a node, an actor is silent on its own only once the node has been heard after
+    // the actor's deadline. Until then the node may be what went silent (killed, cut off),
+    // and its actors go out with it (DriverCore::retire_node), not one by one: an actor's
+    // last message can be older than its node's last heartbeat by a heartbeat's period.
+    if (protocol::NodeRoute::split(identity)) {
+      const NodeState* node = node_on(protocol::NodeRoute::connection(identity));
+      if (node && !node->dead && node->last_heard <= actor.last_heard + timeout) continue;
+    }
+    out.push_back(&actor);
   }
   return out;
 }

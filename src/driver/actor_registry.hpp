@@ -109,7 +109,8 @@ class ActorRegistry {
   // The process of a node's slot ended; `final`: it will not start again.
   void slot_exited(int node_id, int local_index, bool final);
 
-  // Live actors and nodes silent for longer than their timeout at `now`.
+  // Live actors and nodes silent for longer than their timeout at `now`; an actor behind a
+  // node that has not been heard since the actor's deadline is left to the node's.
   std::vector<ActorState*> silent_actors(Clock::time_point now);
   std::vector<NodeState*> silent_nodes(Clock::time_point now);
   void mark_node_dead(NodeState& node) { node.dead = true; }

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "driver/actor_registry.hpp"
+#include "protocol/node_route.hpp"
 
 using namespace packtune;
 using Clock = ActorRegistry::Clock;
@@ -111,6 +112,40 @@ TEST_CASE("silent actors and nodes are found by their timeouts (node 0, the driv
   CHECK(registry.silent_actors(later).empty());
   registry.mark_dead(actor);
   CHECK(registry.silent_actors(later + std::chrono::hours(1)).empty());
+}
+
+TEST_CASE("an actor behind a node is silent on its own only once the node was heard after its deadline") {
+  const auto t0 = Clock::now();
+  const auto at = [t0](double seconds) {
+    return t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  };
+  ActorRegistry registry({2, 2, 30});
+  const auto connection = protocol::NodeRoute::fresh_routing_id();
+  // As a real node: its agent speaks through the relay, under a route of its own there.
+  auto& node = registry.add_node(protocol::NodeRoute::join(connection, std::string("\0\0\0\0\x09", 5)),
+                                 node_hello("a", 2), t0);
+  auto& idle = registry.add_actor(protocol::NodeRoute::join(connection, std::string("\0\0\0\0\1", 5)),
+                                  hello("a", node.id, 0, 1), t0);
+  auto& alone = registry.add_actor("by_hand", hello("b", -1, -1, 2), t0);
+  // The node's last heartbeat came half a second after the actor's last message (a driver
+  // that paused, then read what had queued): at 2.2 s the actor is past its deadline but the
+  // node is not, and the node may be what went silent. An actor started by hand has no node.
+  node.last_heard = at(0.5);
+  auto silent = registry.silent_actors(at(2.2));
+  REQUIRE(silent.size() == 1);
+  CHECK(silent[0] == &alone);
+  CHECK(registry.silent_nodes(at(2.2)).empty());
+  // The node killed: it falls silent too, and its actors go out with it (DriverCore::retire_node).
+  CHECK(registry.silent_nodes(at(2.6)).size() == 1);
+  // The node alive and heard after the actor's deadline: the actor alone is silent (hung).
+  node.last_heard = at(2.1);
+  silent = registry.silent_actors(at(2.2));
+  REQUIRE(silent.size() == 2);
+  CHECK((silent[0] == &idle || silent[1] == &idle));
+  // A node already out of service holds nothing back.
+  node.last_heard = at(0.5);
+  registry.mark_node_dead(node);
+  CHECK(registry.silent_actors(at(2.2)).size() == 2);
 }
 
 TEST_CASE("open slots and settling: what may still bring an actor, and when the first jobs go out") {
