@@ -93,8 +93,9 @@ TEST_CASE("a peer refused in its handshake connects again, less and less often, 
       if (auto routed = packtune::RouterInbox().receive(router, 100)) {
         proto::Welcome welcome;
         welcome.actor_id = 7;
-        packtune::send_message(router, routed->identity, welcome);
+        // Counted before it goes: the peer checks the count as soon as the Welcome arrives.
         ++answered;
+        packtune::send_message(router, routed->identity, welcome);
       }
     }
   });
