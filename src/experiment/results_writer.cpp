@@ -138,7 +138,7 @@ std::string ResultsWriter::append(const ReportRow& row, const tuners::TrialConfi
   log_->append_text(text);
   ++rows_;
   if (const auto it = row.metrics.find(metric_); it != row.metrics.end() && std::isfinite(it->second)) {
-    consider(row.trial, it->second, row.budget, config);
+    if (beats_best(it->second, row.budget)) best_ = Best{row.trial, it->second, row.budget, config};
   }
   return text;
 }
@@ -149,16 +149,15 @@ void ResultsWriter::take(const nlohmann::json& line) {
   if (it == line.end() || !it->is_number()) return;
   const double value = it->get<double>();
   const double budget = line.at("budget").get<double>();
-  if (!best_ || outranks_best(value, budget, best_->value, best_->budget, mode_ == tuners::Mode::Max, final_budget_)) {
-    consider(line.at("trial").get<tuners::TrialId>(), value, budget,
-             tuners::config_from_json(line.at("config"), "results.jsonl: config"));
+  // The config is parsed only for a new best.
+  if (beats_best(value, budget)) {
+    best_ = Best{line.at("trial").get<tuners::TrialId>(), value, budget,
+                 tuners::config_from_json(line.at("config"), "results.jsonl: config")};
   }
 }
 
-void ResultsWriter::consider(tuners::TrialId trial, double value, double budget, const tuners::TrialConfig& config) {
-  if (!best_ || outranks_best(value, budget, best_->value, best_->budget, mode_ == tuners::Mode::Max, final_budget_)) {
-    best_ = Best{trial, value, budget, config};
-  }
+bool ResultsWriter::beats_best(double value, double budget) const {
+  return !best_ || outranks_best(value, budget, best_->value, best_->budget, mode_ == tuners::Mode::Max, final_budget_);
 }
 
 // results.jsonl is not fsynced: the journal is, and a resume rewrites this file from it.

@@ -96,7 +96,8 @@ class ResultsWriter {
  private:
   // Counts the line (of a resumed run) and keeps it if it is the best so far.
   void take(const nlohmann::json& line);
-  void consider(tuners::TrialId trial, double value, double budget, const tuners::TrialConfig& config);
+  // Whether a report of `value` at `budget` is the best so far.
+  bool beats_best(double value, double budget) const;
   std::string resume_advice() const;
 
   std::string dir_;
