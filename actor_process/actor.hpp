@@ -71,6 +71,7 @@ class Actor {
 
   struct ProfileTask {
     std::string key;
+    std::string shape;  // the shape's key as this actor computes it (experiment/trial_shape.hpp)
     Clock::time_point asked;
     std::unique_ptr<actors::ThroughputProfiler> profiler;
   };
@@ -87,6 +88,9 @@ class Actor {
   // the units it gave jobs to, none their own, leave (PackExecutor::end_batch).
   void end_batch(actors::PackExecutor& pack);
   void report(const actors::PackEvent& event);
+  // Reports, failures and memory exhaustion of a round of the pack, told the driver; whether
+  // there were any.
+  bool handle_round(const std::vector<actors::PackEvent>& events);
 
   // Checkpoints (actor_checkpoints.cpp).
   // Whether this actor sees the driver's checkpoint store (a local actor, a shared file
@@ -120,8 +124,9 @@ class Actor {
   void calibrate(const spec::TrialSpec& spec, torch::Device device);
   void queue_profile(const protocol::Profile& request);
   // One piece of profiling work per round of the pack: a memory calibration, or one K of a
-  // throughput profile. Returns whether a message went out.
-  bool advance_profiles();
+  // throughput profile, which times the pack's own rounds where its one unit is of the shape
+  // and of that K. Returns whether a message went out.
+  bool advance_profiles(actors::PackExecutor& pack);
   // The best trial's final model on the test split (proto::Test): a plain model of its own,
   // outside the pack, once the tuner is done. The test split is read only now.
   protocol::Tested run_test(const protocol::Test& test);

@@ -1,5 +1,8 @@
 #include "actor_process/actor.hpp"
 
+#include <algorithm>
+#include <iterator>
+
 #include "actor_process/keepalive.hpp"
 #include "actor_process/logging.hpp"
 #include "actors/device.hpp"
@@ -45,16 +48,14 @@ void Actor::calibrate(const spec::TrialSpec& spec, torch::Device device) {
 void Actor::queue_profile(const proto::Profile& request) {
   try {
     auto spec = request.spec;
-    profiles_.push_back({request.key, Clock::now(),
-                         std::make_unique<actors::ThroughputProfiler>(
-                             spec, request.max_members, input_, torch::Device(pack_device_),
-                             datasets::stream_options_of(data_options()))});
+    profiles_.push_back({request.key, trial_shape(spec).key, Clock::now(),
+                         std::make_unique<actors::ThroughputProfiler>(spec, request.max_members, *stream_)});
   } catch (const std::exception& e) {
     send_message(socket_, proto::Profiled{request.key, pack_device_, {}, {}, actors::error_message(e)});
   }
 }
 
-bool Actor::advance_profiles() {
+bool Actor::advance_profiles(actors::PackExecutor& pack) {
   if (!calibrations_.empty()) {
     const auto spec = calibrations_.front();
     calibrations_.pop_front();
@@ -84,13 +85,33 @@ bool Actor::advance_profiles() {
   // of its first 33 in two profiles of 4 K each, and the pack's rounds between them.
   const int members = task.profiler->next_members();
   const auto start = Clock::now();
+  // The pack's unit stands for a model of its size where it is the pack's only one and all of
+  // its members are of the profile's shape: its rounds train them while they are timed.
+  const auto sole = pack.sole_unit();
+  const bool of_shape = !sole.empty() && std::all_of(sole.begin(), sole.end(), [&](const spec::TrialSpec* s) {
+    return trial_shape(*s).key == task.shape;
+  });
+  // The keepalive holds the socket meanwhile: the rounds' reports go out after it.
+  std::vector<actors::PackEvent> events;
+  actors::ThroughputProfiler::PackUnit unit{static_cast<int>(sole.size()), [&] {
+                                              auto round = pack.step_round();
+                                              events.insert(events.end(), std::make_move_iterator(round.begin()),
+                                                            std::make_move_iterator(round.end()));
+                                              return pack.sole_unit().size() == sole.size();
+                                            }};
+  const int pack_steps = task.profiler->pack_steps();
   {
     Keepalive keepalive(socket_, spec_.heartbeat_seconds);
-    more = task.profiler->advance();
+    more = task.profiler->advance(of_shape ? &unit : nullptr);
   }
-  logging::info("actor {}: profile of shape {}: {} member(s) built, warmed up and timed in {:.2f} s", id_, task.key,
-                members, std::chrono::duration<double>(Clock::now() - start).count());
-  if (more) return false;
+  const bool reported = handle_round(events);
+  logging::info("actor {}: profile of shape {}: {} member(s) timed in {:.2f} s{}", id_, task.key, members,
+                std::chrono::duration<double>(Clock::now() - start).count(),
+                task.profiler->pack_steps() > pack_steps
+                    ? fmt::format(", {} of its steps the pack's own unit of {}", task.profiler->pack_steps() - pack_steps,
+                                  sole.size())
+                    : std::string());
+  if (more) return reported;
   proto::Profiled answer{task.key, pack_device_, {}, {}, task.profiler->error()};
   for (const auto& [members, seconds] : task.profiler->points()) {
     answer.members.push_back(members);

@@ -193,34 +193,9 @@ int Actor::serve(actors::PackExecutor& pack) {
     }
     if (!batch_.empty()) end_batch(pack);  // the rest of a dispatch never came
     advance_resumes(pack);
-    if (pack.busy()) {
-      proto::OutOfMemory out_of_memory;
-      for (auto& event : pack.step_round()) {
-        if (event.out_of_memory) {
-          // The driver re-places these with a larger memory figure; not a trial failure.
-          out_of_memory.trials.push_back(event.trial);
-          out_of_memory.leases.push_back(lease_of(event.trial, true));
-          out_of_memory.message = event.error;
-        } else if (!event.error.empty()) {
-          logging::warn("actor {}: trial {} failed: {}", id_, event.trial, event.error);
-          send_message(socket_, proto::TrialFailed{event.trial, event.error, lease_of(event.trial, true)});
-        } else {
-          report(event);
-        }
-        last_sent = Clock::now();
-      }
-      if (const auto failure = actors::take_cuda_graph_failure(); !failure.empty()) {
-        logging::warn("actor {}: CUDA graphs are off in this actor, every step runs eagerly (same results, "
-                      "slower): a capture failed: {}", id_, failure);
-      }
-      if (!out_of_memory.trials.empty()) {
-        logging::warn("actor {}: {} trial(s) ran out of memory and leave the pack: {}", id_,
-                     out_of_memory.trials.size(), out_of_memory.message);
-        send_message(socket_, out_of_memory);
-      }
-    }
+    if (pack.busy() && handle_round(pack.step_round())) last_sent = Clock::now();
     checkpoint_long_jobs(pack);
-    if (advance_profiles()) last_sent = Clock::now();
+    if (advance_profiles(pack)) last_sent = Clock::now();
     if (send_saved(false)) last_sent = Clock::now();
     const auto now = Clock::now();
     if (now - last_sent >= heartbeat) {
@@ -232,6 +207,33 @@ int Actor::serve(actors::PackExecutor& pack) {
                               options_.driver, driver_timeout.count()));
     }
   }
+}
+
+bool Actor::handle_round(const std::vector<actors::PackEvent>& events) {
+  proto::OutOfMemory out_of_memory;
+  for (const auto& event : events) {
+    if (event.out_of_memory) {
+      // The driver re-places these with a larger memory figure; not a trial failure.
+      out_of_memory.trials.push_back(event.trial);
+      out_of_memory.leases.push_back(lease_of(event.trial, true));
+      out_of_memory.message = event.error;
+    } else if (!event.error.empty()) {
+      logging::warn("actor {}: trial {} failed: {}", id_, event.trial, event.error);
+      send_message(socket_, proto::TrialFailed{event.trial, event.error, lease_of(event.trial, true)});
+    } else {
+      report(event);
+    }
+  }
+  if (const auto failure = actors::take_cuda_graph_failure(); !failure.empty()) {
+    logging::warn("actor {}: CUDA graphs are off in this actor, every step runs eagerly (same results, "
+                  "slower): a capture failed: {}", id_, failure);
+  }
+  if (!out_of_memory.trials.empty()) {
+    logging::warn("actor {}: {} trial(s) ran out of memory and leave the pack: {}", id_,
+                  out_of_memory.trials.size(), out_of_memory.message);
+    send_message(socket_, out_of_memory);
+  }
+  return !events.empty();
 }
 
 std::uint64_t Actor::lease_of(tuners::TrialId trial, bool ended) {

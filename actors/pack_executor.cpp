@@ -227,6 +227,16 @@ bool PackExecutor::busy() const {
   return false;
 }
 
+std::vector<const spec::TrialSpec*> PackExecutor::sole_unit() const {
+  std::vector<const spec::TrialSpec*> specs;
+  if (groups_.size() != 1 || !finished_.empty()) return specs;
+  for (const auto& m : members_) {
+    if (m.parked) return {};
+    specs.push_back(&m.job.spec);
+  }
+  return specs;
+}
+
 bool PackExecutor::contains(tuners::TrialId trial) const {
   for (const auto& m : members_) {
     if (m.job.trial == trial) return true;

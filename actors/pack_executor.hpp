@@ -122,6 +122,10 @@ class PackExecutor {
 
   // How many fused groups and solo trials the pack holds now.
   std::size_t fused_groups() const { return groups_.size(); }
+  // The specs of the members of the one group the pack holds, where it holds no other and none
+  // of them is parked or has an end to report: a round of the pack is then a step of that unit,
+  // which a throughput profile may time (ThroughputProfiler::PackUnit). Empty otherwise.
+  std::vector<const spec::TrialSpec*> sole_unit() const;
   // A member's parameters and buffers under solo state-dict names.
   std::vector<std::pair<std::string, torch::Tensor>> member_state(tuners::TrialId trial) const;
 

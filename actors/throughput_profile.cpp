@@ -70,22 +70,47 @@ ThroughputProfiler::ThroughputProfiler(spec::TrialSpec spec, int max_members, co
       device_, 0, stream);
 }
 
-// One K's model (a plain trial, or K fused members) on the profile's stream, warmed up and
-// ready to time windows of steps.
+namespace {
+// Thrown by a window whose pack unit stopped being the pack's only one: its K is timed on a
+// synthetic model instead. Not a std::exception, so no failure handler takes it for one.
+struct UnitChanged {};
+}  // namespace
+
+ThroughputProfiler::ThroughputProfiler(spec::TrialSpec spec, int max_members, const datasets::BatchStream& data,
+                                       double min_gain)
+    : spec_(std::move(spec)), max_members_(spec::fuses(spec_.model) ? std::max(1, max_members) : 1),
+      input_(input_shape(data)), device_(data.device()), min_gain_(min_gain),
+      stream_(std::make_unique<datasets::BatchStream>(data.reader(0))) {}
+
+// One K's model on the profile's stream (a plain trial, or K fused members), or the pack's own
+// unit of K members, warmed up and ready to time windows of steps.
 class ThroughputProfiler::StepTimer {
  public:
   StepTimer(const spec::TrialSpec& spec, const spec::InputShape& input, torch::Device device, int members,
             datasets::BatchStream& stream)
-      : stream_(stream), device_(device) {
+      : device_(device) {
     group_ = std::make_unique<FusedGroup>(spec, input, device);
     for (int k = 0; k < members; ++k) {
       auto member = spec;
       member.optimizer.lr *= 1.0 + 0.01 * k;  // members differ as trials do; the work is the same
       group_->add(k, member, static_cast<std::uint64_t>(k + 1));
     }
-    for (int s = 0; s < (device_.is_cuda() ? kWarmupSteps : kCpuWarmupSteps); ++s) step();
-    wait();
+    step_ = [this, &stream] {
+      stream.begin_round();
+      group_->train_step(stream);
+      return true;
+    };
+    warm_up();
   }
+
+  // The pack's rounds, each counted in `steps`. Its warm-up trains the pack too, and takes a
+  // unit that just joined past its first allocations and CUDA graph capture.
+  StepTimer(const PackUnit& unit, torch::Device device, int& steps) : device_(device), steps_(&steps) {
+    step_ = unit.step;
+    warm_up();
+  }
+
+  bool pack() const { return steps_ != nullptr; }
 
   // Seconds per step over one window of at least kMinTimedSeconds and, on a GPU, kMinTimedSteps.
   // The steps go in doubling batches with one wait after each: waiting after every step would
@@ -105,9 +130,13 @@ class ThroughputProfiler::StepTimer {
   }
 
  private:
+  void warm_up() {
+    for (int s = 0; s < (device_.is_cuda() ? kWarmupSteps : kCpuWarmupSteps); ++s) step();
+    wait();
+  }
   void step() {
-    stream_.begin_round();
-    group_->train_step(stream_);
+    if (!step_()) throw UnitChanged{};
+    if (steps_) ++*steps_;
   }
   // The clock stops when the device has finished, not when the host has queued the work. A
   // CPU's steps have finished when they return.
@@ -115,24 +144,27 @@ class ThroughputProfiler::StepTimer {
     if (device_.is_cuda()) torch::cuda::synchronize(device_.has_index() ? device_.index() : -1);
   }
 
-  datasets::BatchStream& stream_;
   torch::Device device_;
-  std::unique_ptr<FusedGroup> group_;
+  std::unique_ptr<FusedGroup> group_;  // a synthetic model's
+  std::function<bool()> step_;
+  int* steps_ = nullptr;  // the pack's steps timed, where this is the pack's unit
 };
 
 ThroughputProfiler::~ThroughputProfiler() = default;
 
-bool ThroughputProfiler::advance() {
+bool ThroughputProfiler::advance(const PackUnit* unit) {
   if (done_) return false;
   const int k = next_;
   Timing now;
   Timing before;  // the previous K, timed again in windows between this K's
+  const auto timer_of = [&](int members) {
+    return unit && unit->members == members ? std::make_unique<StepTimer>(*unit, device_, pack_steps_)
+                                            : std::make_unique<StepTimer>(spec_, input_, device_, members, *stream_);
+  };
   try {
-    auto timer = std::make_unique<StepTimer>(spec_, input_, device_, k, *stream_);
+    auto timer = timer_of(k);
     std::unique_ptr<StepTimer> previous = std::move(last_timer_);
-    if (!previous && !points_.empty()) {
-      previous = std::make_unique<StepTimer>(spec_, input_, device_, points_.back().first, *stream_);
-    }
+    if (!previous && !points_.empty()) previous = timer_of(points_.back().first);
     // Interleaved, the two see the same machine: another process that slows the CPU (or the
     // device) for a while slows both K instead of making the one timed then look worse. On a
     // 2-core CPU shared with another actor, timing them one after another made a fused pair
@@ -145,7 +177,11 @@ bool ThroughputProfiler::advance() {
     // On a GPU a K is built, warmed up for kWarmupSteps and captured before it is timed: kept, the
     // next K need not repeat that for it. On a CPU that is two steps, and between advances the
     // actor's memory belongs to the pack it trains.
-    if (device_.is_cuda()) last_timer_ = std::move(timer);
+    // The pack's unit is not the profile's to keep.
+    if (device_.is_cuda() && !timer->pack()) last_timer_ = std::move(timer);
+  } catch (const UnitChanged&) {
+    last_timer_.reset();
+    return advance(nullptr);
   } catch (const std::exception& e) {
     // The largest K that fits is where the profile ends; a failure at K = 1 is an error.
     if (points_.empty()) error_ = error_message(e);

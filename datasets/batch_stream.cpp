@@ -78,6 +78,16 @@ BatchStream::BatchStream(const DataSplit& split, torch::Device device, std::uint
   std::tie(val_inputs_, val_targets_) = prepare(split.validation);
 }
 
+BatchStream BatchStream::reader(std::uint64_t seed) const {
+  BatchStream other = *this;  // tensors are handles: the copy shares their storage
+  other.seed_ = seed;
+  other.permutations_.clear();
+  other.batches_.clear();
+  other.round_ = 0;
+  other.batches_decoded_ = 0;
+  return other;
+}
+
 std::pair<torch::Tensor, torch::Tensor> BatchStream::prepare(const Dataset& set) const {
   // check_data refuses this on the driver, but an actor on another machine reads its own copy
   // of the files, which may differ.

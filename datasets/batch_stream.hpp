@@ -41,6 +41,11 @@ class BatchStream {
   // without one) and, with order_per_trial, the order. Cached until the next round.
   std::pair<torch::Tensor, torch::Tensor> batch(std::int64_t step, int batch_size, std::uint64_t draw_seed = 0);
 
+  // Another reader of the same data with its own order and batches: it shares the device
+  // tensors (nothing is copied) and leaves this stream's state alone. A throughput profile
+  // reads through one, so that its steps gather and decode as the pack's do.
+  BatchStream reader(std::uint64_t seed) const;
+
   // Forget the batches of the previous round; call once per round of member steps.
   void begin_round() {
     batches_.clear();

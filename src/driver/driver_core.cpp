@@ -203,7 +203,7 @@ void DriverCore::on_actor_message(ActorState& actor, const proto::Message& messa
         } else if constexpr (std::is_same_v<T, proto::Checkpointed>) {
           on_checkpointed(actor, m);
         } else if constexpr (std::is_same_v<T, proto::Profiled>) {
-          release(profiles_.on_profiled(actor.id, m));
+          profiles_.on_profiled(actor.id, m);
         } else if constexpr (std::is_same_v<T, proto::Tested>) {
           if (final_test_.tests(actor.id, m.trial)) {
             auto answer = m;

@@ -190,8 +190,6 @@ class DriverCore {
   void start_next_job(int actor_id, TrialState& trial);
   void start_rung(Job first);
   protocol::Assign make_assign(const Job& job, TrialState& trial);
-  bool hold_for_profile(const Job& job, const TrialState& trial);
-  void release(const std::vector<Job>& jobs) { book_.put_back(jobs); }
   void on_measured(const ActorState& actor, const protocol::Measured& m);
   void on_out_of_memory(ActorState& actor, const protocol::OutOfMemory& m);
   bool local_actors_settled();
@@ -228,6 +226,7 @@ class DriverCore {
   std::unique_ptr<CheckpointStore> store_;
 
   std::map<int, std::vector<protocol::Assign>> assigns_;  // this dispatch's jobs by actor, sent at its end
+  std::vector<std::pair<int, protocol::Profile>> profile_asks_;  // sent after them, to the actors named
 
   // With keep_checkpoints "needed", the last checkpoints of this many best trials survive a run,
   // and as many finished trials keep their final models while it runs.

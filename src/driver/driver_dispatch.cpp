@@ -1,6 +1,6 @@
 // DriverCore: placement (docs/planner.md). Jobs go to actors with room as the planner places
-// them, promotions at a rung boundary are re-planned together, jobs of a shape nobody profiled
-// wait for its profile, and a pack that ran out of memory is split.
+// them, promotions at a rung boundary are re-planned together, the actor that gets a shape
+// nobody profiled yet profiles it while it trains it, and a pack that ran out of memory is split.
 #include <spdlog/spdlog.h>
 
 #include "driver/driver_core.hpp"
@@ -15,7 +15,7 @@ namespace proto = protocol;
 
 bool DriverCore::step(Clock::time_point now) {
   check_heartbeats(now);
-  release(profiles_.expire(now));
+  profiles_.expire(now);
   return dispatch();
 }
 
@@ -44,7 +44,8 @@ bool DriverCore::dispatch() {
   return over;
 }
 
-// Each actor's jobs of this pass, the last one without `more`.
+// Each actor's jobs of this pass, the last one without `more`, then the profiles it is asked
+// for: by then its unit of the shape is in its pack, and its rounds can be timed.
 void DriverCore::send_assigns() {
   for (auto& [actor_id, assigns] : assigns_) {
     ActorState* actor = registry_.actor_by_id(actor_id);
@@ -54,6 +55,10 @@ void DriverCore::send_assigns() {
     }
   }
   assigns_.clear();
+  for (const auto& [actor_id, profile] : profile_asks_) {
+    if (ActorState* actor = registry_.actor_by_id(actor_id)) send(*actor, profile);
+  }
+  profile_asks_.clear();
 }
 
 bool DriverCore::dispatch_jobs() {
@@ -64,15 +69,10 @@ bool DriverCore::dispatch_jobs() {
     const auto free = placement_.free_slots();
     if (free == 0) break;
     if (book_.queue_empty()) {
-      // Jobs held for a profile wait a second or two; drawing more than the actors could
-      // start meanwhile takes jobs out of the tuner's order: a Hyperband bracket's
-      // promotions, drawn after them, queued behind the next brackets' new trials (and a
-      // sweep of 100,000 trials would come into memory in one call).
-      if (profiles_.held_jobs() >= free) break;
       Job job = tuning_.next_job();
       if (job.kind == Job::Kind::Wait) break;
       if (job.kind == Job::Kind::Finished) {
-        if (book_.running() == 0 && profiles_.held_jobs() == 0) return true;
+        if (book_.running() == 0) return true;
         break;
       }
       if (job.from_trial >= 0 && !adopt_exploit(job)) continue;
@@ -89,10 +89,7 @@ bool DriverCore::dispatch_jobs() {
       continue;
     }
     TrialState& trial = *opened.trial;
-    if (hold_for_profile(job, trial)) {
-      book_.take_next();
-      continue;
-    }
+    profiles_.prepare(trial.shape, trial.spec);
     if (const auto parked = take_parked(job.trial)) {
       start_next_job(*parked, trial);
       continue;
@@ -183,6 +180,9 @@ void DriverCore::start_next_job(int actor_id, TrialState& trial) {
                       started.budget < config_.max_budget * (1 - 1e-9);
   assign.exploit_from = trial.exploited_from;
   assigns_[actor->id].push_back(std::move(assign));
+  if (auto profile = profiles_.placed(actor->id, trial.shape, trial.full, trial.spec, now_)) {
+    profile_asks_.emplace_back(actor->id, std::move(*profile));
+  }
 }
 
 // The Assign of a job; a promotion or a restart names the trial's checkpoints, newest first.
@@ -240,7 +240,7 @@ void DriverCore::start_rung(Job first) {
       continue;
     }
     const TrialState& trial = known->second;
-    if (hold_for_profile(job, trial)) continue;  // the gate gives it back later
+    profiles_.prepare(trial.shape, trial.spec);
     demands.push_back(
         {job.trial, trial.shape, job_steps(config_, options_.train_images, job.budget, trial.shape.batch_size)});
     jobs.emplace(job.trial, std::move(job));
@@ -262,14 +262,7 @@ void DriverCore::start_rung(Job first) {
   }
 }
 
-// --- throughput profiles and memory ------------------------------------------------------------
-
-// Whether the job waits in the gate for its shape's profile; sends the request it asks for.
-bool DriverCore::hold_for_profile(const Job& job, const TrialState& trial) {
-  auto admission = profiles_.admit(job, trial.shape, trial.full, trial.spec, now_);
-  if (admission.ask) send(*registry_.actor_by_id(admission.ask->actor), admission.ask->profile);
-  return admission.held;
-}
+// --- memory ------------------------------------------------------------------------------------
 
 void DriverCore::on_measured(const ActorState& actor, const proto::Measured& m) {
   for (const auto& [id, trial] : book_.trials()) {

@@ -78,43 +78,40 @@ void ProfileGate::take_from_cache(const packing::TrialShape& shape) {
   }
 }
 
-ProfileGate::Admission ProfileGate::admit(const tuners::Job& job, const packing::TrialShape& shape,
-                                          const tuners::TrialConfig& full, const spec::TrialSpec& spec,
-                                          Clock::time_point now) {
-  Admission admission;
-  if (!options_.enabled) return admission;
+void ProfileGate::prepare(const packing::TrialShape& shape, const spec::TrialSpec& spec) {
+  if (!options_.enabled) return;
   if (cache_ && spec::torchscript_family(spec.model) && !cache_keys_.count(shape.key)) {
     const auto fingerprint = file_fingerprint(spec::torchscript_path(spec.model));
     cache_keys_[shape.key] = fingerprint.empty() ? shape.key : shape.key + " (" + fingerprint + ")";
   }
   take_from_cache(shape);
+}
+
+std::optional<protocol::Profile> ProfileGate::placed(int actor_id, const packing::TrialShape& shape,
+                                                     const tuners::TrialConfig& full, const spec::TrialSpec& spec,
+                                                     Clock::time_point now) {
+  if (!options_.enabled) return std::nullopt;
+  prepare(shape, spec);
   const auto& key = shape.key;
-  const bool covered = planner_.throughput_model().covered("", shape);
-  // A narrower shape of its family being profiled may rule this one out: its jobs wait for
-  // that answer instead of an actor spending time on a profile of their own.
-  const bool after_narrower = !covered && narrower_asked(shape);
-  // A shape of an architecture already covered is profiled too, for its own figures, but
-  // its trials need not wait for that.
-  if (!requests_.count(key) && !failed_.count(key) && !after_narrower &&
-      !planner_.throughput_model().profiled("", key)) {
-    // ruled_out() looks at every actor: it is asked again only once actors came or went (one
-    // of a new device kind may need the profile), not for every job of the shape.
-    auto skipped = skipped_.find(key);
-    if (skipped == skipped_.end() || skipped->second != plan_.actors.size()) {
-      if (ruled_out(shape)) {
-        skipped_[key] = plan_.actors.size();
-      } else {
-        skipped_.erase(key);
-        admission.ask = request(shape, full, spec, now);
-      }
-    }
+  // A shape of an architecture already covered is profiled too, for its own figures.
+  if (requests_.count(key) || failed_.count(key) || planner_.throughput_model().profiled("", key)) return std::nullopt;
+  // A narrower shape of its family being profiled may rule this one out: it is asked for (at a
+  // later job) once that answer is in.
+  if (narrower_asked(shape)) return std::nullopt;
+  const ActorState* actor = registry_.actor_by_id(actor_id);
+  if (!actor || !actor->ready || actor->dead) return std::nullopt;
+  // ruled_out() looks at every actor: it is asked again only once actors came or went (one of a
+  // new device kind may need the profile), not for every job of the shape.
+  auto skipped = skipped_.find(key);
+  if (skipped != skipped_.end() && skipped->second == plan_.actors.size()) return std::nullopt;
+  if (ruled_out(shape)) {
+    skipped_[key] = plan_.actors.size();
+    return std::nullopt;
   }
-  if (covered || !(requests_.count(key) || after_narrower) || !prior_fuses(shape)) return admission;
-  auto& held = held_[key];
-  held.shape = shape;
-  held.jobs.push_back(job);
-  admission.held = true;
-  return admission;
+  skipped_.erase(key);
+  requests_[key] = {actor_id, now, shape};
+  spdlog::debug("actor {} profiles the throughput of shape {} while it trains it", actor_id, key);
+  return protocol::Profile{key, full, options_.max_pack, spec};
 }
 
 bool ProfileGate::narrower_asked(const packing::TrialShape& shape) const {
@@ -123,15 +120,6 @@ bool ProfileGate::narrower_asked(const packing::TrialShape& shape) const {
     return r.first != shape.key && r.second.shape.fusion == shape.fusion &&
            r.second.shape.flops_per_sample <= shape.flops_per_sample;
   });
-}
-
-bool ProfileGate::prior_fuses(const packing::TrialShape& shape) const {
-  for (const auto& a : plan_.actors) {
-    const ActorState* actor = registry_.actor_by_id(a.actor.id);
-    if (!actor || !actor->ready || actor->dead) continue;
-    if (planner_.useful_members(shape, a.actor.device) > 1) return true;
-  }
-  return false;
 }
 
 bool ProfileGate::ruled_out(const packing::TrialShape& shape) const {
@@ -145,28 +133,9 @@ bool ProfileGate::ruled_out(const packing::TrialShape& shape) const {
   return any;
 }
 
-std::optional<ProfileGate::Ask> ProfileGate::request(const packing::TrialShape& shape,
-                                                     const tuners::TrialConfig& full,
-                                                     const spec::TrialSpec& spec, Clock::time_point now) {
-  const ActorState* best = nullptr;
-  double best_load = 0;
-  for (const auto& a : plan_.actors) {
-    const ActorState* actor = registry_.actor_by_id(a.actor.id);
-    if (!actor || !actor->ready || actor->dead) continue;
-    if (!best || a.estimated_seconds < best_load) {
-      best = actor;
-      best_load = a.estimated_seconds;
-    }
-  }
-  if (!best) return std::nullopt;
-  requests_[shape.key] = {best->id, now, shape};
-  spdlog::debug("actor {} profiles the throughput of shape {}", best->id, shape.key);
-  return Ask{best->id, protocol::Profile{shape.key, full, options_.max_pack, spec}};
-}
-
-std::vector<tuners::Job> ProfileGate::on_profiled(int actor, const protocol::Profiled& m) {
+void ProfileGate::on_profiled(int actor, const protocol::Profiled& m) {
   auto request = requests_.find(m.key);
-  if (request == requests_.end()) return {};
+  if (request == requests_.end()) return;
   packing::StepProfile points;
   std::string table;
   for (std::size_t i = 0; i < m.members.size() && i < m.seconds.size(); ++i) {
@@ -194,10 +163,9 @@ std::vector<tuners::Job> ProfileGate::on_profiled(int actor, const protocol::Pro
                  m.device, table, planner_.useful_members(request->second.shape, m.device));
   }
   requests_.erase(request);
-  return release();
 }
 
-std::vector<tuners::Job> ProfileGate::expire(Clock::time_point now) {
+void ProfileGate::expire(Clock::time_point now) {
   const auto timeout = std::chrono::duration<double>(options_.timeout_seconds);
   for (auto it = requests_.begin(); it != requests_.end();) {
     const ActorState* actor = registry_.actor_by_id(it->second.actor);
@@ -206,37 +174,13 @@ std::vector<tuners::Job> ProfileGate::expire(Clock::time_point now) {
       continue;
     }
     if (actor && !actor->dead) {
-      // Timed out on a live actor: asked again, it would hold the shape's jobs as long once
-      // more, and again after that. An actor that died leaves the shape to the next one.
+      // Timed out on a live actor: asked again, it would hang as long once more. An actor that
+      // died leaves the shape to the next one.
       failed_.insert(it->first);
       spdlog::warn("no throughput profile of shape {} came back; its units are sized by the prior", it->first);
     }
     it = requests_.erase(it);
   }
-  return release();
-}
-
-// Held jobs whose shape is now covered (another shape's profile may speak for it), or whose
-// profile (their own, or a narrower one's of their family) will not come.
-std::vector<tuners::Job> ProfileGate::release() {
-  std::vector<tuners::Job> back;
-  for (auto it = held_.begin(); it != held_.end();) {
-    if ((requests_.count(it->first) || narrower_asked(it->second.shape)) &&
-        !planner_.throughput_model().covered("", it->second.shape)) {
-      ++it;
-      continue;
-    }
-    back.insert(back.end(), it->second.jobs.begin(), it->second.jobs.end());
-    it = held_.erase(it);
-  }
-  std::sort(back.begin(), back.end(), [](const tuners::Job& a, const tuners::Job& b) { return a.trial < b.trial; });
-  return back;
-}
-
-int ProfileGate::held_jobs() const {
-  int n = 0;
-  for (const auto& [key, held] : held_) n += static_cast<int>(held.jobs.size());
-  return n;
 }
 
 }  // namespace packtune

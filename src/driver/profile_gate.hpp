@@ -1,17 +1,15 @@
 #pragma once
 // The driver's throughput-profile gate (docs/planner.md). With fuse "auto" the planner sizes
-// fused units from the step times actors measure. The first trial of a shape no profile
-// speaks for waits (others go on) while one actor profiles it between the rounds of its
-// pack; later shapes of the same architecture are scaled from it, and profiled too without
-// waiting, unless a profile of a narrower one (no more work per sample) on every live actor's
-// device kind found that two fused members do not pay: then neither would they. A shape
-// whose narrower sibling is being profiled waits for that answer before it is asked for.
-// Jobs wait only where the prior (no profile yet) would fuse them on some live actor: where
-// it trains them alone anyway (on a CPU it fuses nothing), waiting would only leave actors
-// idle while one profiles, and the profile still sizes the units that come after.
-// This decides which jobs wait, which shapes to ask for and of which actor, files the
-// answers in the planner and gives the waiting jobs back. No sockets: the driver sends
-// the requests it is handed. Times are passed in, so tests need no clock.
+// fused units from the step times actors measure. No job waits for a profile: the first job of
+// a shape no profile speaks for is placed by what the planner has (the prior, or a profile of
+// another width of its architecture, scaled), and the actor it goes to is asked to profile the
+// shape while it trains, timing its own unit's rounds in place of a model of that size
+// (actors/throughput_profile.hpp). The answer sizes the units that come after. A shape is not
+// asked for where a profile of a narrower one of its family (no more work per sample) on every
+// live actor's device kind found that two fused members do not pay: then neither would they;
+// nor while such a narrower profile is out, since its answer may rule this one out.
+// This decides which shapes to ask for and files the answers in the planner. No sockets: the
+// driver sends the requests it is handed. Times are passed in, so tests need no clock.
 //
 // With a profile cache (driver/profile_cache.hpp), a shape is first looked up there under each
 // live actor's context; a profile found is filed as if that actor had just measured it, and
@@ -46,32 +44,26 @@ class ProfileGate {
     bool fresh = false;            // keep measured profiles in the cache, but take none from it
   };
 
-  // The planner is where answers go, the plan's actors are those that may be asked (the
-  // least loaded ready one is), the registry says which of them are ready and alive.
+  // The planner is where answers go, the plan's actors are those whose device kinds decide
+  // whether a shape is ruled out, the registry says which of them are ready and alive.
   ProfileGate(packing::Planner& planner, packing::Plan& plan, const ActorRegistry& registry, Options options);
 
-  // A Profile the caller must send to `actor`.
-  struct Ask {
-    int actor = -1;
-    protocol::Profile profile;
-  };
-  struct Admission {
-    bool held = false;  // the job waits in the gate; the caller drops it from its queue
-    std::optional<Ask> ask;
-  };
-  // A job of a trial of `shape` (its full config `full`, parsed as `spec`) is about to be placed.
-  Admission admit(const tuners::Job& job, const packing::TrialShape& shape, const tuners::TrialConfig& full,
-                  const spec::TrialSpec& spec, Clock::time_point now);
+  // A job of a trial of `shape` is about to be placed: the planner gets the cache's profiles of
+  // the shape (for the live actors' contexts) first.
+  void prepare(const packing::TrialShape& shape, const spec::TrialSpec& spec);
+  // A job of a trial of `shape` (its full config `full`, parsed as `spec`) went to `actor`: the
+  // Profile the caller must send it after the job, where the shape needs one. Prepares too.
+  std::optional<protocol::Profile> placed(int actor, const packing::TrialShape& shape, const tuners::TrialConfig& full,
+                                          const spec::TrialSpec& spec, Clock::time_point now);
 
   // An actor's answer: recorded in the planner (an error or no step time leaves the shape to
-  // the prior). Returns the jobs that no longer wait, in trial order.
-  std::vector<tuners::Job> on_profiled(int actor, const protocol::Profiled& answer);
-  // A profile that never comes (its actor died or hangs) must not hold trials forever:
-  // requests of dead actors and those older than the timeout are given up. Returns the jobs
-  // that no longer wait, in trial order.
-  std::vector<tuners::Job> expire(Clock::time_point now);
+  // the prior).
+  void on_profiled(int actor, const protocol::Profiled& answer);
+  // A profile that never comes (its actor died or hangs) is given up: a dead actor's request
+  // goes at once, and the shape is asked of the next actor it goes to; one older than the
+  // timeout on a live actor is not asked again.
+  void expire(Clock::time_point now);
 
-  int held_jobs() const;
   bool asked(const std::string& key) const { return requests_.count(key) > 0; }
   // Profiles this run measured, and those it took from the cache.
   int measured() const { return measured_; }
@@ -80,16 +72,11 @@ class ProfileGate {
   std::string cache_file() const { return cache_ ? cache_->file() : std::string(); }
 
  private:
-  std::optional<Ask> request(const packing::TrialShape& shape, const tuners::TrialConfig& full,
-                             const spec::TrialSpec& spec, Clock::time_point now);
-  std::vector<tuners::Job> release();
   // Files the cache's profiles of `shape` for the device kinds of live actors that have none.
   void take_from_cache(const packing::TrialShape& shape);
   // The key under which the cache keeps `shape`'s profile.
   const std::string& cache_key(const std::string& shape_key) const;
   static ProfileCache::Context context_of(const ActorState& actor);
-  // Whether the planner's figures, before any profile of `shape`, fuse it on a live actor.
-  bool prior_fuses(const packing::TrialShape& shape) const;
   // Whether the profiles on every live actor's device kind rule out fusing `shape`.
   bool ruled_out(const packing::TrialShape& shape) const;
   // Whether a profile of another shape of `shape`'s family, with no more work per sample, is
@@ -101,17 +88,12 @@ class ProfileGate {
     Clock::time_point asked;
     packing::TrialShape shape;
   };
-  struct Held {
-    packing::TrialShape shape;
-    std::vector<tuners::Job> jobs;  // in the order they came
-  };
 
   packing::Planner& planner_;
   packing::Plan& plan_;
   const ActorRegistry& registry_;
   Options options_;
   std::map<std::string, Request> requests_;  // by shape key, while unanswered
-  std::map<std::string, Held> held_;         // by shape key: jobs waiting for its profile
   // Shape keys a narrower profile ruled out, with the number of actors the plan had then.
   std::map<std::string, std::size_t> skipped_;
   // Shape keys whose profile came back with an error: left to the prior, not asked again.

@@ -84,8 +84,6 @@ class TrialBook {
   const Job& next() const { return queue_.front(); }
   const std::deque<Job>& queue() const { return queue_; }
   Job take_next();
-  // Jobs that waited elsewhere (for a throughput profile) go first, in the order given.
-  void put_back(const std::vector<Job>& jobs) { queue_.insert(queue_.begin(), jobs.begin(), jobs.end()); }
   // The queued jobs of these trials go first, in their order; false when none is behind a job
   // of another trial.
   bool move_to_front(const std::set<TrialId>& trials);

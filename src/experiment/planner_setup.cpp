@@ -20,8 +20,9 @@ PlannerSetup planner_setup(const ExperimentConfig& config) {
   PlannerSetup setup;
   setup.options.fuse = config.fuse;
   setup.options.headroom = 0.1;  // allocator fragmentation and the framework's own buffers
-  // Before a shape's profile a run holds its first trials (driver/profile_gate.hpp) and on
-  // this CPU the profiles keep every unit single (docs/planner.md); the prior says the same.
+  // A shape's first trials are placed by the prior while their actor profiles it
+  // (driver/profile_gate.hpp), and on this CPU the profiles mostly keep units single
+  // (docs/planner.md): the prior says the same, so the first units need no undoing.
   setup.options.cpu_step_overhead_seconds = 0;
   setup.max_members = config.max_pack;
   // Units stepped side by side on one GPU, each on its own CUDA stream, did not repeat bit for

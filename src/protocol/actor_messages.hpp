@@ -162,7 +162,8 @@ struct Assign {
 
 // driver -> actor: time fused steps of this shape (a trial's full hyper-parameters) for
 // K = 1, 2, 4, ... up to `max_members`, until throughput stops growing or memory ends, in
-// between the rounds of the pack the actor trains; answered by Profiled.
+// between the rounds of the pack the actor trains, whose own unit of the shape stands for its
+// K; answered by Profiled. Sent after the Assigns of the shape's first job.
 struct Profile {
   std::string key;  // the shape key the driver files the answer under
   tuners::TrialConfig config;

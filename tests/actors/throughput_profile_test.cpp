@@ -2,11 +2,28 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <thread>
+
+#include "actors/memory_profile.hpp"
 #include "test_device.hpp"
 
 using namespace packtune::actors;
 using namespace packtune::spec;
 using packtune::testing::test_device;
+
+namespace {
+
+TrialSpec small_mlp() {
+  TrialSpec spec;
+  spec.model.family = "mlp";
+  spec.model.depth = 1;
+  spec.model.width = 16;
+  spec.batch_size = 16;
+  return spec;
+}
+
+}  // namespace
 
 TEST_CASE("a doubling pays only beyond min_gain and the timing's own spread") {
   // Two members in 1.8x one member's time: 11% more throughput.
@@ -22,11 +39,7 @@ TEST_CASE("a doubling pays only beyond min_gain and the timing's own spread") {
 }
 
 TEST_CASE("a profile times K = 1, 2, 4 ... and stops at max_members") {
-  TrialSpec spec;
-  spec.model.family = "mlp";
-  spec.model.depth = 1;
-  spec.model.width = 16;
-  spec.batch_size = 16;
+  const auto spec = small_mlp();
   const InputShape input{1, 28, 28, 10};
   ThroughputProfiler one(spec, 1, input, test_device());
   CHECK_FALSE(one.advance());
@@ -55,4 +68,77 @@ TEST_CASE("a profile times K = 1, 2, 4 ... and stops at max_members") {
   REQUIRE(own.points().size() == 2);
   CHECK(own.points().back().second > 0);
   CHECK(own.error().empty());
+}
+
+TEST_CASE("the pack's own unit stands for a model of its size: its rounds are timed, not a synthetic model's") {
+  const auto spec = small_mlp();
+  const InputShape input{1, 28, 28, 10};
+  int rounds = 0;
+  // A round of a pack stands in here: a millisecond, so that a window's time is not nothing.
+  const auto round = [&] {
+    ++rounds;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+
+  SECTION("a unit of one is K = 1, and K = 2 is compared with its rounds") {
+    ThroughputProfiler profiler(spec, 2, input, test_device(), {}, -1.0);
+    ThroughputProfiler::PackUnit unit{1, [&] {
+                                        round();
+                                        return true;
+                                      }};
+    CHECK(profiler.advance(&unit));
+    // Warm-up and three windows, all the pack's.
+    CHECK(rounds >= 5);
+    CHECK(profiler.pack_steps() == rounds);
+    REQUIRE(profiler.points().size() == 1);
+    CHECK(profiler.points().front().second > 0);
+    const int before = rounds;
+    CHECK_FALSE(profiler.advance(&unit));
+    // K = 2 is a synthetic model; the K = 1 it is compared with is the pack's, warmed up and
+    // timed in three windows between K = 2's.
+    CHECK(rounds >= before + 5);
+    CHECK(profiler.pack_steps() == rounds);
+    REQUIRE(profiler.points().size() == 2);
+    CHECK(profiler.points().back().first == 2);
+    CHECK(profiler.error().empty());
+  }
+  SECTION("a unit that changes within a window is given up: its K is timed on a synthetic model") {
+    ThroughputProfiler profiler(spec, 1, input, test_device());
+    ThroughputProfiler::PackUnit unit{1, [&] {
+                                        round();
+                                        return rounds < 3;  // a member left in the third round
+                                      }};
+    CHECK_FALSE(profiler.advance(&unit));
+    CHECK(rounds == 3);
+    CHECK(profiler.pack_steps() == 2);
+    REQUIRE(profiler.points().size() == 1);
+    CHECK(profiler.points().front().second > 0);
+    CHECK(profiler.error().empty());
+  }
+  SECTION("a unit of a size the profile does not time is not stepped") {
+    ThroughputProfiler profiler(spec, 4, input, test_device(), {}, -1.0);
+    ThroughputProfiler::PackUnit unit{3, [&] {
+                                        round();
+                                        return true;
+                                      }};
+    while (profiler.advance(&unit)) {
+    }
+    CHECK(rounds == 0);
+    CHECK(profiler.points().size() == 3);
+  }
+}
+
+TEST_CASE("a profile reads the pack's data through a reader of its own, leaving the pack's stream alone") {
+  const InputShape input{1, 28, 28, 10};
+  packtune::datasets::BatchStream pack(synthetic_split(input, 256, 16), test_device(), 3);
+  pack.begin_round();
+  pack.batch(0, 16);
+  const auto decoded = pack.batches_decoded();
+  ThroughputProfiler profiler(small_mlp(), 2, pack, -1.0);
+  while (profiler.advance()) {
+  }
+  REQUIRE(profiler.points().size() == 2);
+  CHECK(profiler.points().back().second > 0);
+  CHECK(profiler.error().empty());
+  CHECK(pack.batches_decoded() == decoded);
 }

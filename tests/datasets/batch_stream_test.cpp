@@ -226,3 +226,25 @@ TEST_CASE("with order per_trial each trial reads its own order, alike alone or b
     CHECK(s0 != a0);
   }
 }
+
+TEST_CASE("a reader shares a stream's data with an order of its own, and leaves the stream's batches alone") {
+  const auto d = regression_rows(64, 2, 1);
+  BatchStream stream(same_twice(d), torch::kCPU, 5);
+  stream.begin_round();
+  const auto first = stream.batch(0, 8).second.clone();
+  const auto decoded = stream.batches_decoded();
+
+  auto reader = stream.reader(9);
+  // As a stream of its own seed over the same data reads, batch for batch.
+  BatchStream oracle(same_twice(d), torch::kCPU, 9);
+  for (std::int64_t step = 0; step < 12; ++step) {
+    reader.begin_round();
+    oracle.begin_round();
+    CHECK(torch::equal(reader.batch(step, 8).first, oracle.batch(step, 8).first));
+  }
+  CHECK(reader.batches_decoded() == 12);
+  // The stream neither decoded more nor lost its round's batch.
+  CHECK(stream.batches_decoded() == decoded);
+  CHECK(torch::equal(stream.batch(0, 8).second, first));
+  CHECK(stream.batches_decoded() == decoded);
+}

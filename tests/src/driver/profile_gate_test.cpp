@@ -10,7 +10,6 @@
 
 using namespace packtune;
 using Clock = ProfileGate::Clock;
-using tuners::Job;
 
 namespace {
 
@@ -41,8 +40,9 @@ struct Fixture {
     }
   }
 
-  ProfileGate::Admission admit(tuners::TrialId trial, const packing::TrialShape& shape, Clock::time_point now) {
-    return gate.admit(Job::start(trial, {}, 1), shape, {}, {}, now);
+  // A job of `shape` went to the plan's actor `index`: the Profile it is asked for, if any.
+  std::optional<protocol::Profile> place(std::size_t index, const packing::TrialShape& shape, Clock::time_point now) {
+    return gate.placed(plan.actors[index].actor.id, shape, {}, {}, now);
   }
 };
 
@@ -50,94 +50,75 @@ protocol::Profiled answer(const std::string& key) {
   return {key, "cpu", {1, 2, 4}, {0.010, 0.015, 0.025}, ""};
 }
 
-std::vector<tuners::TrialId> trials_of(const std::vector<Job>& jobs) {
-  std::vector<tuners::TrialId> ids;
-  for (const auto& job : jobs) ids.push_back(job.trial);
-  return ids;
-}
-
 }  // namespace
 
-TEST_CASE("a job of an unprofiled shape waits while the least loaded actor profiles it") {
+TEST_CASE("the actor an unprofiled shape's first job goes to profiles it while it trains; no job waits") {
   Fixture f;
   const auto shape = mlp_shape(256);
-  auto first = f.admit(3, shape, f.t0);
-  CHECK(first.held);
-  REQUIRE(first.ask);
-  CHECK(first.ask->actor == f.plan.actors[1].actor.id);
-  CHECK(first.ask->profile.key == shape.key);
-  CHECK(first.ask->profile.max_members == 4);
-  // The shape is asked for once; its later jobs wait too.
-  auto second = f.admit(1, shape, f.t0);
-  CHECK(second.held);
-  CHECK_FALSE(second.ask);
-  CHECK(f.gate.held_jobs() == 2);
-  CHECK(f.gate.expire(f.t0 + std::chrono::seconds(60)).empty());
+  auto first = f.place(0, shape, f.t0);
+  REQUIRE(first);
+  CHECK(first->key == shape.key);
+  CHECK(first->max_members == 4);
+  CHECK(f.gate.asked(shape.key));
+  // The shape is asked for once; its later jobs go on, on any actor.
+  CHECK_FALSE(f.place(1, shape, f.t0));
+  CHECK_FALSE(f.place(0, shape, f.t0));
+  f.gate.expire(f.t0 + std::chrono::seconds(60));
+  CHECK(f.gate.asked(shape.key));
 
-  SECTION("the answer releases them in trial order and is filed in the planner") {
-    auto released = f.gate.on_profiled(f.plan.actors[1].actor.id, answer(shape.key));
-    CHECK(trials_of(released) == std::vector<tuners::TrialId>{1, 3});
-    CHECK(f.gate.held_jobs() == 0);
+  SECTION("the answer is filed in the planner, and nothing is asked again") {
+    f.gate.on_profiled(f.plan.actors[0].actor.id, answer(shape.key));
+    CHECK_FALSE(f.gate.asked(shape.key));
     CHECK(f.planner.throughput_model().profiled("cpu", shape.key));
-    // Profiled now: the next job of the shape goes on, and nothing is asked again.
-    auto later = f.admit(5, shape, f.t0);
-    CHECK_FALSE(later.held);
-    CHECK_FALSE(later.ask);
+    CHECK(f.gate.measured() == 1);
+    CHECK_FALSE(f.place(1, shape, f.t0));
   }
-  SECTION("an answer with an error releases them too, leaving the shape to the prior") {
+  SECTION("an answer with an error leaves the shape to the prior, and it is not asked again") {
     auto failed = answer(shape.key);
     failed.error = "out of memory";
-    CHECK(trials_of(f.gate.on_profiled(0, failed)) == std::vector<tuners::TrialId>{1, 3});
+    f.gate.on_profiled(0, failed);
     CHECK_FALSE(f.planner.throughput_model().covered("", shape));
-    // Not asked again: the actor would fail the same way, and the trials would wait for ever
-    // (an actor_memory too small for the profile asked, failed and asked again without end).
-    auto later = f.admit(5, shape, f.t0);
-    CHECK_FALSE(later.held);
-    CHECK_FALSE(later.ask);
+    CHECK(f.gate.measured() == 0);
+    // The actor would fail the same way for ever (an actor_memory too small for the profile).
+    CHECK_FALSE(f.place(1, shape, f.t0));
   }
   SECTION("an answer nobody asked for changes nothing") {
-    CHECK(f.gate.on_profiled(0, answer("cnn-16")).empty());
-    CHECK(f.gate.held_jobs() == 2);
+    f.gate.on_profiled(0, answer("cnn-16"));
+    CHECK(f.gate.asked(shape.key));
+    CHECK(f.gate.measured() == 0);
+    CHECK_FALSE(f.planner.throughput_model().profiled("cpu", "cnn-16"));
   }
-  SECTION("a request older than the timeout is given up and its jobs released") {
-    CHECK(trials_of(f.gate.expire(f.t0 + std::chrono::seconds(121))) == std::vector<tuners::TrialId>{1, 3});
+  SECTION("a request older than the timeout is given up, and not asked again") {
+    f.gate.expire(f.t0 + std::chrono::seconds(121));
     CHECK_FALSE(f.gate.asked(shape.key));
-    // Not asked again: the live actor that let it time out would hold the jobs as long again.
-    auto later = f.admit(5, shape, f.t0 + std::chrono::seconds(122));
-    CHECK_FALSE(later.held);
-    CHECK_FALSE(later.ask);
+    // The live actor that let it time out would hang as long again.
+    CHECK_FALSE(f.place(1, shape, f.t0 + std::chrono::seconds(122)));
   }
 }
 
-TEST_CASE("a second shape of a profiled architecture is profiled without waiting") {
+TEST_CASE("a second shape of a profiled architecture is profiled for its own figures") {
   Fixture f;
   const auto narrow = mlp_shape(128);
   const auto wide = mlp_shape(512);
-  CHECK(f.admit(0, narrow, f.t0).held);
+  REQUIRE(f.place(0, narrow, f.t0));
   f.gate.on_profiled(0, answer(narrow.key));
-  auto admission = f.admit(1, wide, f.t0);
-  CHECK_FALSE(admission.held);
-  REQUIRE(admission.ask);  // its own figures still help
-  CHECK(admission.ask->profile.key == wide.key);
-  CHECK(f.gate.held_jobs() == 0);
+  auto ask = f.place(1, wide, f.t0);
+  REQUIRE(ask);
+  CHECK(ask->key == wide.key);
 }
 
 TEST_CASE("a wider shape is not profiled where a narrower one of its family gained nothing from fusing") {
   Fixture f;
   const auto narrow = mlp_shape(128);
   const auto wide = mlp_shape(512);
-  CHECK(f.admit(0, narrow, f.t0).held);
+  REQUIRE(f.place(0, narrow, f.t0));
   // Two members take twice one's time, as on a CPU that one member already keeps busy.
   f.gate.on_profiled(0, {narrow.key, "cpu", {1, 2}, {0.010, 0.020}, ""});
-  auto wider = f.admit(1, wide, f.t0);
-  CHECK_FALSE(wider.held);
-  CHECK_FALSE(wider.ask);
+  CHECK_FALSE(f.place(1, wide, f.t0));
   CHECK_FALSE(f.gate.asked(wide.key));
 
   SECTION("a narrower shape is still profiled: it may gain where a wider one does not") {
-    auto narrower = f.admit(2, mlp_shape(64), f.t0);
-    CHECK_FALSE(narrower.held);
-    CHECK(narrower.ask);
+    CHECK(f.place(1, mlp_shape(64), f.t0));
   }
   SECTION("an actor of a kind no profile speaks for keeps the shape profiled") {
     protocol::Hello hello;
@@ -149,98 +130,52 @@ TEST_CASE("a wider shape is not profiled where a narrower one of its family gain
     a.actor.id = gpu.id;
     a.actor.device = "cuda:0";
     f.plan.actors.push_back(a);
-    CHECK(f.admit(3, wide, f.t0).ask);
+    CHECK(f.place(2, wide, f.t0));
   }
 }
 
-TEST_CASE("held jobs go on once another shape's profile covers theirs") {
+TEST_CASE("a wider shape is asked for only once its narrower sibling's answer is in") {
   Fixture f;
   const auto narrow = mlp_shape(128);
   const auto wide = mlp_shape(512);
-  CHECK(f.admit(1, wide, f.t0).held);
-  CHECK(f.admit(0, narrow, f.t0).held);
-  CHECK(trials_of(f.gate.on_profiled(0, answer(narrow.key))) == std::vector<tuners::TrialId>{0, 1});
-  // The wide shape's own request is still out, but nothing waits for it.
-  CHECK(f.gate.asked(wide.key));
-}
+  REQUIRE(f.place(0, narrow, f.t0));
+  CHECK_FALSE(f.place(1, wide, f.t0));
+  CHECK_FALSE(f.gate.asked(wide.key));
 
-TEST_CASE("a wider shape waits for its narrower sibling's profile before it is asked for") {
-  Fixture f;
-  const auto narrow = mlp_shape(128);
-  const auto wide = mlp_shape(512);
-  CHECK(f.admit(0, narrow, f.t0).ask);
-  auto first = f.admit(1, wide, f.t0);
-  CHECK(first.held);
-  CHECK_FALSE(first.ask);
-  CHECK(f.gate.held_jobs() == 2);
-
-  SECTION("no gain: both go on, and the wide shape is never profiled") {
-    CHECK(trials_of(f.gate.on_profiled(0, {narrow.key, "cpu", {1, 2}, {0.010, 0.020}, ""})) ==
-          std::vector<tuners::TrialId>{0, 1});
-    auto later = f.admit(2, wide, f.t0);
-    CHECK_FALSE(later.held);
-    CHECK_FALSE(later.ask);
+  SECTION("no gain: the wide shape is never profiled") {
+    f.gate.on_profiled(0, {narrow.key, "cpu", {1, 2}, {0.010, 0.020}, ""});
+    CHECK_FALSE(f.place(1, wide, f.t0));
   }
-  SECTION("a gain: both go on, and the wide shape is profiled for its own figures") {
-    CHECK(trials_of(f.gate.on_profiled(0, answer(narrow.key))) == std::vector<tuners::TrialId>{0, 1});
-    auto later = f.admit(2, wide, f.t0);
-    CHECK_FALSE(later.held);
-    CHECK(later.ask);
+  SECTION("a gain: the wide shape's next job asks for its own figures") {
+    f.gate.on_profiled(0, answer(narrow.key));
+    CHECK(f.place(1, wide, f.t0));
   }
-  SECTION("the narrow profile never comes: the wide jobs are not held forever") {
-    CHECK(trials_of(f.gate.expire(f.t0 + std::chrono::seconds(121))) == std::vector<tuners::TrialId>{0, 1});
-    CHECK(f.gate.held_jobs() == 0);
+  SECTION("the narrow profile never comes: the wide shape is asked for after all") {
+    f.gate.expire(f.t0 + std::chrono::seconds(121));
+    CHECK(f.place(1, wide, f.t0 + std::chrono::seconds(121)));
   }
 }
 
-TEST_CASE("the requests of a dead actor time out at once") {
+TEST_CASE("a dead actor's request is given up at once, and the next actor the shape goes to is asked") {
   Fixture f;
   const auto shape = mlp_shape(256);
-  auto admission = f.admit(2, shape, f.t0);
-  REQUIRE(admission.ask);
-  f.registry.mark_dead(*f.registry.actor_by_id(admission.ask->actor));
-  CHECK(trials_of(f.gate.expire(f.t0)) == std::vector<tuners::TrialId>{2});
-  CHECK(f.gate.held_jobs() == 0);
-  // The shape was never profiled: its next job asks the actor that is left, and waits.
-  auto again = f.admit(4, shape, f.t0);
-  CHECK(again.held);
-  REQUIRE(again.ask);
-  CHECK(again.ask->actor == f.plan.actors[0].actor.id);
+  REQUIRE(f.place(1, shape, f.t0));
+  f.registry.mark_dead(*f.registry.actor_by_id(f.plan.actors[1].actor.id));
+  f.gate.expire(f.t0);
+  CHECK_FALSE(f.gate.asked(shape.key));
+  CHECK(f.place(0, shape, f.t0));
 }
 
-TEST_CASE("without a ready actor nothing is asked and nothing waits") {
+TEST_CASE("a job placed on an actor that is not ready asks nothing") {
   Fixture f;
   for (auto& [identity, actor] : f.registry.actors()) f.registry.mark_dead(actor);
-  auto admission = f.admit(0, mlp_shape(256), f.t0);
-  CHECK_FALSE(admission.held);
-  CHECK_FALSE(admission.ask);
+  CHECK_FALSE(f.place(0, mlp_shape(256), f.t0));
 }
 
-TEST_CASE("where the prior fuses nothing, jobs go on while the profile is taken") {
-  Fixture f;
-  // A CPU prior without a fixed cost per step, as `packtune run` sets it up: a fused pair
-  // costs two plain models, so the prior keeps every unit at one until a profile says more.
-  packing::PlanOptions options;
-  options.cpu_step_overhead_seconds = 0;
-  packing::Planner planner({}, options);
-  ProfileGate gate(planner, f.plan, f.registry, {true, 4, 120});
-  const auto shape = mlp_shape(256);
-  auto first = gate.admit(Job::start(0, {}, 1), shape, {}, {}, f.t0);
-  CHECK_FALSE(first.held);
-  REQUIRE(first.ask);  // the units after it are sized by the answer
-  CHECK(first.ask->profile.key == shape.key);
-  CHECK_FALSE(gate.admit(Job::start(1, {}, 1), shape, {}, {}, f.t0).held);
-  CHECK(gate.held_jobs() == 0);
-  // The same shape on a device whose prior fuses (the default overhead) waits.
-  CHECK(f.admit(2, shape, f.t0).held);
-}
-
-TEST_CASE("with fuse other than auto, or one trial per actor, the gate is open") {
+TEST_CASE("with fuse other than auto, or one trial per actor, nothing is asked") {
   Fixture f;
   ProfileGate open(f.planner, f.plan, f.registry, {false, 1, 120});
-  auto admission = open.admit(Job::start(0, {}, 1), mlp_shape(256), {}, {}, f.t0);
-  CHECK_FALSE(admission.held);
-  CHECK_FALSE(admission.ask);
+  CHECK_FALSE(open.placed(f.plan.actors[0].actor.id, mlp_shape(256), {}, {}, f.t0));
 }
 
 namespace {
@@ -281,8 +216,8 @@ struct CachedFixture {
     ProfileGate::Options options{true, 4, 120, dir.file("cache"), fresh};
     gate = std::make_unique<ProfileGate>(planner, plan, registry, options);
   }
-  ProfileGate::Admission admit(tuners::TrialId trial, const packing::TrialShape& shape) {
-    return gate->admit(Job::start(trial, {}, 1), shape, {}, {}, t0);
+  std::optional<protocol::Profile> place(std::size_t index, const packing::TrialShape& shape) {
+    return gate->placed(plan.actors[index].actor.id, shape, {}, {}, t0);
   }
 };
 
@@ -291,10 +226,8 @@ struct CachedFixture {
 TEST_CASE("a profile an actor measured is kept, and a later run's gate takes it instead of asking") {
   CachedFixture f;
   const auto shape = mlp_shape(256);
-  auto first = f.admit(1, shape);
-  REQUIRE(first.ask);
-  CHECK(first.held);
-  f.gate->on_profiled(first.ask->actor, answer(shape.key));
+  REQUIRE(f.place(1, shape));
+  f.gate->on_profiled(f.plan.actors[1].actor.id, answer(shape.key));
   CHECK(f.gate->measured() == 1);
   CHECK(f.gate->from_cache() == 0);
 
@@ -305,29 +238,28 @@ TEST_CASE("a profile an actor measured is kept, and a later run's gate takes it 
   CHECK(entry->points == packing::StepProfile{{1, 0.010}, {2, 0.015}, {4, 0.025}});
   CHECK(entry->max_members == 4);
 
-  SECTION("the next run: nothing waits, nothing is asked, the planner has the profile") {
+  SECTION("the next run: nothing is asked, the planner has the profile before the job is placed") {
     f.planner = packing::Planner();  // a fresh planner, as a new run has
     f.open(false);
     CHECK_FALSE(f.planner.throughput_model().profiled("cpu", shape.key));
-    auto again = f.admit(1, shape);
-    CHECK_FALSE(again.held);
-    CHECK_FALSE(again.ask);
+    f.gate->prepare(shape, {});
+    CHECK(f.planner.throughput_model().profiled("cpu", shape.key));
+    CHECK_FALSE(f.place(1, shape));
     CHECK(f.planner.throughput_model().profiled("cpu", shape.key));
     CHECK(f.planner.throughput_model().profile("cpu", shape.key) == packing::StepProfile{{1, 0.010}, {2, 0.015}, {4, 0.025}});
     CHECK(f.gate->from_cache() == 1);
     CHECK(f.gate->measured() == 0);
     // Another width of the family was never measured here: it is asked for.
-    CHECK(f.admit(2, mlp_shape(512)).ask);
+    CHECK(f.place(0, mlp_shape(512)));
   }
   SECTION("--fresh-profiles: measured again, and the new profile replaces the old") {
     f.planner = packing::Planner();
     f.open(true);
-    auto again = f.admit(1, shape);
-    REQUIRE(again.ask);
+    REQUIRE(f.place(1, shape));
     CHECK(f.gate->from_cache() == 0);
     auto newer = answer(shape.key);
     newer.seconds = {0.020, 0.030, 0.050};
-    f.gate->on_profiled(again.ask->actor, newer);
+    f.gate->on_profiled(f.plan.actors[1].actor.id, newer);
     ProfileCache replaced(f.dir.file("cache"));
     REQUIRE(replaced.open().empty());
     CHECK(replaced.entries().size() == 1);
@@ -337,7 +269,7 @@ TEST_CASE("a profile an actor measured is kept, and a later run's gate takes it 
     f.planner = packing::Planner();
     ProfileGate::Options wider{true, 8, 120, f.dir.file("cache"), false};
     f.gate = std::make_unique<ProfileGate>(f.planner, f.plan, f.registry, wider);
-    CHECK(f.admit(1, shape).ask);
+    CHECK(f.place(1, shape));
     CHECK(f.gate->from_cache() == 0);
   }
 }
@@ -345,9 +277,8 @@ TEST_CASE("a profile an actor measured is kept, and a later run's gate takes it 
 TEST_CASE("actors that name no context are never served from the cache, nor stored in it") {
   CachedFixture f(false, false);
   const auto shape = mlp_shape(256);
-  auto first = f.admit(1, shape);
-  REQUIRE(first.ask);
-  f.gate->on_profiled(first.ask->actor, answer(shape.key));
+  REQUIRE(f.place(1, shape));
+  f.gate->on_profiled(f.plan.actors[1].actor.id, answer(shape.key));
   CHECK(f.gate->measured() == 1);
   CHECK_FALSE(std::filesystem::exists(f.gate->cache_file()));
 }
@@ -362,11 +293,10 @@ TEST_CASE("a TorchScript shape's profile is kept under its file's contents, not 
   spec.model.params["path"] = path;
   auto shape = mlp_shape(64);
   shape.key = "torchscript/" + path + "/b128/sgd";
-  auto admit = [&](tuners::TrialId trial) { return f.gate->admit(Job::start(trial, {}, 1), shape, {}, spec, f.t0); };
+  auto place = [&] { return f.gate->placed(f.plan.actors[1].actor.id, shape, {}, spec, f.t0); };
 
-  auto first = admit(1);
-  REQUIRE(first.ask);
-  f.gate->on_profiled(first.ask->actor, answer(shape.key));
+  REQUIRE(place());
+  f.gate->on_profiled(f.plan.actors[1].actor.id, answer(shape.key));
   ProfileCache kept(f.dir.file("cache"));
   REQUIRE(kept.open().empty());
   REQUIRE(kept.entries().size() == 1);
@@ -376,14 +306,14 @@ TEST_CASE("a TorchScript shape's profile is kept under its file's contents, not 
   SECTION("the same file in a later run: taken from the cache") {
     f.planner = packing::Planner();
     f.open(false);
-    CHECK_FALSE(admit(1).ask);
+    CHECK_FALSE(place());
     CHECK(f.gate->from_cache() == 1);
   }
   SECTION("another model saved under the same name: measured again") {
     write("another scripted module");
     f.planner = packing::Planner();
     f.open(false);
-    CHECK(admit(1).ask);
+    CHECK(place());
     CHECK(f.gate->from_cache() == 0);
   }
 }
