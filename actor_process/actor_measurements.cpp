@@ -93,11 +93,14 @@ bool Actor::advance_profiles(actors::PackExecutor& pack) {
   });
   // The keepalive holds the socket meanwhile: the rounds' reports go out after it.
   std::vector<actors::PackEvent> events;
+  using Round = actors::ThroughputProfiler::Round;
   actors::ThroughputProfiler::PackUnit unit{static_cast<int>(sole.size()), [&] {
                                               auto round = pack.step_round();
+                                              const bool reported = !round.empty();
                                               events.insert(events.end(), std::make_move_iterator(round.begin()),
                                                             std::make_move_iterator(round.end()));
-                                              return pack.sole_unit().size() == sole.size();
+                                              if (pack.sole_unit().size() != sole.size()) return Round::Changed;
+                                              return reported ? Round::Reported : Round::Plain;
                                             }};
   const int pack_steps = task.profiler->pack_steps();
   {
@@ -112,7 +115,7 @@ bool Actor::advance_profiles(actors::PackExecutor& pack) {
                                   sole.size())
                     : std::string());
   if (more) return reported;
-  proto::Profiled answer{task.key, pack_device_, {}, {}, task.profiler->error()};
+  proto::Profiled answer{task.key, pack_device_, {}, {}, task.profiler->error(), task.profiler->cut_short()};
   for (const auto& [members, seconds] : task.profiler->points()) {
     answer.members.push_back(members);
     answer.seconds.push_back(seconds);

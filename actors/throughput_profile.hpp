@@ -50,12 +50,17 @@ class ThroughputProfiler {
   ThroughputProfiler(const ThroughputProfiler&) = delete;
   ThroughputProfiler& operator=(const ThroughputProfiler&) = delete;
 
+  // What one round of the pack was, as far as timing goes.
+  enum class Round {
+    Plain,     // a training step of the unit
+    Reported,  // with an evaluation (a report was due): a window with one is timed again
+    Changed,   // the unit is no longer the pack's only one with `members` members (one ended)
+  };
   // The pack's unit of this shape, when it trains alone in the actor: `step` runs one round of
-  // the pack and returns false once the unit is no longer the pack's only one with `members`
-  // members (one left, another came); that K is then timed on a synthetic model after all.
+  // the pack. Once it says Changed, that K is timed on a synthetic model after all.
   struct PackUnit {
     int members = 0;
-    std::function<bool()> step;
+    std::function<Round()> step;
   };
 
   // Times the next K, with `unit`'s rounds standing for a model of its size where the K (or the
@@ -69,6 +74,9 @@ class ThroughputProfiler {
   const std::vector<std::pair<int, double>>& points() const { return points_; }
   // Why the profile ended without any point, or "".
   const std::string& error() const { return error_; }
+  // The profile ended at a K that failed (memory ran out, mostly), not where gains did: a
+  // device with more room might fuse more.
+  bool cut_short() const { return cut_short_; }
   // Timed steps that trained the pack's unit instead of a synthetic model.
   int pack_steps() const { return pack_steps_; }
 
@@ -98,6 +106,7 @@ class ThroughputProfiler {
   bool done_ = false;
   std::vector<std::pair<int, double>> points_;
   std::string error_;
+  bool cut_short_ = false;
   int pack_steps_ = 0;
 };
 

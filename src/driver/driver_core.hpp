@@ -219,7 +219,7 @@ class DriverCore {
   TunerJournal tuning_;
   Placement placement_;  // the planner, the plan and the parked trials
   ActorRegistry registry_;
-  ProfileGate profiles_;  // jobs waiting for their shape's throughput profile
+  ProfileGate profiles_;  // which actor profiles each new shape's throughput, and the answers
   TrialBook book_;        // the queue of jobs and the state of every trial
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<ResultsWriter> results_;

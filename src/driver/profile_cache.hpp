@@ -32,8 +32,9 @@ class ProfileCache {
     Context context;
     std::string shape;                          // the trial shape's key
     std::vector<std::pair<int, double>> points;  // seconds per step by members, ascending
-    // The largest unit it was allowed to time (the run's max_pack): a profile that reached it
-    // says nothing of larger units, and a run that may pack more measures again.
+    // The largest unit it was allowed to time (the run's max_pack, or less where the actor's
+    // memory beside its pack held less, or the last it timed where memory ended): a profile that
+    // reached it says nothing of larger units, and a run that may pack more measures again.
     int max_members = 1;
     std::string measured;                       // UTC, ISO 8601
   };

@@ -109,9 +109,28 @@ std::optional<protocol::Profile> ProfileGate::placed(int actor_id, const packing
     return std::nullopt;
   }
   skipped_.erase(key);
-  requests_[key] = {actor_id, now, shape};
-  spdlog::debug("actor {} profiles the throughput of shape {} while it trains it", actor_id, key);
-  return protocol::Profile{key, full, options_.max_pack, spec};
+  const int members = members_with_room(actor_id, shape);
+  if (members == 0) return std::nullopt;
+  requests_[key] = {actor_id, now, shape, members};
+  spdlog::debug("actor {} profiles the throughput of shape {} while it trains it, up to {} member(s)", actor_id, key,
+                members);
+  return protocol::Profile{key, full, members, spec};
+}
+
+int ProfileGate::members_with_room(int actor_id, const packing::TrialShape& shape) const {
+  const auto planned = std::find_if(plan_.actors.begin(), plan_.actors.end(),
+                                    [&](const packing::ActorPlan& a) { return a.actor.id == actor_id; });
+  if (planned == plan_.actors.end() || planned->actor.capacity_bytes <= 0) return options_.max_pack;
+  const double usable = static_cast<double>(planned->actor.capacity_bytes) * (1 - planner_.options().headroom);
+  const double room = usable - static_cast<double>(planned->estimated_bytes);
+  const auto& model = planner_.memory_model();
+  if (static_cast<double>(model.estimate(shape, 1).peak()) > room) return 0;
+  int members = 1;
+  while (members * 2 <= options_.max_pack &&
+         static_cast<double>(model.estimate(shape, members * 2).peak() + model.estimate(shape, members).peak()) <= room) {
+    members *= 2;
+  }
+  return members;
 }
 
 bool ProfileGate::narrower_asked(const packing::TrialShape& shape) const {
@@ -153,8 +172,11 @@ void ProfileGate::on_profiled(int actor, const protocol::Profiled& m) {
     ++measured_;
     const ActorState* measured_by = registry_.actor_by_id(actor);
     if (cache_ && measured_by) {
+      // What the profile was allowed to time: where it ended on memory, no more than it reached,
+      // so that a run with more room measures again instead of taking it as where gains end.
+      const int allowed = m.cut_short ? points.back().first : request->second.max_members;
       const auto why = cache_->store(
-          {context_of(*measured_by), cache_key(m.key), points, options_.max_pack, ProfileCache::now_utc()});
+          {context_of(*measured_by), cache_key(m.key), points, allowed, ProfileCache::now_utc()});
       if (!why.empty() && !std::exchange(cache_warned_, true)) {
         spdlog::warn("throughput profiles are not kept for later runs: {}", why);
       }

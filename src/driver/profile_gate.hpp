@@ -4,7 +4,8 @@
 // a shape no profile speaks for is placed by what the planner has (the prior, or a profile of
 // another width of its architecture, scaled), and the actor it goes to is asked to profile the
 // shape while it trains, timing its own unit's rounds in place of a model of that size
-// (actors/throughput_profile.hpp). The answer sizes the units that come after. A shape is not
+// (actors/throughput_profile.hpp), up to the largest unit its memory has room for beside its
+// pack. The answer sizes the units that come after. A shape is not
 // asked for where a profile of a narrower one of its family (no more work per sample) on every
 // live actor's device kind found that two fused members do not pay: then neither would they;
 // nor while such a narrower profile is out, since its answer may rule this one out.
@@ -87,7 +88,12 @@ class ProfileGate {
     int actor = -1;
     Clock::time_point asked;
     packing::TrialShape shape;
+    int max_members = 1;  // the largest unit it may time
   };
+  // The largest unit of `shape` (a power of two, up to max_pack) the actor may time beside its
+  // pack as the plan has it: a unit of K and the K before it, kept together on a GPU, fit in
+  // the room its memory model leaves. 0: not even one member fits; a later job's actor is asked.
+  int members_with_room(int actor, const packing::TrialShape& shape) const;
 
   packing::Planner& planner_;
   packing::Plan& plan_;

@@ -182,9 +182,11 @@ struct Profiled {
   std::vector<std::int32_t> members;
   std::vector<double> seconds;
   std::string error;
+  // The last K is the largest that fit beside the actor's pack, not where gains ran out.
+  bool cut_short = false;
 
   template <class Archive>
-  void serialize(Archive& ar) { ar(key, device, members, seconds, error); }
+  void serialize(Archive& ar) { ar(key, device, members, seconds, error, cut_short); }
 };
 
 // driver -> actor: stop training `trial` now (the tuner stopped it early).

@@ -11,6 +11,7 @@ namespace packtune::protocol {
 // 15: Assign, Profile and Test carry the trial's parsed spec (spec::TrialSpec).
 // 16: NodeWelcome.actor_timeout_seconds (a node's relay answers its actors' heartbeats).
 // 17: a node's connection carries bundles of its peers' messages (protocol/node_bundle.hpp).
-constexpr std::uint32_t kProtocolVersion = 17;
+// 18: Profiled.cut_short (a profile that ended where memory did).
+constexpr std::uint32_t kProtocolVersion = 18;
 
 }  // namespace packtune::protocol

@@ -157,6 +157,29 @@ TEST_CASE("jobs of one planner unit train in one fused group; a unit of one is a
   CHECK(events[3].back().metrics == events[2].back().metrics);
 }
 
+TEST_CASE("sole_unit: the members of the pack's one group, while it has no other and none is parked") {
+  torch::set_num_threads(1);
+  auto split = synthetic_split(160, 20);
+  datasets::BatchStream stream(split, packtune::testing::test_device(), 1);
+  PackExecutor pack(stream, BudgetUnit::Steps);
+  CHECK(pack.sole_unit().empty());
+  auto in_unit = [](PackJob j, const std::string& unit) {
+    j.unit = unit;
+    return j;
+  };
+  pack.add(in_unit(job(0, kAdamMlp, 10), "a"));
+  pack.add(in_unit(job(1, kAdamMlp, 10), "a"));
+  auto unit = pack.sole_unit();
+  REQUIRE(unit.size() == 2);
+  CHECK(unit.front()->model.family == "mlp");
+  pack.add(in_unit(job(2, kAdamMlp, 10), "b"));
+  CHECK(pack.sole_unit().empty());  // a round now steps two units
+  pack.remove(2);
+  CHECK(pack.sole_unit().size() == 2);
+  pack.step_round();
+  CHECK(pack.sole_unit().size() == 2);
+}
+
 namespace {
 
 // Steps until nothing can step: every member finished or parked.
@@ -249,6 +272,7 @@ TEST_CASE("parked members leave when they cannot go on in place or a member trai
   pack.add(unit_job(2, kAdamMlp, 4, true));
   run_until_parked(pack);
   REQUIRE(pack.parked(0));
+  CHECK(pack.sole_unit().empty());  // no round of the pack would step it
 
   SECTION("another budget, config or unit, or a donor that is not parked here, sends the member out") {
     CHECK_FALSE(pack.continue_parked(unit_job(0, kAdamMlp, 8, false), -1, 2));  // its checkpoint at 2

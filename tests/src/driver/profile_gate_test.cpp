@@ -17,7 +17,7 @@ using packtune::testing::mlp_shape;
 
 constexpr std::int64_t GiB = std::int64_t{1} << 30;
 
-// Two ready actors in the registry and the plan; actor 1 has less work planned.
+// Two ready actors in the registry and the plan, their memory unknown to it (no cap).
 struct Fixture {
   packing::Planner planner;
   packing::Plan plan;
@@ -166,13 +166,38 @@ TEST_CASE("a dead actor's request is given up at once, and the next actor the sh
   CHECK(f.place(0, shape, f.t0));
 }
 
+TEST_CASE("the profile asked for fits the actor's memory beside its pack") {
+  Fixture f;
+  const auto shape = mlp_shape(256);
+  const auto& model = f.planner.memory_model();
+  const auto one = model.estimate(shape, 1).peak(), two = model.estimate(shape, 2).peak();
+  const auto four = model.estimate(shape, 4).peak();
+  auto& actor = f.plan.actors[0];
+  actor.estimated_bytes = 100 * one;  // its pack as planned
+  SECTION("room for a unit of 2 and one of 1 together, not for 4 and 2: up to 2") {
+    REQUIRE(four + two > two + one + one / 2);
+    actor.actor.capacity_bytes = actor.estimated_bytes + two + one + one / 2;
+    auto ask = f.place(0, shape, f.t0);
+    REQUIRE(ask);
+    CHECK(ask->max_members == 2);
+  }
+  SECTION("no room for one member: nothing is asked now, and the next actor the shape goes to is") {
+    actor.actor.capacity_bytes = actor.estimated_bytes + one / 2;
+    CHECK_FALSE(f.place(0, shape, f.t0));
+    CHECK_FALSE(f.gate.asked(shape.key));
+    auto ask = f.place(1, shape, f.t0);
+    REQUIRE(ask);
+    CHECK(ask->max_members == 4);  // its memory is unknown to the plan
+  }
+}
+
 TEST_CASE("a job placed on an actor that is not ready asks nothing") {
   Fixture f;
   for (auto& [identity, actor] : f.registry.actors()) f.registry.mark_dead(actor);
   CHECK_FALSE(f.place(0, mlp_shape(256), f.t0));
 }
 
-TEST_CASE("with fuse other than auto, or one trial per actor, nothing is asked") {
+TEST_CASE("a closed gate (fuse other than auto, or one trial per actor) asks nothing") {
   Fixture f;
   ProfileGate open(f.planner, f.plan, f.registry, {false, 1, 120});
   CHECK_FALSE(open.placed(f.plan.actors[0].actor.id, mlp_shape(256), {}, {}, f.t0));
@@ -316,4 +341,25 @@ TEST_CASE("a TorchScript shape's profile is kept under its file's contents, not 
     CHECK(place());
     CHECK(f.gate->from_cache() == 0);
   }
+}
+
+TEST_CASE("a profile that ended where memory did is kept as timed that far: a run with more room measures again") {
+  CachedFixture f;
+  const auto shape = mlp_shape(256);
+  REQUIRE(f.place(1, shape));
+  auto answered = answer(shape.key);  // 1, 2 and 4 members
+  answered.members = {1, 2};
+  answered.seconds = {0.010, 0.015};
+  answered.cut_short = true;  // 4 did not fit
+  f.gate->on_profiled(f.plan.actors[1].actor.id, answered);
+  CHECK(f.planner.throughput_model().profiled("cpu", shape.key));
+  ProfileCache kept(f.dir.file("cache"));
+  REQUIRE(kept.open().empty());
+  REQUIRE(kept.entries().size() == 1);
+  CHECK(kept.entries().front().max_members == 2);
+  // The next run, with max_pack 4, is not served from it.
+  f.planner = packing::Planner();
+  f.open(false);
+  CHECK(f.place(1, shape));
+  CHECK(f.gate->from_cache() == 0);
 }

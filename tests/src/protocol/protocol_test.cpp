@@ -237,6 +237,8 @@ TEST_CASE("empty vectors decode") {
   CHECK(back.members.empty());
   CHECK(back.seconds.empty());
   CHECK(back.error == "out of memory");
+  CHECK_FALSE(back.cut_short);
+  CHECK(round_trip(Profiled{"mlp-784-256-10", "cuda:0", {1, 2}, {1e-3, 1.2e-3}, "", true}).cut_short);
   CHECK(round_trip(OutOfMemory{{}, ""}).trials.empty());
 }
 
