@@ -208,9 +208,12 @@ bool ThroughputProfiler::advance(const PackUnit* unit) {
     if (!doubling_pays(k0, before.fastest, before.spread(), k, now.fastest, now.spread(), min_gain_)) done_ = true;
   }
   points_.emplace_back(k, now.fastest);
-  if (k * 2 > max_members_) done_ = true;
+  // The next K doubles this one, unless the pack's unit lies between the two: then its size is
+  // the next K, so that its own rounds are timed (a GPU's first unit of 20 members: K = 1, 2, 4,
+  // 8, 16, 20, 40, ...).
+  next_ = unit && unit->members > k && unit->members < 2 * k ? unit->members : 2 * k;
+  if (next_ > max_members_) done_ = true;
   if (done_) last_timer_.reset();  // its memory goes back to the pack
-  next_ = k * 2;
   return !done_;
 }
 

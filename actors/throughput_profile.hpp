@@ -10,7 +10,8 @@
 // The pack's own unit of the shape, where it is the pack's only one, is its K's timer: its
 // rounds are timed in place of a synthetic model of as many members, so those steps train
 // trials instead of costing the pack time (on a CPU, where units are of one, K = 1 is then
-// free and only K = 2 is synthetic).
+// free and only K = 2 is synthetic). A unit whose size lies between two doublings is timed as
+// a K of its own on the way.
 #include <functional>
 #include <memory>
 #include <string>

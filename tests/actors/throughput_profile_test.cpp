@@ -157,8 +157,8 @@ TEST_CASE("the pack's own unit stands for a model of its size: its rounds are ti
     CHECK(evaluated_rounds <= 3 * plain_rounds);
     CHECK(profiler.points().size() == 1);
   }
-  SECTION("a unit of a size the profile does not time is not stepped") {
-    ThroughputProfiler profiler(spec, 4, input, test_device(), {}, -1.0);
+  SECTION("a unit larger than the profile may time is not stepped") {
+    ThroughputProfiler profiler(spec, 2, input, test_device(), {}, -1.0);
     ThroughputProfiler::PackUnit unit{3, [&] {
                                         round();
                                         return Round::Plain;
@@ -166,7 +166,27 @@ TEST_CASE("the pack's own unit stands for a model of its size: its rounds are ti
     while (profiler.advance(&unit)) {
     }
     CHECK(rounds == 0);
-    CHECK_FALSE(profiler.points().empty());  // how far it got depends on the timing's spread
+    CHECK_FALSE(profiler.points().empty());
+  }
+  SECTION("a unit between two doublings is timed as a K of its own on the way") {
+    ThroughputProfiler profiler(spec, 4, input, test_device(), {}, -1.0);
+    ThroughputProfiler::PackUnit unit{3, [&] {
+                                        round();
+                                        return Round::Plain;
+                                      }};
+    CHECK(profiler.advance(&unit));  // K = 1
+    CHECK(profiler.next_members() == 2);
+    // How far the ladder goes depends on what the timing finds; where it goes on past 2, the
+    // next K is the unit's 3, not 4.
+    if (profiler.advance(&unit)) {
+      CHECK(profiler.next_members() == 3);
+      CHECK(rounds == 0);
+      profiler.advance(&unit);
+      CHECK(rounds > 0);
+      CHECK(profiler.points().back().first == 3);
+    }
+    CHECK(profiler.done());
+    CHECK(profiler.pack_steps() == rounds);
   }
 }
 
