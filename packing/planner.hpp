@@ -117,6 +117,9 @@ class Planner {
   // any): with fuse "auto", where one more member stops adding min_gain of throughput.
   int useful_members(const TrialShape& shape, const std::string& device = "") const;
   double step_seconds(const TrialShape& shape, int members, const std::string& device = "") const;
+  // The bytes of an actor's capacity its units may fill: all but the headroom (no limit where
+  // the capacity is unknown).
+  std::int64_t usable(const ActorSpec& actor) const;
 
   // The shape a fused unit of these trials trains at: the member with the most parameters,
   // with every figure raised to the largest among the members (padding to the widest).
@@ -166,7 +169,6 @@ class Planner {
   // `alone`: the item's own estimate as a new unit, when the caller has it already.
   bool fits(const ActorPlan& actor, int unit, const std::vector<TrialDemand>& item,
             const UnitEstimate* alone = nullptr) const;
-  std::int64_t usable(const ActorSpec& actor) const;
   double unit_seconds(const PlannedUnit& unit, const std::string& device) const;
   static double total_steps(const std::vector<TrialDemand>& members);  // the members' steps
   Unplaced why_unplaced(const Plan& plan, const TrialDemand& trial) const;

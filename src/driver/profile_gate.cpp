@@ -91,7 +91,6 @@ std::optional<protocol::Profile> ProfileGate::placed(int actor_id, const packing
                                                      const tuners::TrialConfig& full, const spec::TrialSpec& spec,
                                                      Clock::time_point now) {
   if (!options_.enabled) return std::nullopt;
-  prepare(shape, spec);
   const auto& key = shape.key;
   // A shape of an architecture already covered is profiled too, for its own figures.
   if (requests_.count(key) || failed_.count(key) || planner_.throughput_model().profiled("", key)) return std::nullopt;
@@ -121,8 +120,8 @@ int ProfileGate::members_with_room(int actor_id, const packing::TrialShape& shap
   const auto planned = std::find_if(plan_.actors.begin(), plan_.actors.end(),
                                     [&](const packing::ActorPlan& a) { return a.actor.id == actor_id; });
   if (planned == plan_.actors.end() || planned->actor.capacity_bytes <= 0) return options_.max_pack;
-  const double usable = static_cast<double>(planned->actor.capacity_bytes) * (1 - planner_.options().headroom);
-  const double room = usable - static_cast<double>(planned->estimated_bytes);
+  const double room =
+      static_cast<double>(planner_.usable(planned->actor)) - static_cast<double>(planned->estimated_bytes);
   const auto& model = planner_.memory_model();
   if (static_cast<double>(model.estimate(shape, 1).peak()) > room) return 0;
   int members = 1;

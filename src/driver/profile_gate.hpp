@@ -53,7 +53,8 @@ class ProfileGate {
   // the shape (for the live actors' contexts) first.
   void prepare(const packing::TrialShape& shape, const spec::TrialSpec& spec);
   // A job of a trial of `shape` (its full config `full`, parsed as `spec`) went to `actor`: the
-  // Profile the caller must send it after the job, where the shape needs one. Prepares too.
+  // Profile the caller must send it after the job, where the shape needs one. prepare() came
+  // first, before the job was placed.
   std::optional<protocol::Profile> placed(int actor, const packing::TrialShape& shape, const tuners::TrialConfig& full,
                                           const spec::TrialSpec& spec, Clock::time_point now);
 

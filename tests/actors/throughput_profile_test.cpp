@@ -80,13 +80,17 @@ TEST_CASE("the pack's own unit stands for a model of its size: its rounds are ti
     ++rounds;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   };
+  // A unit of `members` whose every round is a plain training step.
+  const auto plain_unit = [&](int members) {
+    return ThroughputProfiler::PackUnit{members, [&] {
+                                          round();
+                                          return Round::Plain;
+                                        }};
+  };
 
   SECTION("a unit of one is K = 1, and K = 2 is compared with its rounds") {
     ThroughputProfiler profiler(spec, 2, input, test_device(), {}, -1.0);
-    ThroughputProfiler::PackUnit unit{1, [&] {
-                                        round();
-                                        return Round::Plain;
-                                      }};
+    const auto unit = plain_unit(1);
     CHECK(profiler.advance(&unit));
     // Warm-up and three windows, all the pack's.
     CHECK(rounds >= 5);
@@ -159,10 +163,7 @@ TEST_CASE("the pack's own unit stands for a model of its size: its rounds are ti
   }
   SECTION("a unit larger than the profile may time is not stepped") {
     ThroughputProfiler profiler(spec, 2, input, test_device(), {}, -1.0);
-    ThroughputProfiler::PackUnit unit{3, [&] {
-                                        round();
-                                        return Round::Plain;
-                                      }};
+    const auto unit = plain_unit(3);
     while (profiler.advance(&unit)) {
     }
     CHECK(rounds == 0);
@@ -170,10 +171,7 @@ TEST_CASE("the pack's own unit stands for a model of its size: its rounds are ti
   }
   SECTION("a unit between two doublings is timed as a K of its own on the way") {
     ThroughputProfiler profiler(spec, 4, input, test_device(), {}, -1.0);
-    ThroughputProfiler::PackUnit unit{3, [&] {
-                                        round();
-                                        return Round::Plain;
-                                      }};
+    const auto unit = plain_unit(3);
     CHECK(profiler.advance(&unit));  // K = 1
     CHECK(profiler.next_members() == 2);
     // How far the ladder goes depends on what the timing finds; where it goes on past 2, the

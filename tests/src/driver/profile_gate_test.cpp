@@ -42,6 +42,7 @@ struct Fixture {
 
   // A job of `shape` went to the plan's actor `index`: the Profile it is asked for, if any.
   std::optional<protocol::Profile> place(std::size_t index, const packing::TrialShape& shape, Clock::time_point now) {
+    gate.prepare(shape, {});
     return gate.placed(plan.actors[index].actor.id, shape, {}, {}, now);
   }
 };
@@ -242,6 +243,7 @@ struct CachedFixture {
     gate = std::make_unique<ProfileGate>(planner, plan, registry, options);
   }
   std::optional<protocol::Profile> place(std::size_t index, const packing::TrialShape& shape) {
+    gate->prepare(shape, {});
     return gate->placed(plan.actors[index].actor.id, shape, {}, {}, t0);
   }
 };
@@ -318,7 +320,10 @@ TEST_CASE("a TorchScript shape's profile is kept under its file's contents, not 
   spec.model.params["path"] = path;
   auto shape = mlp_shape(64);
   shape.key = "torchscript/" + path + "/b128/sgd";
-  auto place = [&] { return f.gate->placed(f.plan.actors[1].actor.id, shape, {}, spec, f.t0); };
+  auto place = [&] {
+    f.gate->prepare(shape, spec);
+    return f.gate->placed(f.plan.actors[1].actor.id, shape, {}, spec, f.t0);
+  };
 
   REQUIRE(place());
   f.gate->on_profiled(f.plan.actors[1].actor.id, answer(shape.key));
