@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include <fmt/compile.h>
 #include <spdlog/spdlog.h>
 
 #include "experiment/trial_shape.hpp"
@@ -344,10 +345,13 @@ void DriverCore::finish_job(ActorState& actor, TrialId id, bool failed, std::str
   const bool parked = parks && !failed && !actor.dead;
   placement_.ended(id, parked ? std::optional<int>(actor.id) : std::nullopt);
   if (job_lines_) {
+    // Formatted by a format compiled here, not parsed at run time: one line a job at
+    // 10,000 actors, and parsing its fields was a fiftieth of the loop.
     const auto& best = results_->best();
-    spdlog::info("trial {:>3} reached budget {:g}: {} {:.4f} | best {:.4f} (trial {}) | {} jobs done, {} running", id,
-                 trial.reached, config_.metric, trial.last_metric, best ? best->value : NAN, best ? best->trial : -1,
-                 book_.completed_jobs(), book_.running());
+    spdlog::info("{}", fmt::format(FMT_COMPILE("trial {:>3} reached budget {:g}: {} {:.4f} | best {:.4f} (trial {}) | "
+                                               "{} jobs done, {} running"),
+                                   id, trial.reached, config_.metric, trial.last_metric, best ? best->value : NAN,
+                                   best ? best->trial : -1, book_.completed_jobs(), book_.running()));
   }
   tuning_.on_result(id, trial.reached, trial.last_metric, row, failed);
 }

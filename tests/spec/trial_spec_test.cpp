@@ -89,3 +89,29 @@ TEST_CASE("a torchscript trial is its file and the common keys; each file a shap
   CHECK_THROWS_WITH(parse_trial_spec(number), Catch::StartsWith("model.path: expected the path of a TorchScript file"));
   CHECK_THROWS_AS(torchscript_path(parse_trial_spec({{"family", std::string("mlp")}}).model), packtune::Error);
 }
+
+// The keys are kept on disk (the throughput profile cache): their text must not change.
+TEST_CASE("the built-in families' shape and fusion keys keep their text") {
+  const auto mlp = parse_trial_spec({{"family", std::string("mlp")}, {"depth", std::int64_t{2}},
+                                     {"width", std::int64_t{512}}, {"dropout", 0.1},
+                                     {"optimizer", std::string("adam")}, {"batch_size", std::int64_t{128}}});
+  CHECK(fusion_key(mlp) == "mlp/d2/relu/drop1/b128");
+  CHECK(unpadded_fusion_key(mlp) == "mlp/d2/relu/drop1/b128/w512");
+  CHECK(shape_key(mlp) == "mlp/d2/w512/relu/drop1/b128/adam");
+  CHECK(fusion_key(parse_trial_spec({{"family", std::string("mlp")}, {"depth", std::int64_t{0}}})) == "mlp/d0/b128");
+
+  const auto cnn = parse_trial_spec({{"family", std::string("cnn")}, {"depth", std::int64_t{3}},
+                                     {"channels", std::int64_t{16}}, {"width", std::int64_t{0}},
+                                     {"kernel", std::int64_t{5}}, {"batch_norm", false},
+                                     {"optimizer", std::string("sgd")}, {"batch_size", std::int64_t{64}}});
+  CHECK(fusion_key(cnn) == "cnn/d3/relu/drop0/b64/k5/bn0/fc0");
+  CHECK(unpadded_fusion_key(cnn) == "cnn/d3/relu/drop0/b64/k5/bn0/fc0/w0/c16");
+  CHECK(shape_key(cnn) == "cnn/d3/w0/relu/drop0/b64/sgd/c16/k5/bn0");
+
+  const auto resnet = parse_trial_spec({{"family", std::string("resnet")}, {"stages", std::int64_t{3}},
+                                        {"blocks", std::int64_t{2}}, {"channels", std::int64_t{32}},
+                                        {"optimizer", std::string("sgd")}, {"batch_size", std::int64_t{128}}});
+  CHECK(fusion_key(resnet) == "resnet/s3x2/relu/drop0/b128/bn1");
+  CHECK(unpadded_fusion_key(resnet) == "resnet/s3x2/relu/drop0/b128/bn1/c32");
+  CHECK(shape_key(resnet) == "resnet/s3x2/c32/relu/drop0/b128/sgd/bn1");
+}
