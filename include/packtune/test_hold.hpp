@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -31,6 +32,16 @@
 #include <chrono>
 
 namespace packtune {
+
+// The point PACKTUNE_TEST_HOLD names, or "" (none, or not POINT[#N]:FILE).
+inline std::string test_hold_point() {
+  static const char* spec = std::getenv("PACKTUNE_TEST_HOLD");
+  if (!spec || !*spec) return "";
+  const std::string s = spec;
+  const auto colon = s.find(':');
+  if (colon == std::string::npos) return "";
+  return s.substr(0, std::min(colon, s.find('#')));
+}
 
 inline void test_hold(const char* point) {
   static const char* spec = std::getenv("PACKTUNE_TEST_HOLD");

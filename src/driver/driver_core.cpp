@@ -64,14 +64,21 @@ void DriverCore::attach(std::unique_ptr<Journal> journal, std::unique_ptr<Result
   journal_ = std::move(journal);
   results_ = std::move(results);
   store_ = std::move(store);
-  tuning_.set_journal(journal_.get());
+  records_ = std::make_unique<RecordThread>([journal = journal_.get(), results = results_.get()] {
+    journal->commit();
+    results->flush();
+  });
+  tuning_.set_journal(journal_.get(), results_.get(), records_.get());
   store_->set_keep_all(config_.keep_checkpoints == KeepCheckpoints::All);
   now_ = start_ = now;
 }
 
 void DriverCore::commit() {
-  if (journal_) journal_->commit();
-  if (results_) results_->flush();
+  if (records_) records_->commit();
+}
+
+void DriverCore::commit_soon() {
+  if (records_ && records_->uncommitted()) records_->commit_soon();
 }
 
 double DriverCore::seconds_since_start() const { return std::chrono::duration<double>(now_ - start_).count(); }
@@ -293,21 +300,22 @@ void DriverCore::on_report(ActorState& actor, const proto::Report& report) {
   // A job that restarted below what its trial reported before (its actor died, the driver
   // was resumed) trains through budgets the results and the tuner have already seen.
   const bool seen = report.budget <= trial.reported + 1e-9 * std::max(1.0, report.budget);
-  std::string row;  // as results.jsonl has it
+  TunerJournal::Row row;  // its results.jsonl row, written by the record thread
   if (!seen) {
-    row = results_->append(report_row(actor, trial, report), trial.full);
+    row = ResultsWriter::Row{report_row(actor, trial, report), trial.full};
+    results_->count(row->values, *trial.full);
     test_hold("driver.reported");
     trial.reported = report.budget;
     trial.exploited_from = -1;  // recorded in this row
   }
   if (report.final) {
     if (!report.checkpoint.empty()) record_checkpoint(report.trial, report.checkpoint, report.budget);
-    finish_job(actor, report.trial, false, row, placement_.parks(report.trial));
+    finish_job(actor, report.trial, false, std::move(row), placement_.parks(report.trial));
     if (!report.checkpoint.empty()) on_final_checkpoint(report.trial, report.budget);
     return;
   }
   if (seen) return;
-  if (tuning_.on_report(report.trial, report.budget, trial.last_metric, row) == tuners::Decision::Stop) {
+  if (tuning_.on_report(report.trial, report.budget, trial.last_metric, std::move(row)) == tuners::Decision::Stop) {
     send(actor, proto::Stop{report.trial});
     spdlog::debug("trial {} stopped early by the tuner at budget {}", report.trial, report.budget);
     finish_job(actor, report.trial);
@@ -339,7 +347,7 @@ ReportRow DriverCore::report_row(const ActorState& actor, const TrialState& tria
 }
 
 // `row`: the final report's results line, if it has one.
-void DriverCore::finish_job(ActorState& actor, TrialId id, bool failed, std::string_view row, bool parks) {
+void DriverCore::finish_job(ActorState& actor, TrialId id, bool failed, TunerJournal::Row row, bool parks) {
   const TrialState& trial = book_.finish(id, failed);
   actor.running.erase(id);
   const bool parked = parks && !failed && !actor.dead;
@@ -353,7 +361,7 @@ void DriverCore::finish_job(ActorState& actor, TrialId id, bool failed, std::str
                                    id, trial.reached, config_.metric, trial.last_metric, best ? best->value : NAN,
                                    best ? best->trial : -1, book_.completed_jobs(), book_.running()));
   }
-  tuning_.on_result(id, trial.reached, trial.last_metric, row, failed);
+  tuning_.on_result(id, trial.reached, trial.last_metric, std::move(row), failed);
 }
 
 void DriverCore::on_trial_failed(ActorState& actor, const proto::TrialFailed& m) {

@@ -23,6 +23,7 @@
 #include "driver/final_models.hpp"
 #include "driver/final_test.hpp"
 #include "driver/journal.hpp"
+#include "driver/record_thread.hpp"
 #include "driver/placement.hpp"
 #include "driver/profile_gate.hpp"
 #include "driver/status_view.hpp"
@@ -72,8 +73,14 @@ class DriverCore {
               std::unique_ptr<CheckpointStore> store, Clock::time_point now);
   // The tuner replayed the journal; the books, the store and the clock follow it.
   void restore(const TunerJournal::Recovered& recovered);
-  // Makes what the journal took durable, then writes the results rows it holds.
+  // Makes what the journal took durable, then writes the results rows it holds, and returns
+  // when they are written (driver/record_thread.hpp).
   void commit();
+  // The loop's group commit: the record thread writes and commits what was taken so far,
+  // while the loop goes on. Throws the failure of an earlier one.
+  void commit_soon();
+  // Whether entries wait for a commit.
+  bool uncommitted() const { return records_ && records_->uncommitted(); }
   Journal* journal() { return journal_.get(); }
   ResultsWriter* results() { return results_.get(); }
   CheckpointStore* store() { return store_.get(); }
@@ -156,7 +163,7 @@ class DriverCore {
   std::string fetch_refusal(const ActorState& actor, const protocol::FetchChunk& fetch);
   ReportRow report_row(const ActorState& actor, const TrialState& trial, const protocol::Report& report) const;
   // `parks`: the job's last report; the actor keeps the trial in its unit (Assign.park).
-  void finish_job(ActorState& actor, TrialId id, bool failed = false, std::string_view row = {},
+  void finish_job(ActorState& actor, TrialId id, bool failed = false, TunerJournal::Row row = std::nullopt,
                   bool parks = false);
   void record_checkpoint(TrialId trial, const std::string& path, double budget);
   void on_checkpointed(const ActorState& actor, const protocol::Checkpointed& m);
@@ -224,6 +231,7 @@ class DriverCore {
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<ResultsWriter> results_;
   std::unique_ptr<CheckpointStore> store_;
+  std::unique_ptr<RecordThread> records_;  // writes into journal_ and results_: stops before them
 
   std::map<int, std::vector<protocol::Assign>> assigns_;  // this dispatch's jobs by actor, sent at its end
   std::vector<std::pair<int, protocol::Profile>> profile_asks_;  // sent after them, to the actors named

@@ -180,14 +180,14 @@ void DriverCore::start_next_job(int actor_id, TrialState& trial) {
                       started.budget < config_.max_budget * (1 - 1e-9);
   assign.exploit_from = trial.exploited_from;
   assigns_[actor->id].push_back(std::move(assign));
-  if (auto profile = profiles_.placed(actor->id, trial.shape, trial.full, trial.spec, now_)) {
+  if (auto profile = profiles_.placed(actor->id, trial.shape, *trial.full, trial.spec, now_)) {
     profile_asks_.emplace_back(actor->id, std::move(*profile));
   }
 }
 
 // The Assign of a job; a promotion or a restart names the trial's checkpoints, newest first.
 proto::Assign DriverCore::make_assign(const Job& job, TrialState& trial) {
-  proto::Assign assign{job.trial, trial.full, job.budget, trial.seed};
+  proto::Assign assign{job.trial, *trial.full, job.budget, trial.seed};
   assign.spec = trial.spec;
   assign.lease = trial.lease;
   assign.resume_from = store_->newest_first(job.trial);

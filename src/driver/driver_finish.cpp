@@ -104,7 +104,7 @@ bool DriverCore::ask_next_tester(Clock::time_point now) {
   const auto tester = final_test_.ask_next(registry_, best->trial);
   if (!tester) return false;
   send(*registry_.actor_by_id(*tester),
-       proto::Test{best->trial, trial.full, trial.seed, store_->newest_first(best->trial), trial.spec});
+       proto::Test{best->trial, *trial.full, trial.seed, store_->newest_first(best->trial), trial.spec});
   spdlog::info("actor {} evaluates trial {}'s final model on the test split", *tester, best->trial);
   return true;
 }

@@ -5,7 +5,8 @@
 // left it.
 //
 // Entries are buffered and made durable together (commit: one write, one fdatasync) by the
-// driver's loop at most every 10 ms while busy (at once on an idle turn, and at the end), and
+// driver's record thread (record_thread.hpp) when its loop asks, at most every 10 ms while
+// busy (at once on an idle turn, and at the end), and
 // results.jsonl is written only after the commit that holds its rows. A crash therefore loses at most a suffix of the journal, never a line in the
 // middle, and results.jsonl never holds a report the journal lacks.
 #include <optional>

@@ -57,7 +57,7 @@ bool TrialBook::configure(TrialState& trial, const tuners::TrialConfig& config, 
     return false;
   }
   trial.sampled = config;
-  trial.full = std::move(full);
+  trial.full = std::make_shared<const tuners::TrialConfig>(std::move(full));
   return true;
 }
 

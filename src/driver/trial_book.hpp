@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -22,7 +23,9 @@ namespace packtune {
 
 struct TrialState {
   tuners::TrialConfig sampled;  // what the tuner chose
-  tuners::TrialConfig full;     // fixed model values overlaid with the sample
+  // Fixed model values overlaid with the sample; shared, and replaced (never changed) when
+  // the trial is reconfigured: the record thread writes rows from it after the loop went on.
+  std::shared_ptr<const tuners::TrialConfig> full;
   spec::TrialSpec spec;         // `full` parsed, once: what its actor trains
   std::uint64_t seed = 0;
   packing::TrialShape shape;  // what the planner knows of it

@@ -44,55 +44,82 @@ tuners::Job TunerJournal::next_job() {
   if (job.kind == Job::Kind::Wait && rules_) rules_->check_wait();
   if (job.kind == Job::Kind::Start || job.kind == Job::Kind::Resume) {
     if (rules_) rules_->check(job);
-    util::JsonObjectText entry;
-    entry.add("kind", kind_name(job.kind))
-        .add("trial", job.trial)
-        .add("budget", job.budget)
-        .add_json("config", ResultsWriter::config_text(job.config));
-    if (job.from_trial >= 0) entry.add("from_trial", job.from_trial).add("from_budget", job.from_budget);
-    // A learning sampler's reasons, for the report; a replay recomputes them, so they are not checked.
-    if (!job.why.is_null()) entry.add_json("why", job.why.dump());
-    write_entry("job", entry.text());
+    post([this, kind = job.kind, trial = job.trial, budget = job.budget, config = job.config,
+          from_trial = job.from_trial, from_budget = job.from_budget, why = job.why] {
+      util::JsonObjectText entry;
+      entry.add("kind", kind_name(kind))
+          .add("trial", trial)
+          .add("budget", budget)
+          .add_json("config", ResultsWriter::config_text(config));
+      if (from_trial >= 0) entry.add("from_trial", from_trial).add("from_budget", from_budget);
+      // A learning sampler's reasons, for the report; a replay recomputes them, so they are not checked.
+      if (!why.is_null()) entry.add_json("why", why.dump());
+      write_entry("job", entry.text());
+    });
     if (job.kind == Job::Kind::Resume) test_hold("driver.promoted");
   }
   return job;
 }
 
-// The row is the report's results.jsonl line, already serialized: 10,000 actors report tens of
-// thousands of times a second, and serializing each row twice was a tenth of the driver's time.
-void TunerJournal::write_entry(const char* key, std::string_view value, std::string_view row) {
+void TunerJournal::post(RecordThread::Task write) {
   if (!journal_) return;
+  if (records_) {
+    records_->post(std::move(write));
+  } else {
+    write();
+  }
+}
+
+void TunerJournal::write(nlohmann::json entry) {
+  post([this, entry = std::move(entry)] { journal_->append(entry); });
+}
+
+// The row is the report's results.jsonl line, serialized once for both files: 10,000 actors
+// report tens of thousands of times a second, and serializing each row twice was a tenth of
+// the driver's time.
+void TunerJournal::write_entry(const char* key, std::string_view value, const Row& row) {
   std::string text = "{\"";
   text += key;
   text += "\":";
   text += value;
-  if (!row.empty()) {
+  if (row) {
     text += ",\"row\":";
-    text += row;
+    text += results_ ? results_->append_line(*row) : ResultsWriter::line(row->values, *row->config);
   }
   text += '}';
   journal_->append_text(text);
 }
 
-tuners::Decision TunerJournal::on_report(TrialId trial, double budget, double metric, std::string_view row) {
+tuners::Decision TunerJournal::on_report(TrialId trial, double budget, double metric, Row row) {
   const auto decision = call("on_report", [&] { return tuner_.on_report(trial, budget, metric); });
-  util::JsonObjectText report;
-  report.add("trial", trial).add("budget", budget).add("metric", metric).add("stop", decision == tuners::Decision::Stop);
-  write_entry("report", report.text(), row.empty() ? std::string_view("null") : row);
+  post([this, trial, budget, metric, decision, row = std::move(row)] {
+    util::JsonObjectText report;
+    report.add("trial", trial).add("budget", budget).add("metric", metric).add("stop", decision == tuners::Decision::Stop);
+    // A report without a row is journaled with "row": null.
+    if (row) {
+      write_entry("report", report.text(), row);
+    } else {
+      journal_->append_text("{\"report\":" + report.text() + ",\"row\":null}");
+    }
+  });
   return decision;
 }
 
-void TunerJournal::on_result(TrialId trial, double budget, double metric, std::string_view row, bool failed) {
+void TunerJournal::on_result(TrialId trial, double budget, double metric, Row row, bool failed) {
   call("on_result", [&] { tuner_.on_result(trial, budget, metric); });
   if (rules_) rules_->result(trial, budget);
-  util::JsonObjectText result;
-  result.add("trial", trial).add("budget", budget).add("metric", metric);  // NaN: null, as JSON has no NaN
-  if (failed) result.add("failed", true);
-  write_entry("result", result.text(), row);
+  post([this, trial, budget, metric, failed, row = std::move(row)] {
+    util::JsonObjectText result;
+    result.add("trial", trial).add("budget", budget).add("metric", metric);  // NaN: null, as JSON has no NaN
+    if (failed) result.add("failed", true);
+    write_entry("result", result.text(), row);
+  });
 }
 
 void TunerJournal::on_checkpoint(TrialId trial, const std::string& path, double budget) {
-  write_entry("checkpoint", util::JsonObjectText().add("trial", trial).add("path", path).add("budget", budget).text());
+  post([this, trial, path, budget] {
+    write_entry("checkpoint", util::JsonObjectText().add("trial", trial).add("path", path).add("budget", budget).text());
+  });
 }
 
 void TunerJournal::on_finished(std::int64_t jobs) { write({{"finished", {{"jobs", jobs}}}}); }

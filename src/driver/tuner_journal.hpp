@@ -18,6 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "driver/journal.hpp"
+#include "driver/record_thread.hpp"
+#include "experiment/results_writer.hpp"
 #include "packtune/error.hpp"
 #include "tuners/job_rules.hpp"
 #include "tuners/tuner.hpp"
@@ -31,7 +33,14 @@ class TunerJournal {
 
   // Both must outlive this. `journal` may be null: nothing is written (packtune simulate).
   TunerJournal(tuners::Tuner& tuner, Journal* journal) : tuner_(tuner), journal_(journal) {}
-  void set_journal(Journal* journal) { journal_ = journal; }
+  // The driver's: entries are written by `records`' thread, each report's results.jsonl line
+  // by `results` there too. Without `records` they are written at once; without `results`
+  // a row goes into the journal only. All must outlive this.
+  void set_journal(Journal* journal, ResultsWriter* results = nullptr, RecordThread* records = nullptr) {
+    journal_ = journal;
+    results_ = results;
+    records_ = records;
+  }
   // From here on every job the tuner gives is held to JobRules: a tuner that breaks one (a
   // plugin's bug) stops the run with an Error naming it.
   void check_jobs(const std::string& tuner, double max_budget) {
@@ -42,11 +51,12 @@ class TunerJournal {
   std::optional<double> planned_budget() const { return tuner_.planned_budget(); }
 
   Job next_job();
-  // `row` is the results.jsonl line of the report, as written there (JSON text).
-  tuners::Decision on_report(TrialId trial, double budget, double metric, std::string_view row);
-  // `row`: the final report's line as written to results.jsonl, or empty (a stopped trial's
-  // last report was journaled already; a failed job has none). `failed`: the trial cannot go on.
-  void on_result(TrialId trial, double budget, double metric, std::string_view row, bool failed);
+  // `row`: the report's results.jsonl row, or none (a report of a budget it had one for).
+  using Row = std::optional<ResultsWriter::Row>;
+  tuners::Decision on_report(TrialId trial, double budget, double metric, Row row);
+  // `row`: the final report's results.jsonl row, or none (a stopped trial's last report was
+  // journaled already; a failed job has none). `failed`: the trial cannot go on.
+  void on_result(TrialId trial, double budget, double metric, Row row, bool failed);
   // The store holds `path`, the trial's checkpoint at `budget`.
   void on_checkpoint(TrialId trial, const std::string& path, double budget);
   // The experiment ended: resuming it has nothing left to do.
@@ -80,15 +90,18 @@ class TunerJournal {
   Recovered replay(const std::vector<nlohmann::json>& entries);
 
  private:
-  void write(const nlohmann::json& entry) {
-    if (journal_) journal_->append(entry);
-  }
+  // Runs `write` (which formats and appends entries) on the record thread, or at once.
+  void post(RecordThread::Task write);
+  void write(nlohmann::json entry);
   // {"KEY":value,"row":row} (no "row" when empty), the bytes write() would give that object:
-  // every KEY sorts before "row". `value` is JSON text (util/json_object_text.hpp).
-  void write_entry(const char* key, std::string_view value, std::string_view row = {});
+  // every KEY sorts before "row". `value` is JSON text (util/json_object_text.hpp). `row`
+  // is formatted here, and appended to results.jsonl too. The record thread's.
+  void write_entry(const char* key, std::string_view value, const Row& row = std::nullopt);
 
   tuners::Tuner& tuner_;
   Journal* journal_;
+  ResultsWriter* results_ = nullptr;
+  RecordThread* records_ = nullptr;
   std::optional<tuners::JobRules> rules_;
   std::string name_;  // the tuner's, for errors a plugin throws without saying whose they are
 

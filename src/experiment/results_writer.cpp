@@ -133,13 +133,23 @@ std::string ResultsWriter::line(const ReportRow& row, const tuners::TrialConfig&
   return line.text();
 }
 
-std::string ResultsWriter::append(const ReportRow& row, const tuners::TrialConfig& config) {
-  std::string text = line(row, config);
-  log_->append_text(text);
+void ResultsWriter::count(const ReportRow& row, const tuners::TrialConfig& config) {
   ++rows_;
   if (const auto it = row.metrics.find(metric_); it != row.metrics.end() && std::isfinite(it->second)) {
     if (beats_best(it->second, row.budget)) best_ = Best{row.trial, it->second, row.budget, config};
   }
+}
+
+std::string ResultsWriter::append_line(const Row& row) {
+  std::string text = line(row.values, *row.config);
+  log_->append_text(text);
+  return text;
+}
+
+std::string ResultsWriter::append(const ReportRow& row, const tuners::TrialConfig& config) {
+  count(row, config);
+  std::string text = line(row, config);
+  log_->append_text(text);
   return text;
 }
 

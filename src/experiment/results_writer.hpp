@@ -5,6 +5,7 @@
 // only reports a resumed run will not redo.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,8 +66,19 @@ class ResultsWriter {
   static std::string line(const ReportRow& row, const tuners::TrialConfig& config);
   // A trial's config as that line (and the journal) writes it.
   static std::string config_text(const tuners::TrialConfig& config);
-  // Takes the report (best() sees it at once); flush() writes it. Returns its line as written,
-  // which the journal keeps too: one serialization of each report, not two.
+  // A report's values and its trial's config, shared: the line is written later, on the
+  // driver's record thread (driver/record_thread.hpp), and the config stays as it was.
+  struct Row {
+    ReportRow values;
+    std::shared_ptr<const tuners::TrialConfig> config;
+  };
+  // Counts the report, and best() sees it at once; append_line() writes its line. The two
+  // halves of append(), for a caller that writes on another thread.
+  void count(const ReportRow& row, const tuners::TrialConfig& config);
+  // Appends the row's line; flush() writes it. Returns the line as written, which the journal
+  // keeps too: one serialization of each report, not two.
+  std::string append_line(const Row& row);
+  // count() and the line, at once.
   std::string append(const ReportRow& row, const tuners::TrialConfig& config);
   // Writes the lines appended since the last flush. On a failure (a full disk) the file is
   // cut back to its last whole line and Error names it.

@@ -42,7 +42,7 @@ TEST_CASE("a trial is the fixed model overlaid with its sample, with a seed of i
   b.enqueue(Job::start(1, sample(128), 1));
   auto first = b.open_next();
   REQUIRE(first.trial);
-  CHECK(first.trial->full.count("family"));
+  CHECK(first.trial->full->count("family"));
   CHECK(first.trial->shape.key == "mlp-64");
   CHECK(b.start_next(3).trial == 0);
   auto second = b.open_next();
@@ -137,8 +137,8 @@ TEST_CASE("an exploited trial takes its donor's config: its full config and shap
   std::string why;
   REQUIRE(b.retarget(0, sample(128), why));
   CHECK(b.at(0).shape.key == "mlp-128");
-  CHECK(b.at(0).full.at("width") == tuners::ParamValue{std::int64_t{128}});
-  CHECK(b.at(0).full.count("family"));  // the fixed model stays under it
+  CHECK(b.at(0).full->at("width") == tuners::ParamValue{std::int64_t{128}});
+  CHECK(b.at(0).full->count("family"));  // the fixed model stays under it
   const auto seed = b.at(0).seed;
   CHECK_FALSE(b.retarget(0, {}, why));  // no width: no model
   CHECK_THAT(why, Catch::Contains("no width"));

@@ -43,8 +43,11 @@ std::vector<Result> run_to_end(TunerJournal& tuning, std::vector<Job> running, i
     const Job job = running[pick];
     running.erase(running.begin() + static_cast<long>(pick));
     const double metric = objective.evaluate(job.trial, job.config, job.budget);
-    nlohmann::json row = {{"trial", job.trial}, {"budget", job.budget}, {"wall_time", 1.0 * results.size()}};
-    tuning.on_result(job.trial, job.budget, metric, row.dump(), false);
+    ReportRow row;
+    row.trial = job.trial;
+    row.budget = job.budget;
+    row.wall_time = 1.0 * static_cast<double>(results.size());
+    tuning.on_result(job.trial, job.budget, metric, ResultsWriter::Row{row, std::make_shared<const tuners::TrialConfig>()}, false);
     results.emplace_back(job.trial, job.budget, metric);
   }
 }
@@ -232,7 +235,7 @@ std::string first_error(std::vector<tuners::Job> jobs, bool result_first = false
   try {
     for (int i = 0; i < 10; ++i) {
       const auto job = tuning.next_job();
-      if (result_first && job.kind == tuners::Job::Kind::Start) tuning.on_result(job.trial, 0.5, 0.1, {}, false);
+      if (result_first && job.kind == tuners::Job::Kind::Start) tuning.on_result(job.trial, 0.5, 0.1, std::nullopt, false);
     }
   } catch (const Error& e) {
     return e.what();

@@ -1,0 +1,67 @@
+#pragma once
+// The thread that writes the driver's records: the lines of the journal and of results.jsonl
+// are formatted and appended here, in the order the loop posted them, and made durable at
+// each commit (the journal's fdatasync, then results.jsonl: driver/journal.hpp's order).
+//
+// Why a thread: at 10,000 actors the loop handles tens of thousands of reports a second, and
+// formatting their rows and entries, writing them and waiting for the disk was a fifth of its
+// time (docs/benchmarks.md, "Nodes"). The loop now copies a report's values into a task and
+// goes on. What the thread holds unwritten is what the loop's buffers held before: a driver
+// killed with -9 loses at most the entries since the last commit, which --resume tolerates.
+//
+// Tasks run only when the loop asks for a commit (every 10 ms while busy): the thread wakes
+// a hundred times a second, not once per report.
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace packtune {
+
+class RecordThread {
+ public:
+  using Task = std::function<void()>;
+  // `commit` makes what the tasks appended durable; it runs on the thread after them.
+  explicit RecordThread(Task commit);
+  // Runs what was posted, without a commit of it (a run that failed commits explicitly
+  // first), and stops the thread.
+  ~RecordThread();
+  RecordThread(const RecordThread&) = delete;
+  RecordThread& operator=(const RecordThread&) = delete;
+
+  // The loop's: the task runs on the thread at the next commit, after every task posted
+  // before it.
+  void post(Task task);
+  // Whether tasks were posted since the last commit was asked for.
+  bool uncommitted() const { return uncommitted_; }
+  // Hands what was posted to the thread to write and commit, and returns at once. Rethrows
+  // the first failure (a full disk) of an earlier task or commit.
+  void commit_soon();
+  // Writes and commits everything posted, and returns when it is on the disk; rethrows a
+  // failure. After a failed commit the next one tries again (LineLog keeps what it could
+  // not write).
+  void commit();
+
+ private:
+  void run();
+  void rethrow_failure();
+
+  Task commit_;
+  std::vector<Task> posted_;  // the loop's, until a commit hands them over
+  bool uncommitted_ = false;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;  // the thread: work came, or stop
+  std::condition_variable done_;  // the loop: a commit finished
+  std::vector<Task> handed_;      // guarded by mutex_
+  std::uint64_t asked_ = 0;       // commits asked for; guarded by mutex_
+  std::uint64_t finished_ = 0;    // commits done (or failed); guarded by mutex_
+  std::exception_ptr failure_;    // guarded by mutex_
+  bool stop_ = false;             // guarded by mutex_
+  std::thread thread_;            // last: started once the rest is set
+};
+
+}  // namespace packtune
