@@ -36,9 +36,12 @@ const OptimizerRow& optimizer_row(const std::string& name, const std::string& at
   throw InputError(at + ": unknown optimizer \"" + name + "\"; expected one of " + known);
 }
 
-std::vector<std::string> optimizer_names() {
-  std::vector<std::string> names;
-  for (const auto& row : optimizer_rows()) names.push_back(row.name);
+const std::vector<std::string>& optimizer_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> all;
+    for (const auto& row : optimizer_rows()) all.push_back(row.name);
+    return all;
+  }();
   return names;
 }
 

@@ -39,7 +39,8 @@ const std::vector<OptimizerRow>& optimizer_rows();
 const OptimizerRow& optimizer_row(OptimizerKind kind);
 // The row of the optimizer named; an unknown name is an InputError at `at` that lists the known.
 const OptimizerRow& optimizer_row(const std::string& name, const std::string& at = "optimizer");
-std::vector<std::string> optimizer_names();
+// The table never changes: built once.
+const std::vector<std::string>& optimizer_names();
 // How many state tensors per parameter torch::optim keeps for one trial of `row`: each of its
 // slots, but a momentum_buffer only with momentum (packing's memory model).
 int kept_slots(const OptimizerRow& row, double momentum);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 #include "packtune/error.hpp"
 #include "spec/declared_families.hpp"
@@ -141,14 +142,17 @@ const std::vector<TrainingKey>& training_keys() {
   return keys;
 }
 
-// False: `key` is not a training key.
+// False: `key` is not a training key. Hashed: the driver parses every trial it opens.
 bool parse_common(const std::string& key, const ParamValue& value, const std::string& at, TrialSpec& spec) {
-  for (const auto& k : training_keys()) {
-    if (key != k.name) continue;
-    k.read(value, at, spec);
-    return true;
-  }
-  return false;
+  static const auto by_name = [] {
+    std::unordered_map<std::string, const TrainingKey*> keys;
+    for (const auto& k : training_keys()) keys.emplace(k.name, &k);
+    return keys;
+  }();
+  const auto it = by_name.find(key);
+  if (it == by_name.end()) return false;
+  it->second->read(value, at, spec);
+  return true;
 }
 
 void check_optimizer(const OptimizerSpec& o, const std::string& where) {
@@ -162,7 +166,11 @@ void check_optimizer(const OptimizerSpec& o, const std::string& where) {
 
 // A built-in family or a declared one.
 std::string as_family(const ParamValue& v, const std::string& at) {
-  auto options = builtin_families();
+  const auto& builtin = builtin_families();
+  if (const auto* name = std::get_if<std::string>(&v); name && std::find(builtin.begin(), builtin.end(), *name) != builtin.end()) {
+    return *name;
+  }
+  auto options = builtin;
   for (const auto& name : DeclaredFamilies::instance().names()) options.push_back(name);
   return as_enum(v, at, options);
 }

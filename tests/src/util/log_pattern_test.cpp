@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <random>
 #include <sstream>
 
 #include <spdlog/sinks/ostream_sink.h>
@@ -16,6 +17,21 @@ TEST_CASE("a logged message cannot break its line, move the terminal or grow pas
   const auto cut = util::loggable(huge);
   CHECK(cut == std::string(util::kMaxLogMessage, 'A') + "... (" + std::to_string(100'000 - util::kMaxLogMessage) +
                    " more bytes)");
+}
+
+// Every byte against the rule itself, one at a time: the runs appended whole change nothing.
+TEST_CASE("loggable() keeps every byte but C0 controls (tab aside) and DEL, in random messages") {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 2000; ++round) {
+    std::string message(rng() % 64, ' ');
+    for (auto& c : message) c = static_cast<char>(rng() % 4 == 0 ? rng() % 0x20 : rng() % 256);
+    std::string expected;
+    for (const char c : message) {
+      const auto b = static_cast<unsigned char>(c);
+      expected += (b < 0x20 && b != '\t') || b == 0x7f ? '?' : c;
+    }
+    REQUIRE(util::loggable(message) == expected);
+  }
 }
 
 TEST_CASE("the pattern's %* writes one line per call, whatever the message holds") {
