@@ -9,7 +9,6 @@ RecordThread::RecordThread(Task commit) : commit_(std::move(commit)), thread_([t
 RecordThread::~RecordThread() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& task : posted_) handed_.push_back(std::move(task));
     stop_ = true;
   }
   wake_.notify_one();
@@ -32,8 +31,10 @@ void RecordThread::run() {
     lock.unlock();
     std::exception_ptr failure;
     try {
-      for (auto& task : tasks) task();
-      if (!stopping || asked > finished_) commit_();
+      if (asked > finished_) {
+        for (auto& task : tasks) task();
+        commit_();
+      }
     } catch (...) {
       failure = std::current_exception();
     }

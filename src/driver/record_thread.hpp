@@ -26,8 +26,9 @@ class RecordThread {
   using Task = std::function<void()>;
   // `commit` makes what the tasks appended durable; it runs on the thread after them.
   explicit RecordThread(Task commit);
-  // Runs what was posted, without a commit of it (a run that failed commits explicitly
-  // first), and stops the thread.
+  // Finishes the commits asked for and stops the thread. Tasks posted since are dropped, as
+  // a crash would lose them: nothing writes a log's lines but a commit, and a run that ends
+  // (or fails) commits first.
   ~RecordThread();
   RecordThread(const RecordThread&) = delete;
   RecordThread& operator=(const RecordThread&) = delete;
