@@ -42,7 +42,9 @@ void DriverCore::on_checkpointed(const ActorState& actor, const proto::Checkpoin
     return;
   }
   record_checkpoint(m.trial, m.path, m.budget);
-  spdlog::debug("trial {} checkpointed at budget {:g} on actor {}", m.trial, m.budget, actor.id);
+  later([trial = m.trial, budget = m.budget, actor = actor.id] {
+    spdlog::debug("trial {} checkpointed at budget {:g} on actor {}", trial, budget, actor);
+  });
 }
 
 // The budget of the trial's newest checkpoint, if it has one: where it resumes.

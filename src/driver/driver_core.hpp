@@ -81,6 +81,9 @@ class DriverCore {
   void commit_soon();
   // Whether entries wait for a commit.
   bool uncommitted() const { return records_ && records_->uncommitted(); }
+  // Runs `task` (a log line of every job) on the record thread at the next commit, after the
+  // entries taken before it; at once before attach().
+  void later(RecordThread::Task task);
   Journal* journal() { return journal_.get(); }
   ResultsWriter* results() { return results_.get(); }
   CheckpointStore* store() { return store_.get(); }

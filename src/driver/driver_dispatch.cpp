@@ -198,8 +198,9 @@ proto::Assign DriverCore::make_assign(const Job& job, TrialState& trial) {
   trial.start_checked = false;
   if (store_->has(job.trial)) {
     trial.reached = trial.resume_budget;
-    spdlog::debug("trial {} resumes from its checkpoint at budget {:g} and trains to budget {:g}", job.trial,
-                 trial.resume_budget, job.budget);
+    later([id = job.trial, from = trial.resume_budget, to = job.budget] {
+      spdlog::debug("trial {} resumes from its checkpoint at budget {:g} and trains to budget {:g}", id, from, to);
+    });
   } else if (job.kind == Job::Kind::Resume) {
     spdlog::warn("trial {} has no checkpoint to resume from; it trains from scratch to budget {:g}", job.trial,
                  job.budget);
