@@ -183,6 +183,8 @@ class Driver {
     // Uploads come from peers: HDF5 reads them in a child process, which a damaged file may crash.
     auto store = std::make_unique<CheckpointStore>(checkpoint_dir(), TransferOptions{},
                                                    [](const std::string& path) { actors::verify_checkpoint(path); });
+    // The job lines the record thread formats reach the console and driver.log with its commit.
+    core_.after_commit([this] { log_->flush(); });
     core_.attach(std::move(journal), std::move(results), std::move(store), Clock::now());
     if (recovered) core_.restore(*recovered);
     local_.start(config_.actors, socket_.endpoint(), threads, socket_.secure() ? config_.keys : "",
@@ -345,7 +347,12 @@ class Driver {
       const bool over = core_.step(Clock::now());
       const auto now = Clock::now();
       if (over || now - last_commit >= kCommitInterval) {
-        core_.commit_soon();
+        // The last commit of the loop waits: a failure must stop the run before its test.
+        if (over) {
+          core_.commit();
+        } else {
+          core_.commit_soon();
+        }
         log_->flush();
         last_commit = now;
         // Fault tests kill the driver here: a result is journaled and jobs run on. The commit

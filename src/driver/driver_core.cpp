@@ -64,9 +64,10 @@ void DriverCore::attach(std::unique_ptr<Journal> journal, std::unique_ptr<Result
   journal_ = std::move(journal);
   results_ = std::move(results);
   store_ = std::move(store);
-  records_ = std::make_unique<RecordThread>([journal = journal_.get(), results = results_.get()] {
-    journal->commit();
-    results->flush();
+  records_ = std::make_unique<RecordThread>([this] {
+    journal_->commit();
+    results_->flush();
+    if (after_commit_) after_commit_();
   });
   tuning_.set_journal(journal_.get(), results_.get(), records_.get());
   store_->set_keep_all(config_.keep_checkpoints == KeepCheckpoints::All);
@@ -86,7 +87,7 @@ void DriverCore::later(RecordThread::Task task) {
 }
 
 void DriverCore::commit_soon() {
-  if (records_ && records_->uncommitted()) records_->commit_soon();
+  if (records_) records_->commit_soon();
 }
 
 double DriverCore::seconds_since_start() const { return std::chrono::duration<double>(now_ - start_).count(); }

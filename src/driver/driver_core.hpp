@@ -67,6 +67,9 @@ class DriverCore {
   // --- the results folder -----------------------------------------------------------------
   // Every call to the tuner goes through it; a resume replays the journal into it first.
   TunerJournal& tuning() { return tuning_; }
+  // Runs on the record thread after each commit (the driver writes its log's lines there).
+  // Before attach().
+  void after_commit(std::function<void()> f) { after_commit_ = std::move(f); }
   // The folder's journal, results and checkpoint store, once the loop holds its lock.
   // The run's clock starts here.
   void attach(std::unique_ptr<Journal> journal, std::unique_ptr<ResultsWriter> results,
@@ -234,6 +237,7 @@ class DriverCore {
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<ResultsWriter> results_;
   std::unique_ptr<CheckpointStore> store_;
+  std::function<void()> after_commit_;
   std::unique_ptr<RecordThread> records_;  // writes into journal_ and results_: stops before them
 
   std::map<int, std::vector<protocol::Assign>> assigns_;  // this dispatch's jobs by actor, sent at its end

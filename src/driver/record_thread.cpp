@@ -27,60 +27,79 @@ void RecordThread::run() {
     wake_.wait(lock, [this] { return stop_ || asked_ > finished_; });
     const bool stopping = stop_;
     const std::uint64_t asked = asked_;
+    const bool broken = broken_;
     tasks.swap(handed_);
     lock.unlock();
     std::exception_ptr failure;
-    try {
-      if (asked > finished_) {
+    bool task_failed = false;
+    if (asked > finished_ && !broken) {
+      try {
         for (auto& task : tasks) task();
-        commit_();
+      } catch (...) {
+        failure = std::current_exception();
+        task_failed = true;
       }
-    } catch (...) {
-      failure = std::current_exception();
+      // What the tasks before a failed one appended is a whole prefix: it may be committed.
+      try {
+        commit_();
+      } catch (...) {
+        if (!failure) failure = std::current_exception();
+      }
     }
     tasks.clear();
     lock.lock();
-    if (failure && !failure_) failure_ = failure;
+    if (task_failed) {
+      broken_ = true;
+      failure_ = failure;
+    } else if (!broken_) {
+      // A commit that succeeds wrote what a failed one left: only the last outcome counts.
+      failure_ = failure;
+    }
     finished_ = asked;
     done_.notify_all();
     if (stopping) return;
   }
 }
 
+void RecordThread::hand_over() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& task : posted_) handed_.push_back(std::move(task));
+  ++asked_;
+}
+
 void RecordThread::rethrow_failure() {
   std::exception_ptr failure;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    failure = std::exchange(failure_, nullptr);
+    failure = broken_ ? failure_ : std::exchange(failure_, nullptr);
   }
   if (failure) std::rethrow_exception(failure);
 }
 
 void RecordThread::commit_soon() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& task : posted_) handed_.push_back(std::move(task));
-    ++asked_;
+    // At most one commit in flight: on a disk slower than the loop's interval the loop waits
+    // here, so a crash still loses at most about two intervals of entries.
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [this] { return finished_ >= asked_; });
   }
+  rethrow_failure();
+  if (!uncommitted_) return;
+  hand_over();
   posted_.clear();
   uncommitted_ = false;
   wake_.notify_one();
-  rethrow_failure();
 }
 
 void RecordThread::commit() {
-  std::uint64_t mine = 0;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& task : posted_) handed_.push_back(std::move(task));
-    mine = ++asked_;
-  }
+  hand_over();
   posted_.clear();
   uncommitted_ = false;
   wake_.notify_one();
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return finished_ >= mine; });
-  lock.unlock();
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [this] { return finished_ >= asked_; });
+  }
   rethrow_failure();
 }
 

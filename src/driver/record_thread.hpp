@@ -6,11 +6,13 @@
 // Why a thread: at 10,000 actors the loop handles tens of thousands of reports a second, and
 // formatting their rows and entries, writing them and waiting for the disk was a fifth of its
 // time (docs/benchmarks.md, "Nodes"). The loop now copies a report's values into a task and
-// goes on. What the thread holds unwritten is what the loop's buffers held before: a driver
-// killed with -9 loses at most the entries since the last commit, which --resume tolerates.
+// goes on. One commit is in flight at most: a driver killed with -9 loses at most the entries
+// of about two commit intervals, a suffix of the journal, which --resume tolerates.
 //
 // Tasks run only when the loop asks for a commit (every 10 ms while busy): the thread wakes
-// a hundred times a second, not once per report.
+// a hundred times a second, not once per report. A task that throws (a tuner's reasons that
+// are no JSON) ends the writing for good: what came before it is committed, nothing after it,
+// so the journal never has a hole; every later commit throws that failure.
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -38,16 +40,17 @@ class RecordThread {
   void post(Task task);
   // Whether tasks were posted since the last commit was asked for.
   bool uncommitted() const { return uncommitted_; }
-  // Hands what was posted to the thread to write and commit, and returns at once. Rethrows
-  // the first failure (a full disk) of an earlier task or commit.
+  // Hands what was posted to the thread to write and commit, and returns once the commit
+  // before it is done. Rethrows the failure of an earlier commit (a full disk) or task.
   void commit_soon();
   // Writes and commits everything posted, and returns when it is on the disk; rethrows a
   // failure. After a failed commit the next one tries again (LineLog keeps what it could
-  // not write).
+  // not write), and one that succeeds clears it.
   void commit();
 
  private:
   void run();
+  void hand_over();  // posted_ to handed_, and one more commit asked
   void rethrow_failure();
 
   Task commit_;
@@ -60,7 +63,8 @@ class RecordThread {
   std::vector<Task> handed_;      // guarded by mutex_
   std::uint64_t asked_ = 0;       // commits asked for; guarded by mutex_
   std::uint64_t finished_ = 0;    // commits done (or failed); guarded by mutex_
-  std::exception_ptr failure_;    // guarded by mutex_
+  std::exception_ptr failure_;    // the last commit's, or a task's; guarded by mutex_
+  bool broken_ = false;           // a task threw: nothing more is written; guarded by mutex_
   bool stop_ = false;             // guarded by mutex_
   std::thread thread_;            // last: started once the rest is set
 };

@@ -25,7 +25,7 @@ struct TrialState {
   tuners::TrialConfig sampled;  // what the tuner chose
   // Fixed model values overlaid with the sample; shared, and replaced (never changed) when
   // the trial is reconfigured: the record thread writes rows from it after the loop went on.
-  std::shared_ptr<const tuners::TrialConfig> full;
+  std::shared_ptr<const tuners::TrialConfig> full = std::make_shared<const tuners::TrialConfig>();
   spec::TrialSpec spec;         // `full` parsed, once: what its actor trains
   std::uint64_t seed = 0;
   packing::TrialShape shape;  // what the planner knows of it

@@ -78,16 +78,19 @@ void TunerJournal::write(nlohmann::json entry) {
 // report tens of thousands of times a second, and serializing each row twice was a tenth of
 // the driver's time.
 void TunerJournal::write_entry(const char* key, std::string_view value, const Row& row) {
+  const std::string line = row ? ResultsWriter::line(row->values, *row->config) : std::string();
   std::string text = "{\"";
   text += key;
   text += "\":";
   text += value;
   if (row) {
     text += ",\"row\":";
-    text += results_ ? results_->append_line(*row) : ResultsWriter::line(row->values, *row->config);
+    text += line;
   }
   text += '}';
+  // The journal first: a row in results.jsonl must be in the journal.
   journal_->append_text(text);
+  if (row && results_) results_->append_line(line);
 }
 
 tuners::Decision TunerJournal::on_report(TrialId trial, double budget, double metric, Row row) {

@@ -140,12 +140,6 @@ void ResultsWriter::count(const ReportRow& row, const tuners::TrialConfig& confi
   }
 }
 
-std::string ResultsWriter::append_line(const Row& row) {
-  std::string text = line(row.values, *row.config);
-  log_->append_text(text);
-  return text;
-}
-
 std::string ResultsWriter::append(const ReportRow& row, const tuners::TrialConfig& config) {
   count(row, config);
   std::string text = line(row, config);

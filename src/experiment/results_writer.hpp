@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -75,9 +76,9 @@ class ResultsWriter {
   // Counts the report, and best() sees it at once; append_line() writes its line. The two
   // halves of append(), for a caller that writes on another thread.
   void count(const ReportRow& row, const tuners::TrialConfig& config);
-  // Appends the row's line; flush() writes it. Returns the line as written, which the journal
-  // keeps too: one serialization of each report, not two.
-  std::string append_line(const Row& row);
+  // Appends a row's line (line()); flush() writes it. The journal keeps the same text: one
+  // serialization of each report, not two.
+  void append_line(std::string_view text) { log_->append_text(text); }
   // count() and the line, at once.
   std::string append(const ReportRow& row, const tuners::TrialConfig& config);
   // Writes the lines appended since the last flush. On a failure (a full disk) the file is

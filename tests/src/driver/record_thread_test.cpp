@@ -38,11 +38,16 @@ TEST_CASE("a failed commit is thrown at the loop's next commit, and the one afte
   });
   records.post([] {});
   records.commit_soon();  // fails on the thread; the loop does not wait for it
-  CHECK_THROWS_WITH(records.commit(), Catch::Contains("No space left"));
-  const int failed = commits;  // one or two: the two asks may be done as one
+  records.post([] {});
+  // The failure comes back at the next commit, whether it waits (commit) or not (commit_soon).
+  CHECK_THROWS_WITH(records.commit_soon(), Catch::Contains("No space left"));
+  CHECK_THROWS_WITH(records.commit(), Catch::Contains("No space left"));  // tried again: still full
+  const int failed = commits;
   disk_full = false;  // the thread is idle: commit() returned
-  records.commit();
+  records.commit();   // a commit that succeeds wrote what the failed ones left
   CHECK(commits == failed + 1);
+  records.commit_soon();  // nothing to throw any more
+  records.commit();
 }
 
 TEST_CASE("a record thread that stops finishes the commits asked for and drops what came after") {
@@ -54,4 +59,19 @@ TEST_CASE("a record thread that stops finishes the commits asked for and drops w
     records.post([&log] { log.push_back("b"); });  // no commit asked: lost, as in a crash
   }
   CHECK(log == std::vector<std::string>{"a", "commit"});
+}
+
+TEST_CASE("a task that throws ends the writing: what came before it is committed, nothing after") {
+  std::vector<std::string> log;
+  std::vector<std::string> committed;
+  RecordThread records([&] { committed = log; });
+  records.post([&log] { log.push_back("a"); });
+  records.post([] { throw Error("journal: invalid UTF-8 in a tuner's reasons"); });
+  records.post([&log] { log.push_back("b"); });
+  CHECK_THROWS_WITH(records.commit(), Catch::Contains("invalid UTF-8"));
+  CHECK(committed == std::vector<std::string>{"a"});
+  records.post([&log] { log.push_back("c"); });
+  CHECK_THROWS_WITH(records.commit_soon(), Catch::Contains("invalid UTF-8"));
+  CHECK_THROWS_WITH(records.commit(), Catch::Contains("invalid UTF-8"));
+  CHECK(log == std::vector<std::string>{"a"});  // no hole: nothing after the failed task
 }
