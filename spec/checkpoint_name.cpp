@@ -17,6 +17,11 @@ std::string checkpoint_path(const std::string& dir, std::int64_t trial, double b
   return (fs::path(dir) / name).string();
 }
 
+std::string file_name_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 std::optional<CheckpointName> parse_checkpoint_name(const std::string& file_name) {
   // Split at the literal parts first: scanf's %lf takes the "4." of "trial-0-budget-4.h5" (a
   // whole budget, as %g writes it) and then misses ".h5".

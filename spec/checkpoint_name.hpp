@@ -18,4 +18,8 @@ struct CheckpointName {
 };
 std::optional<CheckpointName> parse_checkpoint_name(const std::string& file_name);
 
+// What follows a path's last '/' (std::filesystem's filename() of a POSIX path), without
+// splitting the path into parts: the driver asks it of every checkpoint an actor reports.
+std::string file_name_of(const std::string& path);
+
 }  // namespace packtune::spec

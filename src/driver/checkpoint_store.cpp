@@ -226,7 +226,7 @@ bool CheckpointStore::remove(const std::string& path) {
 
 void CheckpointStore::record(TrialId trial, const std::string& path, double budget) {
   // The store deletes what it records: a report must not name a file anywhere else.
-  const auto name = std::filesystem::path(path).filename().string();
+  const auto name = spec::file_name_of(path);
   if (path != path_of(name) || !is_transfer_name(name)) {
     spdlog::warn("checkpoint store: ignoring trial {}'s checkpoint {}: not a file of {}", trial, path, dir_);
     return;

@@ -4,7 +4,6 @@
 // docs/security.md).
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 
 #include <spdlog/spdlog.h>
 
@@ -21,7 +20,7 @@ namespace proto = protocol;
 void DriverCore::record_checkpoint(TrialId trial, const std::string& path, double budget) {
   // The store deletes a trial's older files: a report naming another trial's file would
   // delete that one.
-  const auto named = spec::parse_checkpoint_name(std::filesystem::path(path).filename().string());
+  const auto named = spec::parse_checkpoint_name(spec::file_name_of(path));
   if (!named || named->trial != trial) {
     admission_.refused(fmt::format("trial {}'s checkpoint {}: not a file of that trial", trial,
                                    Admission::printable(path)),
@@ -122,7 +121,7 @@ std::string DriverCore::fetch_refusal(const ActorState& actor, const proto::Fetc
     return fmt::format("trial {} is not a trial this actor trains or tests", named->trial);
   }
   for (const auto& path : store_->newest_first(named->trial)) {
-    if (std::filesystem::path(path).filename().string() == fetch.name) return "";
+    if (spec::file_name_of(path) == fetch.name) return "";
   }
   return fmt::format("{} is not a checkpoint the store holds for trial {}", fetch.name, named->trial);
 }
