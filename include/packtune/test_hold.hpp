@@ -24,7 +24,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -33,33 +32,46 @@
 
 namespace packtune {
 
-// The point PACKTUNE_TEST_HOLD names, or "" (none, or not POINT[#N]:FILE).
-inline std::string test_hold_point() {
-  static const char* spec = std::getenv("PACKTUNE_TEST_HOLD");
-  if (!spec || !*spec) return "";
-  const std::string s = spec;
-  const auto colon = s.find(':');
-  if (colon == std::string::npos) return "";
-  return s.substr(0, std::min(colon, s.find('#')));
+// PACKTUNE_TEST_HOLD, read once: `point` is empty when it is unset or not POINT[#N]:FILE.
+struct TestHoldSpec {
+  std::string point;
+  long nth = 1;
+  std::string file;
+};
+
+inline const TestHoldSpec& test_hold_spec() {
+  static const TestHoldSpec parsed = [] {
+    TestHoldSpec spec;
+    const char* value = std::getenv("PACKTUNE_TEST_HOLD");
+    if (!value || !*value) return spec;
+    const std::string s = value;
+    const auto colon = s.find(':');
+    if (colon == std::string::npos) return spec;
+    spec.point = s.substr(0, colon);
+    if (const auto hash = spec.point.find('#'); hash != std::string::npos) {
+      spec.nth = std::strtol(spec.point.c_str() + hash + 1, nullptr, 10);
+      spec.point.resize(hash);
+    }
+    spec.file = s.substr(colon + 1);
+    return spec;
+  }();
+  return parsed;
+}
+
+// Whether this process holds at `point` (the N-th time it gets there): a caller that must
+// first make its state visible (the driver's commit) does so only then.
+inline bool test_hold_armed(const char* point) {
+  const auto& spec = test_hold_spec();
+  return !spec.point.empty() && spec.point == point;
 }
 
 inline void test_hold(const char* point) {
-  static const char* spec = std::getenv("PACKTUNE_TEST_HOLD");
-  if (!spec || !*spec) return;
-  const std::string s = spec;
-  const auto colon = s.find(':');
-  if (colon == std::string::npos) return;
-  std::string name = s.substr(0, colon);
-  long nth = 1;
-  if (const auto hash = name.find('#'); hash != std::string::npos) {
-    nth = std::strtol(name.c_str() + hash + 1, nullptr, 10);
-    name.resize(hash);
-  }
-  if (name != point) return;
+  if (!test_hold_armed(point)) return;
+  const auto& spec = test_hold_spec();
   // One counter per process: the hook holds one point, whichever it is.
   static std::atomic<long> reached{0};  // checkpoints are written on threads of their own
-  if (++reached != nth) return;
-  const std::string file = s.substr(colon + 1);
+  if (++reached != spec.nth) return;
+  const std::string& file = spec.file;
   // The pid goes in before FILE appears: written to a file of this process, then linked to
   // FILE, which fails if another process made FILE first.
   const std::string mine = file + "." + std::to_string(::getpid());

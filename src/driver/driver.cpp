@@ -357,7 +357,7 @@ class Driver {
         last_commit = now;
         // Fault tests kill the driver here: a result is journaled and jobs run on. The commit
         // is waited for only then.
-        if (core_.book().completed_jobs() > 0 && test_hold_point() == "driver.result") {
+        if (core_.book().completed_jobs() > 0 && test_hold_armed("driver.result")) {
           core_.commit();
           test_hold("driver.result");
         }

@@ -78,13 +78,7 @@ void DriverCore::commit() {
   if (records_) records_->commit();
 }
 
-void DriverCore::later(RecordThread::Task task) {
-  if (records_) {
-    records_->post(std::move(task));
-  } else {
-    task();
-  }
-}
+void DriverCore::later(RecordThread::Task task) { RecordThread::post_or_run(records_.get(), std::move(task)); }
 
 void DriverCore::commit_soon() {
   if (records_) records_->commit_soon();

@@ -61,10 +61,28 @@ void RecordThread::run() {
   }
 }
 
+void RecordThread::post_or_run(RecordThread* records, Task task) {
+  if (records) {
+    records->post(std::move(task));
+  } else {
+    task();
+  }
+}
+
 void RecordThread::hand_over() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& task : posted_) handed_.push_back(std::move(task));
-  ++asked_;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& task : posted_) handed_.push_back(std::move(task));
+    ++asked_;
+  }
+  posted_.clear();
+  uncommitted_ = false;
+  wake_.notify_one();
+}
+
+void RecordThread::wait_for_commits() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_.wait(lock, [this] { return finished_ >= asked_; });
 }
 
 void RecordThread::rethrow_failure() {
@@ -77,29 +95,16 @@ void RecordThread::rethrow_failure() {
 }
 
 void RecordThread::commit_soon() {
-  {
-    // At most one commit in flight: on a disk slower than the loop's interval the loop waits
-    // here, so a crash still loses at most about two intervals of entries.
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [this] { return finished_ >= asked_; });
-  }
+  // At most one commit in flight: on a disk slower than the loop's interval the loop waits
+  // here, so a crash still loses at most about two intervals of entries.
+  wait_for_commits();
   rethrow_failure();
-  if (!uncommitted_) return;
-  hand_over();
-  posted_.clear();
-  uncommitted_ = false;
-  wake_.notify_one();
+  if (uncommitted_) hand_over();
 }
 
 void RecordThread::commit() {
   hand_over();
-  posted_.clear();
-  uncommitted_ = false;
-  wake_.notify_one();
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [this] { return finished_ >= asked_; });
-  }
+  wait_for_commits();
   rethrow_failure();
 }
 

@@ -38,6 +38,9 @@ class RecordThread {
   // The loop's: the task runs on the thread at the next commit, after every task posted
   // before it.
   void post(Task task);
+  // post() to `records`, or runs `task` at once where there is none (before the driver's
+  // folder is attached, or in a run that writes no journal).
+  static void post_or_run(RecordThread* records, Task task);
   // Whether tasks were posted since the last commit was asked for.
   bool uncommitted() const { return uncommitted_; }
   // Hands what was posted to the thread to write and commit, and returns once the commit
@@ -50,7 +53,8 @@ class RecordThread {
 
  private:
   void run();
-  void hand_over();  // posted_ to handed_, and one more commit asked
+  void hand_over();         // posted_ to the thread, and one more commit asked
+  void wait_for_commits();  // until every commit asked is done
   void rethrow_failure();
 
   Task commit_;

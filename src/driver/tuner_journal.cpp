@@ -62,12 +62,7 @@ tuners::Job TunerJournal::next_job() {
 }
 
 void TunerJournal::post(RecordThread::Task write) {
-  if (!journal_) return;
-  if (records_) {
-    records_->post(std::move(write));
-  } else {
-    write();
-  }
+  if (journal_) RecordThread::post_or_run(records_, std::move(write));
 }
 
 void TunerJournal::write(nlohmann::json entry) {

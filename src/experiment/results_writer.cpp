@@ -143,7 +143,7 @@ void ResultsWriter::count(const ReportRow& row, const tuners::TrialConfig& confi
 std::string ResultsWriter::append(const ReportRow& row, const tuners::TrialConfig& config) {
   count(row, config);
   std::string text = line(row, config);
-  log_->append_text(text);
+  append_line(text);
   return text;
 }
 
