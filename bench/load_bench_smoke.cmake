@@ -11,7 +11,7 @@ if(json_error OR NOT type STREQUAL "OBJECT")
   message(FATAL_ERROR "load_bench --quick did not print a JSON object (${json_error}):\n${out}")
 endif()
 foreach(key messages_per_second driver_cpu_us_per_message driver_peak_rss_mb overhead actors trials time_scale
-            wall_seconds minimum_seconds jobs)
+            wall_seconds minimum_seconds jobs idle_actor_seconds idle_share first_job_idle_actor_seconds)
   string(JSON value ERROR_VARIABLE key_error GET "${out}" ${key})
   if(key_error)
     message(FATAL_ERROR "no \"${key}\" in:\n${out}")
@@ -23,6 +23,13 @@ foreach(key messages_per_second driver_peak_rss_mb wall_seconds minimum_seconds 
     message(FATAL_ERROR "${key} is ${value}, expected a positive figure:\n${out}")
   endif()
 endforeach()
+# The first jobs' waits are a part of all waits, and the share of the actors' time is below 1.
+string(JSON idle GET "${out}" idle_actor_seconds)
+string(JSON first GET "${out}" first_job_idle_actor_seconds)
+string(JSON share GET "${out}" idle_share)
+if(first GREATER idle OR idle LESS 0 OR share LESS 0 OR NOT share LESS 1)
+  message(FATAL_ERROR "idle figures out of order (first jobs ${first}, all ${idle}, share ${share}):\n${out}")
+endif()
 # EXPECT_CONNECTIONS: with --nodes, the driver must have been reached over one connection per node.
 if(DEFINED EXPECT_CONNECTIONS)
   string(JSON value GET "${out}" connections)

@@ -109,6 +109,14 @@ json figures(const Options& o, const tuners::SimulationSummary& schedule, const 
                         {"p50", round_to(percentile(gaps, 0.5) * 1e3, 3)},
                         {"p99", round_to(percentile(gaps, 0.99) * 1e3, 3)},
                         {"max", round_to(percentile(gaps, 1.0) * 1e3, 3)}};
+  // What the actors waited for the driver, as actor-seconds and as a share of the actors'
+  // time: the control plane's cost measured directly, without the difference between the
+  // driver's schedule and the simulated one that `overhead` also holds. The first jobs' part
+  // is the first wave (docs/benchmarks.md).
+  const double actor_seconds = wall * static_cast<double>(std::max(1, fleet.trained()));
+  out["idle_actor_seconds"] = round_to(gap_sum, 1);
+  out["idle_share"] = round_to(gap_sum / actor_seconds, 5);
+  out["first_job_idle_actor_seconds"] = round_to(fleet.first_job_idle_seconds(), 1);
   out["actor_timer_lateness_ms"] = {{"mean", round_to(fleet.mean_lateness() * 1e3, 3)},
                                     {"max", round_to(fleet.max_lateness() * 1e3, 3)}};
   out["bench_cpu_seconds"] = round_to(cpu_of(self_after) - cpu_of(self_before), 2);

@@ -317,7 +317,14 @@ void Fleet::on_assign(int i, const proto::Assign& assign) {
   auto& a = actors_[static_cast<std::size_t>(i)];
   if (!a.assigned && ++assigned_actors_ == options_.actors) all_assigned_ = now;
   a.assigned = true;
-  if (a.idle && a.idle_since.time_since_epoch().count() != 0) idle_gaps_.push_back(seconds(now - a.idle_since));
+  if (a.idle && a.idle_since.time_since_epoch().count() != 0) {
+    const double gap = seconds(now - a.idle_since);
+    idle_gaps_.push_back(gap);
+    // The wait after an actor's first job: every first job ends at once, so these waits are
+    // the first wave's, which the loop answers one report after another.
+    if (!a.waited) first_job_idle_seconds_ += gap;
+    a.waited = true;
+  }
   a.idle = false;
   Job job;
   job.trial = assign.trial;

@@ -54,6 +54,7 @@ struct SimActor {
   Clock::time_point idle_since;  // its last job ended, nothing runs: the driver owes it work
   bool idle = true;
   bool assigned = false;  // got a job yet
+  bool waited = false;    // waited for a job after one of its own ended
 };
 
 // A job's next report, in wall time.
@@ -103,6 +104,8 @@ class Fleet {
   const CpuTimes& cpu_at_first_assign() const { return cpu_at_first_assign_; }
   const Counters& counters_at_first_assign() const { return counters_at_first_assign_; }
   const std::vector<double>& idle_gaps() const { return idle_gaps_; }
+  // The part of idle_gaps that each actor waited after its first job.
+  double first_job_idle_seconds() const { return first_job_idle_seconds_; }
   double mean_lateness() const { return fired_ ? lateness_ / static_cast<double>(fired_) : 0; }
   double max_lateness() const { return max_lateness_; }
   double busy_seconds() const { return busy_seconds_; }
@@ -163,6 +166,7 @@ class Fleet {
   Clock::time_point shutdown_at_;
   Clock::time_point next_sweep_;
   std::vector<double> idle_gaps_;
+  double first_job_idle_seconds_ = 0;
   double lateness_ = 0;
   double max_lateness_ = 0;
   std::int64_t fired_ = 0;
