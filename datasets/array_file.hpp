@@ -48,8 +48,11 @@ class ArrayReader {
 };
 
 // Both throw InputError starting with `key: path` for a missing, empty or malformed file, a
-// missing dataset, or a layout packtune does not read (Fortran order, big-endian .npy).
+// missing dataset, or a layout packtune does not read (Fortran order, big-endian .npy). An
+// HDF5 file is named by one config key and its dataset by another (data.path, data.x): a
+// fault of the file names `file_key`, one of the dataset `dataset_key`.
 std::unique_ptr<ArrayReader> open_npy(const std::string& key, const std::string& path);
-std::unique_ptr<ArrayReader> open_hdf5(const std::string& key, const std::string& path, const std::string& dataset);
+std::unique_ptr<ArrayReader> open_hdf5(const std::string& file_key, const std::string& dataset_key,
+                                       const std::string& path, const std::string& dataset);
 
 }  // namespace packtune::datasets

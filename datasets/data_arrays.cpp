@@ -85,8 +85,8 @@ ArrayPair open_pair(const DataOptions& options, bool test) {
     if (path.empty() && test) return pair;
     if (path.empty()) throw InputError("data.path: no file given; format hdf5 reads x and y from one HDF5 file");
     const std::string key = test ? "data.test_path" : "data.path";
-    pair.x = open_hdf5(test ? key : "data.x", path, options.x);
-    pair.y = open_hdf5(test ? key : "data.y", path, options.y);
+    pair.x = open_hdf5(key, test ? key : "data.x", path, options.x);
+    pair.y = open_hdf5(key, test ? key : "data.y", path, options.y);
   } else if (options.format == DataFormat::Npy) {
     const auto& x = test ? options.test_x : options.x;
     const auto& y = test ? options.test_y : options.y;

@@ -48,18 +48,19 @@ std::string class_text(H5T_class_t cls) {
 
 class Hdf5Reader : public ArrayReader {
  public:
-  Hdf5Reader(const std::string& key, const std::string& path, const std::string& dataset)
+  Hdf5Reader(const std::string& file_key, const std::string& dataset_key, const std::string& path,
+             const std::string& dataset)
       : file_(-1, H5Fclose), dataset_(-1, H5Dclose) {
     // HDF5 prints its whole error stack to stderr by default; packtune reports one line itself.
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-    info_.where = key + ": " + path;
+    info_.where = file_key + ": " + path;
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) fail("file not found");
     if (std::filesystem::file_size(path, ec) == 0 && !ec) fail("empty file (0 bytes)");
     if (H5Fis_hdf5(path.c_str()) <= 0) fail("not an HDF5 file");
     file_ = Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
     if (!file_.ok()) fail("cannot open the HDF5 file");
-    info_.where += " dataset \"" + dataset + "\"";
+    info_.where = dataset_key + ": " + path + " dataset \"" + dataset + "\"";
     if (dataset.empty() || H5Lexists(file_.get(), dataset.c_str(), H5P_DEFAULT) <= 0) fail("no such dataset");
     dataset_ = Handle(H5Dopen2(file_.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose);
     if (!dataset_.ok()) fail("not a dataset (a group?)");
@@ -155,8 +156,9 @@ class Hdf5Reader : public ArrayReader {
 
 }  // namespace
 
-std::unique_ptr<ArrayReader> open_hdf5(const std::string& key, const std::string& path, const std::string& dataset) {
-  return std::make_unique<Hdf5Reader>(key, path, dataset);
+std::unique_ptr<ArrayReader> open_hdf5(const std::string& file_key, const std::string& dataset_key,
+                                       const std::string& path, const std::string& dataset) {
+  return std::make_unique<Hdf5Reader>(file_key, dataset_key, path, dataset);
 }
 
 }  // namespace packtune::datasets

@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
       std::cout << usage;
       return 0;
     }
-    std::cerr << "packtune: unknown command \"" << command << "\"\n" << usage;
+    std::cerr << "packtune: error: unknown command \"" << command << "\"; `packtune --help` lists the commands\n";
     return 2;
   });
 }

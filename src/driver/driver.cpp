@@ -147,13 +147,13 @@ class Driver {
     } else {
       // Nothing goes into the folder before its lock is held: a second driver started on the
       // same fresh --out would overwrite config.json and cut the first's results.jsonl.
-      const bool created = ResultsWriter::create_folder(options_.out_dir);
+      created_folder_ = ResultsWriter::create_folder(options_.out_dir);
       folder_lock_ = std::make_unique<FolderLock>(options_.out_dir);
       try {
         ResultsWriter::check_fresh(options_.out_dir);
       } catch (const InputError&) {
         std::error_code ec;
-        if (created) std::filesystem::remove(options_.out_dir, ec);  // left as it was found: absent
+        if (created_folder_) std::filesystem::remove(options_.out_dir, ec);  // left as it was found: absent
         throw;
       }
       results = std::make_unique<ResultsWriter>(options_.out_dir, config_.source, config_.metric, config_.mode,
@@ -199,19 +199,15 @@ class Driver {
       // --resume finds the tuner done and runs only the test.
       if (code == 0) code = test_best();
       check_folder(true);
+    } catch (const InputError&) {
+      stop_after_failure();
+      // The actors refused the config (a device this machine lacks) before any report: as for
+      // a config the command refuses, the folder is left as it was found, not half a run that
+      // neither a new run nor --resume with another config could take.
+      if (!options_.resume && core_.results()->rows() == 0 && !folder_lost_) leave_folder_as_found();
+      throw;
     } catch (...) {
-      shutdown_actors();
-      // A replaced folder is someone else's now: nothing more is written into it.
-      if (!folder_lost_) {
-        try {
-          // What the journal took so far is kept for --resume; a full disk may refuse even that.
-          core_.commit();
-          core_.results()->write_best();
-        } catch (const Error& e) {
-          spdlog::warn("{}", e.what());
-        }
-        report_->finish();
-      }
+      stop_after_failure();
       throw;
     }
     shutdown_actors();
@@ -242,6 +238,35 @@ class Driver {
     // Only actors of node 0 exit through poll_local_actors, and they exist only with local_.
     o.local_log_path = [this](int i) { return local_.log_path(i); };
     return o;
+  }
+
+  // The loop ended by an error: the actors stop, and what the journal took so far is kept for
+  // --resume.
+  void stop_after_failure() {
+    shutdown_actors();
+    // A replaced folder is someone else's now: nothing more is written into it.
+    if (folder_lost_) return;
+    try {
+      // A full disk may refuse even that.
+      core_.commit();
+      core_.results()->write_best();
+    } catch (const Error& e) {
+      spdlog::warn("{}", e.what());
+    }
+    report_->finish();
+  }
+
+  // Removes what this run wrote into its folder (check_fresh found none of it there before),
+  // or the folder itself if the run made it.
+  void leave_folder_as_found() {
+    std::error_code ec;
+    if (created_folder_) {
+      std::filesystem::remove_all(options_.out_dir, ec);
+      return;
+    }
+    for (const auto& name : ResultsWriter::written_names()) {
+      std::filesystem::remove_all(std::filesystem::path(options_.out_dir) / name, ec);
+    }
   }
 
   // What the caller found of the data files on --resume (cli/run_command.cpp checked them
@@ -448,6 +473,7 @@ class Driver {
   LocalActors local_;  // node 0's actors, after the core they report to
   protocol::RefusalLog malformed_{"message(s) that are not packtune's (malformed frames)"};
   Clock::time_point next_folder_check_;
+  bool created_folder_ = false;  // a new run's --out did not exist before it
   bool folder_lost_ = false;  // check_folder found the results folder gone
 };
 

@@ -48,10 +48,23 @@ bool ResultsWriter::create_folder(const std::string& dir) {
   return created;
 }
 
+const std::vector<std::string>& ResultsWriter::written_names() {
+  static const std::vector<std::string> names = {"journal.jsonl", "results.jsonl", "config.json", "best.json",
+                                                 "report.html",   "driver.log",    "checkpoints", "logs"};
+  return names;
+}
+
 void ResultsWriter::check_fresh(const std::string& dir) {
-  if (fs::exists(fs::path(dir) / "results.jsonl")) {
-    throw InputError("--out " + dir + ": already holds results.jsonl; choose another --out, remove the old "
-                     "results, or continue them with `packtune run --resume " + dir + "`");
+  // Any of what a run writes already there is an earlier run's (its journal is its record even
+  // without results.jsonl) or the user's own file, and a new run would replace it.
+  for (const auto& name : written_names()) {
+    if (!fs::exists(fs::path(dir) / name)) continue;
+    if (fs::exists(fs::path(dir) / "journal.jsonl")) {
+      throw InputError("--out " + dir + ": already holds an earlier run (journal.jsonl); choose another --out, or "
+                       "continue that run with `packtune run --resume " + dir + "`");
+    }
+    throw InputError("--out " + dir + ": already holds " + name + ", which a run writes; choose another --out, or "
+                     "move " + name + " out of it");
   }
   create_folder(dir);
   std::error_code ec;

@@ -44,9 +44,12 @@ class ResultsWriter {
   // Creates `dir` for a new run, or throws InputError; true when it did not exist. Nothing is
   // written into it: the driver locks the folder first (two drivers may start on one --out).
   static bool create_folder(const std::string& dir);
-  // Throws InputError when `dir` already holds results (a new run never overwrites one), or
-  // when it cannot be created or written: before any actor starts, not at the first report.
+  // Throws InputError when `dir` already holds a file or folder a run writes (an earlier run's,
+  // or the user's: a new run never replaces one), or when it cannot be created or written:
+  // before any actor starts, not at the first report.
   static void check_fresh(const std::string& dir);
+  // The files and folders a run writes into its results folder.
+  static const std::vector<std::string>& written_names();
 
   // A new run: writes config.json and an empty results.jsonl. `final_budget`: best_budget's
   // (best_report.hpp), under which best() is chosen.

@@ -131,7 +131,7 @@ TEST_CASE("an HDF5 dataset compressed with a filter this HDF5 lacks names the fi
     REQUIRE(H5Fclose(file) >= 0);
   }
   REQUIRE(H5Zunregister(id) >= 0);
-  auto x = open_hdf5("data.x", path, "x");
+  auto x = open_hdf5("data.path", "data.x", path, "x");
   std::vector<float> two(4);
   unsigned major = 0, minor = 0, release = 0;
   H5get_libversion(&major, &minor, &release);
@@ -149,14 +149,14 @@ TEST_CASE("an HDF5 dataset's type and shape come from the file, big-endian conve
   const auto values = rows(6, 2);
   write_h5(path, "x", H5T_IEEE_F32BE, H5T_NATIVE_FLOAT, {6, 2}, values);
   write_h5(path, "y", H5T_STD_U16LE, H5T_NATIVE_INT64, {6}, labels(6, 3));
-  auto x = open_hdf5("data.x", path, "x");
+  auto x = open_hdf5("data.path", "data.x", path, "x");
   CHECK(x->info().dtype == DType::Float32);
   CHECK(x->info().shape == std::vector<std::uint64_t>{6, 2});
   CHECK(x->info().where == "data.x: " + path + " dataset \"x\"");
   std::vector<float> tail(4);
   x->read_rows(4, 6, tail.data());
   CHECK(tail == std::vector<float>(values.begin() + 8, values.end()));
-  const auto y = open_hdf5("data.y", path, "y");
+  const auto y = open_hdf5("data.path", "data.y", path, "y");
   CHECK(y->info().dtype == DType::UInt16);
   CHECK(y->info().dtype_text == "uint16");
 }
@@ -164,12 +164,12 @@ TEST_CASE("an HDF5 dataset's type and shape come from the file, big-endian conve
 TEST_CASE("an HDF5 file or dataset packtune cannot read is refused naming the key, file and dataset") {
   TempDir dir;
   const auto path = dir.file("d.h5");
-  CHECK_THROWS_WITH(open_hdf5("data.x", path, "x"), "data.x: " + path + ": file not found");
+  CHECK_THROWS_WITH(open_hdf5("data.path", "data.x", path, "x"), "data.path: " + path + ": file not found");
   write_file(path, "");
-  CHECK_THROWS_WITH(open_hdf5("data.x", path, "x"), "data.x: " + path + ": empty file (0 bytes)");
+  CHECK_THROWS_WITH(open_hdf5("data.path", "data.x", path, "x"), "data.path: " + path + ": empty file (0 bytes)");
   write_file(path, "plain text");
-  CHECK_THROWS_WITH(open_hdf5("data.x", path, "x"), "data.x: " + path + ": not an HDF5 file");
+  CHECK_THROWS_WITH(open_hdf5("data.path", "data.x", path, "x"), "data.path: " + path + ": not an HDF5 file");
   std::remove(path.c_str());
   write_h5(path, "x", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {2, 2}, rows(2, 2));
-  CHECK_THROWS_WITH(open_hdf5("data.y", path, "labels"), "data.y: " + path + " dataset \"labels\": no such dataset");
+  CHECK_THROWS_WITH(open_hdf5("data.path", "data.y", path, "labels"), "data.y: " + path + " dataset \"labels\": no such dataset");
 }

@@ -169,7 +169,7 @@ TEST_CASE("check_data: an empty file, or one of no samples") {
   CHECK(error_of(npy.options) == "data.x: " + npy.options.x + ": no samples (shape (0, 3))");
   Hdf5Set h5;
   write_file(h5.options.path, "");
-  CHECK(error_of(h5.options) == "data.x: " + h5.options.path + ": empty file (0 bytes)");
+  CHECK(error_of(h5.options) == "data.path: " + h5.options.path + ": empty file (0 bytes)");
 }
 
 TEST_CASE("check_data: a test split whose samples differ from the training ones") {

@@ -140,13 +140,35 @@ expect_nothing_written name_climbs 'name: "../../escaped" is not a plain name' "
 expect_nothing_written name_nests 'name: "a/b" is not a plain name' "$(set_key "$good" 'c["name"]="a/b"')"
 expect_nothing_written name_dot_dot 'name: ".." is not a plain name' "$(set_key "$good" 'c["name"]=".."')"
 
+# An --out that holds what a run writes is refused, and what it held stays as it was: an
+# earlier run's journal without its results.jsonl, and a config kept inside --out.
+occupied() {  # occupied NAME EXPECTED_TEXT FILE_IN_OUT (the config run is DIR/config.json)
+  local name="$1" text="$2" dir="$work/occupied-$1"
+  mkdir -p "$dir"
+  printf '%s' "$good" > "$dir/config.json"
+  [ "$3" = config.json ] || printf '{"packtune_journal": 1}\n' > "$dir/$3"
+  local before
+  before=$(cd "$dir" && md5sum * | sort)
+  "$packtune" run "$dir/config.json" --out "$dir" --quiet > /dev/null 2> "$work/stderr"
+  local code=$?
+  if [ $code -eq 2 ] && [ "$(wc -l < "$work/stderr")" -eq 1 ] && grep -qF -- "$text" "$work/stderr" &&
+     [ "$before" = "$(cd "$dir" && md5sum * | sort)" ]; then
+    echo "ok   $name: $(cat "$work/stderr")"; passed=$((passed + 1))
+  else
+    echo "FAIL $name: exit $code, in --out: $(ls -A "$dir")"; cat "$work/stderr"; failures=$((failures + 1))
+  fi
+}
+occupied out_with_journal "already holds an earlier run (journal.jsonl)" journal.jsonl
+occupied out_with_config "already holds config.json, which a run writes" config.json
+
 # A missing CONFIG argument and an unknown command are usage errors too.
 "$packtune" run > /dev/null 2> "$work/stderr"; code=$?
 if [ $code -eq 2 ] && [ "$(wc -l < "$work/stderr")" -eq 1 ]; then passed=$((passed + 1)); else
   echo "FAIL run without CONFIG: exit $code"; failures=$((failures + 1)); fi
-"$packtune" frobnicate > /dev/null 2>&1; code=$?
-if [ $code -eq 2 ]; then passed=$((passed + 1)); else
-  echo "FAIL unknown command: exit $code"; failures=$((failures + 1)); fi
+"$packtune" frobnicate > /dev/null 2> "$work/stderr"; code=$?
+if [ $code -eq 2 ] && [ "$(wc -l < "$work/stderr")" -eq 1 ] && grep -q 'error: unknown command "frobnicate"' "$work/stderr"; then
+  passed=$((passed + 1)); else
+  echo "FAIL unknown command: exit $code, $(wc -l < "$work/stderr") lines"; failures=$((failures + 1)); fi
 
 # Other commands' bad input: one line, exit 2.
 other() {  # other NAME EXPECTED_TEXT COMMAND...
@@ -217,16 +239,18 @@ expect deterministic_mixed_always "mixed_packs \"always\" contradicts it" \
   "$(set_key "$good" 'c["deterministic"]=True; c["mixed_packs"]="always"')"
 
 # Bad input only an actor can see (no GPU here): its one line, exit 2, and no restarts (each
-# would fail the same way). The actor already wrote its log in --out, so the folder stays.
+# would fail the same way). No report came, so the run leaves --out as it found it (absent):
+# the same command with the device fixed can run there.
 if ! nvidia-smi -L > /dev/null 2>&1; then
   printf '%s' "$good" > "$work/no-gpu.json"
   "$packtune" run "$work/no-gpu.json" --out "$work/no-gpu" --device cuda --quiet > "$work/stdout" 2> "$work/stderr"
   code=$?
   if [ $code -eq 2 ] && [ "$(wc -l < "$work/stderr")" -eq 1 ] && grep -q 'device: "cuda" requested' "$work/stderr" &&
-     ! grep -q "restarting" "$work/stdout"; then
+     ! grep -q "restarting" "$work/stdout" && [ ! -e "$work/no-gpu" ]; then
     echo "ok   no_gpu: $(cat "$work/stderr")"; passed=$((passed + 1))
   else
-    echo "FAIL no_gpu: exit $code"; cat "$work/stderr" "$work/stdout"; failures=$((failures + 1))
+    echo "FAIL no_gpu: exit $code$([ -e "$work/no-gpu" ] && echo ", --out left: $(ls -A "$work/no-gpu")")"
+    cat "$work/stderr" "$work/stdout"; failures=$((failures + 1))
   fi
 fi
 
