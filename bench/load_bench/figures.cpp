@@ -114,9 +114,9 @@ json figures(const Options& o, const tuners::SimulationSummary& schedule, const 
   // driver's schedule and the simulated one that `overhead` also holds. The first jobs' part
   // is the first wave (docs/benchmarks.md).
   const double actor_seconds = wall * static_cast<double>(std::max(1, fleet.trained()));
-  out["idle_actor_seconds"] = round_to(gap_sum, 1);
+  out["idle_actor_seconds"] = round_to(gap_sum, 3);
   out["idle_share"] = round_to(gap_sum / actor_seconds, 5);
-  out["first_job_idle_actor_seconds"] = round_to(fleet.first_job_idle_seconds(), 1);
+  out["first_job_idle_actor_seconds"] = round_to(fleet.first_job_idle_seconds(), 3);
   out["actor_timer_lateness_ms"] = {{"mean", round_to(fleet.mean_lateness() * 1e3, 3)},
                                     {"max", round_to(fleet.max_lateness() * 1e3, 3)}};
   out["bench_cpu_seconds"] = round_to(cpu_of(self_after) - cpu_of(self_before), 2);

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/tracker_export.hpp"
+#include "experiment/results_writer.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune::cli {
@@ -24,7 +25,8 @@ bool starts_with(const std::string& text, const std::string& prefix) { return te
 
 LiveExport::LiveExport(const ExperimentConfig& config, const std::string& out_dir, bool resume) : out_dir_(out_dir) {
   if (config.export_mlflow.empty() && config.export_tensorboard.empty()) return;
-  if (!resume && std::filesystem::exists(std::filesystem::path(out_dir) / "results.jsonl")) return;
+  // A new run into a folder it will refuse (check_fresh) exports nothing there.
+  if (!resume && ResultsWriter::occupied_by(out_dir)) return;
   std::vector<std::string> args = {"-m", "packtune.trackers", "live", out_dir};
   if (!config.export_mlflow.empty()) {
     args.insert(args.end(), {"--mlflow", config.export_mlflow});

@@ -8,7 +8,9 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.hpp"
+#include "packtune/error.hpp"
 #include "util/log_pattern.hpp"
+#include "util/printable.hpp"
 #include "util/subcommand.hpp"
 
 int main(int argc, char** argv) {
@@ -28,7 +30,7 @@ int main(int argc, char** argv) {
       std::cout << usage;
       return 0;
     }
-    std::cerr << "packtune: error: unknown command \"" << command << "\"; `packtune --help` lists the commands\n";
-    return 2;
+    throw packtune::InputError("unknown command \"" + packtune::util::printable(command, 80) +
+                               "\"; `packtune --help` lists the commands");
   });
 }

@@ -201,10 +201,11 @@ class Driver {
       check_folder(true);
     } catch (const InputError&) {
       stop_after_failure();
-      // The actors refused the config (a device this machine lacks) before any report: as for
-      // a config the command refuses, the folder is left as it was found, not half a run that
-      // neither a new run nor --resume with another config could take.
-      if (!options_.resume && core_.results()->rows() == 0 && !folder_lost_) leave_folder_as_found();
+      // The actors refused the config (a device this machine lacks) before any job started: as
+      // for a config the command refuses, the folder is left as it was found, not half a run
+      // that neither a new run nor --resume with another config could take. A run that started
+      // a job keeps its folder: a job may have left a checkpoint before any report.
+      if (!options_.resume && core_.book().started_jobs() == 0 && !folder_lost_) leave_folder_as_found();
       throw;
     } catch (...) {
       stop_after_failure();
@@ -247,7 +248,7 @@ class Driver {
     // A replaced folder is someone else's now: nothing more is written into it.
     if (folder_lost_) return;
     try {
-      // A full disk may refuse even that.
+      // A full disk may refuse even the journal's last entries.
       core_.commit();
       core_.results()->write_best();
     } catch (const Error& e) {
@@ -257,16 +258,15 @@ class Driver {
   }
 
   // Removes what this run wrote into its folder (check_fresh found none of it there before),
-  // or the folder itself if the run made it.
+  // through the folder it locked, and the folder itself if this run made it and nothing else
+  // came into it.
   void leave_folder_as_found() {
+    // A folder replaced meanwhile is someone else's.
+    if (!folder_lock_->still_at(options_.out_dir)) return;
+    const std::filesystem::path held = folder_lock_->held_path();
     std::error_code ec;
-    if (created_folder_) {
-      std::filesystem::remove_all(options_.out_dir, ec);
-      return;
-    }
-    for (const auto& name : ResultsWriter::written_names()) {
-      std::filesystem::remove_all(std::filesystem::path(options_.out_dir) / name, ec);
-    }
+    for (const auto& name : ResultsWriter::written_names()) std::filesystem::remove_all(held / name, ec);
+    if (created_folder_) std::filesystem::remove(options_.out_dir, ec);  // only if empty
   }
 
   // What the caller found of the data files on --resume (cli/run_command.cpp checked them

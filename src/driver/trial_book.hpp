@@ -141,6 +141,8 @@ class TrialBook {
   const std::string& last_failure() const { return last_failure_; }
   // Jobs on actors now; counted as they start and end, as the driver asks after every job.
   int running() const { return running_; }
+  // Jobs started by this process (each took a lease).
+  std::uint64_t started_jobs() const { return next_lease_; }
 
  private:
   void requeue(TrialId id, const TrialState& trial, bool from_checkpoint);

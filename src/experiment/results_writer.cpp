@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -54,26 +55,38 @@ const std::vector<std::string>& ResultsWriter::written_names() {
   return names;
 }
 
+std::optional<std::string> ResultsWriter::occupied_by(const std::string& dir) {
+  for (const auto& name : written_names()) {
+    // A link counts, even one to nothing: the run would write through it.
+    std::error_code ec;
+    const auto type = fs::symlink_status(fs::path(dir) / name, ec).type();
+    if (!ec && type != fs::file_type::not_found) return name;
+  }
+  return std::nullopt;
+}
+
 void ResultsWriter::check_fresh(const std::string& dir) {
   // Any of what a run writes already there is an earlier run's (its journal is its record even
   // without results.jsonl) or the user's own file, and a new run would replace it.
-  for (const auto& name : written_names()) {
-    if (!fs::exists(fs::path(dir) / name)) continue;
-    if (fs::exists(fs::path(dir) / "journal.jsonl")) {
+  if (const auto name = occupied_by(dir)) {
+    if (*name == "journal.jsonl") {
       throw InputError("--out " + dir + ": already holds an earlier run (journal.jsonl); choose another --out, or "
                        "continue that run with `packtune run --resume " + dir + "`");
     }
-    throw InputError("--out " + dir + ": already holds " + name + ", which a run writes; choose another --out, or "
-                     "move " + name + " out of it");
+    throw InputError("--out " + dir + ": already holds " + *name + ", which a run writes; choose another --out, or "
+                     "move " + *name + " out of it");
   }
   create_folder(dir);
   std::error_code ec;
   // Permissions alone do not tell (root ignores them; a read-only mount does not): try.
-  const auto probe = (fs::path(dir) / ".packtune-probe").string();
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A name of its own (mkstemp): a file of the user's is never the probe.
+  std::string probe = (fs::path(dir) / ".packtune-probe-XXXXXX").string();
+  const int fd = ::mkostemp(probe.data(), O_CLOEXEC);
   const int error = fd < 0 ? errno : (::write(fd, "ok\n", 3) == 3 ? 0 : errno);
-  if (fd >= 0) ::close(fd);
-  fs::remove(probe, ec);
+  if (fd >= 0) {
+    ::close(fd);
+    fs::remove(probe, ec);
+  }
   if (error != 0) throw InputError("--out " + dir + ": cannot write there (" + std::strerror(error) + ")");
 }
 

@@ -50,6 +50,8 @@ class ResultsWriter {
   static void check_fresh(const std::string& dir);
   // The files and folders a run writes into its results folder.
   static const std::vector<std::string>& written_names();
+  // The first of written_names() that `dir` holds (a link to nothing too), journal.jsonl first.
+  static std::optional<std::string> occupied_by(const std::string& dir);
 
   // A new run: writes config.json and an empty results.jsonl. `final_budget`: best_budget's
   // (best_report.hpp), under which best() is chosen.

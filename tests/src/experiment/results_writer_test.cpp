@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <random>
 
@@ -41,6 +42,31 @@ TEST_CASE("results.jsonl gets one object per report and best.json the best value
   CHECK(best["value"] == 0.4);
   CHECK(best["config"]["lr"] == 0.01);
   CHECK_THROWS_AS(ResultsWriter::check_fresh(out), InputError);
+}
+
+TEST_CASE("a new run refuses a folder holding anything a run writes, a link to nothing too, and takes others") {
+  namespace fs = std::filesystem;
+  testing::TempDir dir;
+  const auto out = dir.file("run");
+  fs::create_directories(out);
+  std::ofstream(out + "/notes.txt") << "mine\n";
+  ResultsWriter::check_fresh(out);  // a file of another name
+  CHECK_FALSE(ResultsWriter::occupied_by(out));
+  CHECK(fs::exists(out + "/notes.txt"));
+  for (const auto& name : ResultsWriter::written_names()) {
+    const auto path = out + "/" + name;
+    std::ofstream(path) << "x\n";
+    CHECK_THROWS_WITH(ResultsWriter::check_fresh(out), Catch::Contains("already holds") && Catch::Contains(name));
+    fs::remove(path);
+    fs::create_symlink(dir.file("nowhere"), path);  // dangling: the run would write through it
+    CHECK(ResultsWriter::occupied_by(out) == name);
+    fs::remove(path);
+  }
+  // An earlier run's journal, even without its results.jsonl: --resume is the way on.
+  std::ofstream(out + "/journal.jsonl") << "{}\n";
+  std::ofstream(out + "/config.json") << "{}\n";
+  CHECK_THROWS_WITH(ResultsWriter::check_fresh(out),
+                    Catch::Contains("already holds an earlier run (journal.jsonl)") && Catch::Contains("--resume"));
 }
 
 TEST_CASE("with a final budget (pbt) the best is the best report there, once one reaches it") {
