@@ -58,8 +58,8 @@ inline const TestHoldSpec& test_hold_spec() {
   return parsed;
 }
 
-// Whether this process holds at `point` (the N-th time it gets there): a caller that must
-// first make its state visible (the driver's commit) does so only then.
+// Whether PACKTUNE_TEST_HOLD names `point` (whichever N-th arrival it holds at): a caller
+// that must first make its state visible (the driver's commit) does so only then.
 inline bool test_hold_armed(const char* point) {
   const auto& spec = test_hold_spec();
   return !spec.point.empty() && spec.point == point;
