@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <new>
+#include <utility>
 
 #include "datasets/data_arrays.hpp"
 #include "datasets/idx.hpp"
@@ -34,7 +35,7 @@ void check_idx_name(const DataOptions& options) {
 // The first `wanted` (0: all) images and labels of a pair of IDX files, checked to match, as a
 // Dataset of one-channel images.
 Dataset read_idx_pair(const std::string& images_file, const std::string& labels_file, std::uint32_t wanted) {
-  const auto images = read_idx(images_file, wanted);
+  auto images = read_idx(images_file, wanted);
   const auto labels = read_idx(labels_file, wanted);
   if (images.dims.size() != 3) throw InputError(images_file + ": expected 3 dimensions (N, H, W)");
   if (labels.dims.size() != 1) throw InputError(labels_file + ": expected 1 dimension (N)");
@@ -46,7 +47,7 @@ Dataset read_idx_pair(const std::string& images_file, const std::string& labels_
   d.count = images.dims[0];
   d.sample_shape = {1, images.dims[1], images.dims[2]};
   d.x_type = ElementType::UInt8;
-  d.x = images.data;
+  d.x = std::move(images.data);
   d.classes = kIdxClasses;
   d.labels.reserve(labels.data.size());
   for (std::size_t i = 0; i < labels.data.size(); ++i) {
@@ -71,10 +72,17 @@ std::pair<std::uint32_t, std::uint32_t> used_examples(const DataOptions& options
   return {static_cast<std::uint32_t>(std::min<std::uint64_t>(wanted, examples)), validation};
 }
 
-DataSplit split_of(const Dataset& all, std::uint32_t validation) {
+// The last `validation` examples are copied out; the training split keeps the rest in place, so
+// that a 47 MB image set is not copied whole.
+DataSplit split_of(Dataset all, std::uint32_t validation) {
   DataSplit split;
-  split.train = all.slice(0, all.count - validation);
   split.validation = all.slice(all.count - validation, all.count);
+  const std::uint32_t train = all.count - validation;
+  all.x.resize(std::size_t{train} * all.sample_size() * all.element_bytes());
+  if (!all.labels.empty()) all.labels.resize(train);
+  if (!all.targets.empty()) all.targets.resize(std::size_t{train} * all.target_size);
+  all.count = train;
+  split.train = std::move(all);
   return split;
 }
 
@@ -170,10 +178,10 @@ DataSplit load_split(const DataOptions& options) {
       const auto files = data_files(options);
       std::uint32_t wanted = 0;
       if (options.train_size > 0) wanted = options.train_size + validation_examples(options, 0);
-      const auto all = read_idx_pair(files[0], files[1], wanted);
+      auto all = read_idx_pair(files[0], files[1], wanted);
       const auto validation = validation_examples(options, all.count);
       if (validation >= all.count) used_examples(options, all.count);  // throws: no training examples
-      return split_of(all, validation);
+      return split_of(std::move(all), validation);
     }
     const auto train = open_pair(options, false);
     const auto layout = layout_of(train, options.task);

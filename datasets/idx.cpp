@@ -1,9 +1,14 @@
 #include "datasets/idx.hpp"
 
+#include <libdeflate.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <new>
 
 #include "packtune/error.hpp"
 
@@ -15,20 +20,28 @@ struct GzCloser {
 };
 using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
 
+struct DecompressorFree {
+  void operator()(libdeflate_decompressor* d) const { libdeflate_free_decompressor(d); }
+};
+
+// Past this many bytes of samples an IDX header is taken for garbage, not a data set.
+constexpr std::size_t kMaxSampleBytes = std::size_t{1} << 34;
+
+[[noreturn]] void corrupt(const std::string& path) {
+  throw InputError(path + ": truncated or corrupt IDX file; re-download or regenerate it");
+}
+
 // gzread also reads uncompressed files transparently, so one path serves both forms.
 void read_exact(gzFile file, void* out, std::size_t n, const std::string& path) {
   auto* p = static_cast<char*>(out);
   while (n > 0) {
     const unsigned chunk = static_cast<unsigned>(std::min<std::size_t>(n, 1u << 30));
     const int got = gzread(file, p, chunk);
-    if (got <= 0) {
-      throw InputError(path + ": truncated or corrupt IDX file; re-download or regenerate it");
-    }
+    if (got <= 0) corrupt(path);
     p += got;
     n -= static_cast<std::size_t>(got);
   }
 }
-
 
 GzFile open_idx(const std::string& path) {
   if (!std::filesystem::is_regular_file(path)) {
@@ -40,20 +53,96 @@ GzFile open_idx(const std::string& path) {
   return file;
 }
 
-std::vector<std::uint32_t> read_dims(gzFile file, const std::string& path) {
+// The header through `read(out, n)`, which fills n bytes or throws: the magic number, then each
+// dimension.
+template <class Read>
+std::vector<std::uint32_t> read_header(Read read, const std::string& path) {
   std::uint8_t magic[4];
-  read_exact(file, magic, 4, path);
+  read(magic, 4);
   if (magic[0] != 0 || magic[1] != 0 || magic[2] != 0x08 || magic[3] == 0 || magic[3] > 4) {
     throw InputError(path + ": not an unsigned-byte IDX file (bad magic number)");
   }
   std::vector<std::uint32_t> dims;
   for (int i = 0; i < magic[3]; ++i) {
     std::uint8_t b[4];
-    read_exact(file, b, 4, path);
+    read(b, 4);
     dims.push_back((std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) | (std::uint32_t{b[2]} << 8) |
                    std::uint32_t{b[3]});
   }
   return dims;
+}
+
+std::vector<std::uint32_t> read_dims(gzFile file, const std::string& path) {
+  return read_header([&](void* out, std::size_t n) { read_exact(file, out, n, path); }, path);
+}
+
+std::size_t sample_bytes(const std::vector<std::uint32_t>& dims, const std::string& path) {
+  std::size_t total = 1;
+  for (const auto d : dims) total *= d;
+  if (total > kMaxSampleBytes) throw InputError(path + ": IDX dimensions are implausibly large");
+  return total;
+}
+
+std::vector<std::uint8_t> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw InputError(path + ": cannot open data file");
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(in.tellg()));
+  in.seekg(0);
+  if (!in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()))) {
+    throw InputError(path + ": cannot read data file");
+  }
+  return bytes;
+}
+
+bool gzip_at(const std::vector<std::uint8_t>& bytes, std::size_t at) {
+  return bytes.size() - at >= 2 && bytes[at] == 0x1f && bytes[at + 1] == 0x8b;
+}
+
+// A whole file's content: its gzip members decoded by libdeflate, which decodes whole buffers
+// only, at about 2.5 times zlib's speed on Fashion-MNIST's images; a plain file as it is.
+// Whatever follows the last member is ignored, as zlib's gzread ignores it.
+std::vector<std::uint8_t> whole_content(const std::string& path) {
+  auto raw = read_file(path);
+  if (!gzip_at(raw, 0)) return raw;
+  // A member ends with its decoded size modulo 2^32: exact for one member under 4 GiB, and a
+  // start for the rest. Bounded so that a damaged trailer cannot ask for more than DEFLATE's
+  // largest ratio (1032:1) allows.
+  const std::size_t n = raw.size();
+  std::size_t capacity = n >= 18 ? (std::size_t{raw[n - 1]} << 24 | std::size_t{raw[n - 2]} << 16 |
+                                    std::size_t{raw[n - 3]} << 8 | std::size_t{raw[n - 4]})
+                                 : 0;
+  capacity = std::max<std::size_t>(1, std::min(capacity, 1032 * n));
+  std::vector<std::uint8_t> out(capacity);
+  std::unique_ptr<libdeflate_decompressor, DecompressorFree> decompressor(libdeflate_alloc_decompressor());
+  if (!decompressor) throw std::bad_alloc();
+  std::size_t in = 0, produced = 0;
+  while (in == 0 || (in < n && gzip_at(raw, in))) {
+    std::size_t used = 0, got = 0;
+    const auto result = libdeflate_gzip_decompress_ex(decompressor.get(), raw.data() + in, n - in,
+                                                      out.data() + produced, out.size() - produced, &used, &got);
+    if (result == LIBDEFLATE_INSUFFICIENT_SPACE) {
+      if (out.size() > kMaxSampleBytes) throw InputError(path + ": IDX content is implausibly large");
+      out.resize(out.size() * 2);
+      continue;
+    }
+    if (result != LIBDEFLATE_SUCCESS) corrupt(path);
+    in += used;
+    produced += got;
+  }
+  out.resize(produced);
+  return out;
+}
+
+// The first `limit` items through zlib, which stops where they end: a slice of a large file
+// costs what the slice does.
+IdxArray read_prefix(const std::string& path, std::uint32_t limit) {
+  auto file = open_idx(path);
+  IdxArray out;
+  out.dims = read_dims(file.get(), path);
+  out.dims[0] = std::min(out.dims[0], limit);
+  out.data.resize(sample_bytes(out.dims, path));
+  read_exact(file.get(), out.data.data(), out.data.size(), path);
+  return out;
 }
 
 }  // namespace
@@ -64,15 +153,23 @@ std::vector<std::uint32_t> read_idx_dims(const std::string& path) {
 }
 
 IdxArray read_idx(const std::string& path, std::uint32_t limit) {
-  auto file = open_idx(path);
+  if (limit > 0 && read_idx_dims(path)[0] > limit) return read_prefix(path, limit);
+  open_idx(path);  // the same errors as a prefix's for a file missing or unreadable
+  auto content = whole_content(path);
+  std::size_t at = 0;
   IdxArray out;
-  out.dims = read_dims(file.get(), path);
-  if (limit > 0 && out.dims[0] > limit) out.dims[0] = limit;
-  std::size_t total = 1;
-  for (const auto d : out.dims) total *= d;
-  if (total > (std::size_t{1} << 34)) throw InputError(path + ": IDX dimensions are implausibly large");
-  out.data.resize(total);
-  read_exact(file.get(), out.data.data(), total, path);
+  out.dims = read_header(
+      [&](void* dest, std::size_t n) {
+        if (content.size() - at < n) corrupt(path);
+        std::memcpy(dest, content.data() + at, n);
+        at += n;
+      },
+      path);
+  const auto total = sample_bytes(out.dims, path);
+  if (content.size() - at < total) corrupt(path);
+  content.erase(content.begin(), content.begin() + static_cast<std::ptrdiff_t>(at));
+  content.resize(total);
+  out.data = std::move(content);
   return out;
 }
 

@@ -28,6 +28,10 @@ plotly=/usr/share/python3-plotly/plotly.js
 [ -f "$plotly" ] || { echo "gpu-prepare: no $plotly: install python3-plotly (scripts/setup.sh does)" >&2; exit 1; }
 cp "$plotly" .gpu/plotly.js
 
+# libdeflate, which the build links (datasets/idx.cpp); .gpu/build.sh unpacks every package here.
+(cd .gpu/debs && apt-get download -q libdeflate-dev libdeflate0 2>&1 | grep -v '^W:' || true)
+ls .gpu/debs/libdeflate-dev_*.deb > /dev/null || { echo "gpu-prepare: could not download libdeflate-dev" >&2; exit 1; }
+
 rm -rf .gpu/h5tools && mkdir -p .gpu/h5tools
 (cd .gpu/h5tools && apt-get download -q hdf5-tools libhdf5-103-1 libhdf5-hl-100 libsz2 libaec0 2>&1 | grep -v '^W:' || true)
 ls .gpu/h5tools/hdf5-tools_*.deb > /dev/null || { echo "gpu-prepare: could not download hdf5-tools" >&2; exit 1; }

@@ -39,6 +39,7 @@ packages=(
   nlohmann-json3-dev
   libspdlog-dev libfmt-dev
   zlib1g-dev
+  libdeflate-dev  # decodes IDX files whole, faster than zlib (datasets/idx.cpp)
   libjemalloc-dev  # the driver's allocator (src/CMakeLists.txt)
   dataset-fashion-mnist
   python3-plotly  # plotly.js, which `packtune report` embeds into the binary (the build needs it)

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <zlib.h>
 
 #include <fstream>
 
@@ -63,4 +64,50 @@ TEST_CASE("bad IDX files are input errors that name the file") {
   std::ofstream(dir.file("cut"), std::ios::binary) << bytes.substr(0, bytes.size() - 5);
   CHECK_THROWS_AS(read_idx(dir.file("cut")), InputError);
   CHECK_THROWS_WITH(read_idx(dir.file("cut")), Catch::Contains("truncated"));
+}
+
+namespace {
+std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+}  // namespace
+
+TEST_CASE("a whole gzip file reads as zlib reads it: several members, bytes after them, damage found") {
+  TempDir dir;
+  const auto array = images(3000);  // 18 KB: a damaged byte lands inside compressed data
+  write_idx(dir.file("plain"), array);
+  const auto plain = bytes_of(dir.file("plain"));
+  // Two members, each of half the file: the last member's size is not the whole's.
+  const auto half = plain.size() / 2;
+  write_idx(dir.file("one.gz"), array);
+  std::string members;
+  for (const auto& part : {plain.substr(0, half), plain.substr(half)}) {
+    gzFile out = gzopen(dir.file("part.gz").c_str(), "wb");
+    REQUIRE(gzwrite(out, part.data(), static_cast<unsigned>(part.size())) == static_cast<int>(part.size()));
+    gzclose(out);
+    members += bytes_of(dir.file("part.gz"));
+  }
+  write_bytes(dir.file("two.gz"), members);
+  write_bytes(dir.file("padded.gz"), bytes_of(dir.file("one.gz")) + std::string(16, '\0'));
+  for (const char* name : {"one.gz", "two.gz", "padded.gz"}) {
+    INFO(name);
+    const auto whole = read_idx(dir.file(name));
+    CHECK(whole.dims == array.dims);
+    CHECK(whole.data == array.data);
+    // The oracle: a prefix of all but one item streams through zlib.
+    const auto prefix = read_idx(dir.file(name), 2999);
+    CHECK(std::equal(prefix.data.begin(), prefix.data.end(), whole.data.begin()));
+  }
+
+  auto damaged = bytes_of(dir.file("one.gz"));
+  damaged[damaged.size() / 2] = static_cast<char>(damaged[damaged.size() / 2] ^ 0x5a);
+  write_bytes(dir.file("damaged.gz"), damaged);
+  CHECK_THROWS_WITH(read_idx(dir.file("damaged.gz")), Catch::Contains("truncated or corrupt"));
+  const auto one = bytes_of(dir.file("one.gz"));
+  write_bytes(dir.file("cut.gz"), one.substr(0, one.size() - 5));
+  CHECK_THROWS_WITH(read_idx(dir.file("cut.gz")), Catch::Contains("truncated or corrupt"));
 }
