@@ -125,8 +125,13 @@ class RunFolder:
 
     def journal(self) -> List[Dict[str, Any]]:
         """``journal.jsonl``, what ``--resume`` replays: a header, then one entry per event (a
-        job started, a report, a result, a checkpoint, the end), each a dict."""
-        return read_jsonl(self.dir / "journal.jsonl")
+        job started, a report, a result, a checkpoint, the end), each a dict. Each line's place
+        and checksum (``_seq``, ``_crc``), which ``--resume`` checks, are left out."""
+        entries = read_jsonl(self.dir / "journal.jsonl")
+        for entry in entries:
+            entry.pop("_seq", None)
+            entry.pop("_crc", None)
+        return entries
 
     def finished(self) -> bool:
         """Whether the experiment ran to its end (the journal's last entry says so)."""

@@ -1,12 +1,109 @@
 #include "driver/journal.hpp"
 
+#include <zlib.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string_view>
 
 #include "packtune/error.hpp"
 
 namespace packtune {
 namespace {
+
+// Each line the journal writes carries its place and a checksum as the object's last two keys:
+// {...,"_seq":N,"_crc":"xxxxxxxx"}, N the entry's index (the header's is 0) and the CRC-32 of the
+// line as it was without them, {...}. A line lost, added or moved before the end shifts every
+// later line from its place, and an edit changes a checksum: a resume finds both, where its
+// replay alone would take such a line as written when no decision the journal records changed.
+// Lines without them (an older packtune's) are read as before.
+constexpr std::string_view kSeqKey = "\"_seq\":";
+constexpr std::string_view kCrcKey = ",\"_crc\":\"";
+constexpr int kCrcDigits = 8;
+
+std::uint32_t crc_of(std::string_view text, std::uint32_t crc = 0) {
+  return static_cast<std::uint32_t>(
+      crc32(crc, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size())));
+}
+
+void add_seal(std::string& line, std::string_view entry, long long seq) {
+  if (entry.size() < 2 || entry.front() != '{' || entry.back() != '}') {
+    throw Error("journal: an entry must be one JSON object, not " + std::string(entry.substr(0, 40)));
+  }
+  char crc[kCrcDigits + 1];
+  std::snprintf(crc, sizeof crc, "%08x", crc_of(entry));
+  line.append(entry.data(), entry.size() - 1);  // all but the closing brace
+  if (entry.size() > 2) line += ',';            // "{}" has no key before the seal
+  line += kSeqKey;
+  line += std::to_string(seq);
+  line += kCrcKey;
+  line += crc;
+  line += "\"}";
+}
+
+struct Seal {
+  long long seq = 0;
+  bool intact = false;  // the checksum matches the line without its seal
+};
+
+// The seal at the end of `line`, exactly as add_seal writes it; nullopt when there is none.
+std::optional<Seal> seal_of(std::string_view line) {
+  auto is_hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+  if (line.size() < kSeqKey.size() + kCrcKey.size() + kCrcDigits + 4 || line.substr(line.size() - 2) != "\"}") {
+    return std::nullopt;
+  }
+  const auto crc_at = line.size() - 2 - kCrcDigits;
+  for (auto i = crc_at; i < line.size() - 2; ++i) {
+    if (!is_hex(line[i])) return std::nullopt;
+  }
+  if (line.substr(crc_at - kCrcKey.size(), kCrcKey.size()) != kCrcKey) return std::nullopt;
+  auto digits = crc_at - kCrcKey.size();
+  const auto seq_end = digits;
+  while (digits > 0 && line[digits - 1] >= '0' && line[digits - 1] <= '9') --digits;
+  if (digits == seq_end || digits < kSeqKey.size() + 1 || seq_end - digits > 15) return std::nullopt;
+  const auto key_at = digits - kSeqKey.size();
+  if (line.substr(key_at, kSeqKey.size()) != kSeqKey) return std::nullopt;
+  const char before = line[key_at - 1];
+  if (before != ',' && before != '{') return std::nullopt;
+  Seal seal;
+  seal.seq = std::stoll(std::string(line.substr(digits, seq_end - digits)));
+  // The line without its seal: what came before it, and the closing brace.
+  const auto body = line.substr(0, before == ',' ? key_at - 1 : key_at);
+  const auto expected = std::strtoul(std::string(line.substr(crc_at, kCrcDigits)).c_str(), nullptr, 16);
+  seal.intact = crc_of("}", crc_of(body)) == expected;
+  return seal;
+}
+
+// `line`, the journal's line number `number`, parsed and checked against its seal, which is
+// taken off. Throws InputError naming the line when it does not hold.
+nlohmann::json parse_line(const std::string& path, std::string_view line, long long number) {
+  nlohmann::json entry;
+  try {
+    entry = nlohmann::json::parse(line);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path + ": line " + std::to_string(number) + " is damaged (" + e.what() +
+                     "); the experiment cannot be resumed from it");
+  }
+  if (!entry.is_object() || (!entry.contains("_seq") && !entry.contains("_crc"))) return entry;
+  const auto seal = seal_of(line);
+  if (!seal || !seal->intact) {
+    throw InputError(path + ": line " + std::to_string(number) +
+                     " was changed after it was written (its checksum differs); restore the journal, "
+                     "the experiment cannot be resumed from it as it is");
+  }
+  if (seal->seq != number - 1) {
+    throw InputError(path + ": line " + std::to_string(number) + " was written as line " +
+                     std::to_string(seal->seq + 1) +
+                     ": a line before it was removed, added or moved; restore the journal, the experiment "
+                     "cannot be resumed from it as it is");
+  }
+  entry.erase("_seq");
+  entry.erase("_crc");
+  return entry;
+}
 
 std::string resume_advice(const std::string& path) {
   return "free space there, then continue with `packtune run --resume " +
@@ -24,16 +121,10 @@ std::string read_text(const std::string& path) {
 std::vector<nlohmann::json> parse_entries(const std::string& path, const std::string& text, long long& whole) {
   std::vector<nlohmann::json> entries;
   std::size_t begin = 0;
-  for (int line = 1;; ++line) {
+  for (long long line = 1;; ++line) {
     const auto end = text.find('\n', begin);
     if (end == std::string::npos) break;
-    try {
-      entries.push_back(nlohmann::json::parse(text.begin() + static_cast<long>(begin),
-                                              text.begin() + static_cast<long>(end)));
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(path + ": line " + std::to_string(line) + " is damaged (" + e.what() +
-                       "); the experiment cannot be resumed from it");
-    }
+    entries.push_back(parse_line(path, std::string_view(text).substr(begin, end - begin), line));
     begin = end + 1;
   }
   whole = static_cast<long long>(begin);
@@ -42,8 +133,14 @@ std::vector<nlohmann::json> parse_entries(const std::string& path, const std::st
 
 }  // namespace
 
+void Journal::append_text(std::string_view entry) {
+  sealed_.clear();
+  add_seal(sealed_, entry, next_seq_++);
+  log_.append_text(sealed_);
+}
+
 Journal Journal::create(const std::string& path, const nlohmann::json& header) {
-  Journal journal(LineLog::create(path, resume_advice(path)));
+  Journal journal(LineLog::create(path, resume_advice(path)), 0);
   journal.append(header);
   journal.commit();
   return journal;
@@ -52,7 +149,8 @@ Journal Journal::create(const std::string& path, const nlohmann::json& header) {
 Journal::Reopened Journal::reopen(const std::string& path) {
   long long whole = 0;
   auto entries = parse_entries(path, read_text(path), whole);
-  return Reopened{Journal(LineLog::reopen(path, whole, resume_advice(path))), std::move(entries)};
+  const auto next = static_cast<long long>(entries.size());
+  return Reopened{Journal(LineLog::reopen(path, whole, resume_advice(path)), next), std::move(entries)};
 }
 
 std::vector<nlohmann::json> Journal::read(const std::string& path) {
@@ -66,11 +164,7 @@ nlohmann::json Journal::read_header(const std::string& path) {
   if (!in || !std::getline(in, line) || in.eof()) {
     throw InputError(path + ": no journal header; is this the results folder of a packtune run?");
   }
-  try {
-    return nlohmann::json::parse(line);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path + ": line 1 is damaged (" + e.what() + "); the experiment cannot be resumed from it");
-  }
+  return parse_line(path, line, 1);
 }
 
 std::optional<nlohmann::json> Journal::recorded_data_files(const std::string& path) {
@@ -84,9 +178,8 @@ std::optional<nlohmann::json> Journal::recorded_data_files(const std::string& pa
     const auto end = text.find('\n', begin);
     if (end == std::string::npos) break;  // none, or a torn last line
     if (line == 1 || text.compare(begin, entry_start.size(), entry_start) == 0) {
+      const auto entry = parse_line(path, std::string_view(text).substr(begin, end - begin), line);
       try {
-        const auto entry =
-            nlohmann::json::parse(text.begin() + static_cast<long>(begin), text.begin() + static_cast<long>(end));
         auto files = line == 1 ? entry.value("data_files", nlohmann::json())
                                : entry.at("data_files").value("fingerprints", nlohmann::json());
         if (!files.is_null()) recorded = std::move(files);

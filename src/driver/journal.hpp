@@ -31,7 +31,8 @@ class Journal {
   static Reopened reopen(const std::string& path);
 
   // Every whole entry, the header first. A torn last line is skipped; a damaged line before
-  // it is an InputError (the file was edited or the disk corrupted it).
+  // it is an InputError (the file was edited or the disk corrupted it), and so is a line
+  // whose checksum or place differs from what was written (a line edited, lost or added).
   static std::vector<nlohmann::json> read(const std::string& path);
   // The first entry alone (the experiment's config), without reading the rest.
   static nlohmann::json read_header(const std::string& path);
@@ -43,8 +44,11 @@ class Journal {
   static std::optional<nlohmann::json> recorded_data_files(const std::string& path);
 
   const std::string& path() const { return log_.path(); }
-  void append(const nlohmann::json& entry) { log_.append(entry); }
-  void append_text(std::string_view entry) { log_.append_text(entry); }
+  // An entry, a JSON object. Each line is written with its place and a checksum, which read()
+  // checks and takes off (journal.cpp).
+  void append(const nlohmann::json& entry) { append_text(entry.dump()); }
+  // An entry already in JSON text: one object on one line, without its newline.
+  void append_text(std::string_view entry);
   bool dirty() const { return log_.dirty(); }
   bool unlinked() const { return log_.unlinked(); }
   // Writes what was appended since the last commit and waits until it is on the disk. On a
@@ -53,9 +57,11 @@ class Journal {
   void commit() { log_.flush(true); }
 
  private:
-  explicit Journal(LineLog log) : log_(std::move(log)) {}
+  Journal(LineLog log, long long next_seq) : log_(std::move(log)), next_seq_(next_seq) {}
 
   LineLog log_;
+  long long next_seq_;   // the index of the next entry: the journal's whole entries so far
+  std::string sealed_;   // the line being sealed, kept to reuse its buffer
 };
 
 struct Journal::Reopened {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Damage `--resume` meets: a journal that lost a line in the middle is refused with
-# an error naming the journal and the line, not only the tuner's complaint; a damaged
-# config.json is written again from the journal's header.
+# Damage `--resume` meets: a journal that lost a line in the middle, or had one edited, is
+# refused with an error naming the journal and the line (each line's place and checksum); an
+# older packtune's journal, which has neither, is refused by its replay, naming the line where
+# the tuner's answer differs; a damaged config.json is written again from the journal's header.
 set -euo pipefail
 source "$(dirname "$0")/prelude.sh" "$@"
 
@@ -16,23 +17,53 @@ head -c 20 "$work/config.before" > "$work/run/config.json"
 grep -q "finished already" "$work/again.out"
 cmp "$work/config.before" "$work/run/config.json" || { echo "FAIL: config.json was not written again"; exit 1; }
 
-# The last job entry is lost, and with it the end: its trial's reports and result come to a
-# tuner that never gave that job.
-line=$(python3 - "$work/run/journal.jsonl" <<'PY'
+# Refused with exit 2 and one error line that holds $2 (a regular expression).
+refused() {
+  set +e
+  "$packtune" run --resume "$work/run" > "$work/$1.out" 2> "$work/$1.err"
+  local code=$?
+  set -e
+  echo "$1: exit $code: $(cat "$work/$1.err")"
+  [ "$code" -eq 2 ] || { echo "FAIL $1: exit $code, expected 2"; cat "$work/$1.out"; exit 1; }
+  grep "^packtune: error: " "$work/$1.err" | grep -q "$work/run/journal.jsonl: line [0-9]*$2" || {
+    echo "FAIL $1: the error does not name the journal, its line and what is wrong"; exit 1; }
+}
+cp "$work/run/journal.jsonl" "$work/journal.whole"
+
+# The last job entry is lost, and with it the end.
+line=$(python3 - "$work/journal.whole" <<'PY'
 import json, sys
 lines = open(sys.argv[1]).read().splitlines()
 jobs = [i for i, l in enumerate(lines) if "job" in json.loads(l)]
 print(jobs[-1] + 1)
 PY
 )
-grep -v '"finished"' "$work/run/journal.jsonl" | sed "${line}d" > "$work/journal.damaged"
-cp "$work/journal.damaged" "$work/run/journal.jsonl"
-set +e
-"$packtune" run --resume "$work/run" > "$work/damaged.out" 2> "$work/damaged.err"
-code=$?
-set -e
-echo "exit $code: $(cat "$work/damaged.err")"
-[ "$code" -eq 2 ] || { echo "FAIL: exit $code, expected 2"; cat "$work/damaged.out"; exit 1; }
-grep "^packtune: error: " "$work/damaged.err" | grep -q "$work/run/journal.jsonl: line [0-9]*: " || {
-  echo "FAIL: the error does not name the journal and its line"; exit 1; }
+grep -v '"finished"' "$work/journal.whole" | sed "${line}d" > "$work/run/journal.jsonl"
+refused lost " was written as line $((line + 1)): a line before it was removed"
+
+# A result's metric is edited.
+python3 - "$work/journal.whole" "$work/run/journal.jsonl" <<'PY'
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+at = next(i for i, l in enumerate(lines) if l.startswith('{"result"'))
+head, tail = lines[at].split('"metric":', 1)
+lines[at] = head + '"metric":0.123456' + tail[tail.index(","):]
+open(sys.argv[2], "w").write("\n".join(l for l in lines if '"finished"' not in l) + "\n")
+PY
+refused edited " was changed after it was written"
+
+# An older packtune's journal has no seals: its replay finds the lost job, where the trial's
+# reports and result come to a tuner that never gave that job.
+python3 - "$work/journal.whole" "$work/run/journal.jsonl" "$line" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+out = []
+for i, l in enumerate(lines, 1):
+    entry = json.loads(l)
+    entry.pop("_seq"); entry.pop("_crc")
+    if i != int(sys.argv[3]) and "finished" not in entry:
+        out.append(json.dumps(entry))
+open(sys.argv[2], "w").write("\n".join(out) + "\n")
+PY
+refused old_lost ": "
 echo "PASS"

@@ -104,6 +104,7 @@ import json, sys
 lines = open(sys.argv[1]).read().split("\n")
 header = json.loads(lines[0])
 del header["data_files"]
+header.pop("_seq"); header.pop("_crc")  # nor sealed its lines
 lines[0] = json.dumps(header)
 open(sys.argv[1], "w").write("\n".join(lines))
 PY

@@ -13,6 +13,7 @@ tiny_config "$work/c.json"
 import json, sys
 lines = open(sys.argv[1]).read().splitlines()
 header = json.loads(lines[0])
+header.pop("_seq"); header.pop("_crc")  # an older packtune sealed no line
 header["config"]["name"] = "my exp"
 header["config"].pop("task")
 for key in ("format", "normalize", "augment", "order"):

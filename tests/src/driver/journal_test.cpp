@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
+#include <zlib.h>
 
+#include <cstdio>
 #include <fstream>
 
 #include "../../temp_dir.hpp"
@@ -13,6 +15,38 @@ namespace {
 std::string text_of(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// What the journal writes for `entry` at index `seq`, as docs/faults.md describes it, with
+// zlib's CRC-32 as the oracle.
+std::string sealed(const std::string& entry, long long seq) {
+  const auto crc = crc32(0, reinterpret_cast<const Bytef*>(entry.data()), static_cast<uInt>(entry.size()));
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08lx", static_cast<unsigned long>(crc));
+  return entry.substr(0, entry.size() - 1) + (entry.size() > 2 ? "," : "") + "\"_seq\":" + std::to_string(seq) +
+         ",\"_crc\":\"" + hex + "\"}";
+}
+
+std::vector<std::string> lines_of(const std::string& path) {
+  std::vector<std::string> lines;
+  std::ifstream in(path, std::ios::binary);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+void write_lines(const std::string& path, const std::vector<std::string>& lines) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  for (const auto& line : lines) out << line << '\n';
+}
+
+// The message of the InputError reading `path` throws; "" when it reads.
+std::string read_error(const std::string& path) {
+  try {
+    Journal::read(path);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace
@@ -48,7 +82,7 @@ TEST_CASE("a torn last line is skipped when read and cut off when the journal co
     reopened.journal.append({{"c", 3}});
     reopened.journal.commit();
   }
-  CHECK(text_of(path) == "{\"header\":1}\n{\"a\": 1}\n{\"c\":3}\n");
+  CHECK(text_of(path) == sealed("{\"header\":1}", 0) + "\n{\"a\": 1}\n" + sealed("{\"c\":3}", 2) + "\n");
   const auto entries = Journal::read(path);
   REQUIRE(entries.size() == 3);
   CHECK(entries[2]["c"] == 3);
@@ -117,4 +151,73 @@ TEST_CASE("the data files' fingerprints recorded last: the header's, or a later 
   CHECK(Journal::recorded_data_files(path) == second);
   std::ofstream(path, std::ios::app) << "\n{}\n";
   CHECK_THROWS_AS(Journal::recorded_data_files(path), InputError);
+}
+
+TEST_CASE("each line carries its place and checksum, and a line edited, lost, added or moved is refused by number") {
+  testing::TempDir dir;
+  const auto path = dir.file("journal.jsonl");
+  {
+    auto journal = Journal::create(path, {{"header", 1}});
+    journal.append({{"job", {{"trial", 0}}}});
+    journal.append_text(R"({"report":{"trial":0,"metric":0.5},"row":null})");
+    journal.append(nlohmann::json::object());
+    journal.commit();
+  }
+  const auto lines = lines_of(path);
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[0] == sealed(R"({"header":1})", 0));
+  CHECK(lines[2] == sealed(R"({"report":{"trial":0,"metric":0.5},"row":null})", 2));
+  CHECK(lines[3] == sealed("{}", 3));
+  const auto entries = Journal::read(path);
+  REQUIRE(entries.size() == 4);
+  CHECK(entries[2] == nlohmann::json::parse(R"({"report":{"trial":0,"metric":0.5},"row":null})"));  // seal taken off
+  CHECK(entries[3] == nlohmann::json::object());
+  CHECK(Journal::read_header(path) == nlohmann::json{{"header", 1}});
+
+  auto edited = lines;
+  edited[2].replace(edited[2].find("0.5"), 3, "0.9");
+  write_lines(path, edited);
+  CHECK_THAT(read_error(path), Catch::Contains("line 3 was changed after it was written"));
+  edited = lines;
+  edited[0].replace(edited[0].find(":1"), 2, ":2");  // the header too, read alone
+  write_lines(path, edited);
+  CHECK_THROWS_WITH(Journal::read_header(path), Catch::Contains("line 1 was changed after it was written"));
+  edited = lines;
+  edited[1].insert(edited[1].find("\"_seq"), " ");  // reformatted counts as changed
+  write_lines(path, edited);
+  CHECK_THAT(read_error(path), Catch::Contains("line 2 was changed after it was written"));
+
+  write_lines(path, {lines[0], lines[2], lines[3]});  // the job's line lost
+  CHECK_THAT(read_error(path), Catch::Contains("line 2 was written as line 3: a line before it was removed"));
+  write_lines(path, {lines[0], lines[1], lines[1], lines[2]});  // a line added
+  CHECK_THAT(read_error(path), Catch::Contains("line 3 was written as line 2"));
+  write_lines(path, {lines[0], lines[2], lines[1], lines[3]});  // two lines swapped
+  CHECK_THAT(read_error(path), Catch::Contains("line 2 was written as line 3"));
+  // Losing the last lines is what a crash does: the rest reads.
+  write_lines(path, {lines[0], lines[1]});
+  CHECK(read_error(path).empty());
+}
+
+TEST_CASE("an older packtune's lines, without a seal, read as before, and a journal continued by this one seals on") {
+  testing::TempDir dir;
+  const auto path = dir.file("journal.jsonl");
+  std::ofstream(path) << "{\"header\": 1}\n{\"job\": {\"trial\": 0}}\n";
+  {
+    auto reopened = Journal::reopen(path);
+    REQUIRE(reopened.entries.size() == 2);
+    reopened.journal.append({{"result", 1}});
+    reopened.journal.commit();
+  }
+  CHECK(lines_of(path).back() == sealed(R"({"result":1})", 2));
+  auto entries = Journal::read(path);
+  REQUIRE(entries.size() == 3);
+  CHECK(entries[2] == nlohmann::json{{"result", 1}});
+  // An unsealed line after sealed ones (an older packtune resumed it) reads too.
+  std::ofstream(path, std::ios::app) << "{\"finished\": true}\n";
+  entries = Journal::read(path);
+  REQUIRE(entries.size() == 4);
+  CHECK(entries[3]["finished"] == true);
+  // Seal keys that are not a seal as written are a change.
+  std::ofstream(path, std::ios::app) << "{\"_seq\": 4, \"_crc\": \"00000000\"}\n";
+  CHECK_THAT(read_error(path), Catch::Contains("line 5 was changed after it was written"));
 }
