@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/tracker_export.hpp"
+#include "experiment/results_folder.hpp"
 #include "util/subcommand.hpp"
 #include "packtune/error.hpp"
 
@@ -172,7 +173,7 @@ int run_export_command(const std::vector<std::string>& args) {
     }
     return status;
   }
-  const auto path = (fs::path(dir) / "results.jsonl").string();
+  const auto path = results_folder::path(dir, results_folder::kResults);
   std::ifstream in(path);
   if (!in) throw InputError(path + ": cannot read it; is " + dir + " the --out of a packtune run?");
   if (!vm.count("output")) {

@@ -16,6 +16,7 @@
 #include "driver/driver.hpp"
 #include "driver/journal.hpp"
 #include "experiment/experiment_config.hpp"
+#include "experiment/results_folder.hpp"
 #include "packtune/error.hpp"
 #include "tuners/plugins/plugin_loader.hpp"
 
@@ -61,13 +62,15 @@ std::string default_out_dir(const std::string& name) {
 // an override given anyway must not change what the experiment is.
 ExperimentConfig resumed_config(const std::string& dir, const po::variables_map& vm,
                                 const Overrides& overrides) {
-  const auto journal = journal_path(dir);
+  const auto journal = results_folder::path(dir, results_folder::kJournal);
   if (!std::filesystem::exists(journal)) {
-    throw InputError("--resume " + dir + ": no journal.jsonl there; is it the --out of a packtune run?");
+    throw InputError("--resume " + dir + ": no " + std::string(results_folder::kJournal) +
+                     " there; is it the --out of a packtune run?");
   }
   const auto header = Journal::read_header(journal);
   if (!header.contains("config")) {
-    throw InputError("--resume " + dir + ": journal.jsonl has no header; the experiment cannot be resumed");
+    throw InputError("--resume " + dir + ": " + std::string(results_folder::kJournal) +
+                     " has no header; the experiment cannot be resumed");
   }
   auto ran = header["config"];
   // A run named before names had to be plain (a config file `my exp.json` named it "my exp")
@@ -81,7 +84,7 @@ ExperimentConfig resumed_config(const std::string& dir, const po::variables_map&
     config = load_config(vm["config"].as<std::string>());
     apply_overrides(config, overrides);
   } else {
-    config = parse_config(ran, dir + "/journal.jsonl");
+    config = parse_config(ran, results_folder::path(dir, results_folder::kJournal));
     apply_overrides(config, overrides);
   }
   // The threads an actor trains with can change a trial's sums, so they are the run's own:
@@ -94,7 +97,7 @@ ExperimentConfig resumed_config(const std::string& dir, const po::variables_map&
   // What the recorded config means to this packtune: keys a later version records (task,
   // data.format, ...) take the values an older run had by default, so that such a run still
   // resumes; an override or another config file still differs from it.
-  auto baseline = parse_config(ran, dir + "/journal.jsonl");
+  auto baseline = parse_config(ran, results_folder::path(dir, results_folder::kJournal));
   record_as_run(baseline);
   // A run whose config as run has no threads (it had no local actors, or ran before packtune
   // recorded them) takes what this machine gives.
@@ -118,7 +121,8 @@ ExperimentConfig resumed_config(const std::string& dir, const po::variables_map&
 void check_resumed_data(const ExperimentConfig& config, bool allow_changed, DriverOptions& driver) {
   const auto now = datasets::fingerprint_data(config.data);
   driver.data_files = now;
-  const auto recorded = Journal::recorded_data_files(journal_path(driver.out_dir));
+  const auto journal = results_folder::path(driver.out_dir, results_folder::kJournal);
+  const auto recorded = Journal::recorded_data_files(journal);
   if (!recorded) {
     driver.data_unchecked = true;
     return;
@@ -127,9 +131,9 @@ void check_resumed_data(const ExperimentConfig& config, bool allow_changed, Driv
   try {
     was = recorded->get<std::vector<datasets::FileFingerprint>>();
   } catch (const nlohmann::json::exception& e) {
-    throw InputError(journal_path(driver.out_dir) + ": data_files: not a list of fingerprints (" + e.what() + ")");
+    throw InputError(journal + ": data_files: not a list of fingerprints (" + e.what() + ")");
   } catch (const InputError& e) {
-    throw InputError(journal_path(driver.out_dir) + ": " + e.what());
+    throw InputError(journal + ": " + e.what());
   }
   const auto changes = datasets::data_changes(was, now);
   if (changes.empty()) return;

@@ -27,6 +27,7 @@
 #include "driver/local_actors.hpp"
 #include "driver/node_outbox.hpp"
 #include "driver/status_display.hpp"
+#include "experiment/results_folder.hpp"
 #include "experiment/results_writer.hpp"
 #include "experiment/trial_shape.hpp"
 #include "packtune/error.hpp"
@@ -124,17 +125,18 @@ class Driver {
     std::unique_ptr<ResultsWriter> results;
     const double best_at = best_budget(config_.tuner, config_.max_budget);
     if (options_.resume) {
-      auto reopened = Journal::reopen(journal_path(options_.out_dir));
+      auto reopened = Journal::reopen(in_folder(results_folder::kJournal));
       try {
         recovered = core_.tuning().replay(reopened.entries);
       } catch (const InputError& e) {
-        throw InputError(journal_path(options_.out_dir) + ": " + e.what());
+        throw InputError(in_folder(results_folder::kJournal) + ": " + e.what());
       } catch (const Error& e) {
-        throw Error(journal_path(options_.out_dir) + ": " + e.what());
+        throw Error(in_folder(results_folder::kJournal) + ": " + e.what());
       }
       if (const auto ran = reopened.entries.front().value("config", nlohmann::json());
           !ran.is_null() && ResultsWriter::restore_config(options_.out_dir, ran)) {
-        spdlog::warn("{}/config.json was damaged or missing; written again from the journal", options_.out_dir);
+        spdlog::warn("{} was damaged or missing; written again from the journal",
+                     in_folder(results_folder::kConfig));
       }
       if (recovered->finished) {
         std::printf("%s in %s finished already (%lld jobs); nothing to resume\n", config_.name.c_str(),
@@ -160,13 +162,13 @@ class Driver {
                                                 best_at);
       nlohmann::json header = {{"packtune_journal", 1}, {"name", config_.name}, {"config", config_.source}};
       if (!options_.data_files.is_null()) header["data_files"] = options_.data_files;
-      journal = std::make_unique<Journal>(Journal::create(journal_path(options_.out_dir), header));
+      journal = std::make_unique<Journal>(Journal::create(in_folder(results_folder::kJournal), header));
     }
     // Before any thread that logs starts: on a terminal the display takes the log's sinks.
     display_ = std::make_unique<StatusDisplay>(StatusDisplay::choose(options_.quiet));
     // After the display, which takes the console's sinks: a line only for the file must not
     // redraw the table.
-    log_ = std::make_unique<DriverLog>(options_.out_dir + "/driver.log",
+    log_ = std::make_unique<DriverLog>(in_folder(results_folder::kDriverLog),
                                        options_.quiet     ? DriverLog::Console::Quiet
                                        : options_.verbose ? DriverLog::Console::Verbose
                                                           : DriverLog::Console::Normal);
@@ -177,7 +179,8 @@ class Driver {
     // its check and its write gets nothing.
     report_ = std::make_unique<LiveReport>(
         folder_lock_->held_path(), [lock = folder_lock_.get(), dir = options_.out_dir] { return lock->still_at(dir); });
-    spdlog::info("charts: {}/report.html, rewritten every few seconds while the experiment runs", options_.out_dir);
+    spdlog::info("charts: {}, rewritten every few seconds while the experiment runs",
+                 in_folder(results_folder::kReport));
     const int threads = local_actor_threads(config_);
     explain_experiment(threads);
     // Uploads come from peers: HDF5 reads them in a child process, which a damaged file may crash.
@@ -188,7 +191,7 @@ class Driver {
     core_.attach(std::move(journal), std::move(results), std::move(store), Clock::now());
     if (recovered) core_.restore(*recovered);
     local_.start(config_.actors, socket_.endpoint(), threads, socket_.secure() ? config_.keys : "",
-                 options_.out_dir + "/logs");
+                 in_folder(results_folder::kLogs));
 
     int code = 0;
     try {
@@ -265,7 +268,7 @@ class Driver {
     if (!folder_lock_->still_at(options_.out_dir)) return;
     const std::filesystem::path held = folder_lock_->held_path();
     std::error_code ec;
-    for (const auto& name : ResultsWriter::written_names()) std::filesystem::remove_all(held / name, ec);
+    for (const auto name : results_folder::kAll) std::filesystem::remove_all(held / name, ec);
     if (created_folder_) std::filesystem::remove(options_.out_dir, ec);  // only if empty
   }
 
@@ -456,8 +459,11 @@ class Driver {
     throw Error(lost + " while the experiment ran; it stops (its results went with it)");
   }
 
+  // DIR/NAME of the results folder.
+  std::string in_folder(std::string_view name) const { return results_folder::path(options_.out_dir, name); }
+
   std::string checkpoint_dir() const {
-    return std::filesystem::absolute(std::filesystem::path(options_.out_dir) / "checkpoints").string();
+    return std::filesystem::absolute(in_folder(results_folder::kCheckpoints)).string();
   }
 
   ExperimentConfig config_;
@@ -478,10 +484,6 @@ class Driver {
 };
 
 }  // namespace
-
-std::string journal_path(const std::string& out_dir) {
-  return (std::filesystem::path(out_dir) / "journal.jsonl").string();
-}
 
 int run_experiment(const ExperimentConfig& config, const DriverOptions& options) {
   SignalsCaught signals;

@@ -31,8 +31,6 @@ struct DriverOptions {
   bool data_unchecked = false;
 };
 
-// The journal of an experiment's results folder, DIR/journal.jsonl.
-std::string journal_path(const std::string& out_dir);
 
 // Returns the process exit code. Throws Error for failures that end the experiment.
 int run_experiment(const ExperimentConfig& config, const DriverOptions& options);

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "driver/driver_core.hpp"
+#include "experiment/results_folder.hpp"
 #include "protocol/metric_names.hpp"
 #include "tuners/trial_config.hpp"
 
@@ -169,7 +170,9 @@ void DriverCore::summarize(bool finished, bool report_written, Clock::time_point
   std::printf("%s %s in %.1f s: %lld jobs, %d failed trials; results in %s\n", finished ? "finished" : "stopped",
               config_.name.c_str(), seconds_since_start(), static_cast<long long>(book_.completed_jobs()),
               book_.failed_trials(), options_.out_dir.c_str());
-  if (report_written) std::printf("charts: %s/report.html\n", options_.out_dir.c_str());
+  if (report_written) {
+    std::printf("charts: %s\n", results_folder::path(options_.out_dir, results_folder::kReport).c_str());
+  }
   if (refused_reports_ > 0) {
     std::printf("%lld report(s) from actors retired after a partition were refused\n",
                 static_cast<long long>(refused_reports_));

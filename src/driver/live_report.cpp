@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "experiment/report_page.hpp"
+#include "experiment/results_folder.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune {
@@ -74,9 +75,11 @@ bool LiveReport::write(const std::string& dir, bool live, Shared& shared,
   try {
     // A folder deleted or replaced under the run is someone else's now (the driver stops).
     if (!still_ours()) throw Error(dir + " is no longer the run's folder");
-    if (size_of(std::filesystem::path(dir) / "results.jsonl") + size_of(std::filesystem::path(dir) / "journal.jsonl") >
+    if (size_of(results_folder::path(dir, results_folder::kResults)) +
+            size_of(results_folder::path(dir, results_folder::kJournal)) >
         kDriverLimit) {
-      throw Error("results.jsonl and journal.jsonl are over " + std::to_string(kDriverLimit >> 20) +
+      throw Error(std::string(results_folder::kResults) + " and " + std::string(results_folder::kJournal) +
+                  " are over " + std::to_string(kDriverLimit >> 20) +
                   " MiB, too large for the driver to rewrite the page; run `packtune report " + dir +
                   "` once the experiment ends");
     }

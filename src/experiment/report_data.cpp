@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "experiment/best_report.hpp"
+#include "experiment/results_folder.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune::report {
@@ -136,18 +137,19 @@ json build_report_data(const std::string& dir) {
   if (!fs::is_directory(root)) {
     throw InputError(dir + ": no such directory; give the --out of a packtune run");
   }
-  const auto results = root / "results.jsonl";
+  const fs::path results = results_folder::path(dir, results_folder::kResults);
   if (!fs::exists(results)) {
     throw InputError(results.string() + ": not there; is " + dir + " the --out of a packtune run?");
   }
   const auto lines = read_lines(results, "restore it or rerun the experiment (`packtune run --resume " + dir +
                                              "` rewrites it from the journal)");
   std::vector<json> journal;
-  if (fs::exists(root / "journal.jsonl")) {
-    journal = read_lines(root / "journal.jsonl", "restore it, or move it away to report results.jsonl alone");
+  if (const fs::path path = results_folder::path(dir, results_folder::kJournal); fs::exists(path)) {
+    journal = read_lines(path, "restore it, or move it away to report " + std::string(results_folder::kResults) +
+                                   " alone");
   }
   json source = json::object();
-  if (auto config = read_object(root / "config.json")) {
+  if (auto config = read_object(results_folder::path(dir, results_folder::kConfig))) {
     source = *config;
   } else if (!journal.empty() && journal.front().contains("config")) {
     source = journal.front()["config"];
@@ -330,7 +332,7 @@ json build_report_data(const std::string& dir) {
   const std::string tuner =
       source.contains("tuner") && source["tuner"].is_object() ? source["tuner"].value("name", std::string()) : "";
   json best_json = nullptr;
-  if (auto file = read_object(root / "best.json")) {
+  if (auto file = read_object(results_folder::path(dir, results_folder::kBest))) {
     best_json = *file;
   } else {
     // A run that has not ended (or was killed) has no best.json yet: the driver's rule, over

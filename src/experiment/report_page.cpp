@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "experiment/report_data.hpp"
+#include "experiment/results_folder.hpp"
 #include "packtune/error.hpp"
 
 namespace packtune::report {
@@ -89,7 +90,7 @@ std::string render_page(const nlohmann::json& data, bool live) {
 }
 
 std::string write_report(const std::string& dir, const std::string& output, bool live, std::uintmax_t keep_free) {
-  const std::string target = output.empty() ? (fs::path(dir) / "report.html").string() : output;
+  const std::string target = output.empty() ? results_folder::path(dir, results_folder::kReport) : output;
   const std::string page = render_page(build_report_data(dir), live);
   if (keep_free > 0) {
     std::error_code ec;

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <variant>
 
+#include "experiment/results_folder.hpp"
 #include "packtune/error.hpp"
 #include "util/json_object_text.hpp"
 
@@ -49,18 +50,12 @@ bool ResultsWriter::create_folder(const std::string& dir) {
   return created;
 }
 
-const std::vector<std::string>& ResultsWriter::written_names() {
-  static const std::vector<std::string> names = {"journal.jsonl", "results.jsonl", "config.json", "best.json",
-                                                 "report.html",   "driver.log",    "checkpoints", "logs"};
-  return names;
-}
-
 std::optional<std::string> ResultsWriter::occupied_by(const std::string& dir) {
-  for (const auto& name : written_names()) {
+  for (const auto name : results_folder::kAll) {
     // A link counts, even one to nothing: the run would write through it.
     std::error_code ec;
     const auto type = fs::symlink_status(fs::path(dir) / name, ec).type();
-    if (!ec && type != fs::file_type::not_found) return name;
+    if (!ec && type != fs::file_type::not_found) return std::string(name);
   }
   return std::nullopt;
 }
@@ -69,8 +64,8 @@ void ResultsWriter::check_fresh(const std::string& dir) {
   // Any of what a run writes already there is an earlier run's (its journal is its record even
   // without results.jsonl) or the user's own file, and a new run would replace it.
   if (const auto name = occupied_by(dir)) {
-    if (*name == "journal.jsonl") {
-      throw InputError("--out " + dir + ": already holds an earlier run (journal.jsonl); choose another --out, or "
+    if (*name == results_folder::kJournal) {
+      throw InputError("--out " + dir + ": already holds an earlier run (" + *name + "); choose another --out, or "
                        "continue that run with `packtune run --resume " + dir + "`");
     }
     throw InputError("--out " + dir + ": already holds " + *name + ", which a run writes; choose another --out, or "
@@ -92,17 +87,17 @@ void ResultsWriter::check_fresh(const std::string& dir) {
 
 ResultsWriter::ResultsWriter(const std::string& dir, const nlohmann::json& config_as_run,
                              std::string metric, tuners::Mode mode, double final_budget)
-    : dir_(dir), path_((fs::path(dir) / "results.jsonl").string()), metric_(std::move(metric)), mode_(mode),
+    : dir_(dir), path_(results_folder::path(dir, results_folder::kResults)), metric_(std::move(metric)), mode_(mode),
       final_budget_(final_budget) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) throw Error("--out " + dir_ + ": cannot create the directory (" + ec.message() + ")");
-  write_file(fs::path(dir_) / "config.json", config_as_run.dump(2) + "\n");
+  write_file(results_folder::path(dir_, results_folder::kConfig), config_as_run.dump(2) + "\n");
   log_.emplace(LineLog::create(path_, resume_advice()));
 }
 
 bool ResultsWriter::restore_config(const std::string& dir, const nlohmann::json& config_as_run) {
-  const auto path = fs::path(dir) / "config.json";
+  const fs::path path = results_folder::path(dir, results_folder::kConfig);
   std::ifstream in(path);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in && nlohmann::json::parse(text, nullptr, false) == config_as_run) return false;
@@ -112,7 +107,7 @@ bool ResultsWriter::restore_config(const std::string& dir, const nlohmann::json&
 
 ResultsWriter::ResultsWriter(const std::string& dir, const std::vector<nlohmann::json>& rows, std::string metric,
                              tuners::Mode mode, double final_budget)
-    : dir_(dir), path_((fs::path(dir) / "results.jsonl").string()), metric_(std::move(metric)), mode_(mode),
+    : dir_(dir), path_(results_folder::path(dir, results_folder::kResults)), metric_(std::move(metric)), mode_(mode),
       final_budget_(final_budget) {
   std::string text;
   for (const auto& row : rows) {
@@ -202,7 +197,7 @@ void ResultsWriter::write_best() const {
   out["value"] = best_->value;
   out["budget"] = best_->budget;
   if (!test_.is_null() && test_.value("trial", tuners::TrialId{-1}) == best_->trial) out["test"] = test_;
-  write_file(fs::path(dir_) / "best.json", out.dump(2) + "\n");
+  write_file(results_folder::path(dir_, results_folder::kBest), out.dump(2) + "\n");
 }
 
 }  // namespace packtune

@@ -48,9 +48,7 @@ class ResultsWriter {
   // or the user's: a new run never replaces one), or when it cannot be created or written:
   // before any actor starts, not at the first report.
   static void check_fresh(const std::string& dir);
-  // The files and folders a run writes into its results folder.
-  static const std::vector<std::string>& written_names();
-  // The first of written_names() that `dir` holds (a link to nothing too), journal.jsonl first.
+  // The first of results_folder::kAll that `dir` holds (a link to nothing too), the journal first.
   static std::optional<std::string> occupied_by(const std::string& dir);
 
   // A new run: writes config.json and an empty results.jsonl. `final_budget`: best_budget's

@@ -21,9 +21,13 @@ JSON
 "$packtune" run "$work/config.json" --out "$work/out" --actors 2 --trials 4 --quiet > "$work/stdout"
 "$packtune" export "$work/out" --csv --output "$work/results.csv"
 
-"$py" - "$work/out" "$work/stdout" "$work/results.csv" <<'PY'
-import csv, json, sys
-out, stdout, exported = sys.argv[1], sys.argv[2], sys.argv[3]
+"$py" - "$work/out" "$work/stdout" "$work/results.csv" "$here/../../src/experiment/results_folder.hpp" <<'PY'
+import csv, json, os, re, sys
+out, stdout, exported, names_header = sys.argv[1:5]
+# Everything the run wrote is declared in results_folder.hpp, which a new run refuses to find.
+declared = set(re.findall(r'string_view k\w+ = "([^"]+)"', open(names_header).read()))
+assert {"journal.jsonl", "results.jsonl", "checkpoints"} <= declared, declared
+assert set(os.listdir(out)) <= declared, set(os.listdir(out)) - declared
 rows = [json.loads(l) for l in open(f"{out}/results.jsonl")]
 trials = {r["trial"] for r in rows}
 assert trials == {0, 1, 2, 3}, trials

@@ -7,6 +7,7 @@
 
 #include "../../temp_dir.hpp"
 #include "packtune/error.hpp"
+#include "experiment/results_folder.hpp"
 #include "experiment/results_writer.hpp"
 
 using namespace packtune;
@@ -53,7 +54,8 @@ TEST_CASE("a new run refuses a folder holding anything a run writes, a link to n
   ResultsWriter::check_fresh(out);  // a file of another name
   CHECK_FALSE(ResultsWriter::occupied_by(out));
   CHECK(fs::exists(out + "/notes.txt"));
-  for (const auto& name : ResultsWriter::written_names()) {
+  for (const auto view : results_folder::kAll) {
+    const std::string name(view);
     const auto path = out + "/" + name;
     std::ofstream(path) << "x\n";
     CHECK_THROWS_WITH(ResultsWriter::check_fresh(out), Catch::Contains("already holds") && Catch::Contains(name));
