@@ -149,13 +149,12 @@ class Driver {
     } else {
       // Nothing goes into the folder before its lock is held: a second driver started on the
       // same fresh --out would overwrite config.json and cut the first's results.jsonl.
-      created_folder_ = ResultsWriter::create_folder(options_.out_dir);
+      made_folder_ = ResultsWriter::create_folder(options_.out_dir);
       folder_lock_ = std::make_unique<FolderLock>(options_.out_dir);
       try {
         ResultsWriter::check_fresh(options_.out_dir);
       } catch (const InputError&) {
-        std::error_code ec;
-        if (created_folder_) std::filesystem::remove(options_.out_dir, ec);  // left as it was found: absent
+        ResultsWriter::remove_made_folders(options_.out_dir, made_folder_);  // left as it was found: absent
         throw;
       }
       results = std::make_unique<ResultsWriter>(options_.out_dir, config_.source, config_.metric, config_.mode,
@@ -261,15 +260,15 @@ class Driver {
   }
 
   // Removes what this run wrote into its folder (check_fresh found none of it there before),
-  // through the folder it locked, and the folder itself if this run made it and nothing else
-  // came into it.
+  // through the folder it locked, and the folders this run made for it (parents too) where
+  // nothing else came into them.
   void leave_folder_as_found() {
     // A folder replaced meanwhile is someone else's.
     if (!folder_lock_->still_at(options_.out_dir)) return;
     const std::filesystem::path held = folder_lock_->held_path();
     std::error_code ec;
     for (const auto name : results_folder::kAll) std::filesystem::remove_all(held / name, ec);
-    if (created_folder_) std::filesystem::remove(options_.out_dir, ec);  // only if empty
+    ResultsWriter::remove_made_folders(options_.out_dir, made_folder_);
   }
 
   // What the caller found of the data files on --resume (cli/run_command.cpp checked them
@@ -479,7 +478,7 @@ class Driver {
   LocalActors local_;  // node 0's actors, after the core they report to
   protocol::RefusalLog malformed_{"message(s) that are not packtune's (malformed frames)"};
   Clock::time_point next_folder_check_;
-  bool created_folder_ = false;  // a new run's --out did not exist before it
+  std::string made_folder_;  // the outermost folder a new run made for its --out (create_folder)
   bool folder_lost_ = false;  // check_folder found the results folder gone
 };
 

@@ -40,14 +40,33 @@ void write_file(const fs::path& path, const std::string& text) {
 
 }  // namespace
 
-bool ResultsWriter::create_folder(const std::string& dir) {
+namespace {
+// `dir` made absolute and without a trailing separator, so that its parents are its folders.
+fs::path folder_path(const std::string& dir) {
+  auto path = fs::absolute(dir).lexically_normal();
+  if (path.filename().empty()) path = path.parent_path();
+  return path;
+}
+}  // namespace
+
+std::string ResultsWriter::create_folder(const std::string& dir) {
   if (fs::exists(dir) && !fs::is_directory(dir)) {
     throw InputError("--out " + dir + ": exists and is not a directory");
   }
   std::error_code ec;
+  auto outermost = folder_path(dir);
+  while (!fs::exists(outermost.parent_path(), ec) && outermost.has_relative_path()) outermost = outermost.parent_path();
   const bool created = fs::create_directories(dir, ec);
   if (ec) throw InputError("--out " + dir + ": cannot create the directory (" + ec.message() + ")");
-  return created;
+  return created ? outermost.string() : std::string();
+}
+
+void ResultsWriter::remove_made_folders(const std::string& dir, const std::string& outermost) {
+  if (outermost.empty()) return;
+  std::error_code ec;
+  for (auto path = folder_path(dir); path.has_relative_path(); path = path.parent_path()) {
+    if (!fs::remove(path, ec) || path == fs::path(outermost)) return;  // not empty, or the last one made
+  }
 }
 
 std::optional<std::string> ResultsWriter::occupied_by(const std::string& dir) {

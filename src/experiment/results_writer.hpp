@@ -41,9 +41,14 @@ struct ReportRow {
 
 class ResultsWriter {
  public:
-  // Creates `dir` for a new run, or throws InputError; true when it did not exist. Nothing is
-  // written into it: the driver locks the folder first (two drivers may start on one --out).
-  static bool create_folder(const std::string& dir);
+  // Creates `dir` for a new run, or throws InputError. Returns the outermost folder it made:
+  // `dir`, or the first of its parents that was missing too (--out a/b/c where a was not
+  // there: a); empty when `dir` was there. Nothing is written into it: the driver locks the
+  // folder first (two drivers may start on one --out).
+  static std::string create_folder(const std::string& dir);
+  // Removes `dir` and its parents up to `outermost` (create_folder's answer), each only if it
+  // is empty: a run that leaves its folder as it found it leaves no parent it made either.
+  static void remove_made_folders(const std::string& dir, const std::string& outermost);
   // Throws InputError when `dir` already holds a file or folder a run writes (an earlier run's,
   // or the user's: a new run never replaces one), or when it cannot be created or written:
   // before any actor starts, not at the first report.

@@ -239,17 +239,17 @@ expect deterministic_mixed_always "mixed_packs \"always\" contradicts it" \
   "$(set_key "$good" 'c["deterministic"]=True; c["mixed_packs"]="always"')"
 
 # Bad input only an actor can see (no GPU here): its one line, exit 2, and no restarts (each
-# would fail the same way). No report came, so the run leaves --out as it found it (absent):
-# the same command with the device fixed can run there.
+# would fail the same way). No report came, so the run leaves --out as it found it (absent,
+# and so are the parents it made): the same command with the device fixed can run there.
 if ! nvidia-smi -L > /dev/null 2>&1; then
   printf '%s' "$good" > "$work/no-gpu.json"
-  "$packtune" run "$work/no-gpu.json" --out "$work/no-gpu" --device cuda --quiet > "$work/stdout" 2> "$work/stderr"
+  "$packtune" run "$work/no-gpu.json" --out "$work/no-gpu/a/b" --device cuda --quiet > "$work/stdout" 2> "$work/stderr"
   code=$?
   if [ $code -eq 2 ] && [ "$(wc -l < "$work/stderr")" -eq 1 ] && grep -q 'device: "cuda" requested' "$work/stderr" &&
      ! grep -q "restarting" "$work/stdout" && [ ! -e "$work/no-gpu" ]; then
     echo "ok   no_gpu: $(cat "$work/stderr")"; passed=$((passed + 1))
   else
-    echo "FAIL no_gpu: exit $code$([ -e "$work/no-gpu" ] && echo ", --out left: $(ls -A "$work/no-gpu")")"
+    echo "FAIL no_gpu: exit $code$([ -e "$work/no-gpu" ] && echo ", --out left: $(find "$work/no-gpu")")"
     cat "$work/stderr" "$work/stdout"; failures=$((failures + 1))
   fi
 fi

@@ -71,6 +71,26 @@ TEST_CASE("a new run refuses a folder holding anything a run writes, a link to n
                     Catch::Contains("already holds an earlier run (journal.jsonl)") && Catch::Contains("--resume"));
 }
 
+TEST_CASE("a new run's folder: the outermost folder made for it, and only empty ones removed again") {
+  namespace fs = std::filesystem;
+  testing::TempDir dir;
+  CHECK(ResultsWriter::create_folder(dir.file("")).empty());  // there already
+  const auto made = ResultsWriter::create_folder(dir.file("a/b/c/"));
+  CHECK(fs::path(made) == fs::absolute(dir.file("a")).lexically_normal());
+  CHECK(fs::is_directory(dir.file("a/b/c")));
+  std::ofstream(dir.file("a/mine.txt")) << "x\n";  // came into a meanwhile: a stays
+  ResultsWriter::remove_made_folders(dir.file("a/b/c/"), made);
+  CHECK_FALSE(fs::exists(dir.file("a/b")));
+  CHECK(fs::exists(dir.file("a/mine.txt")));
+  fs::remove(dir.file("a/mine.txt"));
+  ResultsWriter::create_folder(dir.file("a/b"));
+  ResultsWriter::remove_made_folders(dir.file("a/b"), made);
+  CHECK_FALSE(fs::exists(dir.file("a")));
+  CHECK(fs::is_directory(dir.file("")));  // never past the outermost made
+  ResultsWriter::remove_made_folders(dir.file(""), "");  // nothing made: nothing removed
+  CHECK(fs::is_directory(dir.file("")));
+}
+
 TEST_CASE("with a final budget (pbt) the best is the best report there, once one reaches it") {
   testing::TempDir dir;
   const auto out = dir.file("run");
