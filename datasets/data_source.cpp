@@ -73,7 +73,8 @@ std::pair<std::uint32_t, std::uint32_t> used_examples(const DataOptions& options
 }
 
 // The last `validation` examples are copied out; the training split keeps the rest in place, so
-// that a 47 MB image set is not copied whole.
+// that a 47 MB image set is not copied whole. Its vector keeps the validation rows' capacity: an
+// actor holds the split only until its batch stream has copied it.
 DataSplit split_of(Dataset all, std::uint32_t validation) {
   DataSplit split;
   split.validation = all.slice(all.count - validation, all.count);

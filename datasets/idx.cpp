@@ -4,11 +4,11 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <new>
+#include <optional>
 
 #include "packtune/error.hpp"
 
@@ -26,6 +26,8 @@ struct DecompressorFree {
 
 // Past this many bytes of samples an IDX header is taken for garbage, not a data set.
 constexpr std::size_t kMaxSampleBytes = std::size_t{1} << 34;
+// DEFLATE's largest expansion: 258 bytes from 2 bits.
+constexpr std::size_t kMaxDeflateRatio = 1032;
 
 [[noreturn]] void corrupt(const std::string& path) {
   throw InputError(path + ": truncated or corrupt IDX file; re-download or regenerate it");
@@ -53,27 +55,20 @@ GzFile open_idx(const std::string& path) {
   return file;
 }
 
-// The header through `read(out, n)`, which fills n bytes or throws: the magic number, then each
-// dimension.
-template <class Read>
-std::vector<std::uint32_t> read_header(Read read, const std::string& path) {
+std::vector<std::uint32_t> read_dims(gzFile file, const std::string& path) {
   std::uint8_t magic[4];
-  read(magic, 4);
+  read_exact(file, magic, 4, path);
   if (magic[0] != 0 || magic[1] != 0 || magic[2] != 0x08 || magic[3] == 0 || magic[3] > 4) {
     throw InputError(path + ": not an unsigned-byte IDX file (bad magic number)");
   }
   std::vector<std::uint32_t> dims;
   for (int i = 0; i < magic[3]; ++i) {
     std::uint8_t b[4];
-    read(b, 4);
+    read_exact(file, b, 4, path);
     dims.push_back((std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) | (std::uint32_t{b[2]} << 8) |
                    std::uint32_t{b[3]});
   }
   return dims;
-}
-
-std::vector<std::uint32_t> read_dims(gzFile file, const std::string& path) {
-  return read_header([&](void* out, std::size_t n) { read_exact(file, out, n, path); }, path);
 }
 
 std::size_t sample_bytes(const std::vector<std::uint32_t>& dims, const std::string& path) {
@@ -98,21 +93,23 @@ bool gzip_at(const std::vector<std::uint8_t>& bytes, std::size_t at) {
   return bytes.size() - at >= 2 && bytes[at] == 0x1f && bytes[at + 1] == 0x8b;
 }
 
-// A whole file's content: its gzip members decoded by libdeflate, which decodes whole buffers
-// only, at about 2.5 times zlib's speed on Fashion-MNIST's images; a plain file as it is.
-// Whatever follows the last member is ignored, as zlib's gzread ignores it.
-std::vector<std::uint8_t> whole_content(const std::string& path) {
+// The first `bytes` of a whole file's content: its gzip members decoded by libdeflate, which
+// decodes whole buffers only, at about 2.5 times zlib's speed on Fashion-MNIST's images; a plain
+// file as it is. Fewer bytes where the file is cut short, for the caller to say. nullopt where the
+// members hold more than `bytes`: content past what the header describes, which zlib's stream
+// stops before. Whatever follows the last member is ignored, as zlib's gzread ignores it.
+// `bytes` comes from the header, never from the file's trailer (a damaged one could ask for 4 GiB).
+std::optional<std::vector<std::uint8_t>> whole_content(const std::string& path, std::size_t bytes) {
   auto raw = read_file(path);
-  if (!gzip_at(raw, 0)) return raw;
-  // A member ends with its decoded size modulo 2^32: exact for one member under 4 GiB, and a
-  // start for the rest. Bounded so that a damaged trailer cannot ask for more than DEFLATE's
-  // largest ratio (1032:1) allows.
+  if (!gzip_at(raw, 0)) {
+    if (raw.size() > bytes) raw.resize(bytes);
+    return raw;
+  }
   const std::size_t n = raw.size();
-  std::size_t capacity = n >= 18 ? (std::size_t{raw[n - 1]} << 24 | std::size_t{raw[n - 2]} << 16 |
-                                    std::size_t{raw[n - 3]} << 8 | std::size_t{raw[n - 4]})
-                                 : 0;
-  capacity = std::max<std::size_t>(1, std::min(capacity, 1032 * n));
-  std::vector<std::uint8_t> out(capacity);
+  // DEFLATE expands a byte to at most 1032: a header that claims more is damaged, and is refused
+  // before its claim is allocated.
+  if (bytes / kMaxDeflateRatio > n) corrupt(path);
+  std::vector<std::uint8_t> out(bytes);
   std::unique_ptr<libdeflate_decompressor, DecompressorFree> decompressor(libdeflate_alloc_decompressor());
   if (!decompressor) throw std::bad_alloc();
   std::size_t in = 0, produced = 0;
@@ -120,11 +117,7 @@ std::vector<std::uint8_t> whole_content(const std::string& path) {
     std::size_t used = 0, got = 0;
     const auto result = libdeflate_gzip_decompress_ex(decompressor.get(), raw.data() + in, n - in,
                                                       out.data() + produced, out.size() - produced, &used, &got);
-    if (result == LIBDEFLATE_INSUFFICIENT_SPACE) {
-      if (out.size() > kMaxSampleBytes) throw InputError(path + ": IDX content is implausibly large");
-      out.resize(out.size() * 2);
-      continue;
-    }
+    if (result == LIBDEFLATE_INSUFFICIENT_SPACE) return std::nullopt;
     if (result != LIBDEFLATE_SUCCESS) corrupt(path);
     in += used;
     produced += got;
@@ -134,14 +127,24 @@ std::vector<std::uint8_t> whole_content(const std::string& path) {
 }
 
 // The first `limit` items through zlib, which stops where they end: a slice of a large file
-// costs what the slice does.
-IdxArray read_prefix(const std::string& path, std::uint32_t limit) {
+// costs what the slice does. With `to_end` the rest is read too, unkept, so that zlib checks the
+// stream's end (a file cut short or damaged past the items is an error, as libdeflate finds it).
+IdxArray read_prefix(const std::string& path, std::uint32_t limit, bool to_end = false) {
   auto file = open_idx(path);
   IdxArray out;
   out.dims = read_dims(file.get(), path);
   out.dims[0] = std::min(out.dims[0], limit);
   out.data.resize(sample_bytes(out.dims, path));
   read_exact(file.get(), out.data.data(), out.data.size(), path);
+  if (to_end) {
+    char rest[1 << 16];
+    int got = 0;
+    while ((got = gzread(file.get(), rest, sizeof rest)) > 0) {
+    }
+    int error = Z_OK;
+    gzerror(file.get(), &error);  // a stream cut short ends as a plain end would, with Z_BUF_ERROR
+    if (got < 0 || error != Z_OK) corrupt(path);
+  }
   return out;
 }
 
@@ -153,23 +156,17 @@ std::vector<std::uint32_t> read_idx_dims(const std::string& path) {
 }
 
 IdxArray read_idx(const std::string& path, std::uint32_t limit) {
-  if (limit > 0 && read_idx_dims(path)[0] > limit) return read_prefix(path, limit);
-  open_idx(path);  // the same errors as a prefix's for a file missing or unreadable
-  auto content = whole_content(path);
-  std::size_t at = 0;
   IdxArray out;
-  out.dims = read_header(
-      [&](void* dest, std::size_t n) {
-        if (content.size() - at < n) corrupt(path);
-        std::memcpy(dest, content.data() + at, n);
-        at += n;
-      },
-      path);
+  out.dims = read_idx_dims(path);
+  if (limit > 0 && out.dims[0] > limit) return read_prefix(path, limit);
+  const std::size_t header = 4 + 4 * out.dims.size();
   const auto total = sample_bytes(out.dims, path);
-  if (content.size() - at < total) corrupt(path);
-  content.erase(content.begin(), content.begin() + static_cast<std::ptrdiff_t>(at));
-  content.resize(total);
-  out.data = std::move(content);
+  auto content = whole_content(path, header + total);
+  // More than the header describes, or damage that libdeflate could not tell from it.
+  if (!content) return read_prefix(path, out.dims[0], /*to_end=*/true);
+  if (content->size() < header + total) corrupt(path);
+  content->erase(content->begin(), content->begin() + static_cast<std::ptrdiff_t>(header));
+  out.data = std::move(*content);
   return out;
 }
 

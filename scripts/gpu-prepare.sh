@@ -30,7 +30,8 @@ cp "$plotly" .gpu/plotly.js
 
 # libdeflate, which the build links (datasets/idx.cpp); .gpu/build.sh unpacks every package here.
 (cd .gpu/debs && apt-get download -q libdeflate-dev libdeflate0 2>&1 | grep -v '^W:' || true)
-ls .gpu/debs/libdeflate-dev_*.deb > /dev/null || { echo "gpu-prepare: could not download libdeflate-dev" >&2; exit 1; }
+ls .gpu/debs/libdeflate-dev_*.deb .gpu/debs/libdeflate0_*.deb > /dev/null ||
+  { echo "gpu-prepare: could not download libdeflate-dev and libdeflate0" >&2; exit 1; }
 
 rm -rf .gpu/h5tools && mkdir -p .gpu/h5tools
 (cd .gpu/h5tools && apt-get download -q hdf5-tools libhdf5-103-1 libhdf5-hl-100 libsz2 libaec0 2>&1 | grep -v '^W:' || true)

@@ -19,7 +19,8 @@ namespace {
 // line as it was without them, {...}. A line lost, added or moved before the end shifts every
 // later line from its place, and an edit changes a checksum: a resume finds both, where its
 // replay alone would take such a line as written when no decision the journal records changed.
-// Lines without them (an older packtune's) are read as before.
+// Lines without them (an older packtune's) are read as before, where they come before any
+// sealed line: a resume by this packtune seals what it adds.
 constexpr std::string_view kSeqKey = "\"_seq\":";
 constexpr std::string_view kCrcKey = ",\"_crc\":\"";
 constexpr int kCrcDigits = 8;
@@ -78,8 +79,9 @@ std::optional<Seal> seal_of(std::string_view line) {
 }
 
 // `line`, the journal's line number `number`, parsed and checked against its seal, which is
-// taken off. Throws InputError naming the line when it does not hold.
-nlohmann::json parse_line(const std::string& path, std::string_view line, long long number) {
+// taken off. `sealed`: whether a line before it had one; from there on every line must (an
+// older packtune's lines come first). Throws InputError naming the line when it does not hold.
+nlohmann::json parse_line(const std::string& path, std::string_view line, long long number, bool& sealed) {
   nlohmann::json entry;
   try {
     entry = nlohmann::json::parse(line);
@@ -87,7 +89,15 @@ nlohmann::json parse_line(const std::string& path, std::string_view line, long l
     throw InputError(path + ": line " + std::to_string(number) + " is damaged (" + e.what() +
                      "); the experiment cannot be resumed from it");
   }
-  if (!entry.is_object() || (!entry.contains("_seq") && !entry.contains("_crc"))) return entry;
+  if (!entry.is_object() || (!entry.contains("_seq") && !entry.contains("_crc"))) {
+    if (sealed) {
+      throw InputError(path + ": line " + std::to_string(number) +
+                       " has no checksum, though a line before it has one: it was added or rewritten after that "
+                       "line was written; restore the journal, the experiment cannot be resumed from it as it is");
+    }
+    return entry;
+  }
+  sealed = true;
   const auto seal = seal_of(line);
   if (!seal || !seal->intact) {
     throw InputError(path + ": line " + std::to_string(number) +
@@ -121,10 +131,11 @@ std::string read_text(const std::string& path) {
 std::vector<nlohmann::json> parse_entries(const std::string& path, const std::string& text, long long& whole) {
   std::vector<nlohmann::json> entries;
   std::size_t begin = 0;
+  bool sealed = false;
   for (long long line = 1;; ++line) {
     const auto end = text.find('\n', begin);
     if (end == std::string::npos) break;
-    entries.push_back(parse_line(path, std::string_view(text).substr(begin, end - begin), line));
+    entries.push_back(parse_line(path, std::string_view(text).substr(begin, end - begin), line, sealed));
     begin = end + 1;
   }
   whole = static_cast<long long>(begin);
@@ -135,8 +146,9 @@ std::vector<nlohmann::json> parse_entries(const std::string& path, const std::st
 
 void Journal::append_text(std::string_view entry) {
   sealed_.clear();
-  add_seal(sealed_, entry, next_seq_++);
+  add_seal(sealed_, entry, next_seq_);
   log_.append_text(sealed_);
+  ++next_seq_;  // only once the line is the log's: a line refused takes no place
 }
 
 Journal Journal::create(const std::string& path, const nlohmann::json& header) {
@@ -164,7 +176,8 @@ nlohmann::json Journal::read_header(const std::string& path) {
   if (!in || !std::getline(in, line) || in.eof()) {
     throw InputError(path + ": no journal header; is this the results folder of a packtune run?");
   }
-  return parse_line(path, line, 1);
+  bool sealed = false;
+  return parse_line(path, line, 1, sealed);
 }
 
 std::optional<nlohmann::json> Journal::recorded_data_files(const std::string& path) {
@@ -178,7 +191,9 @@ std::optional<nlohmann::json> Journal::recorded_data_files(const std::string& pa
     const auto end = text.find('\n', begin);
     if (end == std::string::npos) break;  // none, or a torn last line
     if (line == 1 || text.compare(begin, entry_start.size(), entry_start) == 0) {
-      const auto entry = parse_line(path, std::string_view(text).substr(begin, end - begin), line);
+      // Only these lines are read here: --resume checks them all (Journal::reopen).
+      bool sealed = false;
+      const auto entry = parse_line(path, std::string_view(text).substr(begin, end - begin), line, sealed);
       try {
         auto files = line == 1 ? entry.value("data_files", nlohmann::json())
                                : entry.at("data_files").value("fingerprints", nlohmann::json());

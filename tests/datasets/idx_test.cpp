@@ -93,11 +93,20 @@ TEST_CASE("a whole gzip file reads as zlib reads it: several members, bytes afte
   }
   write_bytes(dir.file("two.gz"), members);
   write_bytes(dir.file("padded.gz"), bytes_of(dir.file("one.gz")) + std::string(16, '\0'));
-  for (const char* name : {"one.gz", "two.gz", "padded.gz"}) {
+  // Junk after the member whose last four bytes, read as a gzip trailer, would claim 4 GiB.
+  write_bytes(dir.file("junk.gz"), bytes_of(dir.file("one.gz")) + "junk\xff\xff\xff\xff");
+  // Content past what the header describes: read as far as the header says, as zlib stops.
+  write_bytes(dir.file("longer"), plain + "more");
+  gzFile longer = gzopen(dir.file("longer.gz").c_str(), "wb");
+  REQUIRE(gzwrite(longer, (plain + "more").data(), static_cast<unsigned>(plain.size() + 4)) ==
+          static_cast<int>(plain.size() + 4));
+  gzclose(longer);
+  for (const char* name : {"one.gz", "two.gz", "padded.gz", "junk.gz", "longer", "longer.gz"}) {
     INFO(name);
     const auto whole = read_idx(dir.file(name));
     CHECK(whole.dims == array.dims);
     CHECK(whole.data == array.data);
+    CHECK(whole.data.capacity() <= array.data.size() + 32);  // sized by the header, not the file's tail
     // The oracle: a prefix of all but one item streams through zlib.
     const auto prefix = read_idx(dir.file(name), 2999);
     CHECK(std::equal(prefix.data.begin(), prefix.data.end(), whole.data.begin()));
@@ -110,4 +119,10 @@ TEST_CASE("a whole gzip file reads as zlib reads it: several members, bytes afte
   const auto one = bytes_of(dir.file("one.gz"));
   write_bytes(dir.file("cut.gz"), one.substr(0, one.size() - 5));
   CHECK_THROWS_WITH(read_idx(dir.file("cut.gz")), Catch::Contains("truncated or corrupt"));
+  // A header that claims 7.8 GB of a file of a few bytes is refused before the claim is allocated.
+  IdxArray claim;
+  claim.dims = {10000000, 28, 28};
+  claim.data = {1, 2, 3};
+  write_idx(dir.file("claim.gz"), claim);
+  CHECK_THROWS_WITH(read_idx(dir.file("claim.gz")), Catch::Contains("truncated or corrupt"));
 }

@@ -74,7 +74,7 @@ TEST_CASE("a torn last line is skipped when read and cut off when the journal co
   testing::TempDir dir;
   const auto path = dir.file("journal.jsonl");
   Journal::create(path, {{"header", 1}});
-  std::ofstream(path, std::ios::app) << "{\"a\": 1}\n{\"b\": ";  // the crash came mid-write
+  std::ofstream(path, std::ios::app) << sealed("{\"a\":1}", 1) << "\n{\"b\": ";  // the crash came mid-write
   CHECK(Journal::read(path).size() == 2);
   {
     auto reopened = Journal::reopen(path);
@@ -82,7 +82,8 @@ TEST_CASE("a torn last line is skipped when read and cut off when the journal co
     reopened.journal.append({{"c", 3}});
     reopened.journal.commit();
   }
-  CHECK(text_of(path) == sealed("{\"header\":1}", 0) + "\n{\"a\": 1}\n" + sealed("{\"c\":3}", 2) + "\n");
+  CHECK(text_of(path) ==
+        sealed("{\"header\":1}", 0) + "\n" + sealed("{\"a\":1}", 1) + "\n" + sealed("{\"c\":3}", 2) + "\n");
   const auto entries = Journal::read(path);
   REQUIRE(entries.size() == 3);
   CHECK(entries[2]["c"] == 3);
@@ -198,7 +199,7 @@ TEST_CASE("each line carries its place and checksum, and a line edited, lost, ad
   CHECK(read_error(path).empty());
 }
 
-TEST_CASE("an older packtune's lines, without a seal, read as before, and a journal continued by this one seals on") {
+TEST_CASE("an older packtune's unsealed lines read as before, and this one seals what it adds to them") {
   testing::TempDir dir;
   const auto path = dir.file("journal.jsonl");
   std::ofstream(path) << "{\"header\": 1}\n{\"job\": {\"trial\": 0}}\n";
@@ -212,12 +213,12 @@ TEST_CASE("an older packtune's lines, without a seal, read as before, and a jour
   auto entries = Journal::read(path);
   REQUIRE(entries.size() == 3);
   CHECK(entries[2] == nlohmann::json{{"result", 1}});
-  // An unsealed line after sealed ones (an older packtune resumed it) reads too.
-  std::ofstream(path, std::ios::app) << "{\"finished\": true}\n";
-  entries = Journal::read(path);
-  REQUIRE(entries.size() == 4);
-  CHECK(entries[3]["finished"] == true);
+  const auto sealed_lines = lines_of(path);
   // Seal keys that are not a seal as written are a change.
-  std::ofstream(path, std::ios::app) << "{\"_seq\": 4, \"_crc\": \"00000000\"}\n";
-  CHECK_THAT(read_error(path), Catch::Contains("line 5 was changed after it was written"));
+  std::ofstream(path, std::ios::app) << "{\"_seq\": 3, \"_crc\": \"00000000\"}\n";
+  CHECK_THAT(read_error(path), Catch::Contains("line 4 was changed after it was written"));
+  // A line without a seal after a sealed one: edited with its seal taken off, or added.
+  write_lines(path, sealed_lines);
+  std::ofstream(path, std::ios::app) << "{\"finished\": true}\n";
+  CHECK_THAT(read_error(path), Catch::Contains("line 4 has no checksum, though a line before it has one"));
 }
