@@ -56,7 +56,9 @@ class RunFolder:
 
     @property
     def report_html(self) -> Path:
-        """``report.html``, the experiment in charts."""
+        """``report.html``, the experiment in charts: rewritten every few seconds while the
+        experiment runs, so not there yet in its first seconds (``packtune report DIR`` writes it
+        at any time)."""
         return self.dir / "report.html"
 
     def reports(self) -> List[Dict[str, Any]]:
@@ -116,7 +118,9 @@ class RunFolder:
 
     def best(self) -> Optional[Dict[str, Any]]:
         """``best.json``: the best trial's ``trial``, ``config``, ``metric``, ``value``,
-        ``budget`` and, once its final model was tested, ``test``. None before any report."""
+        ``budget`` and, once its final model was tested, ``test``. The driver writes it when the
+        experiment ends or is stopped (Ctrl-C, SIGTERM): None before then, and for a run killed
+        with ``kill -9`` until ``resume()`` finishes it. ``reports()`` has every report so far."""
         path = self.dir / "best.json"
         if not path.exists():
             return None

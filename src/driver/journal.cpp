@@ -78,10 +78,12 @@ std::optional<Seal> seal_of(std::string_view line) {
   return seal;
 }
 
-// `line`, the journal's line number `number`, parsed and checked against its seal, which is
-// taken off. `sealed`: whether a line before it had one; from there on every line must (an
-// older packtune's lines come first). Throws InputError naming the line when it does not hold.
-nlohmann::json parse_line(const std::string& path, std::string_view line, long long number, bool& sealed) {
+// `line`, the journal's line number `number` and its entry `index` (negative: not checked),
+// parsed and checked against its seal, which is taken off. `sealed`: whether a line before it
+// had one; from there on every line must (an older packtune's lines come first). Throws
+// InputError naming the line when it does not hold.
+nlohmann::json parse_line(const std::string& path, std::string_view line, long long number, long long index,
+                          bool& sealed) {
   nlohmann::json entry;
   try {
     entry = nlohmann::json::parse(line);
@@ -104,9 +106,9 @@ nlohmann::json parse_line(const std::string& path, std::string_view line, long l
                      " was changed after it was written (its checksum differs); restore the journal, "
                      "the experiment cannot be resumed from it as it is");
   }
-  if (seal->seq != number - 1) {
+  if (index >= 0 && seal->seq != index) {
     throw InputError(path + ": line " + std::to_string(number) + " was written as line " +
-                     std::to_string(seal->seq + 1) +
+                     std::to_string(seal->seq + 1 + (number - 1 - index)) +
                      ": a line before it was removed, added or moved; restore the journal, the experiment "
                      "cannot be resumed from it as it is");
   }
@@ -126,8 +128,11 @@ std::string read_text(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+bool blank(std::string_view line) { return line.find_first_not_of(" \t\r") == std::string_view::npos; }
+
 // The whole lines of `text`, parsed; `whole` is set to the bytes they span. What follows the
-// last newline was being written at a crash and is left out.
+// last newline was being written at a crash and is left out; a blank line (an editor's) is no
+// entry.
 std::vector<nlohmann::json> parse_entries(const std::string& path, const std::string& text, long long& whole) {
   std::vector<nlohmann::json> entries;
   std::size_t begin = 0;
@@ -135,7 +140,11 @@ std::vector<nlohmann::json> parse_entries(const std::string& path, const std::st
   for (long long line = 1;; ++line) {
     const auto end = text.find('\n', begin);
     if (end == std::string::npos) break;
-    entries.push_back(parse_line(path, std::string_view(text).substr(begin, end - begin), line, sealed));
+    const auto text_of_line = std::string_view(text).substr(begin, end - begin);
+    if (!blank(text_of_line)) {
+      const auto index = static_cast<long long>(entries.size());
+      entries.push_back(parse_line(path, text_of_line, line, index, sealed));
+    }
     begin = end + 1;
   }
   whole = static_cast<long long>(begin);
@@ -177,7 +186,7 @@ nlohmann::json Journal::read_header(const std::string& path) {
     throw InputError(path + ": no journal header; is this the results folder of a packtune run?");
   }
   bool sealed = false;
-  return parse_line(path, line, 1, sealed);
+  return parse_line(path, line, 1, 0, sealed);
 }
 
 std::optional<nlohmann::json> Journal::recorded_data_files(const std::string& path) {
@@ -193,7 +202,7 @@ std::optional<nlohmann::json> Journal::recorded_data_files(const std::string& pa
     if (line == 1 || text.compare(begin, entry_start.size(), entry_start) == 0) {
       // Only these lines are read here: --resume checks them all (Journal::reopen).
       bool sealed = false;
-      const auto entry = parse_line(path, std::string_view(text).substr(begin, end - begin), line, sealed);
+      const auto entry = parse_line(path, std::string_view(text).substr(begin, end - begin), line, -1, sealed);
       try {
         auto files = line == 1 ? entry.value("data_files", nlohmann::json())
                                : entry.at("data_files").value("fingerprints", nlohmann::json());

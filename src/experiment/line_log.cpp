@@ -13,6 +13,10 @@ namespace packtune {
 namespace {
 
 [[noreturn]] void fail(const std::string& path, const char* what, int error, const std::string& advice) {
+  if (error == ELOOP) {
+    throw InputError(path + ": is a link; a run writes its own files, never through a link (which may be another "
+                     "run's): put the file itself there");
+  }
   throw Error(path + ": " + what + " (" + std::strerror(error) + ")" + (advice.empty() ? "" : "; " + advice));
 }
 
@@ -48,13 +52,14 @@ LineLog::~LineLog() {
 }
 
 LineLog LineLog::create(const std::string& path, std::string advice) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // Never through a link: a results folder's link to another run's file would change that run.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) fail(path, "cannot create", errno, "");
   return LineLog(path, fd, 0, std::move(advice));
 }
 
 LineLog LineLog::reopen(const std::string& path, long long whole_bytes, std::string advice) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) fail(path, "cannot open for writing", errno, "");
   if (::ftruncate(fd, whole_bytes) != 0 || ::lseek(fd, whole_bytes, SEEK_SET) < 0) {
     const int error = errno;

@@ -124,6 +124,20 @@ bool ResultsWriter::restore_config(const std::string& dir, const nlohmann::json&
   return true;
 }
 
+bool ResultsWriter::restore_rows(const std::string& dir, const std::vector<nlohmann::json>& rows) {
+  const fs::path path = results_folder::path(dir, results_folder::kResults);
+  std::ifstream in(path);
+  std::vector<nlohmann::json> found;
+  for (std::string line; in && std::getline(in, line);) {
+    found.push_back(nlohmann::json::parse(line, nullptr, false));  // a damaged line: discarded, unlike any row
+  }
+  if (in.eof() && found == rows) return false;
+  std::string text;
+  for (const auto& row : rows) text += row.dump() + "\n";
+  write_file(path, text);
+  return true;
+}
+
 ResultsWriter::ResultsWriter(const std::string& dir, const std::vector<nlohmann::json>& rows, std::string metric,
                              tuners::Mode mode, double final_budget)
     : dir_(dir), path_(results_folder::path(dir, results_folder::kResults)), metric_(std::move(metric)), mode_(mode),

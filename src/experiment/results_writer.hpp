@@ -63,6 +63,9 @@ class ResultsWriter {
   // config.json as the journal's header holds it: a resume rewrites one that was damaged,
   // edited or deleted. Returns whether it did.
   static bool restore_config(const std::string& dir, const nlohmann::json& config_as_run);
+  // results.jsonl as the journal's rows hold it: a resume of a finished run rewrites one that
+  // was damaged, edited or deleted. True when it did.
+  static bool restore_rows(const std::string& dir, const std::vector<nlohmann::json>& rows);
   // A resumed run: results.jsonl is rewritten to hold exactly `rows`, the journal's.
   ResultsWriter(const std::string& dir, const std::vector<nlohmann::json>& rows, std::string metric,
                 tuners::Mode mode, double final_budget = 0);

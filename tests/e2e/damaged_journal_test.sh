@@ -2,7 +2,8 @@
 # Damage `--resume` meets: a journal that lost a line in the middle, or had one edited, is
 # refused with an error naming the journal and the line (each line's place and checksum); an
 # older packtune's journal, which has neither, is refused by its replay, naming the line where
-# the tuner's answer differs; a damaged config.json is written again from the journal's header.
+# the tuner's answer differs; a damaged config.json or results.jsonl is written again from the
+# journal.
 set -euo pipefail
 source "$(dirname "$0")/prelude.sh" "$@"
 
@@ -16,6 +17,18 @@ head -c 20 "$work/config.before" > "$work/run/config.json"
 "$packtune" run --resume "$work/run" > "$work/again.out" 2>&1
 grep -q "finished already" "$work/again.out"
 cmp "$work/config.before" "$work/run/config.json" || { echo "FAIL: config.json was not written again"; exit 1; }
+
+# results.jsonl damaged, then deleted: the same resume writes it again from the journal's rows.
+cp "$work/run/results.jsonl" "$work/results.before"
+sed -i '2s/^{/{{/' "$work/run/results.jsonl"
+"$packtune" run --resume "$work/run" > "$work/again.out" 2>&1
+cmp "$work/results.before" "$work/run/results.jsonl" || { echo "FAIL: results.jsonl was not written again"; exit 1; }
+grep -q "results.jsonl was damaged or missing; written again from the journal" "$work/again.out"
+rm "$work/run/results.jsonl"
+"$packtune" run --resume "$work/run" > "$work/again.out" 2>&1
+cmp "$work/results.before" "$work/run/results.jsonl" || { echo "FAIL: a deleted results.jsonl was not written again"; exit 1; }
+"$packtune" run --resume "$work/run" > "$work/again.out" 2>&1
+if grep -q "written again" "$work/again.out"; then echo "FAIL: an intact results.jsonl was written again"; exit 1; fi
 
 # Refused with exit 2 and one error line that holds $2 (a regular expression).
 refused() {

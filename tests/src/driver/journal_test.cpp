@@ -2,6 +2,7 @@
 #include <zlib.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "../../temp_dir.hpp"
@@ -221,4 +222,30 @@ TEST_CASE("an older packtune's unsealed lines read as before, and this one seals
   write_lines(path, sealed_lines);
   std::ofstream(path, std::ios::app) << "{\"finished\": true}\n";
   CHECK_THAT(read_error(path), Catch::Contains("line 4 has no checksum, though a line before it has one"));
+}
+
+TEST_CASE("blank lines (an editor's) are no entries, and a journal that is a link is never written through") {
+  namespace fs = std::filesystem;
+  testing::TempDir dir;
+  const auto path = dir.file("journal.jsonl");
+  {
+    auto journal = Journal::create(path, {{"header", 1}});
+    journal.append({{"a", 1}});
+    journal.append({{"b", 2}});
+    journal.commit();
+  }
+  const auto lines = lines_of(path);
+  write_lines(path, {lines[0], "", lines[1], "  ", lines[2], ""});
+  const auto entries = Journal::read(path);
+  REQUIRE(entries.size() == 3);
+  CHECK(entries[2]["b"] == 2);
+  write_lines(path, {lines[0], "", lines[2]});  // a line lost still is
+  CHECK_THAT(read_error(path), Catch::Contains("line 3 was written as line 4"));
+
+  // Another run's journal behind a link in this folder: --resume refuses it and leaves it alone.
+  write_lines(dir.file("other.jsonl"), lines);
+  fs::remove(path);
+  fs::create_symlink(dir.file("other.jsonl"), path);
+  CHECK_THROWS_WITH(Journal::reopen(path), Catch::Contains("is a link; a run writes its own files"));
+  CHECK(lines_of(dir.file("other.jsonl")) == lines);
 }
