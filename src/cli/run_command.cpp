@@ -62,6 +62,9 @@ std::string default_out_dir(const std::string& name) {
 // an override given anyway must not change what the experiment is.
 ExperimentConfig resumed_config(const std::string& dir, const po::variables_map& vm,
                                 const Overrides& overrides) {
+  if (!std::filesystem::is_directory(dir)) {
+    throw InputError("--resume " + dir + ": no such folder; give the --out of a packtune run");
+  }
   const auto journal = results_folder::path(dir, results_folder::kJournal);
   if (!std::filesystem::exists(journal)) {
     throw InputError("--resume " + dir + ": no " + std::string(results_folder::kJournal) +
@@ -177,6 +180,11 @@ int run_run_command(const std::vector<std::string>& args) {
   const auto& vm = command.values();
   const bool resume = vm.count("resume") > 0;
   if (!resume) command.argument();  // CONFIG may be left out only with --resume
+  for (const char* folder : {"out", "resume"}) {
+    if (vm.count(folder) && vm[folder].as<std::string>().empty()) {
+      throw InputError(std::string("run: --") + folder + " is empty; give a folder");
+    }
+  }
   if (resume && vm.count("out") && vm["out"].as<std::string>() != vm["resume"].as<std::string>()) {
     throw InputError("run: --resume DIR continues the experiment in DIR; leave --out out");
   }

@@ -91,6 +91,10 @@ std::string render_page(const nlohmann::json& data, bool live) {
 
 std::string write_report(const std::string& dir, const std::string& output, bool live, std::uintmax_t keep_free) {
   const std::string target = output.empty() ? results_folder::path(dir, results_folder::kReport) : output;
+  if (std::error_code ec; fs::is_directory(target, ec)) {
+    throw InputError(target + ": is a folder; give --output a file name, such as " +
+                     (fs::path(target) / results_folder::kReport).string());
+  }
   const std::string page = render_page(build_report_data(dir), live);
   if (keep_free > 0) {
     std::error_code ec;

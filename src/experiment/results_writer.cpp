@@ -53,6 +53,10 @@ std::string ResultsWriter::create_folder(const std::string& dir) {
   if (fs::exists(dir) && !fs::is_directory(dir)) {
     throw InputError("--out " + dir + ": exists and is not a directory");
   }
+  if (std::error_code ec; fs::is_symlink(dir, ec) && !fs::exists(dir, ec)) {
+    throw InputError("--out " + dir + ": is a link to nothing (" + fs::read_symlink(dir, ec).string() +
+                     "); make the folder it names, or choose another --out");
+  }
   std::error_code ec;
   auto outermost = folder_path(dir);
   while (!fs::exists(outermost.parent_path(), ec) && outermost.has_relative_path()) outermost = outermost.parent_path();

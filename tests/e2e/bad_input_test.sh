@@ -40,7 +40,8 @@ expect keep_checkpoints_flag "--keep-checkpoints: unknown value" "$good" --keep-
 expect empty_range "space.lr: empty range" "$(set_key "$good" 'c["space"]["lr"]["high"]=0.0001')"
 expect not_json "not valid JSON" '{"tuner": '
 expect missing_config "config file not found" - 
-expect missing_data "data file not found" "$(set_key "$good" 'c["data"]["dir"]="/nonexistent"')"
+expect missing_data "data file not found: there is no folder /nonexistent; set data.dir" \
+  "$(set_key "$good" 'c["data"]["dir"]="/nonexistent"')"
 expect unknown_model "model.family" "$(set_key "$good" 'c["model"]={"family": "transformer"}')"
 expect unknown_tuner "unknown tuner \"bayes\"" "$(set_key "$good" 'c["tuner"]["name"]="bayes"')"
 expect unknown_tuner_flag "unknown tuner \"nope\"" "$good" --tuner nope
@@ -183,6 +184,14 @@ other() {  # other NAME EXPECTED_TEXT COMMAND...
   fi
 }
 other node_bad_endpoint "--driver bogus://x: Protocol not supported" "$packtune" node --driver bogus://x
+# Folders in odd states.
+printf '%s' "$good" > "$work/odd.json"
+other empty_out "run: --out is empty; give a folder" "$packtune" run "$work/odd.json" --out ""
+ln -s "$work/nowhere" "$work/dangling"
+other dangling_out "--out $work/dangling: is a link to nothing ($work/nowhere)" "$packtune" run "$work/odd.json" --out "$work/dangling"
+other resume_no_folder "--resume $work/none: no such folder" "$packtune" run --resume "$work/none"
+mkdir -p "$work/a-folder"
+other inspect_folder "checkpoint $work/a-folder: is a folder" "$packtune" inspect "$work/a-folder"
 printf '%s' "$tiny_interval" > "$work/tiny_interval.json"
 other pbt_interval_plan "tuner.interval: 1e-300 steps is less than a step" "$packtune" plan "$work/tiny_interval.json"
 other pbt_interval_simulate "tuner.interval: 1e-300 steps is less than a step" \

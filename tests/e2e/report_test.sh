@@ -61,6 +61,10 @@ cp "$work/out/report.html" "$work/driver.html"
 cmp -s "$work/driver.html" "$work/out/report.html" || { echo "FAIL: the driver's last report.html differs from packtune report's"; exit 1; }
 "$packtune" report "$work/out" --output "$work/copy.html" > /dev/null
 cmp -s "$work/copy.html" "$work/out/report.html" || { echo "FAIL: --output wrote another page"; exit 1; }
+code=0
+"$packtune" report "$work/out" --output "$work/out" > /dev/null 2> "$work/err" || code=$?
+[ "$code" = 2 ] && [ "$(wc -l < "$work/err")" = 1 ] && grep -q "is a folder; give --output a file name" "$work/err" ||
+  { echo "FAIL: report --output FOLDER: exit $code"; cat "$work/err"; exit 1; }
 
 # Offline: nothing may be fetched, so the network is cut off (an unroutable proxy) as well.
 chrome=("$browser" --headless --disable-gpu --no-sandbox --enable-unsafe-swiftshader --hide-scrollbars
