@@ -35,6 +35,7 @@ class Columns {
     if (index_.emplace(name, names_.size()).second) names_.push_back(name);
   }
   const std::vector<std::string>& names() const { return names_; }
+  bool has(const std::string& name) const { return index_.count(name) > 0; }
 
  private:
   std::vector<std::string> names_;
@@ -111,7 +112,9 @@ void write_results_csv(std::istream& jsonl, const std::string& source, std::ostr
         fields.add(key);
         continue;
       }
-      (value.is_number() || value.is_null() ? metrics : fields).add(key);
+      // A column is a metric or a field by the first row that has it: a hand-edited value of
+      // another kind does not make it a second column.
+      if (!metrics.has(key) && !fields.has(key)) (value.is_number() || value.is_null() ? metrics : fields).add(key);
     }
     // Config columns in the order the first row holding them lists them (json sorts keys).
     for (const auto& [key, value] : cells) {

@@ -74,7 +74,7 @@ class SignalsCaught {
 // actors' work folder (fresh_work_dir) in the temporary folder ($TMPDIR, else /tmp); each
 // driver removes those of drivers that are gone. A pid that is alive, or a file of another
 // user (whose driver may live in another pid namespace sharing /tmp), is left alone.
-void remove_files_of_gone_drivers() {
+void remove_files_of_gone_drivers(bool quiet) {
   namespace fs = std::filesystem;
   static const std::regex left_by_driver(R"(packtune-(\d{1,9})-\d+\.ipc|packtune-driver-(\d{1,9}))");
   std::error_code ec;
@@ -89,7 +89,8 @@ void remove_files_of_gone_drivers() {
     if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
     std::error_code removed;
     fs::remove_all(it->path(), removed);
-    if (!removed) spdlog::info("removed {}, left by driver {}, which is gone", it->path().string(), pid);
+    // Before the driver's log takes the console: --quiet keeps it to warnings here too.
+    if (!removed && !quiet) spdlog::info("removed {}, left by driver {}, which is gone", it->path().string(), pid);
   }
 }
 
@@ -489,7 +490,7 @@ class Driver {
 
 int run_experiment(const ExperimentConfig& config, const DriverOptions& options) {
   SignalsCaught signals;
-  remove_files_of_gone_drivers();
+  remove_files_of_gone_drivers(options.quiet);
   Driver driver(config, options);
   return driver.run();
 }

@@ -44,6 +44,14 @@ TEST_CASE("an empty results file is a header alone; a line that is not a report 
   CHECK_THROWS_AS(csv_of("[1, 2]\n"), packtune::InputError);
 }
 
+TEST_CASE("a column is a metric or a field by the first row that has it, once, whatever a later row holds") {
+  CHECK(csv_of("{\"trial\":0,\"budget\":1,\"val_accuracy\":0.5}\n"
+               "{\"trial\":1,\"budget\":1,\"val_accuracy\":\"oops\"}\n") ==
+        "trial,budget,final,wall_time,train_seconds,actor,unit_size,val_accuracy\r\n"
+        "0,1,,,,,,0.5\r\n"
+        "1,1,,,,,,oops\r\n");
+}
+
 TEST_CASE("a torn last line (no newline: being written, or cut by a crash) is left out, as report does") {
   const std::string whole = "{\"trial\":0,\"budget\":1}\n";
   CHECK(csv_of(whole + "{\"trial\": 1, \"bud") == csv_of(whole));
