@@ -101,7 +101,8 @@ bool Actor::advance_profiles(actors::PackExecutor& pack) {
                                                             std::make_move_iterator(round.end()));
                                               if (pack.sole_unit().size() != sole.size()) return Round::Changed;
                                               return reported ? Round::Reported : Round::Plain;
-                                            }};
+                                            },
+                                            pack.sole_unit_warm()};
   const int pack_steps = task.profiler->pack_steps();
   {
     Keepalive keepalive(socket_, spec_.heartbeat_seconds);

@@ -237,6 +237,10 @@ std::vector<const spec::TrialSpec*> PackExecutor::sole_unit() const {
   return specs;
 }
 
+bool PackExecutor::sole_unit_warm() const {
+  return !sole_unit().empty() && groups_.begin()->second->graph_captured();
+}
+
 bool PackExecutor::contains(tuners::TrialId trial) const {
   for (const auto& m : members_) {
     if (m.job.trial == trial) return true;

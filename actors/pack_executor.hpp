@@ -126,6 +126,9 @@ class PackExecutor {
   // of them is parked or has an end to report: a round of the pack is then a step of that unit,
   // which a throughput profile may time (ThroughputProfiler::PackUnit). Empty otherwise.
   std::vector<const spec::TrialSpec*> sole_unit() const;
+  // Whether that unit's step is a captured CUDA graph: past its warm-up, so that a profile
+  // timing its rounds need not warm it up again (ThroughputProfiler::PackUnit::warm).
+  bool sole_unit_warm() const;
   // A member's parameters and buffers under solo state-dict names.
   std::vector<std::pair<std::string, torch::Tensor>> member_state(tuners::TrialId trial) const;
 

@@ -105,10 +105,11 @@ class ThroughputProfiler::StepTimer {
   }
 
   // The pack's rounds, each counted in `steps`. Its warm-up trains the pack too, and takes a
-  // unit that just joined past its first allocations and CUDA graph capture.
+  // unit that just joined past its first allocations and CUDA graph capture; a warm unit has
+  // none to take.
   StepTimer(const PackUnit& unit, torch::Device device, int& steps) : device_(device), steps_(&steps) {
     step_ = unit.step;
-    warm_up();
+    if (!unit.warm) warm_up();
   }
 
   bool pack() const { return steps_ != nullptr; }

@@ -62,6 +62,9 @@ class ThroughputProfiler {
   struct PackUnit {
     int members = 0;
     std::function<Round()> step;
+    // Past its first allocations and its CUDA graph's capture (PackExecutor::sole_unit_warm):
+    // timed without warming it up again, which a GPU's profile did at each use of the unit.
+    bool warm = false;
   };
 
   // Times the next K, with `unit`'s rounds standing for a model of its size where the K (or the

@@ -161,6 +161,35 @@ TEST_CASE("the pack's own unit stands for a model of its size: its rounds are ti
     CHECK(evaluated_rounds <= 3 * plain_rounds);
     CHECK(profiler.points().size() == 1);
   }
+  SECTION("a warm unit (its CUDA graph captured) is timed without a warm-up") {
+    // Rounds longer than a window's minimum time: on a CPU a window is then one round.
+    const auto long_round = [] { std::this_thread::sleep_for(std::chrono::milliseconds(25)); };
+    int cold_rounds = 0, warm_rounds = 0;
+    ThroughputProfiler cold(spec, 1, input, test_device());
+    ThroughputProfiler::PackUnit cold_unit{1, [&] {
+                                             long_round();
+                                             ++cold_rounds;
+                                             return Round::Plain;
+                                           }};
+    CHECK_FALSE(cold.advance(&cold_unit));
+    ThroughputProfiler warm(spec, 1, input, test_device());
+    ThroughputProfiler::PackUnit warm_unit{1,
+                                           [&] {
+                                             long_round();
+                                             ++warm_rounds;
+                                             return Round::Plain;
+                                           },
+                                           /*warm=*/true};
+    CHECK_FALSE(warm.advance(&warm_unit));
+    CHECK(warm_rounds < cold_rounds);
+    CHECK(warm.pack_steps() == warm_rounds);
+    if (!test_device().is_cuda()) {
+      CHECK(warm_rounds == 3);  // three windows of one round
+      CHECK(cold_rounds == 5);  // and two to warm up
+    }
+    REQUIRE(warm.points().size() == 1);
+    CHECK(warm.points().front().second > 0);
+  }
   SECTION("a unit larger than the profile may time is not stepped") {
     ThroughputProfiler profiler(spec, 2, input, test_device(), {}, -1.0);
     const auto unit = plain_unit(3);
