@@ -135,25 +135,24 @@ TEST_CASE("the pack's own unit stands for a model of its size: its rounds are ti
     REQUIRE(profiler.points().size() == 2);
     CHECK(profiler.points().back().second > 0);
   }
+  // Rounds longer than a window's minimum time: every window then has the same steps (on a CPU,
+  // one), on a quiet machine or a loaded one. `counter` counts them; each ends as `result` says.
+  const auto long_unit = [](int& counter, Round result, bool warm = false) {
+    return ThroughputProfiler::PackUnit{1,
+                                        [&counter, result] {
+                                          std::this_thread::sleep_for(std::chrono::milliseconds(25));
+                                          ++counter;
+                                          return result;
+                                        },
+                                        warm};
+  };
   SECTION("a window in which the pack evaluated is timed again") {
-    // Rounds longer than a window's minimum time: every window then has the same steps, on a
-    // quiet machine or a loaded one, and the two profiles below differ by the window alone.
-    const auto long_round = [] { std::this_thread::sleep_for(std::chrono::milliseconds(25)); };
-    int evaluated_rounds = 0;
+    int evaluated_rounds = 0, plain_rounds = 0;
     ThroughputProfiler profiler(spec, 1, input, test_device());
-    ThroughputProfiler::PackUnit unit{1, [&] {
-                                        long_round();
-                                        ++evaluated_rounds;
-                                        return Round::Reported;
-                                      }};
+    const auto unit = long_unit(evaluated_rounds, Round::Reported);
     CHECK_FALSE(profiler.advance(&unit));
-    int plain_rounds = 0;
     ThroughputProfiler reference(spec, 1, input, test_device());
-    ThroughputProfiler::PackUnit plain{1, [&] {
-                                         long_round();
-                                         ++plain_rounds;
-                                         return Round::Plain;
-                                       }};
+    const auto plain = long_unit(plain_rounds, Round::Plain);
     CHECK_FALSE(reference.advance(&plain));
     // Each window was timed again, but only a few times: the profile still ends, with its point.
     // (Its windows took three times the plain profile's timed rounds: 11 against 5 on a CPU.)
@@ -162,24 +161,12 @@ TEST_CASE("the pack's own unit stands for a model of its size: its rounds are ti
     CHECK(profiler.points().size() == 1);
   }
   SECTION("a warm unit (its CUDA graph captured) is timed without a warm-up") {
-    // Rounds longer than a window's minimum time: on a CPU a window is then one round.
-    const auto long_round = [] { std::this_thread::sleep_for(std::chrono::milliseconds(25)); };
     int cold_rounds = 0, warm_rounds = 0;
     ThroughputProfiler cold(spec, 1, input, test_device());
-    ThroughputProfiler::PackUnit cold_unit{1, [&] {
-                                             long_round();
-                                             ++cold_rounds;
-                                             return Round::Plain;
-                                           }};
+    const auto cold_unit = long_unit(cold_rounds, Round::Plain);
     CHECK_FALSE(cold.advance(&cold_unit));
     ThroughputProfiler warm(spec, 1, input, test_device());
-    ThroughputProfiler::PackUnit warm_unit{1,
-                                           [&] {
-                                             long_round();
-                                             ++warm_rounds;
-                                             return Round::Plain;
-                                           },
-                                           /*warm=*/true};
+    const auto warm_unit = long_unit(warm_rounds, Round::Plain, /*warm=*/true);
     CHECK_FALSE(warm.advance(&warm_unit));
     CHECK(warm_rounds < cold_rounds);
     CHECK(warm.pack_steps() == warm_rounds);
