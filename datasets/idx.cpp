@@ -50,7 +50,8 @@ GzFile open_idx(const std::string& path) {
     const auto folder = std::filesystem::path(path).parent_path();
     if (!folder.empty() && !std::filesystem::is_directory(folder)) {
       throw InputError(path + ": data file not found: there is no folder " + folder.string() +
-                       "; set data.dir in the config (or PACKTUNE_DATA_DIR) to the folder of the IDX files");
+                       "; install dataset-fashion-mnist (scripts/setup.sh), or set data.dir in the config (or "
+                       "PACKTUNE_DATA_DIR) to the folder of the IDX files");
     }
     throw InputError(path + ": data file not found; install dataset-fashion-mnist "
                             "(scripts/setup.sh), or set data.dir in the config or PACKTUNE_DATA_DIR");

@@ -17,6 +17,7 @@
 #include "driver/journal.hpp"
 #include "experiment/experiment_config.hpp"
 #include "experiment/results_folder.hpp"
+#include "experiment/results_writer.hpp"
 #include "packtune/error.hpp"
 #include "tuners/plugins/plugin_loader.hpp"
 
@@ -180,11 +181,7 @@ int run_run_command(const std::vector<std::string>& args) {
   const auto& vm = command.values();
   const bool resume = vm.count("resume") > 0;
   if (!resume) command.argument();  // CONFIG may be left out only with --resume
-  for (const char* folder : {"out", "resume"}) {
-    if (vm.count(folder) && vm[folder].as<std::string>().empty()) {
-      throw InputError(std::string("run: --") + folder + " is empty; give a folder");
-    }
-  }
+  if (resume && vm["resume"].as<std::string>().empty()) throw InputError("run: --resume is empty; give a folder");
   if (resume && vm.count("out") && vm["out"].as<std::string>() != vm["resume"].as<std::string>()) {
     throw InputError("run: --resume DIR continues the experiment in DIR; leave --out out");
   }
@@ -220,6 +217,7 @@ int run_run_command(const std::vector<std::string>& args) {
     apply_overrides(config, overrides);
     record_as_run(config);
     driver.out_dir = vm.count("out") ? vm["out"].as<std::string>() : default_out_dir(config.name);
+    ResultsWriter::check_out(driver.out_dir);
   }
   if (!config.tuner_plugin.empty()) tuners::load_tuner_plugin(config.tuner_plugin);
   if (!config.model_plugin.empty()) declare_model_plugin(config.model_plugin);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 #include "packtune/error.hpp"
 
@@ -107,9 +108,10 @@ nlohmann::json parse_line(const std::string& path, std::string_view line, long l
                      "the experiment cannot be resumed from it as it is");
   }
   if (index >= 0 && seal->seq != index) {
-    throw InputError(path + ": line " + std::to_string(number) + " was written as line " +
-                     std::to_string(seal->seq + 1 + (number - 1 - index)) +
-                     ": a line before it was removed, added or moved; restore the journal, the experiment "
+    // Counted in entries: blank lines are none.
+    throw InputError(path + ": line " + std::to_string(number) + " is entry " + std::to_string(index + 1) +
+                     " but was written as entry " + std::to_string(seal->seq + 1) +
+                     ": an entry before it was removed, added or moved; restore the journal, the experiment "
                      "cannot be resumed from it as it is");
   }
   entry.erase("_seq");
@@ -128,8 +130,6 @@ std::string read_text(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-bool blank(std::string_view line) { return line.find_first_not_of(" \t\r") == std::string_view::npos; }
-
 // The whole lines of `text`, parsed; `whole` is set to the bytes they span. What follows the
 // last newline was being written at a crash and is left out; a blank line (an editor's) is no
 // entry.
@@ -141,7 +141,7 @@ std::vector<nlohmann::json> parse_entries(const std::string& path, const std::st
     const auto end = text.find('\n', begin);
     if (end == std::string::npos) break;
     const auto text_of_line = std::string_view(text).substr(begin, end - begin);
-    if (!blank(text_of_line)) {
+    if (!LineLog::blank(text_of_line)) {
       const auto index = static_cast<long long>(entries.size());
       entries.push_back(parse_line(path, text_of_line, line, index, sealed));
     }
@@ -182,11 +182,15 @@ std::vector<nlohmann::json> Journal::read(const std::string& path) {
 nlohmann::json Journal::read_header(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::string line;
-  if (!in || !std::getline(in, line) || in.eof()) {
-    throw InputError(path + ": no journal header; is this the results folder of a packtune run?");
-  }
+  long long number = 0;
+  do {
+    if (!in || !std::getline(in, line) || in.eof()) {
+      throw InputError(path + ": no journal header; is this the results folder of a packtune run?");
+    }
+    ++number;
+  } while (LineLog::blank(line));
   bool sealed = false;
-  return parse_line(path, line, 1, 0, sealed);
+  return parse_line(path, line, number, 0, sealed);
 }
 
 std::optional<nlohmann::json> Journal::recorded_data_files(const std::string& path) {
@@ -196,15 +200,21 @@ std::optional<nlohmann::json> Journal::recorded_data_files(const std::string& pa
   static const std::string entry_start = "{\"data_files\":";
   std::optional<nlohmann::json> recorded;
   std::size_t begin = 0;
+  bool header = true;  // the first line that is not blank
   for (int line = 1;; ++line) {
     const auto end = text.find('\n', begin);
     if (end == std::string::npos) break;  // none, or a torn last line
-    if (line == 1 || text.compare(begin, entry_start.size(), entry_start) == 0) {
+    if (LineLog::blank(std::string_view(text).substr(begin, end - begin))) {
+      begin = end + 1;
+      continue;
+    }
+    const bool first = std::exchange(header, false);
+    if (first || text.compare(begin, entry_start.size(), entry_start) == 0) {
       // Only these lines are read here: --resume checks them all (Journal::reopen).
       bool sealed = false;
       const auto entry = parse_line(path, std::string_view(text).substr(begin, end - begin), line, -1, sealed);
       try {
-        auto files = line == 1 ? entry.value("data_files", nlohmann::json())
+        auto files = first ? entry.value("data_files", nlohmann::json())
                                : entry.at("data_files").value("fingerprints", nlohmann::json());
         if (!files.is_null()) recorded = std::move(files);
       } catch (const nlohmann::json::exception& e) {

@@ -29,6 +29,8 @@ class LineLog {
   // A line already in JSON text, one line, without its newline.
   void append_text(std::string_view line);
   bool dirty() const { return !pending_.empty(); }
+  // A line of spaces alone (an editor's): no entry, to every reader of these files.
+  static bool blank(std::string_view line) { return line.find_first_not_of(" \t\r") == std::string_view::npos; }
   // Writes the lines appended since the last flush; with `sync`, waits until they are on the
   // disk (fdatasync). On a failure the file is cut back to its last whole line and Error names
   // the path, the cause and the advice.

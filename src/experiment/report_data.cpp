@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "experiment/best_report.hpp"
+#include "experiment/line_log.hpp"
 #include "experiment/results_folder.hpp"
 #include "packtune/error.hpp"
 
@@ -43,7 +44,7 @@ std::vector<json> read_lines(const fs::path& path, const std::string& what_to_do
     if (end == std::string::npos) break;  // torn: being written
     const auto line = text.substr(begin, end - begin);
     begin = end + 1;
-    if (line.empty()) continue;
+    if (LineLog::blank(line)) continue;
     try {
       lines.push_back(json::parse(line));
     } catch (const json::exception&) {

@@ -21,21 +21,36 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Writes a file whole or throws Error naming it: through a temporary and a rename, so a reader
-// (or a resume) never sees half of it.
+// Writes a file whole or throws Error naming it: through a temporary of its own (made new, never
+// through a link) and a rename, so a reader (or a resume) never sees half of it. A link at
+// `path` is replaced, and what it named is left alone.
 void write_file(const fs::path& path, const std::string& text) {
-  const auto tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw Error(path.string() + ": cannot write (" + std::strerror(errno) + "); is the disk full?");
+  const std::string tmp = path.string() + "." + std::to_string(::getpid()) + ".tmp";
+  ::unlink(tmp.c_str());  // one a crash left: the name itself goes, never what a link names
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (fd < 0) throw Error(path.string() + ": cannot write beside it (" + std::strerror(errno) + ")");
+  std::size_t done = 0;
+  int error = 0;
+  while (done < text.size()) {
+    const auto n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      error = n < 0 ? errno : EIO;
+      break;
     }
+    done += static_cast<std::size_t>(n);
   }
-  fs::rename(tmp, path);
+  ::close(fd);
+  std::error_code ec;
+  if (error != 0) {
+    fs::remove(tmp, ec);
+    throw Error(path.string() + ": cannot write (" + std::strerror(error) + "); is the disk full?");
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw Error(path.string() + ": cannot replace it (" + ec.message() + ")");
+  }
 }
 
 }  // namespace
@@ -49,7 +64,8 @@ fs::path folder_path(const std::string& dir) {
 }
 }  // namespace
 
-std::string ResultsWriter::create_folder(const std::string& dir) {
+void ResultsWriter::check_out(const std::string& dir) {
+  if (dir.empty()) throw InputError("run: --out is empty; give a folder");
   if (fs::exists(dir) && !fs::is_directory(dir)) {
     throw InputError("--out " + dir + ": exists and is not a directory");
   }
@@ -57,6 +73,10 @@ std::string ResultsWriter::create_folder(const std::string& dir) {
     throw InputError("--out " + dir + ": is a link to nothing (" + fs::read_symlink(dir, ec).string() +
                      "); make the folder it names, or choose another --out");
   }
+}
+
+std::string ResultsWriter::create_folder(const std::string& dir) {
+  check_out(dir);
   std::error_code ec;
   auto outermost = folder_path(dir);
   while (!fs::exists(outermost.parent_path(), ec) && outermost.has_relative_path()) outermost = outermost.parent_path();
@@ -130,14 +150,12 @@ bool ResultsWriter::restore_config(const std::string& dir, const nlohmann::json&
 
 bool ResultsWriter::restore_rows(const std::string& dir, const std::vector<nlohmann::json>& rows) {
   const fs::path path = results_folder::path(dir, results_folder::kResults);
-  std::ifstream in(path);
-  std::vector<nlohmann::json> found;
-  for (std::string line; in && std::getline(in, line);) {
-    found.push_back(nlohmann::json::parse(line, nullptr, false));  // a damaged line: discarded, unlike any row
-  }
-  if (in.eof() && found == rows) return false;
+  // The rows' lines as the run wrote them (line() writes what dump() would), compared byte for
+  // byte: a last line that lost its newline is torn to every reader, though it parses.
   std::string text;
   for (const auto& row : rows) text += row.dump() + "\n";
+  std::ifstream in(path, std::ios::binary);
+  if (in && std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()) == text) return false;
   write_file(path, text);
   return true;
 }

@@ -41,7 +41,11 @@ struct ReportRow {
 
 class ResultsWriter {
  public:
-  // Creates `dir` for a new run, or throws InputError. Returns the outermost folder it made:
+  // Throws InputError for an --out no run can make its folder: empty, a file, a link to nothing.
+  // Cheap: the CLI asks before it reads the data or starts an export.
+  static void check_out(const std::string& dir);
+  // Creates `dir` for a new run (check_out first), or throws InputError. Returns the outermost
+  // folder it made:
   // `dir`, or the first of its parents that was missing too (--out a/b/c where a was not
   // there: a); empty when `dir` was there. Nothing is written into it: the driver locks the
   // folder first (two drivers may start on one --out).

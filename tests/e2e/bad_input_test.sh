@@ -40,7 +40,7 @@ expect keep_checkpoints_flag "--keep-checkpoints: unknown value" "$good" --keep-
 expect empty_range "space.lr: empty range" "$(set_key "$good" 'c["space"]["lr"]["high"]=0.0001')"
 expect not_json "not valid JSON" '{"tuner": '
 expect missing_config "config file not found" - 
-expect missing_data "data file not found: there is no folder /nonexistent; set data.dir" \
+expect missing_data "data file not found: there is no folder /nonexistent; install dataset-fashion-mnist" \
   "$(set_key "$good" 'c["data"]["dir"]="/nonexistent"')"
 expect unknown_model "model.family" "$(set_key "$good" 'c["model"]={"family": "transformer"}')"
 expect unknown_tuner "unknown tuner \"bayes\"" "$(set_key "$good" 'c["tuner"]["name"]="bayes"')"

@@ -29,6 +29,17 @@ rm "$work/run/results.jsonl"
 cmp "$work/results.before" "$work/run/results.jsonl" || { echo "FAIL: a deleted results.jsonl was not written again"; exit 1; }
 "$packtune" run --resume "$work/run" > "$work/again.out" 2>&1
 if grep -q "written again" "$work/again.out"; then echo "FAIL: an intact results.jsonl was written again"; exit 1; fi
+# Its last newline lost: the last row is torn to every reader, though it parses.
+truncate -s -1 "$work/run/results.jsonl"
+"$packtune" run --resume "$work/run" > "$work/again.out" 2>&1
+cmp "$work/results.before" "$work/run/results.jsonl" || { echo "FAIL: a torn last row was not written again"; exit 1; }
+# A link to another file in its place: replaced by a file of the run's own, the other left alone.
+printf 'not ours\n' > "$work/other.jsonl"
+rm "$work/run/results.jsonl"
+ln -s "$work/other.jsonl" "$work/run/results.jsonl"
+"$packtune" run --resume "$work/run" > "$work/again.out" 2>&1
+[ ! -L "$work/run/results.jsonl" ] && cmp "$work/results.before" "$work/run/results.jsonl" &&
+  [ "$(cat "$work/other.jsonl")" = "not ours" ] || { echo "FAIL: results.jsonl as a link"; exit 1; }
 
 # Refused with exit 2 and one error line that holds $2 (a regular expression).
 refused() {
@@ -52,7 +63,7 @@ print(jobs[-1] + 1)
 PY
 )
 grep -v '"finished"' "$work/journal.whole" | sed "${line}d" > "$work/run/journal.jsonl"
-refused lost " was written as line $((line + 1)): a line before it was removed"
+refused lost " is entry $line but was written as entry $((line + 1)): an entry before it was removed"
 
 # A result's metric is edited.
 python3 - "$work/journal.whole" "$work/run/journal.jsonl" <<'PY'

@@ -118,6 +118,7 @@ cmp "$work/finished.before" "$work/mid_sweep/results.jsonl"
 set +e
 "$packtune" run "$work/config.json" --resume "$work/first_rung" --seed 6 > "$work/changed.out" 2>&1
 code=$?
+mkdir -p "$work/nothing-here"
 "$packtune" run --resume "$work/nothing-here" > "$work/none.out" 2>&1
 none=$?
 python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["threads_per_actor"]=c["threads_per_actor"]+1; json.dump(c,open(sys.argv[2],"w"))' \

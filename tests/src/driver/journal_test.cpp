@@ -190,11 +190,11 @@ TEST_CASE("each line carries its place and checksum, and a line edited, lost, ad
   CHECK_THAT(read_error(path), Catch::Contains("line 2 was changed after it was written"));
 
   write_lines(path, {lines[0], lines[2], lines[3]});  // the job's line lost
-  CHECK_THAT(read_error(path), Catch::Contains("line 2 was written as line 3: a line before it was removed"));
+  CHECK_THAT(read_error(path), Catch::Contains("line 2 is entry 2 but was written as entry 3: an entry before it was removed"));
   write_lines(path, {lines[0], lines[1], lines[1], lines[2]});  // a line added
-  CHECK_THAT(read_error(path), Catch::Contains("line 3 was written as line 2"));
+  CHECK_THAT(read_error(path), Catch::Contains("line 3 is entry 3 but was written as entry 2"));
   write_lines(path, {lines[0], lines[2], lines[1], lines[3]});  // two lines swapped
-  CHECK_THAT(read_error(path), Catch::Contains("line 2 was written as line 3"));
+  CHECK_THAT(read_error(path), Catch::Contains("line 2 is entry 2 but was written as entry 3"));
   // Losing the last lines is what a crash does: the rest reads.
   write_lines(path, {lines[0], lines[1]});
   CHECK(read_error(path).empty());
@@ -235,12 +235,13 @@ TEST_CASE("blank lines (an editor's) are no entries, and a journal that is a lin
     journal.commit();
   }
   const auto lines = lines_of(path);
-  write_lines(path, {lines[0], "", lines[1], "  ", lines[2], ""});
+  write_lines(path, {"", lines[0], "", lines[1], "  ", lines[2], ""});
   const auto entries = Journal::read(path);
   REQUIRE(entries.size() == 3);
   CHECK(entries[2]["b"] == 2);
+  CHECK(Journal::read_header(path) == nlohmann::json{{"header", 1}});
   write_lines(path, {lines[0], "", lines[2]});  // a line lost still is
-  CHECK_THAT(read_error(path), Catch::Contains("line 3 was written as line 4"));
+  CHECK_THAT(read_error(path), Catch::Contains("line 3 is entry 2 but was written as entry 3"));
 
   // Another run's journal behind a link in this folder: --resume refuses it and leaves it alone.
   write_lines(dir.file("other.jsonl"), lines);
