@@ -79,8 +79,11 @@ std::vector<std::uint32_t> read_dims(gzFile file, const std::string& path) {
 
 std::size_t sample_bytes(const std::vector<std::uint32_t>& dims, const std::string& path) {
   std::size_t total = 1;
-  for (const auto d : dims) total *= d;
-  if (total > kMaxSampleBytes) throw InputError(path + ": IDX dimensions are implausibly large");
+  for (const auto d : dims) {
+    // Checked at each factor: four of up to 2^32 would overflow before a check at the end.
+    if (d != 0 && total > kMaxSampleBytes / d) throw InputError(path + ": IDX dimensions are implausibly large");
+    total *= d;
+  }
   return total;
 }
 

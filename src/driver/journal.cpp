@@ -215,7 +215,7 @@ std::optional<nlohmann::json> Journal::recorded_data_files(const std::string& pa
       const auto entry = parse_line(path, std::string_view(text).substr(begin, end - begin), line, -1, sealed);
       try {
         auto files = first ? entry.value("data_files", nlohmann::json())
-                               : entry.at("data_files").value("fingerprints", nlohmann::json());
+                           : entry.at("data_files").value("fingerprints", nlohmann::json());
         if (!files.is_null()) recorded = std::move(files);
       } catch (const nlohmann::json::exception& e) {
         throw InputError(path + ": line " + std::to_string(line) + " is damaged (" + e.what() +
