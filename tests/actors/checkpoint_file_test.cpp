@@ -228,9 +228,9 @@ TEST_CASE("truncated, foreign, non-HDF5 and missing files are refused with one c
     spit(path, "");
     CHECK_THROWS_AS(read_checkpoint(path), InputError);
   }
-  SECTION("missing") {
+  SECTION("missing, or a folder") {
     CHECK_THROWS_WITH(read_checkpoint(dir.file("none.h5")), Catch::Contains("no such file"));
-    CHECK_THROWS_WITH(read_checkpoint(dir.path().string()), Catch::Contains("no such file"));
+    CHECK_THROWS_WITH(read_checkpoint(dir.path().string()), Catch::Contains("is a folder; give a checkpoint file"));
   }
 }
 
