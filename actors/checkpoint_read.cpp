@@ -193,7 +193,9 @@ TrialCheckpoint read_checkpoint(const std::string& path) {
   silence_hdf5();
   Reader r(path);
   std::error_code ec;
-  if (fs::is_directory(path, ec)) r.fail("is a folder; give a checkpoint file in it, such as checkpoints/trial-0-budget-1.h5");
+  if (fs::is_directory(path, ec)) {
+    r.fail("is a folder; give a checkpoint file in it, such as checkpoints/trial-0-budget-1.h5");
+  }
   if (!fs::is_regular_file(path, ec)) r.fail("no such file");
   r.set_file_bytes(fs::file_size(path, ec));
   if (ec) r.fail("cannot read its size (" + ec.message() + ")");

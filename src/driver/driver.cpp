@@ -139,10 +139,11 @@ class Driver {
         spdlog::warn("{} was damaged or missing; written again from the journal",
                      in_folder(results_folder::kConfig));
       }
-      if (recovered->finished && ResultsWriter::restore_rows(options_.out_dir, recovered->rows)) {
-        spdlog::warn("{} was damaged or missing; written again from the journal", in_folder(results_folder::kResults));
-      }
       if (recovered->finished) {
+        if (ResultsWriter::restore_rows(options_.out_dir, recovered->rows)) {
+          spdlog::warn("{} was damaged or missing; written again from the journal",
+                       in_folder(results_folder::kResults));
+        }
         std::printf("%s in %s finished already (%lld jobs); nothing to resume\n", config_.name.c_str(),
                     options_.out_dir.c_str(), static_cast<long long>(recovered->finished_jobs));
         return 0;

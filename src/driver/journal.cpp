@@ -31,19 +31,20 @@ std::uint32_t crc_of(std::string_view text, std::uint32_t crc = 0) {
       crc32(crc, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size())));
 }
 
-void add_seal(std::string& line, std::string_view entry, long long seq) {
+// What follows `entry` without its closing brace to make its sealed line: the seal, and the brace.
+std::string seal_after(std::string_view entry, long long seq) {
   if (entry.size() < 2 || entry.front() != '{' || entry.back() != '}') {
     throw Error("journal: an entry must be one JSON object, not " + std::string(entry.substr(0, 40)));
   }
   char crc[kCrcDigits + 1];
   std::snprintf(crc, sizeof crc, "%08x", crc_of(entry));
-  line.append(entry.data(), entry.size() - 1);  // all but the closing brace
-  if (entry.size() > 2) line += ',';            // "{}" has no key before the seal
-  line += kSeqKey;
-  line += std::to_string(seq);
-  line += kCrcKey;
-  line += crc;
-  line += "\"}";
+  std::string seal = entry.size() > 2 ? "," : "";  // "{}" has no key before the seal
+  seal += kSeqKey;
+  seal += std::to_string(seq);
+  seal += kCrcKey;
+  seal += crc;
+  seal += "\"}";
+  return seal;
 }
 
 struct Seal {
@@ -51,7 +52,7 @@ struct Seal {
   bool intact = false;  // the checksum matches the line without its seal
 };
 
-// The seal at the end of `line`, exactly as add_seal writes it; nullopt when there is none.
+// The seal at the end of `line`, exactly as seal_after writes it; nullopt when there is none.
 std::optional<Seal> seal_of(std::string_view line) {
   auto is_hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
   if (line.size() < kSeqKey.size() + kCrcKey.size() + kCrcDigits + 4 || line.substr(line.size() - 2) != "\"}") {
@@ -154,9 +155,8 @@ std::vector<nlohmann::json> parse_entries(const std::string& path, const std::st
 }  // namespace
 
 void Journal::append_text(std::string_view entry) {
-  sealed_.clear();
-  add_seal(sealed_, entry, next_seq_);
-  log_.append_text(sealed_);
+  const auto seal = seal_after(entry, next_seq_);
+  log_.append_text(entry.substr(0, entry.size() - 1), seal);
   ++next_seq_;  // only once the line is the log's: a line refused takes no place
 }
 

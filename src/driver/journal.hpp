@@ -60,8 +60,7 @@ class Journal {
   Journal(LineLog log, long long next_seq) : log_(std::move(log)), next_seq_(next_seq) {}
 
   LineLog log_;
-  long long next_seq_;   // the index of the next entry: the journal's whole entries so far
-  std::string sealed_;   // the line being sealed, kept to reuse its buffer
+  long long next_seq_;  // the index of the next entry: the journal's whole entries so far
 };
 
 struct Journal::Reopened {

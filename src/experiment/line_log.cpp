@@ -74,8 +74,9 @@ void LineLog::append(const nlohmann::json& line) {
   pending_ += '\n';
 }
 
-void LineLog::append_text(std::string_view line) {
+void LineLog::append_text(std::string_view line, std::string_view more) {
   pending_ += line;
+  pending_ += more;
   pending_ += '\n';
 }
 

@@ -26,8 +26,9 @@ class LineLog {
   ~LineLog();
 
   void append(const nlohmann::json& line);
-  // A line already in JSON text, one line, without its newline.
-  void append_text(std::string_view line);
+  // A line already in JSON text, one line, without its newline; `more` continues it (the
+  // journal's seal after its entry, without a copy of the entry to join them).
+  void append_text(std::string_view line, std::string_view more = {});
   bool dirty() const { return !pending_.empty(); }
   // A line of spaces alone (an editor's): no entry, to every reader of these files.
   static bool blank(std::string_view line) { return line.find_first_not_of(" \t\r") == std::string_view::npos; }

@@ -53,15 +53,13 @@ void write_file(const fs::path& path, const std::string& text) {
   }
 }
 
-}  // namespace
-
-namespace {
 // `dir` made absolute and without a trailing separator, so that its parents are its folders.
 fs::path folder_path(const std::string& dir) {
   auto path = fs::absolute(dir).lexically_normal();
   if (path.filename().empty()) path = path.parent_path();
   return path;
 }
+
 }  // namespace
 
 void ResultsWriter::check_out(const std::string& dir) {

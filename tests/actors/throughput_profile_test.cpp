@@ -146,14 +146,18 @@ TEST_CASE("the pack's own unit stands for a model of its size: its rounds are ti
                                         },
                                         warm};
   };
-  SECTION("a window in which the pack evaluated is timed again") {
-    int evaluated_rounds = 0, plain_rounds = 0;
-    ThroughputProfiler profiler(spec, 1, input, test_device());
-    const auto unit = long_unit(evaluated_rounds, Round::Reported);
+  // The rounds `profiler` stepped to time K = 1 on such a unit; the profile must end there.
+  const auto profiled_rounds = [&](ThroughputProfiler& profiler, Round result, bool warm = false) {
+    int rounds = 0;
+    const auto unit = long_unit(rounds, result, warm);
     CHECK_FALSE(profiler.advance(&unit));
+    return rounds;
+  };
+  SECTION("a window in which the pack evaluated is timed again") {
+    ThroughputProfiler profiler(spec, 1, input, test_device());
+    const int evaluated_rounds = profiled_rounds(profiler, Round::Reported);
     ThroughputProfiler reference(spec, 1, input, test_device());
-    const auto plain = long_unit(plain_rounds, Round::Plain);
-    CHECK_FALSE(reference.advance(&plain));
+    const int plain_rounds = profiled_rounds(reference, Round::Plain);
     // Each window was timed again, but only a few times: the profile still ends, with its point.
     // (Its windows took three times the plain profile's timed rounds: 11 against 5 on a CPU.)
     CHECK(evaluated_rounds > plain_rounds);
@@ -161,13 +165,10 @@ TEST_CASE("the pack's own unit stands for a model of its size: its rounds are ti
     CHECK(profiler.points().size() == 1);
   }
   SECTION("a warm unit (its CUDA graph captured) is timed without a warm-up") {
-    int cold_rounds = 0, warm_rounds = 0;
     ThroughputProfiler cold(spec, 1, input, test_device());
-    const auto cold_unit = long_unit(cold_rounds, Round::Plain);
-    CHECK_FALSE(cold.advance(&cold_unit));
+    const int cold_rounds = profiled_rounds(cold, Round::Plain);
     ThroughputProfiler warm(spec, 1, input, test_device());
-    const auto warm_unit = long_unit(warm_rounds, Round::Plain, /*warm=*/true);
-    CHECK_FALSE(warm.advance(&warm_unit));
+    const int warm_rounds = profiled_rounds(warm, Round::Plain, /*warm=*/true);
     CHECK(warm_rounds < cold_rounds);
     CHECK(warm.pack_steps() == warm_rounds);
     if (!test_device().is_cuda()) {
